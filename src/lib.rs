@@ -1,2 +1,11 @@
 //! idgate: a MySQL-wire proxy that fills id columns with globally unique 64-bit IDs and routes
 //! every row and query to the shard that owns it.
+
+pub mod config;
+pub mod demo;
+pub mod exec;
+pub mod proxy;
+pub mod server;
+pub mod session;
+pub mod testbed;
+pub mod wire;

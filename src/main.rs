@@ -1,1 +1,87 @@
-fn main() {}
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use idgate::config::Config;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    name = "idgate",
+    version,
+    about = "MySQL-wire proxy that generates unique IDs and routes rows to shards"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Cmd>,
+    /// Configuration file (for `run` when no subcommand is given).
+    #[arg(long, short, global = true, default_value = "conf/idgate.yaml")]
+    config: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve clients (the default).
+    Run,
+    /// Validate the configuration and print it with every default filled in.
+    CheckConfig,
+    /// Start throwaway MariaDB shards and idgate on the embedded demo configuration.
+    Demo,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("IDGATE_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Cmd::Run) {
+        Cmd::CheckConfig => match Config::from_file(&cli.config) {
+            Ok(cfg) => {
+                print!("{}", cfg.to_effective_yaml());
+                eprintln!("{}: OK", cli.config.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", cli.config.display());
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Run => {
+            let cfg = match Config::from_file(&cli.config) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("{}: {e}", cli.config.display());
+                    return ExitCode::from(2);
+                }
+            };
+            serve(cfg)
+        }
+        Cmd::Demo => idgate::demo::run(),
+    }
+}
+
+fn serve(cfg: Config) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async {
+        let stop = idgate::server::signal_stop();
+        match idgate::server::run(cfg, stop).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!("{e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

@@ -1,15 +1,27 @@
 //! Shared test support: real MariaDB servers and idgate processes started by the tests themselves.
 #![allow(dead_code)]
 
-pub mod mariadb;
-pub mod reaper;
+pub mod idgate_proc;
 
 use std::sync::OnceLock;
 
-pub use mariadb::MariaDb;
+#[allow(unused_imports)]
+pub use idgate::testbed::mariadb::{free_port, DATABASE, PASSWORD, USER};
+pub use idgate::testbed::MariaDb;
+pub use idgate_proc::Idgate;
+
+/// Starts a private MariaDB server, for a test that will kill or restart it.
+pub fn start_db() -> MariaDb {
+    MariaDb::start().unwrap_or_else(|e| panic!("{e}"))
+}
 
 /// One MariaDB server shared by all tests of a test binary.
 pub fn shared_db() -> &'static MariaDb {
     static DB: OnceLock<MariaDb> = OnceLock::new();
-    DB.get_or_init(MariaDb::start)
+    DB.get_or_init(start_db)
+}
+
+/// A direct (no idgate) connection to `db`'s test database.
+pub fn direct(db: &MariaDb) -> mysql::Conn {
+    mysql::Conn::new(mysql::Opts::from_url(&db.url()).expect("url")).expect("direct connection")
 }

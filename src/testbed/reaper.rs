@@ -1,4 +1,4 @@
-//! Child processes that cannot outlive the test binary. Linux delivers PR_SET_PDEATHSIG when the
+//! Child processes that cannot outlive the process that started them (the demo, a test binary). Linux delivers PR_SET_PDEATHSIG when the
 //! *thread* that forked exits, so every child is forked from one thread that lives as long as the
 //! process; a crashed or killed test binary therefore takes its servers with it.
 
@@ -28,7 +28,7 @@ fn spawner() -> &'static Mutex<Sender<Request>> {
                 }
                 // The sender lives in a static, so this loop (and thread) never ends.
             })
-            .expect("spawn the child-spawner thread");
+            .ok(); // without the thread, spawn() reports that it is gone
         Mutex::new(tx)
     })
 }
@@ -61,24 +61,28 @@ fn register_exit_hook() {
 /// Removes `dir` when the test process exits (statics are never dropped).
 pub fn remove_at_exit(dir: std::path::PathBuf) {
     register_exit_hook();
-    DIRS.lock().unwrap().push(dir);
+    if let Ok(mut dirs) = DIRS.lock() {
+        dirs.push(dir);
+    }
 }
 
-/// Spawns `cmd` so that it is killed when this test process exits for any reason.
-pub fn spawn(cmd: Command) -> Child {
+/// Spawns `cmd` so that it is killed when this process exits for any reason.
+pub fn spawn(cmd: Command) -> Result<Child, String> {
     register_exit_hook();
     let (tx, rx) = channel();
     let program = format!("{:?}", cmd.get_program());
+    let gone = || "the child-spawner thread is gone".to_string();
     spawner()
         .lock()
-        .unwrap()
+        .map_err(|_| gone())?
         .send((cmd, tx))
-        .expect("child-spawner thread is gone");
-    rx.recv()
-        .expect("child-spawner thread is gone")
-        .map(|child| {
-            PIDS.lock().unwrap().push(child.id() as i32);
-            child
-        })
-        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"))
+        .map_err(|_| gone())?;
+    let child = rx
+        .recv()
+        .map_err(|_| gone())?
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    if let Ok(mut pids) = PIDS.lock() {
+        pids.push(child.id() as i32);
+    }
+    Ok(child)
 }

@@ -1,0 +1,62 @@
+//! idgate's YAML configuration: the schema, its defaults, and validation that points at the line
+//! and column of the mistake. Nothing here touches the network.
+
+mod schema;
+mod validate;
+
+pub use schema::{Backend, Config, PoolSettings, User};
+
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Yaml(String),
+    #[error("line {line}, column {column}: {message}")]
+    Invalid {
+        line: u64,
+        column: u64,
+        message: String,
+    },
+}
+
+/// The configuration `idgate demo` runs on: two local shards and a plaintext demo user.
+pub const EMBEDDED_DEMO: &str = include_str!("../../conf/demo.yaml");
+
+impl Config {
+    pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
+        let cfg: Config =
+            serde_saphyr::from_str(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
+        validate::validate(&cfg)?;
+        Ok(cfg)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_yaml(&text)
+    }
+
+    /// The effective configuration (defaults filled in) as YAML, secrets masked.
+    pub fn to_effective_yaml(&self) -> String {
+        let mut shown = self.clone();
+        for b in shown.backends.values_mut() {
+            if !b.value.password.is_empty() {
+                b.value.password = "********".into();
+            }
+        }
+        for u in shown.users.iter_mut() {
+            if u.value.password.is_some() {
+                u.value.password = Some("********".into());
+            }
+        }
+        serde_saphyr::to_string(&shown).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+}

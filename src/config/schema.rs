@@ -1,0 +1,100 @@
+//! The shape of idgate.yaml. Every struct rejects unknown keys; the YAML parser rejects duplicates.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_saphyr::Spanned;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Address the MySQL protocol listens on.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// Largest packet payload (bytes) idgate accepts from a client; larger gets ER_NET_PACKET_TOO_LARGE.
+    #[serde(default = "default_max_packet")]
+    pub max_packet_size: u64,
+    /// How long running statements may finish after SIGTERM/SIGINT before connections are closed.
+    #[serde(default = "default_grace")]
+    pub shutdown_grace_ms: u64,
+    /// Allows `password:` in clear text for users. For throwaway demos only.
+    #[serde(default)]
+    pub allow_plaintext_passwords: bool,
+    pub users: Vec<Spanned<User>>,
+    pub backends: BTreeMap<String, Spanned<Backend>>,
+    /// The backend that gets every statement not routed elsewhere.
+    pub default_backend: Spanned<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct User {
+    pub name: String,
+    /// mysql_native_password hash as MySQL stores it: `*` and 40 hex digits of SHA1(SHA1(password)).
+    /// `SELECT PASSWORD('secret')` on MariaDB prints it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash: Option<String>,
+    /// Clear-text password; needs `allow_plaintext_passwords: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backend {
+    #[serde(default = "default_host")]
+    pub host: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    pub user: String,
+    #[serde(default)]
+    pub password: String,
+    #[serde(default)]
+    pub pool: PoolSettings,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSettings {
+    /// Most connections idgate opens to this backend.
+    #[serde(default = "default_pool_max")]
+    pub max_connections: usize,
+    /// Connections kept open while idle.
+    #[serde(default)]
+    pub min_connections: usize,
+    /// How long a session waits for a free connection before it gets an error.
+    #[serde(default = "default_acquire_timeout")]
+    pub acquire_timeout_ms: u64,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            max_connections: default_pool_max(),
+            min_connections: 0,
+            acquire_timeout_ms: default_acquire_timeout(),
+        }
+    }
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:3307".into()
+}
+fn default_max_packet() -> u64 {
+    64 << 20
+}
+fn default_grace() -> u64 {
+    10_000
+}
+fn default_host() -> String {
+    "127.0.0.1".into()
+}
+fn default_port() -> u16 {
+    3306
+}
+fn default_pool_max() -> usize {
+    128
+}
+fn default_acquire_timeout() -> u64 {
+    5_000
+}

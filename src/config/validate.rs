@@ -1,0 +1,112 @@
+//! Checks that YAML types alone cannot express, each reported at the line and column it concerns.
+
+use serde_saphyr::Location;
+
+use super::{Config, ConfigError};
+
+fn at(loc: &Location, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        line: loc.line(),
+        column: loc.column(),
+        message,
+    }
+}
+
+pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
+    if cfg.listen.parse::<std::net::SocketAddr>().is_err() {
+        return Err(ConfigError::Yaml(format!(
+            "listen: `{}` is not an address:port such as 127.0.0.1:3307",
+            cfg.listen
+        )));
+    }
+    if !(1024..=(1 << 30)).contains(&cfg.max_packet_size) {
+        return Err(ConfigError::Yaml(format!(
+            "max_packet_size: {} is outside 1024 ..= 1073741824 bytes",
+            cfg.max_packet_size
+        )));
+    }
+    if cfg.users.is_empty() {
+        return Err(ConfigError::Yaml(
+            "users: list at least one user that clients log in as".into(),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for u in &cfg.users {
+        let user = &u.value;
+        if !seen.insert(user.name.as_str()) {
+            return Err(at(
+                &u.referenced,
+                format!("user `{}` is listed twice", user.name),
+            ));
+        }
+        match (&user.password_hash, &user.password) {
+            (Some(_), Some(_)) => {
+                return Err(at(
+                    &u.referenced,
+                    format!(
+                        "user `{}`: give password_hash or password, not both",
+                        user.name
+                    ),
+                ))
+            }
+            (None, None) => {
+                return Err(at(
+                    &u.referenced,
+                    format!(
+                        "user `{}`: set password_hash (`SELECT PASSWORD('…')` prints it)",
+                        user.name
+                    ),
+                ))
+            }
+            (Some(h), None) => {
+                if crate::wire::auth::parse_native_hash(h).is_none() {
+                    return Err(at(
+                        &u.referenced,
+                        format!(
+                            "user `{}`: password_hash must be `*` and 40 hex digits, as `SELECT PASSWORD('…')` prints",
+                            user.name
+                        ),
+                    ));
+                }
+            }
+            (None, Some(_)) => {
+                if !cfg.allow_plaintext_passwords {
+                    return Err(at(
+                        &u.referenced,
+                        format!(
+                            "user `{}`: clear-text password needs allow_plaintext_passwords: true; use password_hash instead",
+                            user.name
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if cfg.backends.is_empty() {
+        return Err(ConfigError::Yaml(
+            "backends: define at least one backend".into(),
+        ));
+    }
+    for (name, b) in &cfg.backends {
+        let p = &b.value.pool;
+        if p.max_connections == 0 || p.min_connections > p.max_connections {
+            return Err(at(
+                &b.referenced,
+                format!(
+                    "backend `{name}`: pool needs 0 <= min_connections <= max_connections and max_connections >= 1"
+                ),
+            ));
+        }
+    }
+    if !cfg.backends.contains_key(&cfg.default_backend.value) {
+        return Err(at(
+            &cfg.default_backend.referenced,
+            format!(
+                "default_backend `{}` is not one of the backends ({})",
+                cfg.default_backend.value,
+                cfg.backends.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}

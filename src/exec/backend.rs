@@ -1,0 +1,308 @@
+//! One connection from idgate to a backend MySQL/MariaDB server, speaking the client side of the
+//! protocol on raw packets so that whatever the backend answers can be relayed byte-for-byte.
+
+use std::time::{Duration, Instant};
+
+use mysql_common::constants::{CapabilityFlags, StatusFlags};
+use mysql_common::io::ParseBuf;
+use mysql_common::packets::{AuthPlugin, AuthSwitchRequest, HandshakePacket};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+use crate::config::Backend;
+use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
+use crate::wire::packets;
+
+/// utf8mb4_general_ci: what every pooled connection starts with; sessions that asked for another
+/// collation get `SET NAMES` when they take the connection.
+pub const POOL_COLLATION: u8 = 45;
+
+/// Backends can send packets as large as their max_allowed_packet (up to 1 GiB).
+const BACKEND_PACKET_LIMIT: usize = 1 << 30;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("cannot reach backend `{backend}` at {addr}: {source}")]
+    Connect {
+        backend: String,
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("backend `{backend}` refused idgate's login: {message}")]
+    Login { backend: String, message: String },
+    #[error("lost connection to backend: {0}")]
+    Lost(#[from] FrameError),
+    #[error("backend sent a packet idgate cannot read: {0}")]
+    Protocol(String),
+    #[error("backend error {code}: {message}")]
+    Server { code: u16, message: String },
+    #[error("timed out connecting to backend `{0}`")]
+    Timeout(String),
+    /// Writing to the client failed while relaying; the client is gone.
+    #[error("client connection lost: {0}")]
+    ClientGone(std::io::Error),
+}
+
+impl From<std::io::Error> for BackendError {
+    fn from(e: std::io::Error) -> Self {
+        BackendError::Lost(FrameError::Io(e))
+    }
+}
+
+pub struct BackendConn {
+    reader: PacketReader<OwnedReadHalf>,
+    writer: PacketWriter<OwnedWriteHalf>,
+    pub connection_id: u32,
+    pub server_version: Vec<u8>,
+    pub found_rows: bool,
+    /// Collation of the connection as idgate last set it.
+    pub collation: u8,
+    /// Set when a response was not read to its end (or i/o failed): never reuse such a connection.
+    pub broken: bool,
+    pub last_used: Instant,
+    /// The packet last read.
+    pub packet: Vec<u8>,
+}
+
+fn capabilities(found_rows: bool) -> CapabilityFlags {
+    use CapabilityFlags as C;
+    let mut c = C::CLIENT_LONG_PASSWORD
+        | C::CLIENT_LONG_FLAG
+        | C::CLIENT_PROTOCOL_41
+        | C::CLIENT_TRANSACTIONS
+        | C::CLIENT_SECURE_CONNECTION
+        | C::CLIENT_MULTI_STATEMENTS
+        | C::CLIENT_MULTI_RESULTS
+        | C::CLIENT_PS_MULTI_RESULTS
+        | C::CLIENT_PLUGIN_AUTH
+        | C::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
+    if found_rows {
+        c |= C::CLIENT_FOUND_ROWS;
+    }
+    c
+}
+
+impl BackendConn {
+    pub async fn connect(
+        name: &str,
+        cfg: &Backend,
+        found_rows: bool,
+        timeout: Duration,
+    ) -> Result<Self, BackendError> {
+        match tokio::time::timeout(timeout, Self::connect_inner(name, cfg, found_rows)).await {
+            Ok(r) => r,
+            Err(_) => Err(BackendError::Timeout(name.to_string())),
+        }
+    }
+
+    async fn connect_inner(
+        name: &str,
+        cfg: &Backend,
+        found_rows: bool,
+    ) -> Result<Self, BackendError> {
+        let addr = format!("{}:{}", cfg.host, cfg.port);
+        let stream = TcpStream::connect(&addr)
+            .await
+            .map_err(|source| BackendError::Connect {
+                backend: name.to_string(),
+                addr: addr.clone(),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        let (r, w) = stream.into_split();
+        let mut conn = BackendConn {
+            reader: PacketReader::new(r, BACKEND_PACKET_LIMIT),
+            writer: PacketWriter::new(w),
+            connection_id: 0,
+            server_version: Vec::new(),
+            found_rows,
+            collation: POOL_COLLATION,
+            broken: false,
+            last_used: Instant::now(),
+            packet: Vec::new(),
+        };
+        conn.login(name, cfg).await?;
+        Ok(conn)
+    }
+
+    async fn login(&mut self, name: &str, cfg: &Backend) -> Result<(), BackendError> {
+        let login_err = |message: String| BackendError::Login {
+            backend: name.to_string(),
+            message,
+        };
+        self.reader.seq = 0;
+        self.reader.read(&mut self.packet).await?;
+        if packets::is_err(&self.packet) {
+            let (_, _, msg) = packets::parse_err(&self.packet);
+            return Err(login_err(String::from_utf8_lossy(msg).into_owned()));
+        }
+        let hs: HandshakePacket = ParseBuf(&self.packet)
+            .parse(())
+            .map_err(|e| BackendError::Protocol(format!("handshake: {e}")))?;
+        self.connection_id = hs.connection_id();
+        self.server_version = hs.server_version_ref().to_vec();
+        let nonce = hs.nonce();
+        let mut plugin = hs
+            .auth_plugin()
+            .map(|p| p.into_owned())
+            .unwrap_or(AuthPlugin::MysqlNativePassword);
+        let pass = (!cfg.password.is_empty()).then_some(cfg.password.as_str());
+        let data = plugin
+            .gen_data(pass, &nonce)
+            .map(|d| {
+                let mut v = Vec::new();
+                mysql_common::proto::MySerialize::serialize(&d, &mut v);
+                v
+            })
+            .unwrap_or_default();
+
+        // HandshakeResponse41, written out so the collation is ours.
+        let caps = capabilities(self.found_rows);
+        self.writer.seq = self.reader.seq;
+        let start = self.writer.begin();
+        let b = self.writer.payload();
+        b.extend_from_slice(&caps.bits().to_le_bytes());
+        b.extend_from_slice(&(1u32 << 30).to_le_bytes());
+        b.push(POOL_COLLATION);
+        b.extend_from_slice(&[0; 23]);
+        b.extend_from_slice(cfg.user.as_bytes());
+        b.push(0);
+        packets::put_lenenc_str(b, &data);
+        b.extend_from_slice(plugin.as_bytes());
+        b.push(0);
+        self.writer.end(start);
+        self.writer.flush().await?;
+        self.reader.seq = self.writer.seq;
+
+        loop {
+            self.reader.read(&mut self.packet).await?;
+            self.writer.seq = self.reader.seq;
+            match self.packet.first() {
+                Some(0x00) => return Ok(()),
+                Some(0xff) => {
+                    let (_, _, msg) = packets::parse_err(&self.packet);
+                    return Err(login_err(String::from_utf8_lossy(msg).into_owned()));
+                }
+                Some(0xfe) => {
+                    let sw: AuthSwitchRequest = ParseBuf(&self.packet)
+                        .parse(())
+                        .map_err(|e| BackendError::Protocol(format!("auth switch: {e}")))?;
+                    plugin = sw.auth_plugin().into_owned();
+                    let nonce = sw.plugin_data().to_vec();
+                    let mut v = Vec::new();
+                    if let Some(d) = plugin.gen_data(pass, &nonce) {
+                        mysql_common::proto::MySerialize::serialize(&d, &mut v);
+                    }
+                    self.writer.write(&v);
+                    self.writer.flush().await?;
+                    self.reader.seq = self.writer.seq;
+                }
+                Some(0x01) => match self.packet.get(1) {
+                    // caching_sha2_password: 3 = fast auth succeeded, OK follows.
+                    Some(3) => continue,
+                    _ => {
+                        return Err(login_err(
+                            "the backend wants caching_sha2_password full authentication, which needs TLS; \
+                             give idgate's backend user mysql_native_password or warm the server's auth cache"
+                                .into(),
+                        ))
+                    }
+                },
+                _ => return Err(BackendError::Protocol("unexpected packet during login".into())),
+            }
+        }
+    }
+
+    /// Starts a new command: the payload becomes packet 0 of a fresh sequence.
+    pub fn write_command(&mut self, payload: &[u8]) {
+        self.writer.seq = 0;
+        self.writer.write(payload);
+    }
+
+    /// Starts a command written in place; finish with `end_command`.
+    pub fn begin_command(&mut self) -> usize {
+        self.writer.seq = 0;
+        self.writer.begin()
+    }
+
+    pub fn command_buf(&mut self) -> &mut Vec<u8> {
+        self.writer.payload()
+    }
+
+    pub fn end_command(&mut self, start: usize) {
+        self.writer.end(start);
+    }
+
+    pub async fn flush(&mut self) -> Result<(), BackendError> {
+        self.reader.seq = self.writer.seq;
+        self.last_used = Instant::now();
+        if let Err(e) = self.writer.flush().await {
+            self.broken = true;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Reads the next packet of the response into `self.packet`.
+    pub async fn read(&mut self) -> Result<(), BackendError> {
+        if let Err(e) = self.reader.read(&mut self.packet).await {
+            self.broken = true;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Runs a command whose answer is a single OK or ERR (INIT_DB, PING, RESET_CONNECTION, …)
+    /// and returns that packet's first byte; the packet stays in `self.packet`.
+    pub async fn simple_command(&mut self, payload: &[u8]) -> Result<u8, BackendError> {
+        self.write_command(payload);
+        self.flush().await?;
+        self.read().await?;
+        Ok(self.packet.first().copied().unwrap_or(0xff))
+    }
+
+    /// Runs a statement for idgate's own bookkeeping and discards any result sets; fails on ERR.
+    pub async fn query_drop(&mut self, sql: &str) -> Result<(), BackendError> {
+        let mut payload = Vec::with_capacity(sql.len() + 1);
+        payload.push(mysql_common::constants::Command::COM_QUERY as u8);
+        payload.extend_from_slice(sql.as_bytes());
+        self.write_command(&payload);
+        self.flush().await?;
+        loop {
+            self.read().await?;
+            if packets::is_err(&self.packet) {
+                let (code, _, msg) = packets::parse_err(&self.packet);
+                return Err(BackendError::Server {
+                    code,
+                    message: String::from_utf8_lossy(msg).into_owned(),
+                });
+            }
+            let status = if self.packet.first() == Some(&packets::OK_HEADER) {
+                packets::parse_ok(&self.packet).map_or(0, |o| o.status)
+            } else {
+                // A result set: skip column definitions and rows up to the final EOF.
+                let mut eofs = 0;
+                let mut last = 0;
+                while eofs < 2 {
+                    self.read().await?;
+                    if packets::is_err(&self.packet) {
+                        return Err(BackendError::Protocol("error inside a result set".into()));
+                    }
+                    if packets::is_eof(&self.packet) {
+                        eofs += 1;
+                        last = packets::parse_eof(&self.packet).1.bits();
+                    }
+                }
+                last
+            };
+            if status & StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits() == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    pub async fn close(mut self) {
+        self.write_command(&[mysql_common::constants::Command::COM_QUIT as u8]);
+        let _ = self.writer.shutdown().await;
+    }
+}

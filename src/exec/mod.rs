@@ -1,0 +1,9 @@
+//! Backend connections and pools, and running a client's command on them: relaying the answer
+//! (and, later, merging answers from several shards).
+
+pub mod backend;
+pub mod pool;
+pub mod relay;
+
+pub use backend::{BackendConn, BackendError};
+pub use pool::{BackendPool, Lease};

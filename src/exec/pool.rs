@@ -1,0 +1,171 @@
+//! A pool of connections to one backend. A session leases a connection for as long as it lives
+//! (so its variables, transactions, temporary tables and prepared statements stay put); when the
+//! lease ends, the connection is reset with COM_RESET_CONNECTION and only then offered again.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::backend::{BackendConn, BackendError};
+use crate::config::Backend;
+use crate::wire::errors::{self, SqlError};
+
+/// A connection idle longer than this is pinged before it is handed out (the backend may have
+/// restarted or dropped it in the meantime).
+const PING_IF_IDLE: Duration = Duration::from_secs(1);
+
+pub struct BackendPool {
+    pub name: String,
+    cfg: Backend,
+    permits: Arc<Semaphore>,
+    /// Idle connections, by CLIENT_FOUND_ROWS (the flag is fixed at login).
+    idle: [Mutex<Vec<BackendConn>>; 2],
+    acquire_timeout: Duration,
+}
+
+/// A connection on loan to one session; goes back to the pool (after a reset) when dropped.
+pub struct Lease {
+    conn: Option<BackendConn>,
+    pool: Arc<BackendPool>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl std::ops::Deref for Lease {
+    type Target = BackendConn;
+    fn deref(&self) -> &BackendConn {
+        self.conn
+            .as_ref()
+            .expect("a lease holds its connection until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Lease {
+    fn deref_mut(&mut self) -> &mut BackendConn {
+        self.conn
+            .as_mut()
+            .expect("a lease holds its connection until dropped")
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let (Some(conn), Some(permit)) = (self.conn.take(), self.permit.take()) else {
+            return;
+        };
+        if conn.broken {
+            return; // dropping the socket closes it; the permit frees a slot
+        }
+        let pool = self.pool.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                pool.give_back(conn).await;
+                drop(permit);
+            });
+        }
+    }
+}
+
+impl BackendPool {
+    pub fn new(name: &str, cfg: &Backend) -> Arc<BackendPool> {
+        Arc::new(BackendPool {
+            name: name.to_string(),
+            cfg: cfg.clone(),
+            permits: Arc::new(Semaphore::new(cfg.pool.max_connections)),
+            idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
+            acquire_timeout: Duration::from_millis(cfg.pool.acquire_timeout_ms),
+        })
+    }
+
+    fn idle_list(&self, found_rows: bool) -> &Mutex<Vec<BackendConn>> {
+        &self.idle[found_rows as usize]
+    }
+
+    async fn give_back(&self, mut conn: BackendConn) {
+        let reset = mysql_common::constants::Command::COM_RESET_CONNECTION as u8;
+        match conn.simple_command(&[reset]).await {
+            Ok(0x00) => {
+                conn.collation = super::backend::POOL_COLLATION;
+                if let Ok(mut idle) = self.idle_list(conn.found_rows).lock() {
+                    idle.push(conn);
+                }
+            }
+            _ => conn.close().await,
+        }
+    }
+
+    /// Takes a connection, opening one if none is idle; waits at most `acquire_timeout` for a slot.
+    pub async fn acquire(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
+        let permit =
+            tokio::time::timeout(self.acquire_timeout, self.permits.clone().acquire_owned())
+                .await
+                .map_err(|_| self.exhausted())?
+                .map_err(|_| self.exhausted())?;
+        loop {
+            let idle = self
+                .idle_list(found_rows)
+                .lock()
+                .ok()
+                .and_then(|mut l| l.pop());
+            let Some(mut conn) = idle else { break };
+            if conn.last_used.elapsed() < PING_IF_IDLE {
+                return Ok(self.lease(conn, permit));
+            }
+            let ping = mysql_common::constants::Command::COM_PING as u8;
+            if let Ok(0x00) = conn.simple_command(&[ping]).await {
+                return Ok(self.lease(conn, permit));
+            }
+        }
+        let conn = BackendConn::connect(&self.name, &self.cfg, found_rows, self.acquire_timeout)
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        Ok(self.lease(conn, permit))
+    }
+
+    fn lease(self: &Arc<Self>, conn: BackendConn, permit: OwnedSemaphorePermit) -> Lease {
+        Lease {
+            conn: Some(conn),
+            pool: self.clone(),
+            permit: Some(permit),
+        }
+    }
+
+    fn exhausted(&self) -> SqlError {
+        SqlError::new(
+            errors::ER_CON_COUNT_ERROR,
+            b"08004",
+            format!(
+                "idgate: no free connection to backend `{}` within {} ms (all {} in use); \
+                 raise backends.{}.pool.max_connections or acquire_timeout_ms",
+                self.name,
+                self.acquire_timeout.as_millis(),
+                self.cfg.pool.max_connections,
+                self.name
+            ),
+        )
+    }
+
+    fn unreachable(&self, e: BackendError) -> SqlError {
+        SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", format!("idgate: {e}"))
+    }
+
+    /// Connections currently idle (for metrics and tests).
+    pub fn idle_count(&self) -> usize {
+        self.idle
+            .iter()
+            .map(|l| l.lock().map_or(0, |l| l.len()))
+            .sum()
+    }
+
+    /// Opens `min_connections` at startup so the first sessions do not pay for the logins.
+    pub async fn warm_up(self: &Arc<Self>) -> Result<(), BackendError> {
+        for _ in 0..self.cfg.pool.min_connections {
+            let conn =
+                BackendConn::connect(&self.name, &self.cfg, false, self.acquire_timeout).await?;
+            if let Ok(mut idle) = self.idle_list(false).lock() {
+                idle.push(conn);
+            }
+        }
+        Ok(())
+    }
+}

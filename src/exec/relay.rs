@@ -1,0 +1,261 @@
+//! Relays a backend's response to one command to the client, packet by packet, without decoding
+//! rows or column definitions. Backend connections always use classic EOF packets; for clients
+//! that negotiated CLIENT_DEPRECATE_EOF the EOFs are dropped or turned into OK terminators here.
+
+use mysql_common::constants::StatusFlags;
+use tokio::io::AsyncWrite;
+
+use super::backend::{BackendConn, BackendError};
+use crate::wire::framing::PacketWriter;
+use crate::wire::packets::{self, OkInfo};
+
+/// The shape of response a command gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// COM_QUERY / COM_STMT_EXECUTE: OK, ERR or result sets, possibly several.
+    Results,
+    /// COM_STMT_PREPARE: statement OK, parameter and column definitions.
+    Prepare,
+    /// COM_STMT_FETCH: rows and an EOF.
+    Rows,
+    /// COM_FIELD_LIST: column definitions and an EOF.
+    Fields,
+    /// COM_SET_OPTION: EOF or ERR.
+    Eof,
+    /// One packet relayed as it is (OK/ERR answers, COM_STATISTICS' text).
+    Single,
+}
+
+/// What the client was told, for the session's bookkeeping.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Relayed {
+    /// Status flags of the last packet relayed.
+    pub status: u16,
+    /// The last OK packet, if the response ended with one.
+    pub ok: Option<OkInfo>,
+    /// For COM_STMT_PREPARE: (backend statement id, parameters, columns).
+    pub prepared: Option<(u32, u16, u16)>,
+    pub error: bool,
+}
+
+pub struct Client<'a, W> {
+    pub writer: &'a mut PacketWriter<W>,
+    pub deprecate_eof: bool,
+}
+
+impl<W: AsyncWrite + Unpin> Client<'_, W> {
+    fn forward(&mut self, p: &[u8]) {
+        self.writer.write(p);
+    }
+
+    /// Relays a classic EOF as the client expects it (EOF, or OK with the 0xfe header).
+    fn terminator(&mut self, eof: &[u8]) {
+        if self.deprecate_eof {
+            let (warnings, status) = packets::parse_eof(eof);
+            let start = self.writer.begin();
+            packets::ok(
+                self.writer.payload(),
+                packets::EOF_HEADER,
+                0,
+                0,
+                status,
+                warnings,
+                b"",
+            );
+            self.writer.end(start);
+        } else {
+            self.forward(eof);
+        }
+    }
+}
+
+fn protocol(what: &str) -> BackendError {
+    BackendError::Protocol(what.to_string())
+}
+
+/// Relays the whole response to the command just sent on `be`. On an error the backend
+/// connection is marked broken unless the response was read to its end.
+pub async fn relay<W: AsyncWrite + Unpin>(
+    be: &mut BackendConn,
+    client: &mut Client<'_, W>,
+    reply: Reply,
+    client_stmt_id: Option<u32>,
+) -> Result<Relayed, BackendError> {
+    let r = relay_inner(be, client, reply, client_stmt_id).await;
+    if r.is_err() {
+        be.broken = true;
+    }
+    r
+}
+
+async fn relay_inner<W: AsyncWrite + Unpin>(
+    be: &mut BackendConn,
+    client: &mut Client<'_, W>,
+    reply: Reply,
+    client_stmt_id: Option<u32>,
+) -> Result<Relayed, BackendError> {
+    let mut out = Relayed::default();
+    match reply {
+        Reply::Single => {
+            be.read().await?;
+            client.forward(&be.packet);
+            out.error = packets::is_err(&be.packet);
+            if let Some(ok) = (be.packet.first() == Some(&packets::OK_HEADER))
+                .then(|| packets::parse_ok(&be.packet))
+                .flatten()
+            {
+                out.status = ok.status;
+                out.ok = Some(ok);
+            }
+        }
+        Reply::Eof => {
+            be.read().await?;
+            if packets::is_eof(&be.packet) {
+                out.status = packets::parse_eof(&be.packet).1.bits();
+                let p = std::mem::take(&mut be.packet);
+                client.terminator(&p);
+                be.packet = p;
+            } else {
+                out.error = packets::is_err(&be.packet);
+                client.forward(&be.packet);
+            }
+        }
+        Reply::Fields => {
+            out.status = relay_until_eof(be, client, &mut out).await?;
+        }
+        Reply::Rows => {
+            out.status = relay_until_eof(be, client, &mut out).await?;
+        }
+        Reply::Prepare => relay_prepare(be, client, client_stmt_id, &mut out).await?,
+        Reply::Results => loop {
+            be.read().await?;
+            match be.packet.first() {
+                Some(&packets::OK_HEADER) => {
+                    client.forward(&be.packet);
+                    let ok =
+                        packets::parse_ok(&be.packet).ok_or_else(|| protocol("short OK packet"))?;
+                    out.status = ok.status;
+                    out.ok = Some(ok);
+                }
+                Some(&packets::ERR_HEADER) => {
+                    client.forward(&be.packet);
+                    out.error = true;
+                    return Ok(out);
+                }
+                Some(0xfb) => {
+                    return Err(protocol("LOCAL INFILE request, which idgate never enables"))
+                }
+                _ => {
+                    out.ok = None;
+                    let mut p = &be.packet[..];
+                    let columns =
+                        packets::get_lenenc_int(&mut p).ok_or_else(|| protocol("column count"))?;
+                    client.forward(&be.packet);
+                    for _ in 0..columns {
+                        be.read().await?;
+                        client.forward(&be.packet);
+                    }
+                    be.read().await?;
+                    if !packets::is_eof(&be.packet) {
+                        return Err(protocol("missing EOF after column definitions"));
+                    }
+                    let (_, status) = packets::parse_eof(&be.packet);
+                    if status.contains(StatusFlags::SERVER_STATUS_CURSOR_EXISTS) {
+                        // COM_STMT_EXECUTE opened a cursor: rows come with COM_STMT_FETCH.
+                        let p = std::mem::take(&mut be.packet);
+                        client.terminator(&p);
+                        be.packet = p;
+                        out.status = status.bits();
+                    } else {
+                        if !client.deprecate_eof {
+                            client.forward(&be.packet);
+                        }
+                        out.status = relay_until_eof(be, client, &mut out).await?;
+                        if out.error {
+                            return Ok(out);
+                        }
+                    }
+                }
+            }
+            if out.status & StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits() == 0 {
+                return Ok(out);
+            }
+            client
+                .writer
+                .maybe_flush()
+                .await
+                .map_err(BackendError::ClientGone)?;
+        },
+    }
+    Ok(out)
+}
+
+/// Relays packets up to and including the terminating EOF (or an ERR); returns the EOF's status.
+async fn relay_until_eof<W: AsyncWrite + Unpin>(
+    be: &mut BackendConn,
+    client: &mut Client<'_, W>,
+    out: &mut Relayed,
+) -> Result<u16, BackendError> {
+    loop {
+        be.read().await?;
+        if packets::is_eof(&be.packet) {
+            let p = std::mem::take(&mut be.packet);
+            client.terminator(&p);
+            be.packet = p;
+            return Ok(packets::parse_eof(&be.packet).1.bits());
+        }
+        client.forward(&be.packet);
+        if packets::is_err(&be.packet) {
+            out.error = true;
+            return Ok(0);
+        }
+        client
+            .writer
+            .maybe_flush()
+            .await
+            .map_err(BackendError::ClientGone)?;
+    }
+}
+
+async fn relay_prepare<W: AsyncWrite + Unpin>(
+    be: &mut BackendConn,
+    client: &mut Client<'_, W>,
+    client_stmt_id: Option<u32>,
+    out: &mut Relayed,
+) -> Result<(), BackendError> {
+    be.read().await?;
+    if packets::is_err(&be.packet) {
+        client.forward(&be.packet);
+        out.error = true;
+        return Ok(());
+    }
+    if be.packet.len() < 12 || be.packet[0] != packets::OK_HEADER {
+        return Err(protocol("statement prepare answer"));
+    }
+    let p = &be.packet;
+    let backend_id = u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
+    let columns = u16::from_le_bytes([p[5], p[6]]);
+    let params = u16::from_le_bytes([p[7], p[8]]);
+    out.prepared = Some((backend_id, params, columns));
+    if let Some(id) = client_stmt_id {
+        be.packet[1..5].copy_from_slice(&id.to_le_bytes());
+    }
+    client.forward(&be.packet);
+    for count in [params, columns] {
+        if count == 0 {
+            continue;
+        }
+        for _ in 0..count {
+            be.read().await?;
+            client.forward(&be.packet);
+        }
+        be.read().await?;
+        if !packets::is_eof(&be.packet) {
+            return Err(protocol("missing EOF after statement definitions"));
+        }
+        if !client.deprecate_eof {
+            client.forward(&be.packet);
+        }
+    }
+    Ok(())
+}

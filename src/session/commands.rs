@@ -1,0 +1,280 @@
+//! Dispatch of each client command: relayed to the session's backend connection as it came (with
+//! statement ids translated), or answered by idgate where it owns the state.
+
+use mysql_common::constants::Command;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::warn;
+
+use super::prepared::{packet_stmt_id, Statement};
+use super::{End, Session};
+use crate::exec::relay::{self, Client, Reply};
+use crate::exec::BackendError;
+use crate::wire::errors::{self, SqlError};
+use crate::wire::handshake;
+use crate::wire::packets;
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// Handles one command. `Some` ends the session.
+    pub(super) async fn dispatch(&mut self, packet: &[u8]) -> Option<End> {
+        let Some(&cmd) = packet.first() else {
+            self.send_error(&errors::malformed("empty command"));
+            return None;
+        };
+        const QUERY: u8 = Command::COM_QUERY as u8;
+        const QUIT: u8 = Command::COM_QUIT as u8;
+        const PING: u8 = Command::COM_PING as u8;
+        const INIT_DB: u8 = Command::COM_INIT_DB as u8;
+        const FIELD_LIST: u8 = Command::COM_FIELD_LIST as u8;
+        const STATISTICS: u8 = Command::COM_STATISTICS as u8;
+        const SET_OPTION: u8 = Command::COM_SET_OPTION as u8;
+        const RESET_CONNECTION: u8 = Command::COM_RESET_CONNECTION as u8;
+        const CHANGE_USER: u8 = Command::COM_CHANGE_USER as u8;
+        const PREPARE: u8 = Command::COM_STMT_PREPARE as u8;
+        const EXECUTE: u8 = Command::COM_STMT_EXECUTE as u8;
+        const SEND_LONG_DATA: u8 = Command::COM_STMT_SEND_LONG_DATA as u8;
+        const CLOSE: u8 = Command::COM_STMT_CLOSE as u8;
+        const RESET: u8 = Command::COM_STMT_RESET as u8;
+        const FETCH: u8 = Command::COM_STMT_FETCH as u8;
+        match cmd {
+            QUIT => Some(End::Quit),
+            PING => {
+                self.send_ok(0, 0);
+                None
+            }
+            QUERY => self.forward(packet, Reply::Results).await,
+            INIT_DB => {
+                let end = self.forward(packet, Reply::Single).await;
+                if self.last_ok {
+                    self.db = Some(packet[1..].to_vec()).filter(|d| !d.is_empty());
+                }
+                end
+            }
+            FIELD_LIST => self.forward(packet, Reply::Fields).await,
+            STATISTICS => self.forward(packet, Reply::Single).await,
+            SET_OPTION => self.forward(packet, Reply::Eof).await,
+            RESET_CONNECTION => self.reset_connection().await,
+            CHANGE_USER => self.change_user(packet).await,
+            PREPARE => self.prepare(packet).await,
+            EXECUTE => {
+                self.on_statement(packet, "mysqld_stmt_execute", Some(Reply::Results))
+                    .await
+            }
+            FETCH => {
+                self.on_statement(packet, "mysqld_stmt_fetch", Some(Reply::Rows))
+                    .await
+            }
+            RESET => {
+                self.on_statement(packet, "mysqld_stmt_reset", Some(Reply::Single))
+                    .await
+            }
+            SEND_LONG_DATA => {
+                self.on_statement(packet, "mysqld_stmt_send_long_data", None)
+                    .await
+            }
+            CLOSE => {
+                let end = self.on_statement(packet, "mysqld_stmt_close", None).await;
+                if let Some(id) = packet_stmt_id(packet) {
+                    self.stmts.remove(id);
+                }
+                end
+            }
+            other => {
+                self.send_error(&errors::unknown_command(other));
+                None
+            }
+        }
+    }
+
+    /// Sends `packet` to the backend as it is and relays the answer.
+    async fn forward(&mut self, packet: &[u8], reply: Reply) -> Option<End> {
+        self.forward_with(packet, reply, None, None).await
+    }
+
+    /// Relays `packet`, optionally with a statement id patched in (bytes 1..5) and an id to show the
+    /// client in a prepare answer. `reply == None` means the command has no answer.
+    async fn forward_with(
+        &mut self,
+        packet: &[u8],
+        reply: Reply,
+        backend_stmt_id: Option<u32>,
+        client_stmt_id: Option<u32>,
+    ) -> Option<End> {
+        self.last_ok = false;
+        let deprecate_eof = self.deprecate_eof();
+        if let Err(e) = self.backend().await {
+            self.send_error(&e);
+            return None;
+        }
+        let be = self.backend.as_mut()?;
+        write_command(be, packet, backend_stmt_id);
+        if let Err(e) = be.flush().await {
+            return Some(self.backend_lost(e));
+        }
+        let mut client = Client {
+            writer: &mut self.writer,
+            deprecate_eof,
+        };
+        match relay::relay(be, &mut client, reply, client_stmt_id).await {
+            Ok(r) => {
+                if r.status != 0 || r.ok.is_some() {
+                    self.status = r.status;
+                }
+                self.last_ok = !r.error;
+                if let Some((backend_id, _, _)) = r.prepared {
+                    if let Some(id) = client_stmt_id {
+                        self.stmts.insert(id, Statement { backend_id });
+                    }
+                }
+                None
+            }
+            Err(BackendError::ClientGone(_)) => Some(End::ClientGone),
+            Err(e) => Some(self.backend_lost(e)),
+        }
+    }
+
+    /// The backend connection failed mid-command: its session state is gone, so tell the client
+    /// and end the session (as a direct connection would end).
+    fn backend_lost(&mut self, e: BackendError) -> End {
+        warn!(error = %e, "backend connection lost");
+        self.backend = None;
+        let name = self.proxy.default_pool.name.clone();
+        self.send_error(&SqlError::new(
+            errors::CR_SERVER_LOST,
+            b"HY000",
+            format!("Lost connection to backend `{name}` during query ({e}); reconnect and retry"),
+        ));
+        End::Fatal(e.to_string())
+    }
+
+    async fn prepare(&mut self, packet: &[u8]) -> Option<End> {
+        let id = self.stmts.next_id();
+        self.forward_with(packet, Reply::Prepare, None, Some(id))
+            .await
+    }
+
+    /// COM_STMT_EXECUTE/FETCH/RESET/SEND_LONG_DATA/CLOSE: translate the id, then relay.
+    async fn on_statement(
+        &mut self,
+        packet: &[u8],
+        what: &str,
+        reply: Option<Reply>,
+    ) -> Option<End> {
+        let st = packet_stmt_id(packet).and_then(|id| self.stmts.get(id).map(|st| (id, st)));
+        let Some((_, st)) = st else {
+            if reply.is_some() {
+                let id = packet_stmt_id(packet).unwrap_or(0);
+                self.send_error(&errors::unknown_statement(id, what));
+            }
+            return None; // SEND_LONG_DATA and CLOSE have no answer, even for unknown ids
+        };
+        match reply {
+            Some(reply) => {
+                self.forward_with(packet, reply, Some(st.backend_id), None)
+                    .await
+            }
+            None => {
+                let be = self.backend.as_mut()?;
+                write_command(be, packet, Some(st.backend_id));
+                match be.flush().await {
+                    Ok(()) => None,
+                    Err(e) => Some(self.backend_lost(e)),
+                }
+            }
+        }
+    }
+
+    async fn reset_connection(&mut self) -> Option<End> {
+        self.stmts.clear();
+        if self.backend.is_none() {
+            self.send_ok(0, 0);
+            return None;
+        }
+        let end = self
+            .forward(&[Command::COM_RESET_CONNECTION as u8], Reply::Single)
+            .await;
+        if end.is_none() && self.last_ok {
+            self.after_backend_reset().await
+        } else {
+            end
+        }
+    }
+
+    /// COM_RESET_CONNECTION put the backend back to its login collation; restore the client's.
+    async fn after_backend_reset(&mut self) -> Option<End> {
+        let mut lease = self.backend.take()?;
+        lease.collation = crate::exec::backend::POOL_COLLATION;
+        let db = self.db.take();
+        let r = self.prepare_backend(&mut lease).await;
+        self.db = db;
+        self.backend = Some(lease);
+        match r {
+            Ok(()) => None,
+            Err(e) => {
+                // The OK was already queued; the session cannot be trusted any more.
+                self.send_error(&e);
+                Some(End::Fatal(e.message))
+            }
+        }
+    }
+
+    async fn change_user(&mut self, packet: &[u8]) -> Option<End> {
+        let changed = handshake::change_user(
+            &mut self.reader,
+            &mut self.writer,
+            &self.hello,
+            packet,
+            &self.proxy.users,
+            &self.peer_host,
+        )
+        .await;
+        let changed = match changed {
+            Ok(Some(c)) => c,
+            Ok(None) => return Some(End::LoginRefused),
+            Err(_) => return Some(End::ClientGone),
+        };
+        self.hello.user = changed.user;
+        if let Some(c) = changed.collation {
+            self.hello.collation = c;
+        }
+        self.db = changed.db;
+        self.stmts.clear();
+        // A new user starts with a clean session, as after COM_CHANGE_USER on MySQL.
+        if let Some(mut lease) = self.backend.take() {
+            let reset = [Command::COM_RESET_CONNECTION as u8];
+            match lease.simple_command(&reset).await {
+                Ok(packets::OK_HEADER) => {
+                    lease.collation = crate::exec::backend::POOL_COLLATION;
+                    self.backend = Some(lease);
+                }
+                _ => lease.broken = true,
+            }
+        }
+        if let Some(mut lease) = self.backend.take() {
+            if let Err(e) = self.prepare_backend(&mut lease).await {
+                self.send_error(&e);
+                return Some(End::Fatal(e.message));
+            }
+            self.backend = Some(lease);
+        } else if self.db.is_some() {
+            if let Err(e) = self.backend().await {
+                self.send_error(&e);
+                return Some(End::Fatal(e.message));
+            }
+        }
+        self.status = mysql_common::constants::StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits();
+        self.send_ok(0, 0);
+        None
+    }
+}
+
+/// Writes `packet` as a new command on `be`, with the backend's statement id patched in.
+fn write_command(be: &mut crate::exec::Lease, packet: &[u8], backend_stmt_id: Option<u32>) {
+    let start = be.begin_command();
+    let buf = be.command_buf();
+    buf.extend_from_slice(packet);
+    if let Some(id) = backend_stmt_id {
+        let at = start + 4 + 1;
+        buf[at..at + 4].copy_from_slice(&id.to_le_bytes());
+    }
+    be.end_command(start);
+}

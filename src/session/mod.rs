@@ -1,0 +1,236 @@
+//! One client connection: its login, its state (database, collation, prepared statements, the
+//! backend connection it holds) and the dispatch of each command it sends.
+
+mod commands;
+mod prepared;
+
+use std::sync::Arc;
+
+use mysql_common::constants::StatusFlags;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::debug;
+
+use crate::exec::Lease;
+use crate::proxy::Proxy;
+use crate::wire::errors::{self, SqlError};
+use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
+use crate::wire::handshake::{self, ClientHello, Login, ServerGreeting};
+use crate::wire::packets;
+
+pub struct Session<R, W> {
+    reader: PacketReader<R>,
+    writer: PacketWriter<W>,
+    proxy: Arc<Proxy>,
+    peer_host: String,
+    hello: ClientHello,
+    /// The default backend's connection, taken on first use and kept for the session.
+    backend: Option<Lease>,
+    db: Option<Vec<u8>>,
+    stmts: prepared::Statements,
+    /// Status flags of the last answer (autocommit, in transaction, …).
+    status: u16,
+    /// Whether the last relayed command succeeded.
+    last_ok: bool,
+    packet: Vec<u8>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Why a session ended.
+#[derive(Debug)]
+pub enum End {
+    Quit,
+    ClientGone,
+    LoginRefused,
+    /// An error the client was told about and after which the connection cannot go on.
+    Fatal(String),
+    /// idgate is shutting down and the session was idle.
+    Shutdown,
+}
+
+/// Runs a client connection from the handshake to its end.
+pub async fn run<R, W>(
+    proxy: Arc<Proxy>,
+    reader: R,
+    writer: W,
+    peer_host: String,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> End
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let connection_id = proxy.next_connection_id();
+    let limit = proxy.config.max_packet_size as usize;
+    // Handshake packets are small; a client cannot make idgate buffer a huge one before login.
+    let mut reader = PacketReader::new(reader, 64 * 1024);
+    let mut writer = PacketWriter::new(writer);
+    let greeting = ServerGreeting {
+        version: &proxy.server_version,
+        connection_id,
+        collation: crate::exec::backend::POOL_COLLATION,
+    };
+    let login = handshake::accept(
+        &mut reader,
+        &mut writer,
+        &greeting,
+        &proxy.users,
+        &peer_host,
+    )
+    .await;
+    let hello = match login {
+        Ok(Login::Accepted(h)) => h,
+        Ok(Login::Refused) => return End::LoginRefused,
+        Err(_) => return End::ClientGone,
+    };
+    reader.set_limit(limit);
+    let span = tracing::info_span!(
+        "session",
+        conn = connection_id,
+        user = %String::from_utf8_lossy(&hello.user)
+    );
+    let _enter = span.enter();
+    debug!(peer = %peer_host, "logged in");
+    let mut s = Session {
+        reader,
+        writer,
+        peer_host,
+        db: hello.db.clone(),
+        hello,
+        proxy,
+        backend: None,
+        stmts: prepared::Statements::default(),
+        status: StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits(),
+        last_ok: false,
+        packet: Vec::with_capacity(1024),
+        shutdown,
+    };
+    // A database named at login must exist, as on MySQL: check it now.
+    if s.db.is_some() {
+        if let Err(e) = s.backend().await {
+            s.send_error(&e);
+            let _ = s.writer.flush().await;
+            return End::LoginRefused;
+        }
+    }
+    s.send_ok(0, 0);
+    if s.writer.flush().await.is_err() {
+        return End::ClientGone;
+    }
+    s.serve().await
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    async fn serve(&mut self) -> End {
+        loop {
+            self.reader.seq = 0;
+            let mut packet = std::mem::take(&mut self.packet);
+            // Only an idle session is interrupted by shutdown; a running command finishes.
+            let read = tokio::select! {
+                r = self.reader.read(&mut packet) => r,
+                _ = crate::server::stopped(&mut self.shutdown) => return End::Shutdown,
+            };
+            self.writer.seq = self.reader.seq;
+            match read {
+                Ok(()) => {}
+                Err(FrameError::TooLarge { limit, .. }) => {
+                    // As MySQL does: report it, then close, since the client's state is unknown.
+                    self.send_error(&errors::packet_too_large(limit));
+                    let _ = self.writer.flush().await;
+                    return End::Fatal("packet too large".into());
+                }
+                Err(_) => return End::ClientGone,
+            }
+            let end = self.dispatch(&packet).await;
+            self.packet = packet;
+            if let Some(end) = end {
+                let _ = self.writer.flush().await;
+                return end;
+            }
+            if self.writer.flush().await.is_err() {
+                return End::ClientGone;
+            }
+        }
+    }
+
+    fn send_ok(&mut self, affected_rows: u64, last_insert_id: u64) {
+        let start = self.writer.begin();
+        packets::ok(
+            self.writer.payload(),
+            packets::OK_HEADER,
+            affected_rows,
+            last_insert_id,
+            StatusFlags::from_bits_retain(self.status),
+            0,
+            b"",
+        );
+        self.writer.end(start);
+    }
+
+    fn send_error(&mut self, e: &SqlError) {
+        let start = self.writer.begin();
+        e.encode(self.writer.payload());
+        self.writer.end(start);
+    }
+
+    fn deprecate_eof(&self) -> bool {
+        self.hello
+            .capabilities
+            .contains(mysql_common::constants::CapabilityFlags::CLIENT_DEPRECATE_EOF)
+    }
+
+    fn found_rows(&self) -> bool {
+        self.hello
+            .capabilities
+            .contains(mysql_common::constants::CapabilityFlags::CLIENT_FOUND_ROWS)
+    }
+
+    /// The session's backend connection, taken from the pool (and given the session's database
+    /// and collation) on first use.
+    async fn backend(&mut self) -> Result<&mut Lease, SqlError> {
+        if self.backend.is_none() {
+            let mut lease = self.proxy.default_pool.acquire(self.found_rows()).await?;
+            self.prepare_backend(&mut lease).await?;
+            self.backend = Some(lease);
+        }
+        match self.backend.as_mut() {
+            Some(b) => Ok(b),
+            None => Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                "no backend",
+            )),
+        }
+    }
+
+    /// Brings a fresh (or freshly reset) backend connection to the session's collation and database.
+    async fn prepare_backend(&self, lease: &mut Lease) -> Result<(), SqlError> {
+        let lost = |e: crate::exec::BackendError| {
+            SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}"))
+        };
+        if lease.collation != self.hello.collation {
+            let c =
+                mysql_common::collations::Collation::resolve((self.hello.collation as u16).into());
+            if c.id() != mysql_common::collations::CollationId::UNKNOWN_COLLATION_ID {
+                let exact = format!("SET NAMES '{}' COLLATE '{}'", c.charset(), c.collation());
+                if lease.query_drop(&exact).await.is_err() {
+                    // MariaDB lacks some MySQL 8 collations (utf8mb4_0900_ai_ci): keep the charset.
+                    lease
+                        .query_drop(&format!("SET NAMES '{}'", c.charset()))
+                        .await
+                        .map_err(lost)?;
+                }
+            }
+            lease.collation = self.hello.collation;
+        }
+        if let Some(db) = &self.db {
+            let mut cmd = vec![mysql_common::constants::Command::COM_INIT_DB as u8];
+            cmd.extend_from_slice(db);
+            let first = lease.simple_command(&cmd).await.map_err(lost)?;
+            if first == packets::ERR_HEADER {
+                let (code, state, msg) = packets::parse_err(&lease.packet);
+                return Err(SqlError::new(code, &state, String::from_utf8_lossy(msg)));
+            }
+        }
+        Ok(())
+    }
+}

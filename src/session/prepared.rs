@@ -1,0 +1,45 @@
+//! The session's prepared statements: the ids the client knows, mapped to the backend's ids.
+//! idgate hands out its own ids so that a statement can later live on several backends.
+
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Statement {
+    pub backend_id: u32,
+}
+
+#[derive(Default)]
+pub struct Statements {
+    by_client_id: HashMap<u32, Statement>,
+    last_id: u32,
+}
+
+impl Statements {
+    pub fn next_id(&mut self) -> u32 {
+        self.last_id = self.last_id.wrapping_add(1).max(1);
+        self.last_id
+    }
+
+    pub fn insert(&mut self, client_id: u32, st: Statement) {
+        self.by_client_id.insert(client_id, st);
+    }
+
+    pub fn get(&self, client_id: u32) -> Option<Statement> {
+        self.by_client_id.get(&client_id).copied()
+    }
+
+    pub fn remove(&mut self, client_id: u32) -> Option<Statement> {
+        self.by_client_id.remove(&client_id)
+    }
+
+    /// The backend forgot them all (COM_RESET_CONNECTION, COM_CHANGE_USER, a new connection).
+    pub fn clear(&mut self) {
+        self.by_client_id.clear();
+    }
+}
+
+/// The statement id a COM_STMT_* packet carries in bytes 1..5.
+pub fn packet_stmt_id(packet: &[u8]) -> Option<u32> {
+    let b = packet.get(1..5)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}

@@ -1,0 +1,255 @@
+//! Throwaway MariaDB servers for the demo and the tests: a temp datadir, `mariadb-install-db` +
+//! `mariadbd` on a free port. A server lives until its owner drops it or the process exits. The
+//! datadir is initialised once per machine into a template and copied, so a start takes about a
+//! second.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::reaper;
+
+/// A user every throwaway server has, with all privileges, reachable over TCP.
+pub const USER: &str = "idgate";
+pub const PASSWORD: &str = "idgate-test-pw";
+/// A database every throwaway server has.
+pub const DATABASE: &str = "idgate_test";
+
+pub struct MariaDb {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Mutex<Option<Child>>,
+}
+
+fn find(names: &[&str]) -> Result<PathBuf, String> {
+    for name in names {
+        for dir in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"] {
+            let p = Path::new(dir).join(name);
+            if p.exists() {
+                return Ok(p);
+            }
+        }
+    }
+    Err(format!(
+        "none of {names:?} is installed: install MariaDB (scripts/test and scripts/demo do: apt-get install mariadb-server mariadb-client)"
+    ))
+}
+
+pub fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free TCP port on 127.0.0.1: {e}"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Initialises (once per machine and MariaDB version) a datadir to copy servers from.
+fn template() -> Result<PathBuf, String> {
+    static T: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    T.get_or_init(make_template).clone()
+}
+
+fn make_template() -> Result<PathBuf, String> {
+    let version = Command::new(find(&["mariadbd", "mysqld"])?)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("run mariadbd --version: {e}"))?;
+    let v = String::from_utf8_lossy(&version.stdout);
+    let tag: String = v
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or("unknown")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .collect();
+    let dir = std::env::temp_dir().join(format!("idgate-mariadb-template-{tag}"));
+    if dir.join("ready").exists() {
+        return Ok(dir);
+    }
+    let tmp = std::env::temp_dir().join(format!(
+        "idgate-mariadb-template-{tag}.{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
+    let mut cmd = Command::new(find(&["mariadb-install-db", "mysql_install_db"])?);
+    cmd.arg("--no-defaults")
+        .arg(format!("--datadir={}", tmp.display()))
+        .arg("--auth-root-authentication-method=normal")
+        .arg("--skip-test-db")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if is_root() {
+        cmd.arg("--user=root");
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("run mariadb-install-db: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "mariadb-install-db failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::File::create(tmp.join("ready")).map_err(|e| format!("mark template ready: {e}"))?;
+    // Another process may have won the race; either copy is complete.
+    if std::fs::rename(&tmp, &dir).is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    Ok(dir)
+}
+
+impl MariaDb {
+    /// Starts a fresh server on a free port and waits until it accepts logins.
+    pub fn start() -> Result<MariaDb, String> {
+        Self::start_on(free_port()?)
+    }
+
+    /// Starts a fresh server on `port`.
+    pub fn start_on(port: u16) -> Result<MariaDb, String> {
+        let base =
+            std::env::temp_dir().join(format!("idgate-mariadb-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).map_err(|e| format!("create {}: {e}", base.display()))?;
+        reaper::remove_at_exit(base.clone());
+        let st = Command::new("cp")
+            .arg("-a")
+            .arg(template()?)
+            .arg(base.join("data"))
+            .status()
+            .map_err(|e| format!("cp: {e}"))?;
+        if !st.success() {
+            return Err("copying the template datadir failed".into());
+        }
+        let mut f =
+            std::fs::File::create(base.join("init.sql")).map_err(|e| format!("init file: {e}"))?;
+        writeln!(
+            f,
+            "CREATE USER IF NOT EXISTS '{USER}'@'%' IDENTIFIED BY '{PASSWORD}';\n\
+             GRANT ALL ON *.* TO '{USER}'@'%' WITH GRANT OPTION;\n\
+             CREATE DATABASE IF NOT EXISTS {DATABASE};"
+        )
+        .map_err(|e| format!("init file: {e}"))?;
+        let db = MariaDb {
+            port,
+            dir: base,
+            child: Mutex::new(None),
+        };
+        db.spawn()?;
+        Ok(db)
+    }
+
+    fn spawn(&self) -> Result<(), String> {
+        let mut cmd = Command::new(find(&["mariadbd", "mysqld"])?);
+        let path = |name: &str| self.dir.join(name).display().to_string();
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", path("data")))
+            .arg(format!("--socket={}", path("sock")))
+            .arg(format!("--pid-file={}", path("pid")))
+            .arg(format!("--init-file={}", path("init.sql")))
+            .arg(format!("--log-error={}", path("error.log")))
+            .arg(format!("--port={}", self.port))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--skip-name-resolve",
+                "--skip-log-bin",
+                "--innodb-buffer-pool-size=64M",
+                "--innodb-log-file-size=16M",
+                "--innodb-flush-log-at-trx-commit=2",
+                "--innodb-doublewrite=0",
+                "--max-allowed-packet=64M",
+                "--max-connections=500",
+                "--character-set-server=utf8mb4",
+                "--collation-server=utf8mb4_general_ci",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if is_root() {
+            cmd.arg("--user=root");
+        }
+        let child = reaper::spawn(cmd)?;
+        if let Ok(mut c) = self.child.lock() {
+            *c = Some(child);
+        }
+        self.wait_ready()
+    }
+
+    fn wait_ready(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if self.greets() {
+                return Ok(());
+            }
+            if let Ok(mut guard) = self.child.lock() {
+                if let Some(child) = guard.as_mut() {
+                    if let Ok(Some(st)) = child.try_wait() {
+                        return Err(format!(
+                            "mariadbd exited with {st} during start; its log:\n{}",
+                            self.error_log()
+                        ));
+                    }
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "mariadbd on port {} not ready after 60 s; its log:\n{}",
+                    self.port,
+                    self.error_log()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// True once the server sends a protocol-10 greeting (it runs the init file before that).
+    fn greets(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut head = [0u8; 5];
+        s.read_exact(&mut head).is_ok() && head[4] == 10
+    }
+
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+    }
+
+    /// Kills the server hard (SIGKILL), as a crashed or unplugged backend would go.
+    pub fn kill(&self) {
+        if let Ok(mut guard) = self.child.lock() {
+            if let Some(mut c) = guard.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    /// Starts the server again on the same port and datadir after `kill`.
+    pub fn restart(&self) -> Result<(), String> {
+        self.kill();
+        self.spawn()
+    }
+
+    pub fn url(&self) -> String {
+        format!(
+            "mysql://{USER}:{PASSWORD}@127.0.0.1:{}/{DATABASE}",
+            self.port
+        )
+    }
+}
+
+impl Drop for MariaDb {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,196 @@
+//! MySQL packet framing over any byte stream: 3-byte length, 1-byte sequence id, payloads of
+//! 16 MiB - 1 and more split into continuation packets. Used on both sides of idgate (clients and
+//! backends). Writes are buffered and only reach the socket on `flush` or when the buffer is large,
+//! so a result set costs a few syscalls, not one per row.
+
+use std::io;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// Largest payload a single physical packet carries; a payload of exactly this size or more is
+/// continued in the next packet.
+pub const MAX_CHUNK: usize = 0xff_ffff;
+
+/// Buffered bytes after which the writer flushes on its own while a response is being streamed.
+const FLUSH_AT: usize = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("connection closed")]
+    Closed,
+    #[error("i/o: {0}")]
+    Io(#[from] io::Error),
+    /// The peer sent a packet larger than `limit`; the payload was skipped.
+    #[error("packet of {size} bytes is larger than the {limit}-byte limit")]
+    TooLarge { size: usize, limit: usize },
+    #[error("packets out of order: expected sequence id {expected}, got {got}")]
+    OutOfOrder { expected: u8, got: u8 },
+}
+
+pub struct PacketReader<R> {
+    inner: BufReader<R>,
+    /// Sequence id the next packet from the peer must carry.
+    pub seq: u8,
+    limit: usize,
+}
+
+impl<R: AsyncRead + Unpin> PacketReader<R> {
+    pub fn new(inner: R, limit: usize) -> Self {
+        PacketReader {
+            inner: BufReader::with_capacity(64 * 1024, inner),
+            seq: 0,
+            limit,
+        }
+    }
+
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
+    /// Reads one logical packet (joining continuations) into `buf`, replacing its content.
+    /// A packet over the limit is read to its end and discarded, so the stream stays in step.
+    pub async fn read(&mut self, buf: &mut Vec<u8>) -> Result<(), FrameError> {
+        buf.clear();
+        let mut total = 0usize;
+        let mut first = true;
+        loop {
+            let mut header = [0u8; 4];
+            if let Err(e) = self.inner.read_exact(&mut header).await {
+                return Err(if first && e.kind() == io::ErrorKind::UnexpectedEof {
+                    FrameError::Closed
+                } else {
+                    FrameError::Io(e)
+                });
+            }
+            first = false;
+            let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+            if header[3] != self.seq {
+                return Err(FrameError::OutOfOrder {
+                    expected: self.seq,
+                    got: header[3],
+                });
+            }
+            self.seq = self.seq.wrapping_add(1);
+            total += len;
+            if total > self.limit {
+                self.skip(len).await?;
+                buf.clear();
+                if len == MAX_CHUNK {
+                    continue; // keep skipping the continuation
+                }
+                return Err(FrameError::TooLarge {
+                    size: total,
+                    limit: self.limit,
+                });
+            }
+            let start = buf.len();
+            buf.resize(start + len, 0);
+            self.inner.read_exact(&mut buf[start..]).await?;
+            if len < MAX_CHUNK {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn skip(&mut self, mut len: usize) -> Result<(), FrameError> {
+        let mut sink = [0u8; 8192];
+        while len > 0 {
+            let n = len.min(sink.len());
+            self.inner.read_exact(&mut sink[..n]).await?;
+            len -= n;
+        }
+        Ok(())
+    }
+}
+
+pub struct PacketWriter<W> {
+    inner: W,
+    buf: Vec<u8>,
+    /// Sequence id of the next packet written.
+    pub seq: u8,
+}
+
+impl<W: AsyncWrite + Unpin> PacketWriter<W> {
+    pub fn new(inner: W) -> Self {
+        PacketWriter {
+            inner,
+            buf: Vec::with_capacity(16 * 1024),
+            seq: 0,
+        }
+    }
+
+    /// Starts a packet whose payload the caller appends to the returned buffer; finish with `end`.
+    pub fn begin(&mut self) -> usize {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(&[0; 4]);
+        start
+    }
+
+    pub fn payload(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// Completes the packet opened at `start`, splitting it if it reached 16 MiB.
+    pub fn end(&mut self, start: usize) {
+        let len = self.buf.len() - start - 4;
+        if len < MAX_CHUNK {
+            self.buf[start..start + 3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
+            self.buf[start + 3] = self.seq;
+            self.seq = self.seq.wrapping_add(1);
+        } else {
+            let payload = self.buf.split_off(start + 4);
+            self.buf.truncate(start);
+            self.write_chunks(&payload);
+        }
+    }
+
+    /// Writes a whole payload as one logical packet.
+    pub fn write(&mut self, payload: &[u8]) {
+        if payload.len() < MAX_CHUNK {
+            let start = self.begin();
+            self.buf.extend_from_slice(payload);
+            self.end(start);
+        } else {
+            self.write_chunks(payload);
+        }
+    }
+
+    fn write_chunks(&mut self, payload: &[u8]) {
+        let mut rest = payload;
+        loop {
+            let n = rest.len().min(MAX_CHUNK);
+            self.buf.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+            self.buf.push(self.seq);
+            self.seq = self.seq.wrapping_add(1);
+            self.buf.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if n < MAX_CHUNK {
+                return;
+            }
+        }
+    }
+
+    /// Flushes when enough is buffered; call between rows while streaming.
+    pub async fn maybe_flush(&mut self) -> io::Result<()> {
+        if self.buf.len() >= FLUSH_AT {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    pub async fn flush(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.inner.write_all(&self.buf).await?;
+            self.buf.clear();
+            if self.buf.capacity() > 4 * FLUSH_AT {
+                self.buf.shrink_to(FLUSH_AT);
+            }
+        }
+        self.inner.flush().await
+    }
+
+    pub async fn shutdown(&mut self) -> io::Result<()> {
+        self.flush().await?;
+        self.inner.shutdown().await
+    }
+}

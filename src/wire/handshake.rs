@@ -1,0 +1,305 @@
+//! Connection phase, server side: the initial handshake with a fresh scramble, the client's
+//! response, the switch to mysql_native_password for clients that open with another plugin, and
+//! the same check again for COM_CHANGE_USER.
+
+use std::collections::HashMap;
+
+use mysql_common::constants::{CapabilityFlags, StatusFlags};
+use mysql_common::io::ParseBuf;
+use mysql_common::packets::HandshakeResponse;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::auth::{self, NativeHash};
+use super::errors::{self, SqlError};
+use super::framing::{FrameError, PacketReader, PacketWriter};
+
+const NATIVE: &[u8] = b"mysql_native_password";
+
+/// What idgate offers. Not offered: SSL (later), LOCAL_FILES (the backend would read idgate's
+/// files), SESSION_TRACK and the MariaDB extended capabilities (bulk execute): idgate would have to
+/// interpret them rather than relay.
+pub fn server_capabilities() -> CapabilityFlags {
+    use CapabilityFlags as C;
+    C::CLIENT_LONG_PASSWORD
+        | C::CLIENT_FOUND_ROWS
+        | C::CLIENT_LONG_FLAG
+        | C::CLIENT_CONNECT_WITH_DB
+        | C::CLIENT_ODBC
+        | C::CLIENT_IGNORE_SPACE
+        | C::CLIENT_PROTOCOL_41
+        | C::CLIENT_INTERACTIVE
+        | C::CLIENT_IGNORE_SIGPIPE
+        | C::CLIENT_TRANSACTIONS
+        | C::CLIENT_SECURE_CONNECTION
+        | C::CLIENT_MULTI_STATEMENTS
+        | C::CLIENT_MULTI_RESULTS
+        | C::CLIENT_PS_MULTI_RESULTS
+        | C::CLIENT_PLUGIN_AUTH
+        | C::CLIENT_CONNECT_ATTRS
+        | C::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
+        | C::CLIENT_DEPRECATE_EOF
+}
+
+/// The users clients may log in as, by name.
+#[derive(Default)]
+pub struct UserDb {
+    users: HashMap<Vec<u8>, Option<NativeHash>>,
+}
+
+impl UserDb {
+    pub fn insert(&mut self, name: &str, hash: Option<NativeHash>) {
+        self.users.insert(name.as_bytes().to_vec(), hash);
+    }
+
+    fn check(&self, user: &[u8], scramble: &[u8; 20], answer: &[u8]) -> bool {
+        match self.users.get(user) {
+            Some(stored) => auth::verify_native(scramble, stored.as_ref(), answer),
+            None => false,
+        }
+    }
+}
+
+/// What a client said about itself when it logged in.
+#[derive(Debug, Clone)]
+pub struct ClientHello {
+    pub user: Vec<u8>,
+    pub db: Option<Vec<u8>>,
+    pub capabilities: CapabilityFlags,
+    pub collation: u8,
+    pub scramble: [u8; 20],
+}
+
+pub struct ServerGreeting<'a> {
+    pub version: &'a [u8],
+    pub connection_id: u32,
+    pub collation: u8,
+}
+
+fn write_greeting<W: AsyncWrite + Unpin>(
+    w: &mut PacketWriter<W>,
+    g: &ServerGreeting,
+    scramble: &[u8; 20],
+) {
+    let caps = server_capabilities().bits();
+    let start = w.begin();
+    let b = w.payload();
+    b.push(10);
+    b.extend_from_slice(g.version);
+    b.push(0);
+    b.extend_from_slice(&g.connection_id.to_le_bytes());
+    b.extend_from_slice(&scramble[..8]);
+    b.push(0);
+    b.extend_from_slice(&(caps as u16).to_le_bytes());
+    b.push(g.collation);
+    b.extend_from_slice(&StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits().to_le_bytes());
+    b.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
+    b.push(21);
+    b.extend_from_slice(&[0; 10]);
+    b.extend_from_slice(&scramble[8..]);
+    b.push(0);
+    b.extend_from_slice(NATIVE);
+    b.push(0);
+    w.end(start);
+}
+
+/// Asks the client to answer the scramble again with mysql_native_password; returns its answer.
+async fn switch_to_native<R, W>(
+    r: &mut PacketReader<R>,
+    w: &mut PacketWriter<W>,
+    scramble: &[u8; 20],
+    buf: &mut Vec<u8>,
+) -> Result<Vec<u8>, FrameError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let start = w.begin();
+    let b = w.payload();
+    b.push(0xfe);
+    b.extend_from_slice(NATIVE);
+    b.push(0);
+    b.extend_from_slice(scramble);
+    b.push(0);
+    w.end(start);
+    w.flush().await?;
+    r.seq = w.seq;
+    r.read(buf).await?;
+    w.seq = r.seq;
+    Ok(buf.clone())
+}
+
+/// Outcome of the connection phase.
+pub enum Login {
+    Accepted(ClientHello),
+    /// The client was told why (an ERR packet was sent).
+    Refused,
+}
+
+/// Runs the connection phase; on success the caller sends the OK (after checking the database).
+pub async fn accept<R, W>(
+    r: &mut PacketReader<R>,
+    w: &mut PacketWriter<W>,
+    greeting: &ServerGreeting<'_>,
+    users: &UserDb,
+    peer_host: &str,
+) -> Result<Login, FrameError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let scramble = auth::new_scramble();
+    w.seq = 0;
+    write_greeting(w, greeting, &scramble);
+    w.flush().await?;
+    r.seq = w.seq;
+    let mut buf = Vec::new();
+    r.read(&mut buf).await?;
+    w.seq = r.seq;
+
+    let parsed = ParseBuf(&buf).parse::<HandshakeResponse>(());
+    let Ok(resp) = parsed else {
+        return refuse(w, errors::malformed("handshake response")).await;
+    };
+    let capabilities = resp.capabilities() & server_capabilities();
+    if !capabilities.contains(CapabilityFlags::CLIENT_PROTOCOL_41) {
+        let e = SqlError::new(
+            errors::ER_NOT_SUPPORTED_AUTH_MODE,
+            b"08004",
+            "Client does not support the 4.1 protocol; upgrade the MySQL client library",
+        );
+        return refuse(w, e).await;
+    }
+    let user = resp.user().to_vec();
+    let db = resp.db_name().filter(|d| !d.is_empty()).map(<[u8]>::to_vec);
+    let collation = resp.collation();
+    let client_plugin = resp.auth_plugin().map(|p| p.as_bytes().to_vec());
+    let mut answer = resp.scramble_buf().to_vec();
+    drop(resp);
+
+    let native = client_plugin.as_deref().is_none_or(|p| p == NATIVE);
+    if !native {
+        answer = switch_to_native(r, w, &scramble, &mut buf).await?;
+    }
+    if !users.check(&user, &scramble, &answer) {
+        return refuse(
+            w,
+            errors::access_denied(&user, peer_host, !answer.is_empty()),
+        )
+        .await;
+    }
+    Ok(Login::Accepted(ClientHello {
+        user,
+        db,
+        capabilities,
+        collation,
+        scramble,
+    }))
+}
+
+async fn refuse<W: AsyncWrite + Unpin>(
+    w: &mut PacketWriter<W>,
+    e: SqlError,
+) -> Result<Login, FrameError> {
+    let start = w.begin();
+    e.encode(w.payload());
+    w.end(start);
+    w.flush().await?;
+    Ok(Login::Refused)
+}
+
+/// A COM_CHANGE_USER that passed authentication.
+pub struct ChangedUser {
+    pub user: Vec<u8>,
+    pub db: Option<Vec<u8>>,
+    pub collation: Option<u8>,
+}
+
+/// Re-authenticates for COM_CHANGE_USER against the connection's original scramble (what the
+/// client used), switching plugin if needed. On failure an ERR was sent and `None` returned.
+pub async fn change_user<R, W>(
+    r: &mut PacketReader<R>,
+    w: &mut PacketWriter<W>,
+    hello: &ClientHello,
+    packet: &[u8],
+    users: &UserDb,
+    peer_host: &str,
+) -> Result<Option<ChangedUser>, FrameError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let Some(cu) = parse_change_user(packet) else {
+        refuse(w, errors::malformed("COM_CHANGE_USER")).await?;
+        return Ok(None);
+    };
+    let ParsedChangeUser {
+        user,
+        mut answer,
+        db,
+        collation,
+        plugin,
+    } = cu;
+    let native = plugin.as_deref().is_none_or(|p| p == NATIVE);
+    if !native {
+        let mut buf = Vec::new();
+        answer = switch_to_native(r, w, &hello.scramble, &mut buf).await?;
+    }
+    if !users.check(&user, &hello.scramble, &answer) {
+        refuse(
+            w,
+            errors::access_denied(&user, peer_host, !answer.is_empty()),
+        )
+        .await?;
+        return Ok(None);
+    }
+    Ok(Some(ChangedUser {
+        user,
+        db,
+        collation,
+    }))
+}
+
+struct ParsedChangeUser {
+    user: Vec<u8>,
+    answer: Vec<u8>,
+    db: Option<Vec<u8>>,
+    collation: Option<u8>,
+    plugin: Option<Vec<u8>>,
+}
+
+/// COM_CHANGE_USER: 0x11, user NUL, auth-len byte + auth data, database NUL, then optionally the
+/// character set (2 bytes), the plugin name (NUL) and connection attributes (ignored).
+fn parse_change_user(p: &[u8]) -> Option<ParsedChangeUser> {
+    fn cstr<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+        let end = rest.iter().position(|&b| b == 0)?;
+        let s = &rest[..end];
+        *rest = &rest[end + 1..];
+        Some(s)
+    }
+    let mut rest = p.get(1..)?;
+    let user = cstr(&mut rest)?.to_vec();
+    let (&n, tail) = rest.split_first()?;
+    let answer = tail.get(..n as usize)?.to_vec();
+    rest = &tail[n as usize..];
+    let db = if rest.is_empty() {
+        Vec::new()
+    } else {
+        cstr(&mut rest)?.to_vec()
+    };
+    let mut collation = None;
+    let mut plugin = None;
+    if rest.len() >= 2 {
+        collation = Some(rest[0]).filter(|c| *c != 0);
+        rest = &rest[2..];
+        if !rest.is_empty() {
+            plugin = cstr(&mut rest).map(<[u8]>::to_vec);
+        }
+    }
+    Some(ParsedChangeUser {
+        user,
+        answer,
+        db: Some(db).filter(|d| !d.is_empty()),
+        collation,
+        plugin,
+    })
+}

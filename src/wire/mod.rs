@@ -1,0 +1,9 @@
+//! The server side of the MySQL protocol: framing, handshake and authentication, and the packets
+//! idgate writes itself. It knows nothing about SQL, shards or IDs. Backend column definitions,
+//! rows, OK and ERR packets are relayed byte-for-byte by `exec`, not re-encoded here.
+
+pub mod auth;
+pub mod errors;
+pub mod framing;
+pub mod handshake;
+pub mod packets;

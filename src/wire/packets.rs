@@ -1,0 +1,176 @@
+//! Encoding of the server packets idgate writes itself (OK, ERR, EOF and the deprecate-EOF
+//! terminator), plus the small readers needed to look inside a backend's packets while relaying.
+
+use mysql_common::constants::StatusFlags;
+
+pub const OK_HEADER: u8 = 0x00;
+pub const EOF_HEADER: u8 = 0xfe;
+pub const ERR_HEADER: u8 = 0xff;
+
+pub fn put_lenenc_int(buf: &mut Vec<u8>, v: u64) {
+    if v < 251 {
+        buf.push(v as u8);
+    } else if v < 1 << 16 {
+        buf.push(0xfc);
+        buf.extend_from_slice(&(v as u16).to_le_bytes());
+    } else if v < 1 << 24 {
+        buf.push(0xfd);
+        buf.extend_from_slice(&(v as u32).to_le_bytes()[..3]);
+    } else {
+        buf.push(0xfe);
+        buf.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+pub fn put_lenenc_str(buf: &mut Vec<u8>, s: &[u8]) {
+    put_lenenc_int(buf, s.len() as u64);
+    buf.extend_from_slice(s);
+}
+
+/// Reads a length-encoded integer at the front of `buf`, advancing it.
+pub fn get_lenenc_int(buf: &mut &[u8]) -> Option<u64> {
+    let (&first, rest) = buf.split_first()?;
+    let (v, used) = match first {
+        0..=250 => (first as u64, 0),
+        0xfc => (
+            u16::from_le_bytes(rest.get(..2)?.try_into().ok()?) as u64,
+            2,
+        ),
+        0xfd => {
+            let b = rest.get(..3)?;
+            (u32::from_le_bytes([b[0], b[1], b[2], 0]) as u64, 3)
+        }
+        0xfe => (u64::from_le_bytes(rest.get(..8)?.try_into().ok()?), 8),
+        _ => return None,
+    };
+    *buf = &rest[used..];
+    Some(v)
+}
+
+/// OK packet as written for a client without CLIENT_SESSION_TRACK (idgate never offers it).
+pub fn ok(
+    buf: &mut Vec<u8>,
+    header: u8,
+    affected_rows: u64,
+    last_insert_id: u64,
+    status: StatusFlags,
+    warnings: u16,
+    info: &[u8],
+) {
+    buf.push(header);
+    put_lenenc_int(buf, affected_rows);
+    put_lenenc_int(buf, last_insert_id);
+    buf.extend_from_slice(&status.bits().to_le_bytes());
+    buf.extend_from_slice(&warnings.to_le_bytes());
+    buf.extend_from_slice(info);
+}
+
+pub fn eof(buf: &mut Vec<u8>, warnings: u16, status: StatusFlags) {
+    buf.push(EOF_HEADER);
+    buf.extend_from_slice(&warnings.to_le_bytes());
+    buf.extend_from_slice(&status.bits().to_le_bytes());
+}
+
+pub fn err(buf: &mut Vec<u8>, code: u16, sqlstate: &[u8; 5], message: &[u8]) {
+    buf.push(ERR_HEADER);
+    buf.extend_from_slice(&code.to_le_bytes());
+    buf.push(b'#');
+    buf.extend_from_slice(sqlstate);
+    buf.extend_from_slice(message);
+}
+
+/// True for a classic EOF packet (a row can also start with 0xfe, but is then at least 9 bytes).
+pub fn is_eof(p: &[u8]) -> bool {
+    p.first() == Some(&EOF_HEADER) && p.len() < 9
+}
+
+pub fn is_err(p: &[u8]) -> bool {
+    p.first() == Some(&ERR_HEADER)
+}
+
+/// (warnings, status) of a classic EOF packet.
+pub fn parse_eof(p: &[u8]) -> (u16, StatusFlags) {
+    let w = p.get(1..3).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+    let s = p.get(3..5).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+    (w, StatusFlags::from_bits_retain(s))
+}
+
+/// Fields of an OK packet that idgate needs to look at.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OkInfo {
+    pub affected_rows: u64,
+    pub last_insert_id: u64,
+    pub status: u16,
+    pub warnings: u16,
+}
+
+pub fn parse_ok(p: &[u8]) -> Option<OkInfo> {
+    let mut rest = p.get(1..)?;
+    let affected_rows = get_lenenc_int(&mut rest)?;
+    let last_insert_id = get_lenenc_int(&mut rest)?;
+    let status = u16::from_le_bytes(rest.get(..2)?.try_into().ok()?);
+    let warnings = u16::from_le_bytes(rest.get(2..4)?.try_into().ok()?);
+    Some(OkInfo {
+        affected_rows,
+        last_insert_id,
+        status,
+        warnings,
+    })
+}
+
+/// (code, sqlstate, message) of an ERR packet.
+pub fn parse_err(p: &[u8]) -> (u16, [u8; 5], &[u8]) {
+    let code = p.get(1..3).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+    let mut state = *b"HY000";
+    let mut msg = p.get(3..).unwrap_or_default();
+    if msg.first() == Some(&b'#') && msg.len() >= 6 {
+        state.copy_from_slice(&msg[1..6]);
+        msg = &msg[6..];
+    }
+    (code, state, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lenenc_round_trips_at_every_width() {
+        for v in [
+            0u64,
+            250,
+            251,
+            65535,
+            65536,
+            (1 << 24) - 1,
+            1 << 24,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            put_lenenc_int(&mut b, v);
+            let mut s = &b[..];
+            assert_eq!(get_lenenc_int(&mut s), Some(v));
+            assert!(s.is_empty());
+        }
+    }
+
+    #[test]
+    fn ok_packet_round_trips() {
+        let mut b = Vec::new();
+        ok(
+            &mut b,
+            OK_HEADER,
+            3,
+            1 << 40,
+            StatusFlags::SERVER_STATUS_AUTOCOMMIT,
+            2,
+            b"x",
+        );
+        let o = parse_ok(&b).unwrap();
+        assert_eq!(
+            (o.affected_rows, o.last_insert_id, o.warnings),
+            (3, 1 << 40, 2)
+        );
+        assert_eq!(o.status, StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
+    }
+}

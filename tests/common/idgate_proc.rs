@@ -1,0 +1,146 @@
+//! idgate processes for tests: the real binary, on a config written to a temp file, on a free port.
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use idgate::testbed::mariadb::{free_port, PASSWORD, USER};
+use idgate::testbed::{reaper, MariaDb};
+
+/// The user tests log in to idgate as.
+pub const APP_USER: &str = "app";
+pub const APP_PASSWORD: &str = "app-secret";
+
+pub struct Idgate {
+    pub port: u16,
+    pub config_path: PathBuf,
+    child: Mutex<Option<Child>>,
+    log: PathBuf,
+}
+
+/// A config with one backend (`db`) and the test user; `extra` is appended as more top-level YAML.
+pub fn config_for(port: u16, backends: &[(&str, &MariaDb)], extra: &str) -> String {
+    let mut y = format!(
+        "listen: 127.0.0.1:{port}\nallow_plaintext_passwords: true\nshutdown_grace_ms: 3000\n\
+         users:\n  - name: {APP_USER}\n    password: {APP_PASSWORD}\n  - name: nopw\n    password: \"\"\n\
+         backends:\n"
+    );
+    for (name, db) in backends {
+        y.push_str(&format!(
+            "  {name}:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n    pool:\n      max_connections: 64\n      acquire_timeout_ms: 3000\n",
+            db.port
+        ));
+    }
+    y.push_str(&format!("default_backend: {}\n", backends[0].0));
+    y.push_str(extra);
+    y
+}
+
+impl Idgate {
+    /// idgate in front of one backend.
+    pub fn start(db: &MariaDb) -> Idgate {
+        Self::start_with(|port| config_for(port, &[("shard0", db)], ""))
+    }
+
+    /// idgate on a config built for the port it will listen on.
+    pub fn start_with(config: impl FnOnce(u16) -> String) -> Idgate {
+        let port = free_port().expect("free port");
+        let dir = std::env::temp_dir().join(format!("idgate-proc-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("idgate temp dir");
+        reaper::remove_at_exit(dir.clone());
+        let config_path = dir.join("idgate.yaml");
+        std::fs::write(&config_path, config(port)).expect("write config");
+        let log = dir.join("idgate.log");
+        let g = Idgate {
+            port,
+            config_path,
+            child: Mutex::new(None),
+            log,
+        };
+        g.spawn();
+        g
+    }
+
+    fn spawn(&self) {
+        let log = std::fs::File::create(&self.log).expect("log file");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_idgate"));
+        cmd.arg("run")
+            .arg("--config")
+            .arg(&self.config_path)
+            .env("IDGATE_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        let child = reaper::spawn(cmd).expect("start idgate");
+        *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let mut b = [0u8; 5];
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                if s.read_exact(&mut b).is_ok() && b[4] == 10 {
+                    return;
+                }
+            }
+            if let Some(Ok(Some(st))) = self
+                .child
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+                .map(|c| c.try_wait())
+            {
+                panic!("idgate exited with {st}; its log:\n{}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "idgate not ready; its log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn url(&self, db: &str) -> String {
+        format!(
+            "mysql://{APP_USER}:{APP_PASSWORD}@127.0.0.1:{}/{db}",
+            self.port
+        )
+    }
+
+    /// A connection through idgate to the test database.
+    pub fn conn(&self) -> mysql::Conn {
+        self.conn_to(idgate::testbed::mariadb::DATABASE)
+    }
+
+    pub fn conn_to(&self, db: &str) -> mysql::Conn {
+        mysql::Conn::new(mysql::Opts::from_url(&self.url(db)).unwrap())
+            .unwrap_or_else(|e| panic!("connect through idgate: {e}; its log:\n{}", self.log()))
+    }
+
+    /// Sends SIGTERM and waits for the process to exit; returns its exit status.
+    pub fn terminate(&self) -> Option<std::process::ExitStatus> {
+        let mut guard = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let child = guard.as_mut()?;
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let st = child.wait().ok();
+        *guard = None;
+        st
+    }
+}
+
+impl Drop for Idgate {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
