@@ -74,6 +74,15 @@ impl Raw {
         })
     }
 
+    /// Sends a command that has no answer (COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE).
+    pub fn send_only(&mut self, payload: &[u8]) {
+        let conn = &mut self.conn;
+        self.rt.block_on(async {
+            conn.write_command(payload);
+            conn.flush().await.unwrap();
+        });
+    }
+
     pub fn query(&mut self, sql: &[u8]) -> Vec<Vec<u8>> {
         let mut p = vec![0x03];
         p.extend_from_slice(sql);
