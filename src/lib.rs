@@ -7,5 +7,6 @@ pub mod exec;
 pub mod proxy;
 pub mod server;
 pub mod session;
+pub mod sql;
 pub mod testbed;
 pub mod wire;
