@@ -3,10 +3,25 @@
 //! id column. Pure functions: no I/O, no global state.
 
 mod classify;
+mod error;
+mod insert;
 mod lex;
+mod literal;
+mod parse;
+mod render;
+mod scan;
 mod session_query;
 mod split;
 
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
+pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
+pub use insert::{
+    analyze_insert, Assignment, Column, InsertAnalysis, InsertBody, Row, TableRef, Value,
+};
+pub use literal::ValueKind;
+pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use session_query::{session_query, SessionQuery};
 pub use split::split_statements;
+
+#[cfg(test)]
+mod insert_tests;

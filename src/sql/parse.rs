@@ -1,0 +1,182 @@
+//! Running sqlparser on statement bytes that may not be UTF-8, and mapping its spans back to
+//! byte offsets in the original statement.
+
+use std::borrow::Cow;
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::{Parser, ParserError, ParserOptions};
+use sqlparser::tokenizer::{Location, Span};
+
+use super::error::SqlParseError;
+
+/// The statement as UTF-8 with the same byte length: each byte of an invalid sequence (raw bytes
+/// in `_binary'…'`) becomes `x`, which is inert inside a string literal and keeps offsets 1:1.
+pub(crate) fn sanitize(stmt: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(stmt) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => {
+            let mut out = String::with_capacity(stmt.len());
+            for chunk in stmt.utf8_chunks() {
+                out.push_str(chunk.valid());
+                out.extend(std::iter::repeat_n('x', chunk.invalid().len()));
+            }
+            Cow::Owned(out)
+        }
+    }
+}
+
+/// Parses exactly one statement (a trailing `;` is allowed).
+pub(crate) fn parse_one(text: &str) -> Result<Statement, SqlParseError> {
+    let dialect = MySqlDialect {};
+    let mut stmts = Parser::new(&dialect)
+        .with_options(ParserOptions::new().with_unescape(false))
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| syntax_error(text, e))?;
+    match (stmts.pop(), stmts.is_empty()) {
+        (Some(s), true) => Ok(s),
+        (None, _) => Err(SqlParseError::Syntax {
+            near: String::new(),
+            line: 1,
+            detail: "empty statement".into(),
+        }),
+        (Some(_), false) => Err(SqlParseError::Unsupported(
+            "idgate rewrites one statement at a time here; separate the statements with ';' in a multi-statement query".into(),
+        )),
+    }
+}
+
+fn syntax_error(text: &str, e: ParserError) -> SqlParseError {
+    let detail = match &e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m.clone(),
+        ParserError::RecursionLimitExceeded => "expression nested too deeply".into(),
+    };
+    // sqlparser appends " at Line: L, Column: C" to its messages.
+    let (line, col) = location_in(&detail).unwrap_or((1, 1));
+    let idx = LineIndex::new(text);
+    let at = idx.offset(Location::new(line, col)).unwrap_or(text.len());
+    let near: String = text.get(at..).unwrap_or("").chars().take(80).collect();
+    let detail = match detail.find(" at Line: ") {
+        Some(p) => detail[..p].to_string(),
+        None => detail,
+    };
+    SqlParseError::Syntax { near, line, detail }
+}
+
+fn location_in(msg: &str) -> Option<(u64, u64)> {
+    let rest = &msg[msg.rfind("Line: ")? + 6..];
+    let (l, rest) = rest.split_once(", Column: ")?;
+    let c: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((l.trim().parse().ok()?, c.parse().ok()?))
+}
+
+/// Line starts of the statement, for turning (line, char column) into byte offsets.
+pub(crate) struct LineIndex<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+    ascii: bool,
+    /// Last (line, char column, byte offset) found: spans are mostly asked for in order, so
+    /// non-ASCII lines are walked forward from here instead of from the line start.
+    last: std::cell::Cell<(usize, usize, usize)>,
+}
+
+impl<'a> LineIndex<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(memchr_newlines(text.as_bytes()));
+        LineIndex {
+            text,
+            starts,
+            ascii: text.is_ascii(),
+            last: std::cell::Cell::new((usize::MAX, 0, 0)),
+        }
+    }
+
+    /// Byte offset of a 1-based location; `None` for an empty or out-of-range location.
+    pub(crate) fn offset(&self, loc: Location) -> Option<usize> {
+        let line = usize::try_from(loc.line).ok()?.checked_sub(1)?;
+        let col = usize::try_from(loc.column).ok()?.checked_sub(1)?;
+        let start = *self.starts.get(line)?;
+        let end = self
+            .starts
+            .get(line + 1)
+            .copied()
+            .unwrap_or(self.text.len());
+        if self.ascii {
+            return (start + col <= end).then_some(start + col);
+        }
+        let (l, c, b) = self.last.get();
+        let (mut c, mut b) = if l == line && c <= col {
+            (c, b)
+        } else {
+            (0, start)
+        };
+        let bytes = self.text.as_bytes();
+        while c < col {
+            if b >= end {
+                return None;
+            }
+            b += 1;
+            // Skip UTF-8 continuation bytes: one column per char.
+            while b < end && (bytes[b] & 0xC0) == 0x80 {
+                b += 1;
+            }
+            c += 1;
+        }
+        self.last.set((line, c, b));
+        Some(b)
+    }
+
+    /// Byte range of a span (end exclusive, as sqlparser's end is one past the last char).
+    pub(crate) fn range(&self, span: Span) -> Option<std::ops::Range<usize>> {
+        let a = self.offset(span.start)?;
+        let b = self.offset(span.end)?;
+        (a <= b).then_some(a..b)
+    }
+}
+
+fn memchr_newlines(s: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    s.iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .map(|(i, _)| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_keeps_length() {
+        let raw = b"INSERT INTO t VALUES (_binary'\xff\x00\xc3')";
+        let s = sanitize(raw);
+        assert_eq!(s.len(), raw.len());
+        assert!(s.contains("_binary'x\0x'"));
+        assert!(matches!(sanitize(b"ok \xf0\x9f\x98\x80"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn offsets_ascii_and_multibyte() {
+        let t = "ab\ncd";
+        let idx = LineIndex::new(t);
+        assert_eq!(idx.offset(Location::new(2, 2)), Some(4));
+        assert_eq!(idx.offset(Location::new(2, 3)), Some(5));
+        assert_eq!(idx.offset(Location::new(0, 0)), None);
+        assert_eq!(idx.offset(Location::new(9, 1)), None);
+        let t = "é😀x\n😀y";
+        let idx = LineIndex::new(t);
+        assert_eq!(idx.offset(Location::new(1, 3)), Some(6));
+        assert_eq!(idx.offset(Location::new(2, 2)), Some(12));
+        assert_eq!(idx.offset(Location::new(2, 3)), Some(13));
+    }
+
+    #[test]
+    fn syntax_errors_say_where() {
+        let e = parse_one("INSERT INTO t VALUES (1,").unwrap_err();
+        assert!(matches!(e, SqlParseError::Syntax { line: 1, .. }), "{e:?}");
+        let e = parse_one("SELECT 1; SELECT 2").unwrap_err();
+        assert!(matches!(e, SqlParseError::Unsupported(_)));
+        assert!(parse_one("").is_err());
+    }
+}
