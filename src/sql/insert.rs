@@ -265,7 +265,7 @@ pub fn analyze_insert(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseError> {
         row_alias: ins
             .insert_alias
             .as_ref()
-            .map(|a| a.row_alias.to_string().trim_matches('`').to_string()),
+            .and_then(|a| split_qualified(a.row_alias.to_string().as_bytes()).pop()),
         columns,
         body,
         placeholders: m.placeholders,

@@ -218,6 +218,75 @@ fn flags_and_modifiers() {
     );
     let s = b"REPLACE INTO t SET a = 1";
     assert!(analyze(s).replace);
+    let s = b"INSERT INTO t SET a = 1 AS new ON DUPLICATE KEY UPDATE a = new.a + 1";
+    let a = analyze(s);
+    assert_eq!(a.row_alias.as_deref(), Some("new"));
+    assert_eq!(
+        &s[a.suffix_start..],
+        b"AS new ON DUPLICATE KEY UPDATE a = new.a + 1"
+    );
+    assert_eq!(
+        text(&fill_all(s, None)),
+        "INSERT INTO t SET `id` = 100, a = 1 AS new ON DUPLICATE KEY UPDATE a = new.a + 1"
+    );
+    let s = b"INSERT INTO t SET a = 1, id = NULL AS new ON DUPLICATE KEY UPDATE a = 2";
+    assert_eq!(
+        text(&fill_all(s, Some(1))),
+        "INSERT INTO t SET a = 1, id = 100 AS new ON DUPLICATE KEY UPDATE a = 2"
+    );
+}
+
+#[test]
+fn spacing_comments_and_line_endings() {
+    let s = b"insert delayed into`t`(a)values(1),(2)";
+    assert_eq!(
+        text(&fill_all(s, None)),
+        "insert delayed into`t`(`id`, a)values(100, 1),(101, 2)"
+    );
+    let s = b"INSERT INTO t # why\r\n (a) -- because\r\n VALUES\t(\r'x\r\ny'\r\n)\r\n";
+    let a = analyze(s);
+    assert_eq!(kinds(&a)[0], vec![ValueKind::Str(b"x\r\ny".to_vec())]);
+    assert_eq!(
+        text(&fill_all(s, None)),
+        "INSERT INTO t # why\r\n (`id`, a) -- because\r\n VALUES\t(100, \r'x\r\ny'\r\n)\r\n"
+    );
+}
+
+#[test]
+fn caller_mistakes_are_errors() {
+    let s = b"INSERT INTO t (ID, a) VALUES (1, 2)";
+    let a = analyze(s);
+    let vals = [IdValue::Literal(1)];
+    let fill = IdFill {
+        column: "id",
+        existing: None,
+        values: &vals,
+    };
+    assert!(matches!(
+        render_insert(s, &a, &fill, &[0]),
+        Err(SqlParseError::Internal(_))
+    ));
+    let keep = [IdValue::Keep];
+    let fill = IdFill {
+        column: "x",
+        existing: None,
+        values: &keep,
+    };
+    assert!(render_insert(s, &a, &fill, &[0]).is_err());
+    let fill = IdFill {
+        column: "id",
+        existing: Some(5),
+        values: &vals,
+    };
+    assert!(render_insert(s, &a, &fill, &[0]).is_err());
+    let two = [IdValue::Literal(1), IdValue::Literal(2)];
+    let fill = IdFill {
+        column: "id",
+        existing: Some(0),
+        values: &two,
+    };
+    assert!(render_insert(s, &a, &fill, &[0]).is_err());
+    assert!(render_insert(b"short", &a, &fill, &[0]).is_err());
 }
 
 #[test]

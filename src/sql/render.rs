@@ -129,6 +129,28 @@ fn plan<'a>(
     if a.suffix_start > stmt.len() {
         return Err(internal("analysis of another statement"));
     }
+    if fill.existing.is_none() {
+        if fill.values.contains(&IdValue::Keep) {
+            return Err(internal(
+                "Keep for an id column the statement does not name",
+            ));
+        }
+        let named = match &a.body {
+            InsertBody::Set { assignments } => assignments
+                .iter()
+                .any(|x| x.column.name.eq_ignore_ascii_case(fill.column)),
+            _ => a
+                .columns
+                .iter()
+                .flatten()
+                .any(|c| c.name.eq_ignore_ascii_case(fill.column)),
+        };
+        if named {
+            return Err(internal(
+                "the statement names the id column: pass its index as `existing`",
+            ));
+        }
+    }
     let mut p = Vec::new();
     match &a.body {
         InsertBody::Select => return Err(internal("INSERT … SELECT cannot be rendered")),

@@ -10,7 +10,8 @@ use super::lex::{comment_at, is_ident_byte, skip_quoted, word_end, Comment};
 pub(crate) enum Stop {
     /// At the `)` closing the list (the scan starts just after the `(`).
     CloseParen,
-    /// At a top-level `ON` / `RETURNING` keyword, `;`, or the end (an `INSERT … SET` list).
+    /// At a top-level `AS` / `ON` / `RETURNING` keyword, `;`, or the end (an `INSERT … SET`
+    /// list; none of these words can stand outside parentheses inside a value).
     Clause,
 }
 
@@ -77,7 +78,9 @@ pub(crate) fn list_items(s: &[u8], from: usize, stop: Stop) -> Option<(Vec<Range
                 let w = &s[start..i];
                 if depth == 0
                     && stop == Stop::Clause
-                    && (w.eq_ignore_ascii_case(b"ON") || w.eq_ignore_ascii_case(b"RETURNING"))
+                    && (w.eq_ignore_ascii_case(b"ON")
+                        || w.eq_ignore_ascii_case(b"AS")
+                        || w.eq_ignore_ascii_case(b"RETURNING"))
                 {
                     i = start;
                     break;
@@ -200,6 +203,12 @@ mod tests {
         assert_eq!((v, end), (vec![&b"a = 1"[..]], 6));
         let (v, _) = items(b"a=1 RETURNING id", 0, Stop::Clause);
         assert_eq!(v, vec![&b"a=1"[..]]);
+        let (v, end) = items(
+            b"a=1 AS new ON DUPLICATE KEY UPDATE a=new.a",
+            0,
+            Stop::Clause,
+        );
+        assert_eq!((v, end), (vec![&b"a=1"[..]], 4));
         let (v, _) = items(b"a=version", 0, Stop::Clause);
         assert_eq!(v, vec![&b"a=version"[..]]);
     }
