@@ -22,7 +22,7 @@ pub enum StatementKind {
     Commit,
     /// ROLLBACK that ends the transaction (not `ROLLBACK TO`).
     Rollback,
-    /// SAVEPOINT, RELEASE SAVEPOINT and ROLLBACK [WORK] TO [SAVEPOINT]: the transaction goes on.
+    /// SAVEPOINT, RELEASE SAVEPOINT and `ROLLBACK [WORK] TO [SAVEPOINT]`: the transaction goes on.
     Savepoint,
     /// CREATE, ALTER, DROP, TRUNCATE, RENAME.
     Ddl,

@@ -179,39 +179,7 @@ pub fn analyze_insert(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseError> {
     let body = match &ins.source {
         Some(q) => match (&*q.body, plain_query(q)) {
             (SetExpr::Values(v), true) => {
-                let mut rows = Vec::with_capacity(v.rows.len());
-                for (k, r) in v.rows.iter().enumerate() {
-                    let open = idx.offset(r.opening_token.0.span.start);
-                    let close = idx.offset(r.closing_token.0.span.start);
-                    let (Some(open), Some(close)) = (open, close) else {
-                        return Err(internal("no position for a VALUES row"));
-                    };
-                    if stmt.get(open) != Some(&b'(') || stmt.get(close) != Some(&b')') {
-                        return Err(internal("VALUES row position"));
-                    }
-                    let (items, end) = list_items(stmt, open + 1, Stop::CloseParen)
-                        .ok_or_else(|| internal("unbalanced VALUES row"))?;
-                    if end != close || items.len() != r.content.len() {
-                        return Err(internal("VALUES row does not match the parse"));
-                    }
-                    let start = if v.explicit_row {
-                        row_keyword(stmt, open)?
-                    } else {
-                        open
-                    };
-                    let values: Vec<Value> = items.into_iter().map(&value).collect();
-                    let expected = columns.as_ref().map_or_else(
-                        || rows.first().map_or(values.len(), |r: &Row| r.values.len()),
-                        Vec::len,
-                    );
-                    if values.len() != expected {
-                        return Err(SqlParseError::ColumnCount { row: k + 1 });
-                    }
-                    rows.push(Row {
-                        span: start..close + 1,
-                        values,
-                    });
-                }
+                let rows = values_rows(stmt, &idx, v, columns.as_deref(), &value)?;
                 rows_start = rows.first().map(|r| r.span.start);
                 suffix_start = rows
                     .last()
@@ -225,26 +193,8 @@ pub fn analyze_insert(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseError> {
             }
         },
         None if !ins.assignments.is_empty() => {
-            let set_kw = skip_plain(stmt, table_end);
-            let kw_end = word_end(stmt, set_kw);
-            if !stmt[set_kw..kw_end].eq_ignore_ascii_case(b"SET") {
-                return Err(internal("SET keyword position"));
-            }
-            let start = skip_plain(stmt, kw_end);
-            let (items, end) = list_items(stmt, start, Stop::Clause)
-                .ok_or_else(|| internal("unbalanced SET list"))?;
-            if items.len() != ins.assignments.len() {
-                return Err(internal("SET list does not match the parse"));
-            }
-            let mut assignments = Vec::with_capacity(items.len());
-            for it in items {
-                let (name, v) =
-                    split_assignment(stmt, it).ok_or_else(|| internal("SET assignment"))?;
-                assignments.push(Assignment {
-                    column: column(stmt, name)?,
-                    value: value(v),
-                });
-            }
+            let (assignments, start, end) =
+                set_assignments(stmt, table_end, ins.assignments.len(), &value)?;
             set_list_start = Some(start);
             suffix_start = end;
             InsertBody::Set { assignments }
@@ -274,6 +224,80 @@ pub fn analyze_insert(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseError> {
         rows_start,
         suffix_start,
     })
+}
+
+/// The VALUES rows at their exact bytes, checked against the parse and the column count.
+fn values_rows(
+    stmt: &[u8],
+    idx: &LineIndex<'_>,
+    v: &sqlparser::ast::Values,
+    columns: Option<&[Column]>,
+    value: &dyn Fn(Range<usize>) -> Value,
+) -> Result<Vec<Row>, SqlParseError> {
+    let mut rows: Vec<Row> = Vec::with_capacity(v.rows.len());
+    for (k, r) in v.rows.iter().enumerate() {
+        let open = idx.offset(r.opening_token.0.span.start);
+        let close = idx.offset(r.closing_token.0.span.start);
+        let (Some(open), Some(close)) = (open, close) else {
+            return Err(internal("no position for a VALUES row"));
+        };
+        if stmt.get(open) != Some(&b'(') || stmt.get(close) != Some(&b')') {
+            return Err(internal("VALUES row position"));
+        }
+        let (items, end) = list_items(stmt, open + 1, Stop::CloseParen)
+            .ok_or_else(|| internal("unbalanced VALUES row"))?;
+        if end != close || items.len() != r.content.len() {
+            return Err(internal("VALUES row does not match the parse"));
+        }
+        let start = if v.explicit_row {
+            row_keyword(stmt, open)?
+        } else {
+            open
+        };
+        let values: Vec<Value> = items.into_iter().map(value).collect();
+        // MySQL checks every row against the column list, or against the first row.
+        let expected = columns.map_or_else(
+            || rows.first().map_or(values.len(), |r| r.values.len()),
+            <[Column]>::len,
+        );
+        if values.len() != expected {
+            return Err(SqlParseError::ColumnCount { row: k + 1 });
+        }
+        rows.push(Row {
+            span: start..close + 1,
+            values,
+        });
+    }
+    Ok(rows)
+}
+
+/// The `col = value` list after `SET`, its start and where it ends.
+fn set_assignments(
+    stmt: &[u8],
+    table_end: usize,
+    expected: usize,
+    value: &dyn Fn(Range<usize>) -> Value,
+) -> Result<(Vec<Assignment>, usize, usize), SqlParseError> {
+    let set_kw = skip_plain(stmt, table_end);
+    let kw_end = word_end(stmt, set_kw);
+    if !stmt[set_kw..kw_end].eq_ignore_ascii_case(b"SET") {
+        return Err(internal("SET keyword position"));
+    }
+    let start = skip_plain(stmt, kw_end);
+    let (items, end) =
+        list_items(stmt, start, Stop::Clause).ok_or_else(|| internal("unbalanced SET list"))?;
+    if items.len() != expected {
+        return Err(internal("SET list does not match the parse"));
+    }
+    let mut assignments = Vec::with_capacity(items.len());
+    for it in items {
+        let (name, v) = split_assignment(stmt, it).ok_or_else(|| internal("SET assignment"))?;
+        assignments.push(Assignment {
+            column: column(stmt, name)?,
+            value: value(v),
+        });
+    }
+    Ok((assignments, start, end))
 }
 
 /// Rejects parts of sqlparser's INSERT that other dialects have and MySQL does not.

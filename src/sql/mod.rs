@@ -1,6 +1,14 @@
 //! SQL text handling for idgate: splitting a multi-statement query, cheap classification,
 //! the SELECTs the session answers itself, and the INSERT analysis and rewrite that fills the
 //! id column. Pure functions: no I/O, no global state.
+//!
+//! A COM_QUERY flows as: [`split_statements`] → per statement [`classify`] and
+//! [`identifiers_mention`] (statements about unconfigured tables are forwarded untouched) →
+//! [`session_query`] for the SELECTs the session answers → [`analyze_insert`] → the caller
+//! decides per row (NULL / 0 / DEFAULT / absent generate; see [`ValueKind`]) and per shard →
+//! [`render_insert`] with the rows of one shard. For a prepared statement, render with
+//! [`IdValue::Placeholder`] and bind in the order [`placeholder_order`] gives: the client keeps
+//! its own parameter count, idgate adds the id parameters.
 
 mod classify;
 mod error;
