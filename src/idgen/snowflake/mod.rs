@@ -1,0 +1,3 @@
+//! Snowflake-style generators: layout, worker-id leases, the per-tick sequencer.
+
+pub mod layout;
