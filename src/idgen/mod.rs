@@ -8,6 +8,7 @@
 //!
 //! Call [`Generator::shutdown`] (or [`IdGen::shutdown`]) on a clean exit to release worker leases.
 
+pub mod biased;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -15,15 +16,19 @@ pub mod metrics;
 pub mod segment;
 pub mod snowflake;
 pub(crate) mod store;
+pub mod uuidv7;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use self::biased::BiasedGen;
 pub use self::clock::{Clock, SystemClock, TestClock};
 pub use self::config::GeneratorConfig;
 pub use self::error::{IdGenError, Result};
 pub use self::metrics::Metrics;
 use self::segment::SegmentGen;
+use self::snowflake::SnowflakeGen;
+use self::uuidv7::{Uuid7, Uuidv7Gen};
 
 /// `count` contiguous IDs starting at `first`: `first ..= first + count - 1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +55,9 @@ pub struct Generator {
 
 enum Kind {
     Segment(SegmentGen),
+    Snowflake(SnowflakeGen),
+    Biased(BiasedGen),
+    Uuidv7(Uuidv7Gen),
 }
 
 impl Generator {
@@ -73,12 +81,13 @@ impl Generator {
             GeneratorConfig::Segment(c) => Kind::Segment(
                 SegmentGen::build(name, c, need_pool()?, clock, metrics.clone()).await?,
             ),
-            _ => {
-                return Err(IdGenError::Config {
-                    name: name.to_string(),
-                    reason: "kind not built yet".into(),
-                })
+            GeneratorConfig::Snowflake(c) => {
+                Kind::Snowflake(SnowflakeGen::build(name, c, pool, clock, metrics.clone()).await?)
             }
+            GeneratorConfig::Biased(c) => {
+                Kind::Biased(BiasedGen::build(name, c, pool, clock, metrics.clone()).await?)
+            }
+            GeneratorConfig::Uuidv7(_) => Kind::Uuidv7(Uuidv7Gen::new(clock)),
         };
         Ok(Arc::new(Generator {
             name: name.to_string(),
@@ -94,6 +103,9 @@ impl Generator {
     pub fn kind(&self) -> &'static str {
         match &self.kind {
             Kind::Segment(_) => "segment",
+            Kind::Snowflake(_) => "snowflake",
+            Kind::Biased(_) => "biased",
+            Kind::Uuidv7(_) => "uuidv7",
         }
     }
 
@@ -101,7 +113,6 @@ impl Generator {
         &self.metrics
     }
 
-    #[allow(dead_code)]
     fn wrong_kind(&self, op: &'static str) -> IdGenError {
         IdGenError::WrongKind {
             name: self.name.clone(),
@@ -115,6 +126,8 @@ impl Generator {
     pub fn try_next_block(&self, n: u64) -> Option<IdBlock> {
         match &self.kind {
             Kind::Segment(g) => g.try_next_block(n),
+            Kind::Snowflake(g) => g.try_next_block(n),
+            _ => None,
         }
     }
 
@@ -122,20 +135,68 @@ impl Generator {
     pub async fn next_block(&self, n: u64) -> Result<IdBlock> {
         match &self.kind {
             Kind::Segment(g) => g.next_block(n).await,
+            Kind::Snowflake(g) => g.next_block(n).await,
+            _ => Err(self.wrong_kind("next_block")),
         }
     }
 
-    /// Segment generators only: the underlying generator (step, test hooks).
+    /// Biased generators: one ID per bias value, in order, appended to `out`
+    /// (`id & mask == bias & mask`).
+    pub async fn next_biased(&self, bias: &[u64], out: &mut Vec<u64>) -> Result<()> {
+        match &self.kind {
+            Kind::Biased(g) => g.next_into(bias, out).await,
+            _ => Err(self.wrong_kind("next_biased")),
+        }
+    }
+
+    /// UUIDv7 generators: `n` strictly increasing values appended to `out`.
+    pub fn next_uuids(&self, n: usize, out: &mut Vec<Uuid7>) -> Result<()> {
+        match &self.kind {
+            Kind::Uuidv7(g) => {
+                g.next_into(n, out);
+                Metrics::add(&self.metrics.ids_issued, n as u64);
+                Ok(())
+            }
+            _ => Err(self.wrong_kind("next_uuids")),
+        }
+    }
+
     pub fn as_segment(&self) -> Option<&SegmentGen> {
         match &self.kind {
             Kind::Segment(g) => Some(g),
+            _ => None,
         }
     }
 
-    /// Stops issuing and releases what the generator holds in the store (worker leases).
+    pub fn as_snowflake(&self) -> Option<&SnowflakeGen> {
+        match &self.kind {
+            Kind::Snowflake(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    pub fn as_biased(&self) -> Option<&BiasedGen> {
+        match &self.kind {
+            Kind::Biased(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    pub fn as_uuidv7(&self) -> Option<&Uuidv7Gen> {
+        match &self.kind {
+            Kind::Uuidv7(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// Stops issuing and releases what the generator holds in the store (worker leases, recording
+    /// the last issued timestamp for the next owner).
     pub async fn shutdown(&self) {
         match &self.kind {
             Kind::Segment(g) => g.shutdown(),
+            Kind::Snowflake(g) => g.shutdown().await,
+            Kind::Biased(g) => g.shutdown().await,
+            Kind::Uuidv7(_) => {}
         }
     }
 }

@@ -31,5 +31,4 @@ where
 }
 
 /// The store's clock in Unix milliseconds, as an SQL expression.
-#[allow(dead_code)]
 pub(crate) const DB_NOW_MS: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
