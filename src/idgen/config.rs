@@ -180,7 +180,8 @@ pub struct SnowflakeConfig {
     pub max_borrow_ms: u64,
     pub sequence_start: SequenceStart,
     pub store_timeout_ms: u64,
-    /// Biased kind only: how many low bits of the ID copy the low bits of the bias value (1..=12).
+    /// Biased kind only (when `sequence_bits` is not set, it defaults to the preset's minus
+    /// `slot_bits`): how many low bits of the ID copy the low bits of the bias value (1..=12).
     pub slot_bits: Option<u32>,
     /// Biased kind only: the column whose value supplies the low bits (used by the INSERT rewriter).
     pub bias_column: Option<String>,
@@ -214,14 +215,18 @@ impl Default for SnowflakeConfig {
 
 impl SnowflakeConfig {
     pub fn layout(&self, name: &str, slot_bits: u32) -> Result<Layout> {
-        let (t, w, s, u) = match self.preset {
+        let (t, w, s, u): (u32, u32, u32, TimeUnit) = match self.preset {
             Preset::Standard => (41, 10, 12, TimeUnit::Ms),
             Preset::Js53 => (31, 8, 14, TimeUnit::S),
         };
         let l = Layout {
             timestamp_bits: self.timestamp_bits.unwrap_or(t),
             worker_bits: self.worker_bits.unwrap_or(w),
-            sequence_bits: self.sequence_bits.unwrap_or(s),
+            // Biased: by default the slot bits come out of the sequence (the per-slot sequences
+            // together keep the preset's rate).
+            sequence_bits: self
+                .sequence_bits
+                .unwrap_or_else(|| s.saturating_sub(slot_bits).max(1)),
             slot_bits,
             unit: self.unit.unwrap_or(u),
             epoch_ms: self.epoch_ms,
