@@ -349,6 +349,7 @@ fn crash_safety_under_sigkill() {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let sink = blocks.clone();
+        let (first_tx, first_rx) = std::sync::mpsc::channel::<()>();
         let reader = std::thread::spawn(move || {
             let mut count = 0;
             for line in BufReader::new(stdout).lines() {
@@ -361,27 +362,33 @@ fn crash_safety_under_sigkill() {
                     sink.lock()
                         .unwrap()
                         .push((f.parse().unwrap(), c.parse().unwrap()));
+                    if count == 0 {
+                        let _ = first_tx.send(());
+                    }
                     count += 1;
                 }
             }
             count
         });
-        // Random kill point: sometimes during start-up, mostly while allocating.
-        let delay = if run % 5 == 0 {
-            rand::rng().random_range(5..120)
+        // Random kill point: every fifth run during start-up, the others while allocating.
+        let startup = run % 5 == 0;
+        if startup {
+            std::thread::sleep(Duration::from_millis(rand::rng().random_range(5..120)));
         } else {
-            rand::rng().random_range(150..400)
-        };
-        std::thread::sleep(Duration::from_millis(delay));
+            first_rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the child issued no IDs within 20 s");
+            std::thread::sleep(Duration::from_millis(rand::rng().random_range(0..200)));
+        }
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        if reader.join().unwrap() > 0 {
+        if reader.join().unwrap() > 0 && !startup {
             runs_with_ids += 1;
         }
     }
     let blocks = blocks.lock().unwrap();
     assert!(
-        runs_with_ids >= 12,
+        runs_with_ids == 16,
         "too few runs issued IDs: {runs_with_ids}"
     );
     let all = assert_unique(&blocks);
