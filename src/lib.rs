@@ -4,7 +4,9 @@
 pub mod config;
 pub mod demo;
 pub mod exec;
+pub mod idgen;
 pub mod proxy;
+pub mod route;
 pub mod server;
 pub mod session;
 pub mod sql;

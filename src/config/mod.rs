@@ -2,6 +2,7 @@
 //! and column of the mistake. Nothing here touches the network.
 
 mod schema;
+pub mod tables;
 mod validate;
 
 pub use schema::{Backend, Config, PoolSettings, User};

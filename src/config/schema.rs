@@ -24,6 +24,15 @@ pub struct Config {
     pub backends: BTreeMap<String, Spanned<Backend>>,
     /// The backend that gets every statement not routed elsewhere.
     pub default_backend: Spanned<String>,
+    /// The backend holding `idgate_segments` and `idgate_workers`; the default backend if unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_store: Option<Spanned<String>>,
+    /// ID generators by name (segment, snowflake, biased, uuidv7).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub generators: BTreeMap<String, Spanned<crate::idgen::config::GeneratorConfig>>,
+    /// Tables whose ids idgate generates and whose rows it places, by name or `schema.name`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tables: BTreeMap<String, Spanned<super::tables::TableConfig>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -1,5 +1,5 @@
 //! Shared test support: real MariaDB servers and idgate processes started by the tests themselves.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub mod idgate_proc;
 pub mod raw;

@@ -1,0 +1,85 @@
+//! Snowflake generators: `timestamp | worker | sequence` IDs from a configurable layout, with a
+//! fixed or leased worker id and bounded handling of clocks that go back.
+
+pub(crate) mod core;
+pub mod layout;
+pub(crate) mod lease;
+
+use std::sync::Arc;
+
+use self::core::{Core, Sequencer, Step};
+use self::layout::Parts;
+use super::clock::Clock;
+use super::config::SnowflakeConfig;
+use super::error::Result;
+use super::metrics::Metrics;
+use super::IdBlock;
+
+pub use self::layout::Layout;
+
+pub struct SnowflakeGen {
+    core: Arc<Core>,
+    seq: Sequencer,
+}
+
+impl SnowflakeGen {
+    pub async fn build(
+        name: &str,
+        cfg: &SnowflakeConfig,
+        pool: Option<&mysql_async::Pool>,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<Metrics>,
+    ) -> Result<SnowflakeGen> {
+        let layout = cfg.validate(name, false)?;
+        let core = Core::start(name, cfg, layout, pool, clock, metrics).await?;
+        let seq = Sequencer::after(&core);
+        Ok(SnowflakeGen { core, seq })
+    }
+
+    fn take(&self, n: u64) -> std::result::Result<IdBlock, Step> {
+        let (tick, seq) = self.seq.take(&self.core, n)?;
+        Metrics::add(&self.core.metrics.ids_issued, n);
+        let first = self.core.layout.encode(Parts {
+            tick,
+            worker: self.core.worker,
+            sequence: seq,
+            slot: 0,
+        });
+        Ok(IdBlock { first, count: n })
+    }
+
+    /// The fast path: `None` when the caller must take the async path (wait or error).
+    #[inline]
+    pub fn try_next_block(&self, n: u64) -> Option<IdBlock> {
+        if n == 0 {
+            return None;
+        }
+        self.take(n).ok()
+    }
+
+    /// `n` contiguous IDs (one tick, `n` consecutive sequence numbers); `n` is at most
+    /// 2^sequence_bits.
+    pub async fn next_block(&self, n: u64) -> Result<IdBlock> {
+        if n == 0 {
+            return Ok(IdBlock { first: 0, count: 0 });
+        }
+        self.core.with_waits(|| self.take(n)).await
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.core.layout
+    }
+
+    pub fn worker_id(&self) -> u64 {
+        self.core.worker
+    }
+
+    /// Unix ms of the highest timestamp issued so far.
+    pub fn last_issued_ms(&self) -> u64 {
+        self.core.last_issued_ms()
+    }
+
+    pub async fn shutdown(&self) {
+        self.core.shutdown().await;
+    }
+}
