@@ -4,8 +4,9 @@
 mod schema;
 pub mod tables;
 mod validate;
+mod validate_tables;
 
-pub use schema::{Backend, Config, PoolSettings, User};
+pub use schema::{Backend, Config, PoolSettings, SequenceStore, User};
 
 use std::path::Path;
 
@@ -40,6 +41,7 @@ impl Config {
             ConfigError::Yaml(msg)
         })?;
         validate::validate(&cfg)?;
+        validate_tables::validate(&cfg)?;
         Ok(cfg)
     }
 

@@ -24,15 +24,49 @@ pub struct Config {
     pub backends: BTreeMap<String, Spanned<Backend>>,
     /// The backend that gets every statement not routed elsewhere.
     pub default_backend: Spanned<String>,
-    /// The backend holding `idgate_segments` and `idgate_workers`; the default backend if unset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequence_store: Option<Spanned<String>>,
+    /// Where `idgate_segments` and `idgate_workers` live.
+    #[serde(default)]
+    pub sequence_store: SequenceStore,
     /// ID generators by name (segment, snowflake, biased, uuidv7).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub generators: BTreeMap<String, Spanned<crate::idgen::config::GeneratorConfig>>,
     /// Tables whose ids idgate generates and whose rows it places, by name or `schema.name`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tables: BTreeMap<String, Spanned<super::tables::TableConfig>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequenceStore {
+    /// A backend name; the default backend if unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Spanned<String>>,
+    /// Database for idgate's own tables, created if missing.
+    #[serde(default = "default_sequence_db")]
+    pub database: String,
+}
+
+fn default_sequence_db() -> String {
+    "idgate".into()
+}
+
+impl Default for SequenceStore {
+    fn default() -> Self {
+        SequenceStore {
+            backend: None,
+            database: default_sequence_db(),
+        }
+    }
+}
+
+impl Config {
+    /// The backend that holds the sequence store.
+    pub fn sequence_backend(&self) -> &str {
+        self.sequence_store
+            .backend
+            .as_ref()
+            .map_or(&self.default_backend.value, |b| &b.value)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -4,7 +4,7 @@ use serde_saphyr::Location;
 
 use super::{Config, ConfigError};
 
-fn at(loc: &Location, message: String) -> ConfigError {
+pub(super) fn at(loc: &Location, message: String) -> ConfigError {
     ConfigError::Invalid {
         line: loc.line(),
         column: loc.column(),

@@ -263,9 +263,13 @@ impl BackendConn {
 
     /// Runs a statement for idgate's own bookkeeping and discards any result sets; fails on ERR.
     pub async fn query_drop(&mut self, sql: &str) -> Result<(), BackendError> {
+        self.query_drop_bytes(sql.as_bytes()).await
+    }
+
+    pub async fn query_drop_bytes(&mut self, sql: &[u8]) -> Result<(), BackendError> {
         let mut payload = Vec::with_capacity(sql.len() + 1);
         payload.push(mysql_common::constants::Command::COM_QUERY as u8);
-        payload.extend_from_slice(sql.as_bytes());
+        payload.extend_from_slice(sql);
         self.write_command(&payload);
         self.flush().await?;
         loop {

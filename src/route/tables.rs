@@ -87,3 +87,67 @@ impl Tables {
             .or_else(|| rules.iter().find(|r| r.schema.is_none()))
     }
 }
+
+impl Tables {
+    /// The table rules of a validated configuration.
+    pub fn from_config(cfg: &crate::config::Config) -> Tables {
+        use crate::config::tables::AlgorithmName;
+        use crate::idgen::config::GeneratorConfig;
+        let rules = cfg
+            .tables
+            .iter()
+            .map(|(key, t)| {
+                let t = &t.value;
+                let (schema, name) = match key.split_once('.') {
+                    Some((s, n)) => (Some(s.to_string()), n.to_string()),
+                    None => (None, key.clone()),
+                };
+                let biased = t.generator.as_ref().and_then(|g| {
+                    match cfg.generators.get(g).map(|s| &s.value) {
+                        Some(GeneratorConfig::Biased(b)) => Some(b),
+                        _ => None,
+                    }
+                });
+                let bias_column = t
+                    .bias_column
+                    .clone()
+                    .or_else(|| biased.and_then(|b| b.bias_column.clone()));
+                let placement = if let Some(s) = &t.sharding {
+                    let algorithm = match s.algorithm {
+                        AlgorithmName::Mod => Algorithm::Mod,
+                        AlgorithmName::Hash => Algorithm::Hash,
+                        AlgorithmName::Range => Algorithm::Range {
+                            bounds: s.bounds.iter().map(|b| *b as i128).collect(),
+                        },
+                        AlgorithmName::Slot => Algorithm::Slot {
+                            slot_bits: biased.and_then(|b| b.slot_bits).unwrap_or(0),
+                        },
+                    };
+                    Placement::Sharded {
+                        columns: s.columns.clone(),
+                        algorithm,
+                        shards: s.shards.clone(),
+                    }
+                } else if t.broadcast {
+                    Placement::Broadcast {
+                        backends: cfg.backends.keys().cloned().collect(),
+                    }
+                } else {
+                    Placement::Single {
+                        backend: cfg.default_backend.value.clone(),
+                    }
+                };
+                TableRule {
+                    schema,
+                    name,
+                    id_column: t.id_column.clone(),
+                    generator: t.generator.clone(),
+                    explicit_ids: t.explicit_ids,
+                    bias_column,
+                    placement,
+                }
+            })
+            .collect();
+        Tables::new(rules)
+    }
+}

@@ -101,11 +101,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     ) -> Option<End> {
         self.last_ok = false;
         let deprecate_eof = self.deprecate_eof();
-        if let Err(e) = self.backend().await {
-            self.send_error(&e);
-            return None;
-        }
-        let be = self.backend.as_mut()?;
+        let name = self.proxy.default_pool.name.clone();
+        let i = match self.lease_index(&name).await {
+            Ok(i) => i,
+            Err(e) => {
+                self.send_error(&e);
+                return None;
+            }
+        };
+        let be = self.leases.get_mut(i);
         write_command(be, packet, backend_stmt_id);
         if let Err(e) = be.flush().await {
             return Some(self.backend_lost(e));
@@ -136,7 +140,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// and end the session (as a direct connection would end).
     fn backend_lost(&mut self, e: BackendError) -> End {
         warn!(error = %e, "backend connection lost");
-        self.backend = None;
+        self.leases.clear();
         let name = self.proxy.default_pool.name.clone();
         self.send_error(&SqlError::new(
             errors::CR_SERVER_LOST,
@@ -173,7 +177,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     .await
             }
             None => {
-                let be = self.backend.as_mut()?;
+                let i = self.leases.position(&self.proxy.default_pool.name)?;
+                let be = self.leases.get_mut(i);
                 write_command(be, packet, Some(st.backend_id));
                 match be.flush().await {
                     Ok(()) => None,
@@ -185,9 +190,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     async fn reset_connection(&mut self) -> Option<End> {
         self.stmts.clear();
-        if self.backend.is_none() {
+        self.forget_session_state();
+        if self.leases.is_empty() {
             self.send_ok(0, 0);
             return None;
+        }
+        // Connections other than the default one are reset quietly; the default answers.
+        if let Some(end) = self.reset_other_leases().await {
+            return Some(end);
         }
         let end = self
             .forward(&[Command::COM_RESET_CONNECTION as u8], Reply::Single)
@@ -199,14 +209,65 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    /// COM_RESET_CONNECTION put the backend back to its login collation; restore the client's.
+    /// What idgate tracks of the session's own state, gone with a reset or a new user.
+    fn forget_session_state(&mut self) {
+        self.replay.clear();
+        self.last_insert_id = None;
+        self.no_auto_value_on_zero = None;
+    }
+
+    /// Resets and re-prepares every held connection except the default backend's.
+    async fn reset_other_leases(&mut self) -> Option<End> {
+        let default = self.proxy.default_pool.name.clone();
+        let mut all = std::mem::take(&mut self.leases);
+        let mut failed = None;
+        for h in all.held_mut().iter_mut().filter(|h| h.backend != default) {
+            h.in_txn = false;
+            if let Err(e) = self.reset_lease(&mut h.lease).await {
+                failed = Some(e);
+                break;
+            }
+        }
+        self.leases = all;
+        let e = failed?;
+        self.send_error(&e);
+        Some(End::Fatal(e.message))
+    }
+
+    /// COM_RESET_CONNECTION on one held connection, then the session's collation and database.
+    async fn reset_lease(&self, lease: &mut crate::exec::Lease) -> Result<(), SqlError> {
+        let reset = [Command::COM_RESET_CONNECTION as u8];
+        match lease.simple_command(&reset).await {
+            Ok(packets::OK_HEADER) => {
+                lease.collation = crate::exec::backend::POOL_COLLATION;
+                self.prepare_backend(lease).await
+            }
+            Ok(_) => {
+                let (code, state, msg) = packets::parse_err(&lease.packet);
+                Err(SqlError::new(code, &state, String::from_utf8_lossy(msg)))
+            }
+            Err(e) => {
+                lease.broken = true;
+                Err(SqlError::new(
+                    errors::CR_SERVER_LOST,
+                    b"HY000",
+                    format!("idgate: {e}"),
+                ))
+            }
+        }
+    }
+
+    /// COM_RESET_CONNECTION put the default backend back to its login collation; restore the
+    /// client's (the database is kept by the reset).
     async fn after_backend_reset(&mut self) -> Option<End> {
-        let mut lease = self.backend.take()?;
-        lease.collation = crate::exec::backend::POOL_COLLATION;
+        let i = self.leases.position(&self.proxy.default_pool.name)?;
+        let mut held = self.leases.take(i);
+        held.lease.collation = crate::exec::backend::POOL_COLLATION;
+        held.in_txn = false;
         let db = self.db.take();
-        let r = self.prepare_backend(&mut lease).await;
+        let r = self.prepare_backend(&mut held.lease).await;
         self.db = db;
-        self.backend = Some(lease);
+        self.leases.push(held);
         match r {
             Ok(()) => None,
             Err(e) => {
@@ -238,24 +299,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         self.db = changed.db;
         self.stmts.clear();
+        self.forget_session_state();
         // A new user starts with a clean session, as after COM_CHANGE_USER on MySQL.
-        if let Some(mut lease) = self.backend.take() {
-            let reset = [Command::COM_RESET_CONNECTION as u8];
-            match lease.simple_command(&reset).await {
-                Ok(packets::OK_HEADER) => {
-                    lease.collation = crate::exec::backend::POOL_COLLATION;
-                    self.backend = Some(lease);
-                }
-                _ => lease.broken = true,
+        let mut all = std::mem::take(&mut self.leases);
+        let mut failed = None;
+        for h in all.held_mut() {
+            h.in_txn = false;
+            if let Err(e) = self.reset_lease(&mut h.lease).await {
+                failed = Some(e);
+                break;
             }
         }
-        if let Some(mut lease) = self.backend.take() {
-            if let Err(e) = self.prepare_backend(&mut lease).await {
-                self.send_error(&e);
-                return Some(End::Fatal(e.message));
-            }
-            self.backend = Some(lease);
-        } else if self.db.is_some() {
+        self.leases = all;
+        if let Some(e) = failed {
+            self.send_error(&e);
+            return Some(End::Fatal(e.message));
+        }
+        if self.db.is_some() {
             if let Err(e) = self.backend().await {
                 self.send_error(&e);
                 return Some(End::Fatal(e.message));

@@ -2,6 +2,7 @@
 //! backend connection it holds) and the dispatch of each command it sends.
 
 mod commands;
+mod leases;
 mod prepared;
 
 use std::sync::Arc;
@@ -23,14 +24,20 @@ pub struct Session<R, W> {
     proxy: Arc<Proxy>,
     peer_host: String,
     hello: ClientHello,
-    /// The default backend's connection, taken on first use and kept for the session.
-    backend: Option<Lease>,
+    /// Backend connections taken on first use and kept for the session.
+    leases: leases::Leases,
     db: Option<Vec<u8>>,
     stmts: prepared::Statements,
     /// Status flags of the last answer (autocommit, in transaction, …).
     status: u16,
     /// Whether the last relayed command succeeded.
     last_ok: bool,
+    /// SET statements that succeeded, replayed on backend connections taken later.
+    replay: Vec<Vec<u8>>,
+    /// The last id idgate generated, while it is the session's LAST_INSERT_ID().
+    last_insert_id: Option<u64>,
+    /// Cached: does the session's sql_mode have NO_AUTO_VALUE_ON_ZERO?
+    no_auto_value_on_zero: Option<bool>,
     packet: Vec<u8>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 }
@@ -97,10 +104,13 @@ where
         db: hello.db.clone(),
         hello,
         proxy,
-        backend: None,
+        leases: leases::Leases::default(),
         stmts: prepared::Statements::default(),
         status: StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits(),
         last_ok: false,
+        replay: Vec::new(),
+        last_insert_id: None,
+        no_auto_value_on_zero: None,
         packet: Vec::with_capacity(1024),
         shutdown,
     };
@@ -184,22 +194,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .contains(mysql_common::constants::CapabilityFlags::CLIENT_FOUND_ROWS)
     }
 
-    /// The session's backend connection, taken from the pool (and given the session's database
-    /// and collation) on first use.
+    /// The session's connection to the default backend, taken on first use.
     async fn backend(&mut self) -> Result<&mut Lease, SqlError> {
-        if self.backend.is_none() {
-            let mut lease = self.proxy.default_pool.acquire(self.found_rows()).await?;
-            self.prepare_backend(&mut lease).await?;
-            self.backend = Some(lease);
-        }
-        match self.backend.as_mut() {
-            Some(b) => Ok(b),
-            None => Err(SqlError::new(
-                errors::ER_UNKNOWN_ERROR,
-                b"HY000",
-                "no backend",
-            )),
-        }
+        let name = self.proxy.default_pool.name.clone();
+        let i = self.lease_index(&name).await?;
+        Ok(self.leases.get_mut(i))
     }
 
     /// Brings a fresh (or freshly reset) backend connection to the session's collation and database.

@@ -1,0 +1,86 @@
+//! The backend connections one session holds, at most one per backend, each kept until the
+//! session ends so that its state (variables, transaction, temporary tables) stays put.
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::Session;
+use crate::exec::Lease;
+use crate::wire::errors::{self, SqlError};
+
+pub struct Held {
+    pub backend: String,
+    pub lease: Lease,
+    /// This connection joined the session's open transaction.
+    pub in_txn: bool,
+}
+
+#[derive(Default)]
+pub struct Leases {
+    held: Vec<Held>,
+}
+
+impl Leases {
+    pub fn position(&self, backend: &str) -> Option<usize> {
+        self.held.iter().position(|h| h.backend == backend)
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> &mut Lease {
+        &mut self.held[i].lease
+    }
+
+    pub fn held_mut(&mut self) -> &mut [Held] {
+        &mut self.held
+    }
+
+    pub fn take(&mut self, i: usize) -> Held {
+        self.held.remove(i)
+    }
+
+    pub fn push(&mut self, h: Held) -> usize {
+        self.held.push(h);
+        self.held.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.held.clear();
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// The index of the session's connection to `backend`, taking one from its pool (and giving it
+    /// the session's collation, database and earlier SET statements) on first use.
+    pub(super) async fn lease_index(&mut self, backend: &str) -> Result<usize, SqlError> {
+        if let Some(i) = self.leases.position(backend) {
+            return Ok(i);
+        }
+        let Some(pool) = self.proxy.pools.get(backend).cloned() else {
+            return Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: no backend named `{backend}`"),
+            ));
+        };
+        let mut lease = pool.acquire(self.found_rows()).await?;
+        self.prepare_backend(&mut lease).await?;
+        if backend != self.proxy.default_pool.name {
+            for stmt in &self.replay {
+                lease.query_drop_bytes(stmt).await.map_err(|e| {
+                    SqlError::new(
+                        errors::ER_UNKNOWN_ERROR,
+                        b"HY000",
+                        format!("idgate: replaying the session's SET on `{backend}` failed: {e}"),
+                    )
+                })?;
+            }
+        }
+        Ok(self.leases.push(Held {
+            backend: backend.to_string(),
+            lease,
+            in_txn: false,
+        }))
+    }
+}
