@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::exec::BackendPool;
+use crate::idgen::IdGen;
+use crate::route::Tables;
 use crate::wire::auth;
 use crate::wire::handshake::UserDb;
 
@@ -17,11 +19,17 @@ pub struct Proxy {
     pub default_pool: Arc<BackendPool>,
     /// The default backend's version string plus `-idgate`, so drivers enable the same features.
     pub server_version: Vec<u8>,
+    /// The configured ID generators.
+    pub idgen: IdGen,
+    /// The configured tables and where their rows live.
+    pub tables: Tables,
+    /// Column order of configured tables, read from the backends.
+    pub metadata: crate::exec::metadata::MetadataCache,
     next_connection_id: AtomicU32,
 }
 
 impl Proxy {
-    pub fn new(config: Config, backend_version: &[u8]) -> Arc<Proxy> {
+    pub fn new(config: Config, backend_version: &[u8], idgen: IdGen) -> Arc<Proxy> {
         let mut users = UserDb::default();
         for u in &config.users {
             let u = &u.value;
@@ -40,7 +48,11 @@ impl Proxy {
         let default_pool = pools[&config.default_backend.value].clone();
         let mut server_version = backend_version.to_vec();
         server_version.extend_from_slice(b"-idgate");
+        let tables = Tables::from_config(&config);
         Arc::new(Proxy {
+            idgen,
+            tables,
+            metadata: Default::default(),
             config,
             users,
             pools,
@@ -53,4 +65,40 @@ impl Proxy {
     pub fn next_connection_id(&self) -> u32 {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
+}
+
+/// A mysql_async pool on the sequence store, with its database created if missing.
+pub async fn sequence_store_pool(config: &Config) -> Result<mysql_async::Pool, mysql_async::Error> {
+    use mysql_async::prelude::Queryable;
+    let b = &config.backends[config.sequence_backend()].value;
+    let db = &config.sequence_store.database;
+    let base = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(b.host.clone())
+        .tcp_port(b.port)
+        .user(Some(b.user.clone()))
+        .pass(Some(b.password.clone()));
+    let mut conn = mysql_async::Conn::new(base.clone()).await?;
+    let quoted = db.replace('`', "``");
+    conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS `{quoted}`"))
+        .await?;
+    conn.disconnect().await?;
+    Ok(mysql_async::Pool::new(base.db_name(Some(db.clone()))))
+}
+
+/// Builds every configured generator on the sequence store.
+pub async fn build_idgen(config: &Config) -> Result<IdGen, String> {
+    if config.generators.is_empty() {
+        return Ok(IdGen::default());
+    }
+    let pool = sequence_store_pool(config)
+        .await
+        .map_err(|e| format!("sequence store `{}`: {e}", config.sequence_backend()))?;
+    let configs = config
+        .generators
+        .iter()
+        .map(|(k, v)| (k.clone(), v.value.clone()))
+        .collect();
+    IdGen::build(&configs, Some(&pool))
+        .await
+        .map_err(|e| e.to_string())
 }

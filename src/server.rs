@@ -22,6 +22,8 @@ pub enum StartError {
     },
     #[error("cannot reach the default backend to learn its version: {0}")]
     Backend(#[from] crate::exec::BackendError),
+    #[error("cannot start the ID generators: {0}")]
+    IdGen(String),
 }
 
 /// Reads the default backend's version string, which idgate shows clients (with `-idgate`).
@@ -46,7 +48,10 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
                 source,
             })?;
     let grace = Duration::from_millis(config.shutdown_grace_ms);
-    let proxy = Proxy::new(config, &version);
+    let idgen = crate::proxy::build_idgen(&config)
+        .await
+        .map_err(StartError::IdGen)?;
+    let proxy = Proxy::new(config, &version, idgen);
     for pool in proxy.pools.values() {
         if let Err(e) = pool.warm_up().await {
             warn!(backend = %pool.name, error = %e, "could not open min_connections at startup");
@@ -99,6 +104,8 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
         );
         sessions.abort_all();
     }
+    // Release worker-id leases so another idgate can take them at once.
+    proxy.idgen.shutdown().await;
     Ok(())
 }
 

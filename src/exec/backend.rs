@@ -305,6 +305,68 @@ impl BackendConn {
         }
     }
 
+    /// Runs a query for idgate's own use and returns its text rows (NULL as `None`).
+    pub async fn query_rows(
+        &mut self,
+        sql: &str,
+    ) -> Result<Vec<Vec<Option<Vec<u8>>>>, BackendError> {
+        let mut payload = Vec::with_capacity(sql.len() + 1);
+        payload.push(mysql_common::constants::Command::COM_QUERY as u8);
+        payload.extend_from_slice(sql.as_bytes());
+        self.write_command(&payload);
+        self.flush().await?;
+        self.read().await?;
+        if packets::is_err(&self.packet) {
+            let (code, _, msg) = packets::parse_err(&self.packet);
+            return Err(BackendError::Server {
+                code,
+                message: String::from_utf8_lossy(msg).into_owned(),
+            });
+        }
+        if self.packet.first() == Some(&packets::OK_HEADER) {
+            return Ok(Vec::new());
+        }
+        // Column definitions up to their EOF, then rows up to the final EOF.
+        loop {
+            self.read().await?;
+            if packets::is_eof(&self.packet) {
+                break;
+            }
+        }
+        let mut rows = Vec::new();
+        loop {
+            self.read().await?;
+            if packets::is_eof(&self.packet) {
+                return Ok(rows);
+            }
+            if packets::is_err(&self.packet) {
+                let (code, _, msg) = packets::parse_err(&self.packet);
+                return Err(BackendError::Server {
+                    code,
+                    message: String::from_utf8_lossy(msg).into_owned(),
+                });
+            }
+            let mut p = &self.packet[..];
+            let mut row = Vec::new();
+            while !p.is_empty() {
+                if p[0] == 0xfb {
+                    row.push(None);
+                    p = &p[1..];
+                    continue;
+                }
+                let len = packets::get_lenenc_int(&mut p)
+                    .ok_or_else(|| BackendError::Protocol("text row".into()))?
+                    as usize;
+                let v = p
+                    .get(..len)
+                    .ok_or_else(|| BackendError::Protocol("text row".into()))?;
+                row.push(Some(v.to_vec()));
+                p = &p[len..];
+            }
+            rows.push(row);
+        }
+    }
+
     pub async fn close(mut self) {
         self.write_command(&[mysql_common::constants::Command::COM_QUIT as u8]);
         let _ = self.writer.shutdown().await;

@@ -43,16 +43,43 @@ pub struct Client<'a, W> {
     pub deprecate_eof: bool,
 }
 
+/// How idgate adjusts what it relays.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Adjust {
+    /// For COM_STMT_PREPARE: the statement id the client is to see.
+    pub client_stmt_id: Option<u32>,
+    /// The insert id the final OK packet reports (idgate generated the ids).
+    pub insert_id: Option<u64>,
+    /// More results follow this response (idgate runs a multi-statement one by one).
+    pub more_results: bool,
+}
+
+impl Adjust {
+    fn status_bits(&self) -> u16 {
+        if self.more_results {
+            StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()
+        } else {
+            0
+        }
+    }
+}
+
 impl<W: AsyncWrite + Unpin> Client<'_, W> {
     fn forward(&mut self, p: &[u8]) {
         self.writer.write(p);
     }
 
-    /// Relays a classic EOF as the client expects it (EOF, or OK with the 0xfe header).
-    fn terminator(&mut self, eof: &[u8]) {
+    /// Relays a classic EOF as the client expects it (EOF, or OK with the 0xfe header), with
+    /// `add_status` flags set.
+    fn terminator(&mut self, eof: &[u8], add_status: u16) {
+        if !self.deprecate_eof && add_status == 0 {
+            self.forward(eof);
+            return;
+        }
+        let (warnings, status) = packets::parse_eof(eof);
+        let status = status | StatusFlags::from_bits_retain(add_status);
+        let start = self.writer.begin();
         if self.deprecate_eof {
-            let (warnings, status) = packets::parse_eof(eof);
-            let start = self.writer.begin();
             packets::ok(
                 self.writer.payload(),
                 packets::EOF_HEADER,
@@ -62,10 +89,23 @@ impl<W: AsyncWrite + Unpin> Client<'_, W> {
                 warnings,
                 b"",
             );
-            self.writer.end(start);
         } else {
-            self.forward(eof);
+            packets::eof(self.writer.payload(), warnings, status);
         }
+        self.writer.end(start);
+    }
+
+    /// Relays the OK packet that ends a response, adjusted as asked.
+    fn final_ok(&mut self, ok: &[u8], adj: &Adjust) {
+        if adj.insert_id.is_none() && !adj.more_results {
+            self.forward(ok);
+            return;
+        }
+        let start = self.writer.begin();
+        if !packets::patch_ok(ok, adj.insert_id, adj.status_bits(), self.writer.payload()) {
+            self.writer.payload().extend_from_slice(ok);
+        }
+        self.writer.end(start);
     }
 }
 
@@ -79,9 +119,9 @@ pub async fn relay<W: AsyncWrite + Unpin>(
     be: &mut BackendConn,
     client: &mut Client<'_, W>,
     reply: Reply,
-    client_stmt_id: Option<u32>,
+    adj: Adjust,
 ) -> Result<Relayed, BackendError> {
-    let r = relay_inner(be, client, reply, client_stmt_id).await;
+    let r = relay_inner(be, client, reply, &adj).await;
     if r.is_err() {
         be.broken = true;
     }
@@ -92,7 +132,7 @@ async fn relay_inner<W: AsyncWrite + Unpin>(
     be: &mut BackendConn,
     client: &mut Client<'_, W>,
     reply: Reply,
-    client_stmt_id: Option<u32>,
+    adj: &Adjust,
 ) -> Result<Relayed, BackendError> {
     let mut out = Relayed::default();
     match reply {
@@ -113,27 +153,28 @@ async fn relay_inner<W: AsyncWrite + Unpin>(
             if packets::is_eof(&be.packet) {
                 out.status = packets::parse_eof(&be.packet).1.bits();
                 let p = std::mem::take(&mut be.packet);
-                client.terminator(&p);
+                client.terminator(&p, 0);
                 be.packet = p;
             } else {
                 out.error = packets::is_err(&be.packet);
                 client.forward(&be.packet);
             }
         }
-        Reply::Fields => {
-            out.status = relay_until_eof(be, client, &mut out).await?;
+        Reply::Fields | Reply::Rows => {
+            out.status = relay_until_eof(be, client, &mut out, 0).await?;
         }
-        Reply::Rows => {
-            out.status = relay_until_eof(be, client, &mut out).await?;
-        }
-        Reply::Prepare => relay_prepare(be, client, client_stmt_id, &mut out).await?,
+        Reply::Prepare => relay_prepare(be, client, adj.client_stmt_id, &mut out).await?,
         Reply::Results => loop {
             be.read().await?;
             match be.packet.first() {
                 Some(&packets::OK_HEADER) => {
-                    client.forward(&be.packet);
                     let ok =
                         packets::parse_ok(&be.packet).ok_or_else(|| protocol("short OK packet"))?;
+                    if ok.status & StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits() == 0 {
+                        client.final_ok(&be.packet, adj);
+                    } else {
+                        client.forward(&be.packet);
+                    }
                     out.status = ok.status;
                     out.ok = Some(ok);
                 }
@@ -163,14 +204,15 @@ async fn relay_inner<W: AsyncWrite + Unpin>(
                     if status.contains(StatusFlags::SERVER_STATUS_CURSOR_EXISTS) {
                         // COM_STMT_EXECUTE opened a cursor: rows come with COM_STMT_FETCH.
                         let p = std::mem::take(&mut be.packet);
-                        client.terminator(&p);
+                        client.terminator(&p, 0);
                         be.packet = p;
                         out.status = status.bits();
                     } else {
                         if !client.deprecate_eof {
                             client.forward(&be.packet);
                         }
-                        out.status = relay_until_eof(be, client, &mut out).await?;
+                        out.status =
+                            relay_until_eof(be, client, &mut out, adj.status_bits()).await?;
                         if out.error {
                             return Ok(out);
                         }
@@ -191,16 +233,24 @@ async fn relay_inner<W: AsyncWrite + Unpin>(
 }
 
 /// Relays packets up to and including the terminating EOF (or an ERR); returns the EOF's status.
+/// `add_status` is set on the EOF unless it announces more results of its own.
 async fn relay_until_eof<W: AsyncWrite + Unpin>(
     be: &mut BackendConn,
     client: &mut Client<'_, W>,
     out: &mut Relayed,
+    add_status: u16,
 ) -> Result<u16, BackendError> {
     loop {
         be.read().await?;
         if packets::is_eof(&be.packet) {
+            let own = packets::parse_eof(&be.packet).1;
+            let add = if own.contains(StatusFlags::SERVER_MORE_RESULTS_EXISTS) {
+                0
+            } else {
+                add_status
+            };
             let p = std::mem::take(&mut be.packet);
-            client.terminator(&p);
+            client.terminator(&p, add);
             be.packet = p;
             return Ok(packets::parse_eof(&be.packet).1.bits());
         }

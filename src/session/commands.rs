@@ -7,7 +7,7 @@ use tracing::warn;
 
 use super::prepared::{packet_stmt_id, Statement};
 use super::{End, Session};
-use crate::exec::relay::{self, Client, Reply};
+use crate::exec::relay::{self, Adjust, Client, Reply};
 use crate::exec::BackendError;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::handshake;
@@ -86,19 +86,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Sends `packet` to the backend as it is and relays the answer.
-    async fn forward(&mut self, packet: &[u8], reply: Reply) -> Option<End> {
-        self.forward_with(packet, reply, None, None).await
+    pub(super) async fn forward(&mut self, packet: &[u8], reply: Reply) -> Option<End> {
+        self.forward_with(packet, reply, None, Adjust::default())
+            .await
     }
 
-    /// Relays `packet`, optionally with a statement id patched in (bytes 1..5) and an id to show the
-    /// client in a prepare answer. `reply == None` means the command has no answer.
-    async fn forward_with(
+    /// Relays `packet` to the default backend, optionally with a statement id patched in
+    /// (bytes 1..5), and the answer to the client adjusted as `adj` says.
+    pub(super) async fn forward_with(
         &mut self,
         packet: &[u8],
         reply: Reply,
         backend_stmt_id: Option<u32>,
-        client_stmt_id: Option<u32>,
+        adj: Adjust,
     ) -> Option<End> {
+        let client_stmt_id = adj.client_stmt_id;
         self.last_ok = false;
         let deprecate_eof = self.deprecate_eof();
         let name = self.proxy.default_pool.name.clone();
@@ -118,7 +120,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             writer: &mut self.writer,
             deprecate_eof,
         };
-        match relay::relay(be, &mut client, reply, client_stmt_id).await {
+        match relay::relay(be, &mut client, reply, adj).await {
             Ok(r) => {
                 if r.status != 0 || r.ok.is_some() {
                     self.status = r.status;
@@ -152,8 +154,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     async fn prepare(&mut self, packet: &[u8]) -> Option<End> {
         let id = self.stmts.next_id();
-        self.forward_with(packet, Reply::Prepare, None, Some(id))
-            .await
+        let adj = Adjust {
+            client_stmt_id: Some(id),
+            ..Adjust::default()
+        };
+        self.forward_with(packet, Reply::Prepare, None, adj).await
     }
 
     /// COM_STMT_EXECUTE/FETCH/RESET/SEND_LONG_DATA/CLOSE: translate the id, then relay.
@@ -173,7 +178,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         match reply {
             Some(reply) => {
-                self.forward_with(packet, reply, Some(st.backend_id), None)
+                self.forward_with(packet, reply, Some(st.backend_id), Adjust::default())
                     .await
             }
             None => {

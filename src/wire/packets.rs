@@ -118,6 +118,32 @@ pub fn parse_ok(p: &[u8]) -> Option<OkInfo> {
     })
 }
 
+/// The info text of an OK packet (after the warnings), e.g. `Records: 3  Duplicates: 0  Warnings: 0`.
+pub fn ok_info(p: &[u8]) -> &[u8] {
+    let mut rest = p.get(1..).unwrap_or_default();
+    if get_lenenc_int(&mut rest).is_none() || get_lenenc_int(&mut rest).is_none() {
+        return b"";
+    }
+    rest.get(4..).unwrap_or_default()
+}
+
+/// Rewrites an OK packet with another insert id and/or extra status flags, keeping the rest.
+pub fn patch_ok(p: &[u8], insert_id: Option<u64>, add_status: u16, out: &mut Vec<u8>) -> bool {
+    let Some(o) = parse_ok(p) else {
+        return false;
+    };
+    ok(
+        out,
+        p[0],
+        o.affected_rows,
+        insert_id.unwrap_or(o.last_insert_id),
+        StatusFlags::from_bits_retain(o.status | add_status),
+        o.warnings,
+        ok_info(p),
+    );
+    true
+}
+
 /// (code, sqlstate, message) of an ERR packet.
 pub fn parse_err(p: &[u8]) -> (u16, [u8; 5], &[u8]) {
     let code = p.get(1..3).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));

@@ -68,7 +68,9 @@ impl Raw {
                 writer: &mut writer,
                 deprecate_eof: false,
             };
-            relay::relay(conn, &mut client, reply, None).await.unwrap();
+            relay::relay(conn, &mut client, reply, Default::default())
+                .await
+                .unwrap();
             writer.flush().await.unwrap();
             split_packets(writer.inner())
         })
