@@ -77,17 +77,17 @@ impl MetadataCache {
         let text = |v: &Option<Vec<u8>>| {
             String::from_utf8_lossy(v.as_deref().unwrap_or_default()).into_owned()
         };
+        let cell = |r: &Vec<Option<Vec<u8>>>, i: usize| r.get(i).map(text).unwrap_or_default();
         let meta = Arc::new(TableMeta {
-            columns: rows.iter().map(|r| text(&r[0])).collect(),
-            types: rows.iter().map(|r| text(&r[1])).collect(),
+            columns: rows.iter().map(|r| cell(r, 0)).collect(),
+            types: rows.iter().map(|r| cell(r, 1)).collect(),
         });
         self.tables.insert(key(schema, table), meta.clone());
         Ok(Some(meta))
     }
 
-    /// Forgets every cached table called `table` (in any schema), after DDL mentioning it.
-    pub fn invalidate(&self, table: &str) {
-        self.tables
-            .retain(|(_, t), _| !t.eq_ignore_ascii_case(table));
+    /// Forgets every cached table (after DDL on a configured table).
+    pub fn clear(&self) {
+        self.tables.clear();
     }
 }

@@ -2,6 +2,7 @@
 //! (and, later, merging answers from several shards).
 
 pub mod backend;
+pub mod collect;
 pub mod metadata;
 pub mod pool;
 pub mod relay;

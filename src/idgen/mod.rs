@@ -237,6 +237,10 @@ impl IdGen {
             .ok_or_else(|| IdGenError::UnknownGenerator(name.to_string()))
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.generators.is_empty()
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Arc<Generator>)> {
         self.generators.iter()
     }

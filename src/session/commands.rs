@@ -41,7 +41,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.send_ok(0, 0);
                 None
             }
-            QUERY => self.forward(packet, Reply::Results).await,
+            QUERY => self.query(packet).await,
             INIT_DB => {
                 let end = self.forward(packet, Reply::Single).await;
                 if self.last_ok {
@@ -51,7 +51,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             FIELD_LIST => self.forward(packet, Reply::Fields).await,
             STATISTICS => self.forward(packet, Reply::Single).await,
-            SET_OPTION => self.forward(packet, Reply::Eof).await,
+            SET_OPTION => {
+                let end = self.forward(packet, Reply::Eof).await;
+                if self.last_ok {
+                    // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF.
+                    self.multi_statements = packet.get(1) == Some(&0);
+                }
+                end
+            }
             RESET_CONNECTION => self.reset_connection().await,
             CHANGE_USER => self.change_user(packet).await,
             PREPARE => self.prepare(packet).await,
@@ -100,9 +107,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backend_stmt_id: Option<u32>,
         adj: Adjust,
     ) -> Option<End> {
-        let client_stmt_id = adj.client_stmt_id;
         self.last_ok = false;
-        let deprecate_eof = self.deprecate_eof();
         let name = self.proxy.default_pool.name.clone();
         let i = match self.lease_index(&name).await {
             Ok(i) => i,
@@ -111,10 +116,43 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return None;
             }
         };
+        self.relay_on(i, packet, reply, backend_stmt_id, adj).await
+    }
+
+    /// Sends `packet` on held connection `i` and relays the answer.
+    pub(super) async fn relay_on(
+        &mut self,
+        i: usize,
+        packet: &[u8],
+        reply: Reply,
+        backend_stmt_id: Option<u32>,
+        adj: Adjust,
+    ) -> Option<End> {
+        self.last_ok = false;
+        let client_stmt_id = adj.client_stmt_id;
+        let deprecate_eof = self.deprecate_eof();
+        let sync = if self.leases.held_mut()[i].backend == self.proxy.default_pool.name {
+            self.lid_sync.take()
+        } else {
+            None
+        };
         let be = self.leases.get_mut(i);
+        if let Some(id) = sync {
+            // Pipelined ahead of the client's command: no extra round trip.
+            let mut set = vec![mysql_common::constants::Command::COM_QUERY as u8];
+            set.extend_from_slice(format!("SET @@SESSION.last_insert_id = {id}").as_bytes());
+            be.write_command(&set);
+        }
         write_command(be, packet, backend_stmt_id);
         if let Err(e) = be.flush().await {
             return Some(self.backend_lost(e));
+        }
+        if sync.is_some() {
+            match be.read().await {
+                Ok(()) if be.packet.first() == Some(&packets::OK_HEADER) => {}
+                Ok(()) => warn!("could not carry LAST_INSERT_ID() over to the default backend"),
+                Err(e) => return Some(self.backend_lost(e)),
+            }
         }
         let mut client = Client {
             writer: &mut self.writer,
@@ -140,7 +178,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// The backend connection failed mid-command: its session state is gone, so tell the client
     /// and end the session (as a direct connection would end).
-    fn backend_lost(&mut self, e: BackendError) -> End {
+    pub(super) fn backend_lost(&mut self, e: BackendError) -> End {
         warn!(error = %e, "backend connection lost");
         self.leases.clear();
         let name = self.proxy.default_pool.name.clone();
@@ -218,6 +256,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     fn forget_session_state(&mut self) {
         self.replay.clear();
         self.last_insert_id = None;
+        self.lid_sync = None;
         self.no_auto_value_on_zero = None;
     }
 
@@ -333,7 +372,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 }
 
 /// Writes `packet` as a new command on `be`, with the backend's statement id patched in.
-fn write_command(be: &mut crate::exec::Lease, packet: &[u8], backend_stmt_id: Option<u32>) {
+pub(super) fn write_command(
+    be: &mut crate::exec::Lease,
+    packet: &[u8],
+    backend_stmt_id: Option<u32>,
+) {
     let start = be.begin_command();
     let buf = be.command_buf();
     buf.extend_from_slice(packet);

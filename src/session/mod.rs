@@ -2,8 +2,11 @@
 //! backend connection it holds) and the dispatch of each command it sends.
 
 mod commands;
+mod insert;
 mod leases;
 mod prepared;
+mod query;
+mod shards;
 
 use std::sync::Arc;
 
@@ -38,6 +41,11 @@ pub struct Session<R, W> {
     last_insert_id: Option<u64>,
     /// Cached: does the session's sql_mode have NO_AUTO_VALUE_ON_ZERO?
     no_auto_value_on_zero: Option<bool>,
+    /// An id the default backend's LAST_INSERT_ID() must become before its next statement (the
+    /// INSERT that generated it ran on another backend).
+    lid_sync: Option<u64>,
+    /// Multi-statement queries allowed (CLIENT_MULTI_STATEMENTS, then COM_SET_OPTION).
+    multi_statements: bool,
     packet: Vec<u8>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 }
@@ -97,6 +105,9 @@ where
     );
     let _enter = span.enter();
     debug!(peer = %peer_host, "logged in");
+    let multi_statements = hello
+        .capabilities
+        .contains(mysql_common::constants::CapabilityFlags::CLIENT_MULTI_STATEMENTS);
     let mut s = Session {
         reader,
         writer,
@@ -111,6 +122,8 @@ where
         replay: Vec::new(),
         last_insert_id: None,
         no_auto_value_on_zero: None,
+        lid_sync: None,
+        multi_statements,
         packet: Vec::with_capacity(1024),
         shutdown,
     };

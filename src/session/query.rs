@@ -1,0 +1,270 @@
+//! COM_QUERY: statements about configured tables are rewritten and routed; sequence functions
+//! are answered by idgate; everything else reaches the default backend as the client's bytes.
+
+use mysql_common::constants::{CapabilityFlags, ColumnFlags, ColumnType, StatusFlags};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{End, Session};
+use crate::exec::relay::{Adjust, Reply};
+use crate::route::TableRule;
+use crate::sql::{self, InsertAnalysis, SessionQuery, StatementKind};
+use crate::wire::errors::{self, SqlError};
+use crate::wire::packets;
+
+/// What to do with one statement.
+enum Plan {
+    /// Send it to the default backend as it is.
+    Forward,
+    Insert(Box<(InsertAnalysis, TableRule)>),
+    NextValues {
+        generator: String,
+        count: u64,
+        column: String,
+    },
+    Refuse(SqlError),
+}
+
+/// The outcome of one statement of a COM_QUERY.
+enum Step {
+    Ok,
+    /// The client got an error: later statements of a multi-statement query do not run.
+    Failed,
+    End(End),
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    pub(super) async fn query(&mut self, packet: &[u8]) -> Option<End> {
+        if self.proxy.tables.is_empty() && self.proxy.idgen.is_empty() {
+            return self.forward(packet, Reply::Results).await;
+        }
+        let sql = &packet[1..];
+        let ranges = sql::split_statements(sql);
+        if ranges.len() <= 1 || !self.multi_statements {
+            let stmt = ranges.first().map_or(sql, |r| &sql[r.clone()]);
+            let plan = self.plan(stmt);
+            return match self.run_step(stmt, plan, packet, false).await {
+                Step::End(e) => Some(e),
+                _ => None,
+            };
+        }
+        let plans: Vec<Plan> = ranges.iter().map(|r| self.plan(&sql[r.clone()])).collect();
+        if plans.iter().all(|p| matches!(p, Plan::Forward)) {
+            // Nothing for idgate to do: the backend runs the whole batch.
+            let end = self.forward(packet, Reply::Results).await;
+            if end.is_none() && self.last_ok {
+                for r in &ranges {
+                    self.after_forward(&sql[r.clone()]);
+                }
+            }
+            return end;
+        }
+        let last = ranges.len() - 1;
+        for (i, (r, plan)) in ranges.iter().zip(plans).enumerate() {
+            let stmt = &sql[r.clone()];
+            let mut own = Vec::with_capacity(stmt.len() + 1);
+            own.push(mysql_common::constants::Command::COM_QUERY as u8);
+            own.extend_from_slice(stmt);
+            match self.run_step(stmt, plan, &own, i < last).await {
+                Step::Ok => {}
+                Step::Failed => return None,
+                Step::End(e) => return Some(e),
+            }
+        }
+        None
+    }
+
+    /// Decides what to do with one statement; cheap unless it names a configured table.
+    fn plan(&mut self, stmt: &[u8]) -> Plan {
+        match sql::classify(stmt) {
+            StatementKind::Insert | StatementKind::Replace
+                if self.proxy.tables.mentioned_in(stmt) =>
+            {
+                let a = match sql::analyze_insert(stmt) {
+                    Ok(a) => a,
+                    Err(e) => return Plan::Refuse(e.into()),
+                };
+                let schema = a.table.schema.clone().or_else(|| {
+                    self.db
+                        .as_ref()
+                        .map(|d| String::from_utf8_lossy(d).into_owned())
+                });
+                match self.proxy.tables.lookup(schema.as_deref(), &a.table.name) {
+                    Some(rule) => {
+                        let rule = rule.clone();
+                        Plan::Insert(Box::new((a, rule)))
+                    }
+                    None => Plan::Forward,
+                }
+            }
+            StatementKind::Select if !self.proxy.idgen.is_empty() => match sql::session_query(stmt)
+            {
+                Some(SessionQuery::NextValues {
+                    generator,
+                    count,
+                    column,
+                    ..
+                }) => Plan::NextValues {
+                    generator,
+                    count,
+                    column,
+                },
+                _ => Plan::Forward,
+            },
+            _ => Plan::Forward,
+        }
+    }
+
+    /// Bookkeeping after a statement ran on the default backend.
+    fn after_forward(&mut self, stmt: &[u8]) {
+        match sql::classify(stmt) {
+            StatementKind::Set => {
+                if sql::mentions_sql_mode(stmt) {
+                    self.no_auto_value_on_zero = None;
+                }
+                // Replayed on connections to other backends the session takes later.
+                if self.proxy.pools.len() > 1 {
+                    self.replay.push(stmt.to_vec());
+                }
+            }
+            StatementKind::Ddl if self.proxy.tables.mentioned_in(stmt) => {
+                // Column order may have changed: read it again on next use.
+                self.proxy.metadata.clear();
+            }
+            _ => {}
+        }
+    }
+
+    async fn run_step(&mut self, stmt: &[u8], plan: Plan, packet: &[u8], more: bool) -> Step {
+        match plan {
+            Plan::Forward => {
+                let adj = Adjust {
+                    more_results: more,
+                    ..Adjust::default()
+                };
+                if let Some(end) = self.forward_with(packet, Reply::Results, None, adj).await {
+                    return Step::End(end);
+                }
+                if !self.last_ok {
+                    return Step::Failed;
+                }
+                self.after_forward(stmt);
+                Step::Ok
+            }
+            Plan::Refuse(e) => {
+                self.send_error(&e);
+                Step::Failed
+            }
+            Plan::NextValues {
+                generator,
+                count,
+                column,
+            } => self.next_values(&generator, count, &column, more).await,
+            Plan::Insert(boxed) => {
+                let (a, rule) = *boxed;
+                let plan = match self.plan_insert(stmt, &a, &rule).await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        self.send_error(&e);
+                        return Step::Failed;
+                    }
+                };
+                match self.run_insert(plan, more).await {
+                    Ok(true) => Step::Ok,
+                    Ok(false) => Step::Failed,
+                    Err(end) => Step::End(end),
+                }
+            }
+        }
+    }
+
+    /// `SELECT NEXTVAL(gen)` / `SELECT NEXT n VALUES FROM gen`: the first id of a contiguous block.
+    async fn next_values(&mut self, generator: &str, count: u64, column: &str, more: bool) -> Step {
+        let g = match self.proxy.idgen.get(generator) {
+            Ok(g) => g.clone(),
+            Err(_) => {
+                self.send_error(&SqlError::new(
+                    1146,
+                    b"42S02",
+                    format!(
+                        "Unknown sequence '{generator}': name a generator from idgate's config"
+                    ),
+                ));
+                return Step::Failed;
+            }
+        };
+        let first = match g.kind() {
+            "segment" | "snowflake" => match g.next_block(count).await {
+                Ok(b) => b.first,
+                Err(e) => {
+                    self.send_error(&SqlError::new(
+                        errors::ER_UNKNOWN_ERROR,
+                        b"HY000",
+                        format!("idgate: {e}"),
+                    ));
+                    return Step::Failed;
+                }
+            },
+            kind => {
+                self.send_error(&SqlError::new(
+                    errors::ER_UNKNOWN_ERROR,
+                    b"HY000",
+                    format!("Generator '{generator}' is {kind}: its ids depend on the row, so NEXTVAL cannot hand them out"),
+                ));
+                return Step::Failed;
+            }
+        };
+        let mut status = self.status;
+        if more {
+            status |= StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
+        }
+        self.write_single_value(column, first, StatusFlags::from_bits_retain(status));
+        Step::Ok
+    }
+
+    /// A one-row, one-column result set with a BIGINT UNSIGNED value.
+    fn write_single_value(&mut self, column: &str, value: u64, status: StatusFlags) {
+        self.writer.write(&[1]);
+        let start = self.writer.begin();
+        let b = self.writer.payload();
+        packets::put_lenenc_str(b, b"def");
+        for part in [&b""[..], b"", b"", column.as_bytes(), b""] {
+            packets::put_lenenc_str(b, part);
+        }
+        b.push(0x0c);
+        b.extend_from_slice(&63u16.to_le_bytes());
+        b.extend_from_slice(&20u32.to_le_bytes());
+        b.push(ColumnType::MYSQL_TYPE_LONGLONG as u8);
+        let flags =
+            ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
+        b.extend_from_slice(&flags.bits().to_le_bytes());
+        b.extend_from_slice(&[0, 0, 0]);
+        self.writer.end(start);
+        let deprecate = self
+            .hello
+            .capabilities
+            .contains(CapabilityFlags::CLIENT_DEPRECATE_EOF);
+        if !deprecate {
+            let start = self.writer.begin();
+            packets::eof(self.writer.payload(), 0, status);
+            self.writer.end(start);
+        }
+        let start = self.writer.begin();
+        packets::put_lenenc_str(self.writer.payload(), value.to_string().as_bytes());
+        self.writer.end(start);
+        let start = self.writer.begin();
+        if deprecate {
+            packets::ok(
+                self.writer.payload(),
+                packets::EOF_HEADER,
+                0,
+                0,
+                status,
+                0,
+                b"",
+            );
+        } else {
+            packets::eof(self.writer.payload(), 0, status);
+        }
+        self.writer.end(start);
+    }
+}

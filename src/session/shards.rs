@@ -1,0 +1,261 @@
+//! A write that spans several backends: sent to all of them at once, made all-or-nothing when
+//! the client is in autocommit mode, and answered with one merged OK (or RETURNING result set).
+
+use mysql_common::constants::StatusFlags;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::insert::InsertPlan;
+use super::{End, Session};
+use crate::exec::collect::{collect, merge_info, Collected};
+use crate::exec::relay::Adjust;
+use crate::exec::BackendError;
+use crate::wire::errors::{self, SqlError};
+use crate::wire::packets;
+
+const COM_QUERY: u8 = mysql_common::constants::Command::COM_QUERY as u8;
+
+fn query_packet(sql: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(sql.len() + 1);
+    p.push(COM_QUERY);
+    p.extend_from_slice(sql);
+    p
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// True while the client has a transaction open (BEGIN, or autocommit off).
+    pub(super) fn in_transaction(&self) -> bool {
+        let s = StatusFlags::from_bits_retain(self.status);
+        s.contains(StatusFlags::SERVER_STATUS_IN_TRANS)
+            || !s.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
+    }
+
+    /// Sends `sql` to each listed held connection (pipelined after a `START TRANSACTION` where
+    /// one is needed) and collects each answer.
+    async fn send_all(
+        &mut self,
+        targets: &[(usize, Vec<u8>)],
+        begin: &[bool],
+    ) -> Result<Vec<Collected>, BackendError> {
+        for ((i, sql), b) in targets.iter().zip(begin) {
+            let be = self.leases.get_mut(*i);
+            if *b {
+                be.write_command(&query_packet(b"START TRANSACTION"));
+            }
+            be.write_command(&query_packet(sql));
+        }
+        for (i, _) in targets {
+            self.leases.get_mut(*i).flush().await?;
+        }
+        let mut out = Vec::with_capacity(targets.len());
+        for ((i, _), b) in targets.iter().zip(begin) {
+            let be = self.leases.get_mut(*i);
+            if *b {
+                let started = collect(be).await?;
+                if started.is_err() {
+                    out.push(started);
+                    collect(be).await?;
+                    continue;
+                }
+            }
+            out.push(collect(be).await?);
+        }
+        Ok(out)
+    }
+
+    /// Ends the transaction idgate opened on each connection with COMMIT or ROLLBACK; returns
+    /// the backends on which it failed.
+    async fn finish_all(
+        &mut self,
+        leases: &[usize],
+        commit: bool,
+    ) -> Result<Vec<(usize, Vec<u8>)>, BackendError> {
+        let sql = if commit { &b"COMMIT"[..] } else { b"ROLLBACK" };
+        for i in leases {
+            self.leases.get_mut(*i).write_command(&query_packet(sql));
+        }
+        for i in leases {
+            self.leases.get_mut(*i).flush().await?;
+        }
+        let mut failed = Vec::new();
+        for i in leases {
+            if let Collected::Err(e) = collect(self.leases.get_mut(*i)).await? {
+                failed.push((*i, e));
+            }
+        }
+        Ok(failed)
+    }
+
+    /// Runs an INSERT split over several backends. `Ok(false)`: the client got an error.
+    pub(super) async fn run_on_shards(
+        &mut self,
+        plan: &InsertPlan,
+        adj: Adjust,
+    ) -> Result<bool, End> {
+        let mut targets = Vec::with_capacity(plan.parts.len());
+        for (backend, sql, _) in &plan.parts {
+            match self.lease_index(backend).await {
+                Ok(i) => targets.push((i, sql.clone())),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            }
+        }
+        let in_txn = self.in_transaction();
+        // Autocommit: idgate wraps the parts in one transaction per backend and commits only if
+        // every part succeeded. In a client transaction each backend joins it on first write.
+        let begin: Vec<bool> = targets
+            .iter()
+            .map(|(i, _)| !in_txn || !self.leases.held_mut()[*i].in_txn)
+            .collect();
+        let results = match self.send_all(&targets, &begin).await {
+            Ok(r) => r,
+            Err(e) => return Err(self.backend_lost(e)),
+        };
+        if in_txn {
+            for ((i, _), b) in targets.iter().zip(&begin) {
+                if *b {
+                    self.leases.held_mut()[*i].in_txn = true;
+                }
+            }
+        }
+        let leases: Vec<usize> = targets.iter().map(|(i, _)| *i).collect();
+        if let Some(first_err) = results.iter().find_map(|r| match r {
+            Collected::Err(e) => Some(e.clone()),
+            _ => None,
+        }) {
+            if !in_txn {
+                if let Err(e) = self.finish_all(&leases, false).await {
+                    return Err(self.backend_lost(e));
+                }
+            }
+            self.writer.write(&first_err);
+            self.last_ok = false;
+            return Ok(false);
+        }
+        if !in_txn {
+            let failed = match self.finish_all(&leases, true).await {
+                Ok(f) => f,
+                Err(e) => return Err(self.backend_lost(e)),
+            };
+            if let Some((i, e)) = failed.first() {
+                let (code, _, msg) = packets::parse_err(e);
+                let backend = self.leases.held_mut()[*i].backend.clone();
+                self.send_error(&SqlError::new(
+                    errors::ER_UNKNOWN_ERROR,
+                    b"HY000",
+                    format!(
+                        "idgate: COMMIT failed on backend `{backend}` ({code}: {}) after the other shards committed; \
+                         check the rows of this INSERT on `{backend}`",
+                        String::from_utf8_lossy(msg)
+                    ),
+                ));
+                return Ok(false);
+            }
+        }
+        self.answer_merged(plan, &results, adj);
+        self.last_ok = true;
+        Ok(true)
+    }
+
+    /// One answer for the client from the parts' answers.
+    fn answer_merged(&mut self, plan: &InsertPlan, results: &[Collected], adj: Adjust) {
+        let status = StatusFlags::from_bits_retain(
+            self.status
+                | if adj.more_results {
+                    StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()
+                } else {
+                    0
+                },
+        );
+        // A broadcast table answers as one table: the first backend's counts.
+        let counted = if plan.broadcast {
+            &results[..1]
+        } else {
+            results
+        };
+        if let Some(Collected::Rows { columns, .. }) = results.first() {
+            self.answer_rows(plan, counted, columns, status);
+            return;
+        }
+        let mut affected = 0;
+        let mut warnings = 0u16;
+        let mut infos = Vec::new();
+        for r in counted {
+            if let Collected::Ok(p) = r {
+                if let Some(o) = packets::parse_ok(p) {
+                    affected += o.affected_rows;
+                    warnings = warnings.saturating_add(o.warnings);
+                }
+                infos.push(packets::ok_info(p));
+            }
+        }
+        let info = merge_info(&infos);
+        let start = self.writer.begin();
+        packets::ok(
+            self.writer.payload(),
+            packets::OK_HEADER,
+            affected,
+            adj.insert_id.unwrap_or(0),
+            status,
+            warnings,
+            &info,
+        );
+        self.writer.end(start);
+    }
+
+    /// RETURNING rows of several backends, put back in the statement's row order.
+    fn answer_rows(
+        &mut self,
+        plan: &InsertPlan,
+        results: &[Collected],
+        columns: &[Vec<u8>],
+        status: StatusFlags,
+    ) {
+        let mut ordered: Vec<(usize, &Vec<u8>)> = Vec::new();
+        let mut warnings = 0u16;
+        for (part, r) in plan.parts.iter().zip(results) {
+            if let Collected::Rows { rows, eof, .. } = r {
+                warnings = warnings.saturating_add(packets::parse_eof(eof).0);
+                // Each backend returns its rows in the order it got them; when a row is missing
+                // (IGNORE), keep the backend's order after the others.
+                if rows.len() == part.2.len() {
+                    ordered.extend(part.2.iter().copied().zip(rows));
+                } else {
+                    ordered.extend(rows.iter().map(|row| (usize::MAX, row)));
+                }
+            }
+        }
+        ordered.sort_by_key(|(i, _)| *i);
+        let mut count = Vec::new();
+        packets::put_lenenc_int(&mut count, columns.len() as u64);
+        self.writer.write(&count);
+        for c in columns {
+            self.writer.write(c);
+        }
+        let deprecate = self.deprecate_eof();
+        if !deprecate {
+            let start = self.writer.begin();
+            packets::eof(self.writer.payload(), 0, status);
+            self.writer.end(start);
+        }
+        for (_, row) in ordered {
+            self.writer.write(row);
+        }
+        let start = self.writer.begin();
+        if deprecate {
+            packets::ok(
+                self.writer.payload(),
+                packets::EOF_HEADER,
+                0,
+                0,
+                status,
+                warnings,
+                b"",
+            );
+        } else {
+            packets::eof(self.writer.payload(), warnings, status);
+        }
+        self.writer.end(start);
+    }
+}
