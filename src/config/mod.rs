@@ -30,8 +30,14 @@ pub const EMBEDDED_DEMO: &str = include_str!("../../conf/demo.yaml");
 
 impl Config {
     pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
-        let cfg: Config =
-            serde_saphyr::from_str(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
+        let cfg: Config = serde_saphyr::from_str(text).map_err(|e| {
+            // The parser's hint is about its own API; tell the user what to do instead.
+            let msg = e.to_string().replace(
+                ", set DuplicateKeyPolicy in Options if acceptable",
+                " (each key may appear only once)",
+            );
+            ConfigError::Yaml(msg)
+        })?;
         validate::validate(&cfg)?;
         Ok(cfg)
     }

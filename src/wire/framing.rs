@@ -119,6 +119,11 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         }
     }
 
+    /// The underlying stream (tests read what was written to a `Vec<u8>`).
+    pub fn inner(&self) -> &W {
+        &self.inner
+    }
+
     /// Starts a packet whose payload the caller appends to the returned buffer; finish with `end`.
     pub fn begin(&mut self) -> usize {
         let start = self.buf.len();

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod idgate_proc;
+pub mod raw;
 
 use std::sync::OnceLock;
 

@@ -1,0 +1,116 @@
+//! A raw-packet client for byte-for-byte comparisons: it sends a command and returns every packet
+//! of the answer exactly as it arrived (classic EOF framing, no CLIENT_DEPRECATE_EOF).
+
+use std::time::Duration;
+
+use idgate::config::{Backend, PoolSettings};
+use idgate::exec::relay::{self, Client, Reply};
+use idgate::exec::BackendConn;
+use idgate::wire::framing::PacketWriter;
+use mysql_common::packets::ComStmtExecuteRequestBuilder;
+use mysql_common::proto::MySerialize;
+use mysql_common::value::Value;
+
+pub struct Raw {
+    conn: BackendConn,
+    rt: tokio::runtime::Runtime,
+}
+
+fn split_packets(mut bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while bytes.len() >= 4 {
+        let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0]) as usize;
+        out.push(bytes[4..4 + len].to_vec());
+        bytes = &bytes[4 + len..];
+    }
+    out
+}
+
+impl Raw {
+    pub fn connect(port: u16, user: &str, password: &str, db: &str) -> Raw {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let cfg = Backend {
+            host: "127.0.0.1".into(),
+            port,
+            user: user.into(),
+            password: password.into(),
+            pool: PoolSettings::default(),
+        };
+        let mut conn = rt
+            .block_on(BackendConn::connect(
+                "raw",
+                &cfg,
+                false,
+                Duration::from_secs(10),
+            ))
+            .unwrap_or_else(|e| panic!("raw connect to {port}: {e}"));
+        let mut init = vec![0x02];
+        init.extend_from_slice(db.as_bytes());
+        assert_eq!(
+            rt.block_on(conn.simple_command(&init)).unwrap(),
+            0,
+            "USE {db}"
+        );
+        Raw { conn, rt }
+    }
+
+    /// Sends one command and returns the packets of its answer.
+    pub fn command(&mut self, payload: &[u8], reply: Reply) -> Vec<Vec<u8>> {
+        let conn = &mut self.conn;
+        self.rt.block_on(async {
+            conn.write_command(payload);
+            conn.flush().await.unwrap();
+            let mut writer = PacketWriter::new(Vec::<u8>::new());
+            let mut client = Client {
+                writer: &mut writer,
+                deprecate_eof: false,
+            };
+            relay::relay(conn, &mut client, reply, None).await.unwrap();
+            writer.flush().await.unwrap();
+            split_packets(writer.inner())
+        })
+    }
+
+    /// Sends a command that has no answer (COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE).
+    pub fn send_only(&mut self, payload: &[u8]) {
+        let conn = &mut self.conn;
+        self.rt.block_on(async {
+            conn.write_command(payload);
+            conn.flush().await.unwrap();
+        });
+    }
+
+    pub fn query(&mut self, sql: &[u8]) -> Vec<Vec<u8>> {
+        let mut p = vec![0x03];
+        p.extend_from_slice(sql);
+        self.command(&p, Reply::Results)
+    }
+
+    /// Prepares `sql`; returns the statement id and the answer with the id zeroed (ids are per
+    /// connection and not part of what is compared).
+    pub fn prepare(&mut self, sql: &[u8]) -> (u32, Vec<Vec<u8>>) {
+        let mut p = vec![0x16];
+        p.extend_from_slice(sql);
+        let mut packets = self.command(&p, Reply::Prepare);
+        let first = &mut packets[0];
+        assert_eq!(
+            first[0],
+            0,
+            "prepare failed: {:?}",
+            String::from_utf8_lossy(first)
+        );
+        let id = u32::from_le_bytes([first[1], first[2], first[3], first[4]]);
+        first[1..5].fill(0);
+        (id, packets)
+    }
+
+    pub fn execute(&mut self, id: u32, params: &[Value]) -> Vec<Vec<u8>> {
+        let (req, _) = ComStmtExecuteRequestBuilder::new(id).build(params);
+        let mut p = Vec::new();
+        req.serialize(&mut p);
+        self.command(&p, Reply::Results)
+    }
+}
