@@ -1,0 +1,566 @@
+//! Real clients through idgate: MariaDB Connector/J, PyMySQL + SQLAlchemy, mysql-connector-python,
+//! the `mysql` CLI and sysbench. Each client program (tests/clients/) runs once directly against a
+//! throwaway MariaDB and once through idgate in front of the same MariaDB; what the client saw must
+//! be identical. A missing client is a failure that says to run scripts/test, never a skip.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::idgate_proc::{APP_PASSWORD, APP_USER};
+use common::{Idgate, MariaDb, DATABASE, PASSWORD, USER};
+
+const CONNECTOR_J: &str = "/usr/share/java/mariadb-java-client.jar";
+/// No client run may take longer than this; a hang through idgate fails the test with its log.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where a client connects, and as whom.
+struct Target {
+    name: &'static str,
+    port: u16,
+    user: &'static str,
+    password: &'static str,
+}
+
+fn direct_target(db: &MariaDb) -> Target {
+    Target {
+        name: "direct",
+        port: db.port,
+        user: USER,
+        password: PASSWORD,
+    }
+}
+
+fn idgate_target(g: &Idgate) -> Target {
+    Target {
+        name: "idgate",
+        port: g.port,
+        user: APP_USER,
+        password: APP_PASSWORD,
+    }
+}
+
+/// What one client run printed and how it ended.
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: Option<i32>,
+}
+
+fn source_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("real_clients")
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// The tool on PATH, or a failure telling the reader how to get it.
+fn require_tool(tool: &str, package: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let p = dir.join(tool);
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!("`{tool}` is not installed (Debian package `{package}`): run scripts/test, which installs every client this test drives");
+}
+
+fn require_python_modules(modules: &str, pip_names: &str) {
+    let python = require_tool("python3", "python3");
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(format!("import {modules}"))
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "python3 cannot import {modules} (pip packages {pip_names}): run scripts/test, which installs them\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `cmd` to completion (or kills it after CLIENT_TIMEOUT) with output captured in files.
+fn run(mut cmd: Command, what: &str) -> Run {
+    let dir = scratch_dir("runs");
+    let stamp = format!(
+        "{}-{}",
+        what.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+        std::process::id()
+    );
+    let out_path = dir.join(format!("{stamp}.out"));
+    let err_path = dir.join(format!("{stamp}.err"));
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for client") {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout =
+        String::from_utf8_lossy(&std::fs::read(&out_path).expect("read stdout")).into_owned();
+    let stderr =
+        String::from_utf8_lossy(&std::fs::read(&err_path).expect("read stderr")).into_owned();
+    let _ = std::fs::remove_file(&out_path);
+    let _ = std::fs::remove_file(&err_path);
+    match status {
+        Some(st) => Run {
+            stdout,
+            stderr,
+            code: st.code(),
+        },
+        None => Run {
+            stdout,
+            stderr: format!("{stderr}\n[killed after {CLIENT_TIMEOUT:?}]"),
+            code: None,
+        },
+    }
+}
+
+/// The first differing lines of two transcripts, with line numbers.
+fn diff(direct: &str, through: &str) -> String {
+    let a: Vec<&str> = direct.lines().collect();
+    let b: Vec<&str> = through.lines().collect();
+    let mut s = String::new();
+    let mut shown = 0;
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i), b.get(i));
+        if x != y {
+            let _ = writeln!(s, "line {}:", i + 1);
+            let _ = writeln!(s, "  direct: {}", x.copied().unwrap_or("<missing>"));
+            let _ = writeln!(s, "  idgate: {}", y.copied().unwrap_or("<missing>"));
+            shown += 1;
+            if shown == 20 {
+                let _ = writeln!(s, "  ...");
+                break;
+            }
+        }
+    }
+    s
+}
+
+/// Runs a client program directly and through idgate and asserts both runs saw the same thing;
+/// returns the (common) transcript for absolute assertions.
+fn differential(name: &str, g: &Idgate, make: impl Fn(&Target) -> Command) -> String {
+    let db = common::shared_db();
+    let target = direct_target(db);
+    let direct = run(make(&target), &format!("{name} {}", target.name));
+    assert_eq!(
+        direct.code,
+        Some(0),
+        "{name} failed against MariaDB directly (a broken client program or machine, not idgate):\nstdout:\n{}\nstderr:\n{}",
+        direct.stdout,
+        direct.stderr
+    );
+    let target = idgate_target(g);
+    let through = run(make(&target), &format!("{name} {}", target.name));
+    let dir = scratch_dir("transcripts");
+    std::fs::write(dir.join(format!("{name}.direct.txt")), &direct.stdout).expect("save");
+    std::fs::write(dir.join(format!("{name}.idgate.txt")), &through.stdout).expect("save");
+    if through.code != Some(0) || through.stdout != direct.stdout {
+        panic!(
+            "{name} behaves differently through idgate (exit {:?}, directly 0).\n\
+             first differences:\n{}\nclient stderr through idgate:\n{}\n\
+             full transcripts: {}/{name}.{{direct,idgate}}.txt\nidgate log:\n{}",
+            through.code,
+            diff(&direct.stdout, &through.stdout),
+            through.stderr,
+            dir.display(),
+            g.log()
+        );
+    }
+    direct.stdout
+}
+
+fn client_args(cmd: &mut Command, t: &Target) {
+    cmd.arg("127.0.0.1")
+        .arg(t.port.to_string())
+        .arg(t.user)
+        .arg(t.password)
+        .arg(DATABASE);
+}
+
+fn assert_has(transcript: &str, line: &str) {
+    assert!(
+        transcript.lines().any(|l| l == line),
+        "expected the line `{line}` in the transcript:\n{transcript}"
+    );
+}
+
+fn assert_starts(transcript: &str, prefix: &str) {
+    assert!(
+        transcript.lines().any(|l| l.starts_with(prefix)),
+        "expected a line starting `{prefix}` in the transcript:\n{transcript}"
+    );
+}
+
+#[test]
+fn jdbc_connector_j() {
+    let java = require_tool("java", "default-jdk-headless");
+    let javac = require_tool("javac", "default-jdk-headless");
+    assert!(
+        Path::new(CONNECTOR_J).is_file(),
+        "{CONNECTOR_J} is missing (Debian package libmariadb-java): run scripts/test"
+    );
+    let classes = scratch_dir(&format!("jdbc-classes-{}", std::process::id()));
+    let out = Command::new(javac)
+        .arg("-encoding")
+        .arg("UTF-8")
+        .arg("-cp")
+        .arg(CONNECTOR_J)
+        .arg("-d")
+        .arg(&classes)
+        .arg(source_dir().join("Jdbc.java"))
+        .output()
+        .expect("run javac");
+    assert!(
+        out.status.success(),
+        "javac Jdbc.java failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let g = Idgate::start(common::shared_db());
+    let t = differential("jdbc", &g, |t| {
+        let mut cmd = Command::new(&java);
+        cmd.arg("-Dfile.encoding=UTF-8")
+            .arg("-Duser.timezone=UTC")
+            .arg("-cp")
+            .arg(format!("{CONNECTOR_J}:{}", classes.display()))
+            .arg("Jdbc");
+        client_args(&mut cmd, t);
+        cmd
+    });
+    let _ = std::fs::remove_dir_all(&classes);
+    for line in [
+        "bytes client-prep round trip OK",
+        "bytes server-prep round trip OK",
+        "bytes client-prep single-byte parameters equal on the server: 256/256",
+        "bytes server-prep single-byte parameters equal on the server: 256/256",
+        "batch update counts: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]",
+        "batch statement counts: [1, 1, 2, 0]",
+        "tx before commit: other session sees 0, own session sees 1",
+        "tx after commit: other session sees 1",
+        "tx after rollback: own session sees 1, other session sees 1",
+        "tx row 1 committed",
+        "tx row 3 kept",
+        "keys single generated keys: [1]",
+        "keys multi generated keys: [2, 3, 4]",
+        "keys batch generated keys: [5, 6, 7]",
+        "keys LAST_INSERT_ID()=7",
+        "keys server-prep generated keys: [8, 9]",
+        "text select rows: 3",
+        "binary select rows: 3",
+        "connection still usable: 42",
+        "server-prep connection still usable: 43",
+        "done",
+    ] {
+        assert_has(&t, line);
+    }
+    assert_starts(&t, "batch verify count=100 ");
+    assert_starts(
+        &t,
+        "batch with duplicate: error code=1062 sqlstate=23000 message=Duplicate entry '2000'",
+    );
+    assert_starts(
+        &t,
+        "statement error: error code=3819 sqlstate=45000 message=custom check failed",
+    );
+    assert_starts(&t, "statement error: error code=1064 sqlstate=42000 ");
+    assert_starts(&t, "warning select warning code=1292 ");
+    assert_starts(
+        &t,
+        "metadata column biu DATA_TYPE=-5 TYPE_NAME=BIGINT UNSIGNED COLUMN_SIZE=20 ",
+    );
+    assert_starts(&t, "text select column 10 name=dcm label=dcm table=jdbc_types catalog=idgate_test type=3 typeName=DECIMAL class=java.math.BigDecimal precision=20 scale=6 ");
+}
+
+#[test]
+fn python_pymysql_and_sqlalchemy() {
+    let python = require_tool("python3", "python3");
+    require_python_modules("pymysql, sqlalchemy", "pymysql sqlalchemy");
+    let g = Idgate::start(common::shared_db());
+    let t = differential("py_pymysql", &g, |t| {
+        let mut cmd = Command::new(&python);
+        cmd.arg(source_dir().join("py_pymysql.py"));
+        client_args(&mut cmd, t);
+        cmd
+    });
+    for line in [
+        "pymysql insert rowcount=1 lastrowid=1 conn.insert_id=1",
+        "pymysql multi-row insert rowcount=3 lastrowid=2",
+        "pymysql executemany rowcount=10 lastrowid=5",
+        "pymysql executemany update rowcount=5",
+        "pymysql bytes round trip OK (eq=1 hex_eq=1 length=256)",
+        "pymysql warning select (12,) warning_count=1",
+        "pymysql error OperationalError (4025, 'custom constraint')",
+        "pymysql after rollback count=0",
+        "pymysql multi-statement next=(('two', 2),)",
+        "orm inserted ids [1, 2, 3]",
+        "orm bytes round trip OK",
+        "orm unicode round trip OK",
+        "orm count after failed insert 2",
+        "done",
+    ] {
+        assert_has(&t, line);
+    }
+    assert_starts(&t, "orm duplicate error (1062, ");
+}
+
+#[test]
+fn python_mysql_connector() {
+    let python = require_tool("python3", "python3");
+    require_python_modules("mysql.connector", "mysql-connector-python");
+    let g = Idgate::start(common::shared_db());
+    let t = differential("py_connector", &g, |t| {
+        let mut cmd = Command::new(&python);
+        cmd.arg(source_dir().join("py_connector.py"));
+        client_args(&mut cmd, t);
+        cmd
+    });
+    for line in [
+        "prepared insert rowcount=1 lastrowid=1",
+        "prepared insert rowcount=1 lastrowid=3",
+        "prepared bytes round trip OK (eq=1 length=256 vc_eq=1)",
+        "prepared update rowcount=2",
+        "plain multi-row insert rowcount=2 lastrowid=4",
+        "plain warning select [(7,)] warning_count=1",
+        "plain error errno=3819 sqlstate=45000 msg=check failed",
+        "plain after rollback [(0,)]",
+        "done",
+    ] {
+        assert_has(&t, line);
+    }
+    assert_starts(&t, "prepared error errno=1062 sqlstate=23000 ");
+    assert_starts(&t, "prepared prepare error errno=1146 sqlstate=42S02 ");
+    assert_starts(&t, "prepared row int:2 None None");
+}
+
+/// The `mysql` CLI with `args` (after the connection options), directly and through idgate.
+/// Returns the direct run, and a description of what differed through idgate (stdout, stderr or
+/// exit code), if anything did.
+fn mysql_cli(g: &Idgate, name: &str, args: &[&str], with_db: bool) -> (Run, Option<String>) {
+    let mysql = require_tool("mysql", "mariadb-client");
+    let make = |t: &Target| {
+        let mut cmd = Command::new(&mysql);
+        cmd.arg("--no-defaults")
+            .arg("--default-character-set=utf8mb4")
+            .arg("--protocol=TCP")
+            .arg("-h127.0.0.1")
+            .arg(format!("-P{}", t.port))
+            .arg(format!("-u{}", t.user))
+            .arg(format!("-p{}", t.password));
+        if with_db {
+            cmd.arg(DATABASE);
+        }
+        cmd.args(args);
+        cmd
+    };
+    let db = common::shared_db();
+    let (d, i) = (direct_target(db), idgate_target(g));
+    let direct = run(make(&d), &format!("mysql {name} {}", d.name));
+    let through = run(make(&i), &format!("mysql {name} {}", i.name));
+    let same = direct.code == through.code
+        && direct.stdout == through.stdout
+        && direct.stderr == through.stderr;
+    let difference = (!same).then(|| {
+        format!(
+            "mysql CLI `{name}` ({args:?}, database on the command line: {with_db}) differs through idgate.\n\
+             exit: direct {:?}, idgate {:?}\nstdout differences:\n{}stderr differences:\n{}",
+            direct.code,
+            through.code,
+            diff(&direct.stdout, &through.stdout),
+            diff(&direct.stderr, &through.stderr),
+        )
+    });
+    (direct, difference)
+}
+
+#[test]
+fn mysql_cli_several_statements_use_and_errors() {
+    let g = Idgate::start(common::shared_db());
+    let mut differences = Vec::new();
+    let mut check = |name: &str, args: &[&str], with_db: bool| {
+        let (r, d) = mysql_cli(&g, name, args, with_db);
+        differences.extend(d);
+        r
+    };
+    let several = "DROP TABLE IF EXISTS cli_t; \
+         CREATE TABLE cli_t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) CHARACTER SET utf8mb4, b VARBINARY(4), d DECIMAL(6,2)); \
+         INSERT INTO cli_t (v, b, d) VALUES ('a', x'00ff', 1.5), ('🦀', NULL, -2); \
+         SELECT LAST_INSERT_ID(), ROW_COUNT(); \
+         SELECT * FROM cli_t ORDER BY id; \
+         SELECT CAST('1x' AS INTEGER) AS w; \
+         UPDATE cli_t SET d = d + 1; \
+         SELECT ROW_COUNT()";
+    let r = check("several", &["-e", several], true);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "LAST_INSERT_ID()\tROW_COUNT()\n1\t2\nid\tv\tb\td\n1\ta\t\\0\u{fffd}\t1.50\n2\t🦀\tNULL\t-2.00\nw\n1\nROW_COUNT()\n2\n"
+    );
+    // Table output, warnings after each statement and the full column metadata.
+    let r = check(
+        "table-and-metadata",
+        &[
+            "--table",
+            "--show-warnings",
+            "--column-type-info",
+            "-e",
+            "SELECT * FROM cli_t ORDER BY id; SELECT CAST('1x' AS INTEGER) AS w",
+        ],
+        true,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("Field   2:  `v`"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("Warning (Code 1292): Truncated incorrect INTEGER value: '1x'"),
+        "{}",
+        r.stdout
+    );
+
+    // USE switches the database; a client that logged in without one starts with none.
+    let r = check(
+        "use",
+        &[
+            "-e",
+            "SELECT DATABASE(); USE idgate_test; SELECT DATABASE(), COUNT(*) FROM cli_t; USE mysql; SELECT DATABASE(); USE no_such_db; SELECT 'not reached'",
+        ],
+        false,
+    );
+    assert_eq!(r.code, Some(1));
+    assert_eq!(
+        r.stdout,
+        "DATABASE()\nNULL\nDATABASE()\tCOUNT(*)\nidgate_test\t2\nDATABASE()\nmysql\n"
+    );
+    assert!(
+        r.stderr
+            .contains("ERROR 1049 (42000) at line 1: Unknown database 'no_such_db'"),
+        "{}",
+        r.stderr
+    );
+
+    let r = check("syntax-error", &["-e", "SELECT 1; SELEC 2; SELECT 3"], true);
+    assert_eq!(r.code, Some(1));
+    assert_eq!(r.stdout, "1\n1\n");
+    assert!(
+        r.stderr.contains(
+            "ERROR 1064 (42000) at line 1: You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server version for the right syntax to use near 'SELEC 2' at line 1"
+        ),
+        "{}",
+        r.stderr
+    );
+
+    let r = check(
+        "force",
+        &["--force", "-e", "SELECT 1; SELEC 2; SELECT 3"],
+        true,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("ERROR 1064 (42000)"), "{}", r.stderr);
+
+    assert!(
+        differences.is_empty(),
+        "{}\nidgate log:\n{}",
+        differences.join("\n"),
+        g.log()
+    );
+}
+
+/// One sysbench command through idgate; fails with sysbench's output and idgate's log otherwise.
+fn sysbench(g: &Idgate, phase: &str, extra: &[&str]) -> String {
+    let sysbench = require_tool("sysbench", "sysbench");
+    let mut cmd = Command::new(sysbench);
+    cmd.arg("oltp_read_write")
+        .arg("--db-driver=mysql")
+        .arg("--mysql-host=127.0.0.1")
+        .arg(format!("--mysql-port={}", g.port))
+        .arg(format!("--mysql-user={APP_USER}"))
+        .arg(format!("--mysql-password={APP_PASSWORD}"))
+        .arg(format!("--mysql-db={DATABASE}"))
+        .arg("--mysql-ignore-errors=none")
+        // Big enough that InnoDB deadlocks between the 4 threads (which sysbench would count as
+        // errors, directly as well) practically never happen; 2 x 1000 rows has a few per run.
+        .arg("--tables=4")
+        .arg("--table-size=10000")
+        .args(extra)
+        .arg(phase);
+    let r = run(cmd, &format!("sysbench {phase}"));
+    assert_eq!(
+        r.code,
+        Some(0),
+        "sysbench {phase} {extra:?} through idgate failed:\n{}\n{}\nidgate log:\n{}",
+        r.stdout,
+        r.stderr,
+        g.log()
+    );
+    r.stdout
+}
+
+/// The first number after `label` on its line of sysbench's report.
+fn sysbench_number(report: &str, label: &str) -> u64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no `{label}` line in the sysbench report:\n{report}"));
+    line.trim_start()[label.len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number on `{line}`"))
+}
+
+#[test]
+fn sysbench_oltp_read_write_has_no_errors() {
+    // A private backend: sysbench's tables and load stay away from the other clients' tests.
+    let db = common::start_db();
+    let g = Idgate::start(&db);
+    sysbench(&g, "cleanup", &[]);
+    sysbench(&g, "prepare", &["--threads=2"]);
+    for (mode, seconds) in [("auto", "5"), ("disable", "2")] {
+        let report = sysbench(
+            &g,
+            "run",
+            &[
+                "--threads=4",
+                &format!("--time={seconds}"),
+                &format!("--db-ps-mode={mode}"),
+                "--report-interval=0",
+            ],
+        );
+        // sysbench 1.0 names the line "ignored errors:"; with --mysql-ignore-errors=none any error
+        // is fatal (non-zero exit, checked in `sysbench`), so this must read 0 as well.
+        let errors = sysbench_number(&report, "ignored errors:");
+        assert!(!report.contains("FATAL"), "{report}");
+        let reconnects = sysbench_number(&report, "reconnects:");
+        let transactions = sysbench_number(&report, "transactions:");
+        let queries = sysbench_number(&report, "total:");
+        assert_eq!(
+            (errors, reconnects),
+            (0, 0),
+            "sysbench (ps-mode {mode}) through idgate saw errors:\n{report}\nidgate log:\n{}",
+            g.log()
+        );
+        assert!(
+            transactions > 0 && queries >= transactions * 18,
+            "sysbench (ps-mode {mode}) did too little work:\n{report}"
+        );
+    }
+    sysbench(&g, "cleanup", &[]);
+}
