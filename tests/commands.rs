@@ -230,3 +230,60 @@ fn multi_statements_and_call_return_every_result() {
         "the connection is in step after the multi-result answer"
     );
 }
+
+#[test]
+fn a_pooled_connection_never_leaks_the_previous_sessions_database() {
+    let db = common::shared_db();
+    // One pooled connection, so every session gets the same backend connection.
+    let g = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(port, &[("shard0", db)], "")
+            .replace("max_connections: 64", "max_connections: 1")
+    });
+    let database =
+        |c: &mut Conn| -> Option<String> { c.query_first("SELECT DATABASE()").unwrap().unwrap() };
+    let no_db = || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match Conn::new(
+                OptsBuilder::new()
+                    .ip_or_hostname(Some("127.0.0.1"))
+                    .tcp_port(g.port)
+                    .user(Some("app"))
+                    .pass(Some("app-secret")),
+            ) {
+                Ok(c) => return c,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    };
+    let mut a = g.conn();
+    a.query_drop("USE mysql").unwrap();
+    assert_eq!(database(&mut a).as_deref(), Some("mysql"));
+    drop(a);
+    let mut b = no_db();
+    assert_eq!(
+        database(&mut b),
+        None,
+        "a session without a database sees none"
+    );
+    drop(b);
+    let mut c = g.conn();
+    assert_eq!(database(&mut c).as_deref(), Some(common::DATABASE));
+    c.query_drop("USE mysql").unwrap();
+    c.reset().unwrap();
+    assert_eq!(
+        database(&mut c).as_deref(),
+        Some("mysql"),
+        "COM_RESET_CONNECTION keeps the database"
+    );
+    c.change_user(ChangeUserOpts::default().with_db_name(Some(common::DATABASE.into())))
+        .unwrap();
+    assert_eq!(
+        database(&mut c).as_deref(),
+        Some(common::DATABASE),
+        "COM_CHANGE_USER sets the one asked for"
+    );
+}

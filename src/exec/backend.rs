@@ -49,6 +49,14 @@ impl From<std::io::Error> for BackendError {
     }
 }
 
+/// The database a backend connection has selected, as far as idgate knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CurrentDb {
+    Unknown,
+    None,
+    Named(Vec<u8>),
+}
+
 pub struct BackendConn {
     reader: PacketReader<OwnedReadHalf>,
     writer: PacketWriter<OwnedWriteHalf>,
@@ -62,6 +70,11 @@ pub struct BackendConn {
     pub last_used: Instant,
     /// The packet last read.
     pub packet: Vec<u8>,
+    pub database: CurrentDb,
+    /// Login details kept for COM_CHANGE_USER (the only way to deselect a database).
+    user: String,
+    password: String,
+    nonce: Vec<u8>,
 }
 
 fn capabilities(found_rows: bool) -> CapabilityFlags {
@@ -120,6 +133,10 @@ impl BackendConn {
             broken: false,
             last_used: Instant::now(),
             packet: Vec::new(),
+            database: CurrentDb::None,
+            user: cfg.user.clone(),
+            password: cfg.password.clone(),
+            nonce: Vec::new(),
         };
         conn.login(name, cfg).await?;
         Ok(conn)
@@ -142,6 +159,7 @@ impl BackendConn {
         self.connection_id = hs.connection_id();
         self.server_version = hs.server_version_ref().to_vec();
         let nonce = hs.nonce();
+        self.nonce = nonce.clone();
         let mut plugin = hs
             .auth_plugin()
             .map(|p| p.into_owned())
@@ -259,6 +277,58 @@ impl BackendConn {
         self.flush().await?;
         self.read().await?;
         Ok(self.packet.first().copied().unwrap_or(0xff))
+    }
+
+    /// COM_CHANGE_USER to idgate's own backend user without a database: a clean session with no
+    /// database selected (COM_RESET_CONNECTION keeps the database).
+    pub async fn change_user_no_db(&mut self) -> Result<(), BackendError> {
+        let password = self.password.clone();
+        let scramble = |nonce: &[u8]| {
+            (!password.is_empty())
+                .then(|| mysql_common::scramble::scramble_native(nonce, password.as_bytes()))
+                .flatten()
+                .map(|s| s.to_vec())
+                .unwrap_or_default()
+        };
+        let answer = scramble(&self.nonce);
+        let mut p = vec![mysql_common::constants::Command::COM_CHANGE_USER as u8];
+        p.extend_from_slice(self.user.clone().as_bytes());
+        p.push(0);
+        p.push(answer.len() as u8);
+        p.extend_from_slice(&answer);
+        p.push(0); // no database
+        p.extend_from_slice(&(POOL_COLLATION as u16).to_le_bytes());
+        p.extend_from_slice(b"mysql_native_password\0");
+        self.write_command(&p);
+        self.flush().await?;
+        loop {
+            self.read().await?;
+            match self.packet.first() {
+                Some(0x00) => break,
+                Some(0xfe) => {
+                    let sw: AuthSwitchRequest = ParseBuf(&self.packet)
+                        .parse(())
+                        .map_err(|e| BackendError::Protocol(format!("auth switch: {e}")))?;
+                    let nonce = sw.plugin_data().to_vec();
+                    let answer = scramble(&nonce);
+                    self.writer.seq = self.reader.seq;
+                    self.writer.write(&answer);
+                    self.writer.flush().await?;
+                    self.reader.seq = self.writer.seq;
+                }
+                _ => {
+                    let (code, _, msg) = packets::parse_err(&self.packet);
+                    self.broken = true;
+                    return Err(BackendError::Server {
+                        code,
+                        message: String::from_utf8_lossy(msg).into_owned(),
+                    });
+                }
+            }
+        }
+        self.collation = POOL_COLLATION;
+        self.database = CurrentDb::None;
+        Ok(())
     }
 
     /// Runs a statement for idgate's own bookkeeping and discards any result sets; fails on ERR.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::backend::{BackendConn, BackendError};
+use super::backend::{BackendConn, BackendError, CurrentDb};
 use crate::config::Backend;
 use crate::wire::errors::{self, SqlError};
 
@@ -83,14 +83,26 @@ impl BackendPool {
 
     async fn give_back(&self, mut conn: BackendConn) {
         let reset = mysql_common::constants::Command::COM_RESET_CONNECTION as u8;
-        match conn.simple_command(&[reset]).await {
-            Ok(0x00) => {
-                conn.collation = super::backend::POOL_COLLATION;
-                if let Ok(mut idle) = self.idle_list(conn.found_rows).lock() {
-                    idle.push(conn);
-                }
+        if !matches!(conn.simple_command(&[reset]).await, Ok(0x00)) {
+            conn.close().await;
+            return;
+        }
+        conn.collation = super::backend::POOL_COLLATION;
+        // The reset keeps the selected database; note which it is so the next session either
+        // reuses it or gets it cleared.
+        conn.database = match conn.query_rows("SELECT DATABASE()").await {
+            Ok(rows) => match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
+                Some(Some(db)) => CurrentDb::Named(db),
+                Some(None) => CurrentDb::None,
+                None => CurrentDb::Unknown,
+            },
+            Err(_) => {
+                conn.close().await;
+                return;
             }
-            _ => conn.close().await,
+        };
+        if let Ok(mut idle) = self.idle_list(conn.found_rows).lock() {
+            idle.push(conn);
         }
     }
 

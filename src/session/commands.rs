@@ -7,6 +7,7 @@ use tracing::warn;
 
 use super::prepared::{packet_stmt_id, Statement};
 use super::{End, Session};
+use crate::exec::backend::CurrentDb;
 use crate::exec::relay::{self, Adjust, Client, Reply};
 use crate::exec::BackendError;
 use crate::wire::errors::{self, SqlError};
@@ -46,6 +47,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 let end = self.forward(packet, Reply::Single).await;
                 if self.last_ok {
                     self.db = Some(packet[1..].to_vec()).filter(|d| !d.is_empty());
+                    self.follow_db().await;
                 }
                 end
             }
@@ -252,6 +254,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// The default backend switched database: note it on its connection and move the session's
+    /// other connections along.
+    pub(super) async fn follow_db(&mut self) {
+        let default = self.proxy.default_pool.name.clone();
+        let mut all = std::mem::take(&mut self.leases);
+        for h in all.held_mut() {
+            if h.backend == default {
+                h.lease.database = match &self.db {
+                    Some(d) => CurrentDb::Named(d.clone()),
+                    None => CurrentDb::Unknown,
+                };
+            } else if let Err(e) = self.prepare_backend(&mut h.lease).await {
+                warn!(backend = %h.backend, error = %e, "could not follow the session's database");
+                h.lease.broken = true;
+            }
+        }
+        self.leases = all;
+    }
+
     /// What idgate tracks of the session's own state, gone with a reset or a new user.
     fn forget_session_state(&mut self) {
         self.replay.clear();
@@ -308,9 +329,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut held = self.leases.take(i);
         held.lease.collation = crate::exec::backend::POOL_COLLATION;
         held.in_txn = false;
-        let db = self.db.take();
-        let r = self.prepare_backend(&mut held.lease).await;
-        self.db = db;
+        // The reset keeps the database, as on MySQL; only the collation needs restoring.
+        let r = self.set_collation(&mut held.lease).await;
         self.leases.push(held);
         match r {
             Ok(()) => None,
@@ -349,6 +369,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut failed = None;
         for h in all.held_mut() {
             h.in_txn = false;
+            // The new user gets exactly the database it asked for (a USE may have moved it).
+            h.lease.database = CurrentDb::Unknown;
             if let Err(e) = self.reset_lease(&mut h.lease).await {
                 failed = Some(e);
                 break;

@@ -14,6 +14,7 @@ use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
+use crate::exec::backend::CurrentDb;
 use crate::exec::Lease;
 use crate::proxy::Proxy;
 use crate::wire::errors::{self, SqlError};
@@ -44,6 +45,8 @@ pub struct Session<R, W> {
     /// An id the default backend's LAST_INSERT_ID() must become before its next statement (the
     /// INSERT that generated it ran on another backend).
     lid_sync: Option<u64>,
+    /// A USE ran on the default backend: the other connections follow before the next statement.
+    pending_follow_db: bool,
     /// Multi-statement queries allowed (CLIENT_MULTI_STATEMENTS, then COM_SET_OPTION).
     multi_statements: bool,
     packet: Vec<u8>,
@@ -123,6 +126,7 @@ where
         last_insert_id: None,
         no_auto_value_on_zero: None,
         lid_sync: None,
+        pending_follow_db: false,
         multi_statements,
         packet: Vec::with_capacity(1024),
         shutdown,
@@ -214,8 +218,38 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         Ok(self.leases.get_mut(i))
     }
 
-    /// Brings a fresh (or freshly reset) backend connection to the session's collation and database.
+    /// Brings a fresh (or freshly reset) backend connection to the session's database and
+    /// collation. A pooled connection may still have an earlier session's database selected:
+    /// it is switched, or cleared when this session has none.
     async fn prepare_backend(&self, lease: &mut Lease) -> Result<(), SqlError> {
+        self.select_db(lease).await?;
+        self.set_collation(lease).await
+    }
+
+    async fn select_db(&self, lease: &mut Lease) -> Result<(), SqlError> {
+        let lost = |e: crate::exec::BackendError| {
+            SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}"))
+        };
+        match (&self.db, &lease.database) {
+            (Some(db), CurrentDb::Named(cur)) if cur == db => {}
+            (Some(db), _) => {
+                let mut cmd = vec![mysql_common::constants::Command::COM_INIT_DB as u8];
+                cmd.extend_from_slice(db);
+                let first = lease.simple_command(&cmd).await.map_err(lost)?;
+                if first == packets::ERR_HEADER {
+                    let (code, state, msg) = packets::parse_err(&lease.packet);
+                    return Err(SqlError::new(code, &state, String::from_utf8_lossy(msg)));
+                }
+                lease.database = CurrentDb::Named(db.clone());
+            }
+            (None, CurrentDb::None) => {}
+            (None, _) => lease.change_user_no_db().await.map_err(lost)?,
+        }
+        Ok(())
+    }
+
+    /// Gives the connection the client's collation (a pooled one starts with utf8mb4_general_ci).
+    async fn set_collation(&self, lease: &mut Lease) -> Result<(), SqlError> {
         let lost = |e: crate::exec::BackendError| {
             SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}"))
         };
@@ -233,15 +267,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
             lease.collation = self.hello.collation;
-        }
-        if let Some(db) = &self.db {
-            let mut cmd = vec![mysql_common::constants::Command::COM_INIT_DB as u8];
-            cmd.extend_from_slice(db);
-            let first = lease.simple_command(&cmd).await.map_err(lost)?;
-            if first == packets::ERR_HEADER {
-                let (code, state, msg) = packets::parse_err(&lease.packet);
-                return Err(SqlError::new(code, &state, String::from_utf8_lossy(msg)));
-            }
         }
         Ok(())
     }

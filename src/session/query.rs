@@ -55,6 +55,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 for r in &ranges {
                     self.after_forward(&sql[r.clone()]);
                 }
+                if std::mem::take(&mut self.pending_follow_db) {
+                    self.follow_db().await;
+                }
             }
             return end;
         }
@@ -126,6 +129,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     self.replay.push(stmt.to_vec());
                 }
             }
+            StatementKind::Use => {
+                if let Some(db) = use_target(stmt) {
+                    self.db = Some(db);
+                    self.pending_follow_db = true;
+                }
+            }
             StatementKind::Ddl if self.proxy.tables.mentioned_in(stmt) => {
                 // Column order may have changed: read it again on next use.
                 self.proxy.metadata.clear();
@@ -148,6 +157,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return Step::Failed;
                 }
                 self.after_forward(stmt);
+                if std::mem::take(&mut self.pending_follow_db) {
+                    self.follow_db().await;
+                }
                 Step::Ok
             }
             Plan::Refuse(e) => {
@@ -267,4 +279,26 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         self.writer.end(start);
     }
+}
+
+/// The database of `USE db` (backticks and a trailing `;` allowed).
+fn use_target(stmt: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(stmt)
+        .ok()?
+        .trim()
+        .trim_end_matches(';')
+        .trim();
+    let rest = text.get(3..)?;
+    if !text.get(..3)?.eq_ignore_ascii_case("use")
+        || !rest.starts_with(|c: char| c.is_whitespace() || c == '`')
+    {
+        return None;
+    }
+    let name = rest.trim();
+    let name = match name.strip_prefix('`').and_then(|n| n.strip_suffix('`')) {
+        Some(q) => q.replace("``", "`"),
+        None if !name.contains(char::is_whitespace) => name.to_string(),
+        None => return None,
+    };
+    Some(name.into_bytes())
 }
