@@ -50,6 +50,9 @@ pub struct Adjust {
     pub client_stmt_id: Option<u32>,
     /// The insert id the final OK packet reports (idgate generated the ids).
     pub insert_id: Option<u64>,
+    /// The insert id is an explicit value, reported only if a row was written (MySQL reports 0
+    /// when nothing was inserted).
+    pub insert_id_needs_rows: bool,
     /// More results follow this response (idgate runs a multi-statement one by one).
     pub more_results: bool,
 }
@@ -101,8 +104,16 @@ impl<W: AsyncWrite + Unpin> Client<'_, W> {
             self.forward(ok);
             return;
         }
+        let affected = packets::parse_ok(ok).map_or(0, |o| o.affected_rows);
+        let insert_id = adj.insert_id.map(|id| {
+            if adj.insert_id_needs_rows && affected == 0 {
+                0
+            } else {
+                id
+            }
+        });
         let start = self.writer.begin();
-        if !packets::patch_ok(ok, adj.insert_id, adj.status_bits(), self.writer.payload()) {
+        if !packets::patch_ok(ok, insert_id, adj.status_bits(), self.writer.payload()) {
             self.writer.payload().extend_from_slice(ok);
         }
         self.writer.end(start);

@@ -508,6 +508,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) async fn run_insert(&mut self, plan: InsertPlan, more: bool) -> Result<bool, End> {
         let adj = Adjust {
             insert_id: Some(plan.insert_id),
+            insert_id_needs_rows: plan.first_generated.is_none(),
             more_results: more,
             ..Adjust::default()
         };

@@ -191,12 +191,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         let info = merge_info(&infos);
+        let insert_id = match adj.insert_id {
+            Some(_) if adj.insert_id_needs_rows && affected == 0 => 0,
+            id => id.unwrap_or(0),
+        };
         let start = self.writer.begin();
         packets::ok(
             self.writer.payload(),
             packets::OK_HEADER,
             affected,
-            adj.insert_id.unwrap_or(0),
+            insert_id,
             status,
             warnings,
             &info,

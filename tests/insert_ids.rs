@@ -1,0 +1,222 @@
+//! INSERTs into a table whose ids idgate generates look, to the client, exactly like INSERTs into
+//! an AUTO_INCREMENT table on MariaDB: same affected rows, insert ids, LAST_INSERT_ID(), warnings
+//! and rows.
+
+mod common;
+
+use common::raw::Raw;
+use mysql::prelude::Queryable;
+
+const GENERATED: &str =
+    "CREATE TABLE gen_t (id BIGINT PRIMARY KEY, v VARCHAR(20) NOT NULL, n INT DEFAULT 0)";
+const AUTO_INC: &str = "CREATE TABLE gen_t (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL, n INT DEFAULT 0)";
+
+fn segment_config(port: u16, db: &common::MariaDb, tag: &str) -> String {
+    common::idgate_proc::config_for(port, &[("shard0", db)], "")
+        + &format!(
+            "generators:\n  seq:\n    kind: segment\n    tag: {tag}\n    start: 1\n    step: 1000\n\
+             tables:\n  gen_t:\n    generator: seq\n"
+        )
+}
+
+/// What a client sees of one statement, byte for byte: every packet of the answer, then the
+/// answer to `SELECT LAST_INSERT_ID(), @@identity, @@last_insert_id`.
+/// Column definitions of the id column differ in two flags that come from the table's own DDL
+/// (AUTO_INCREMENT vs. a plain BIGINT with no default); everything else must match.
+fn step(c: &mut Raw, sql: &str) -> Vec<Vec<u8>> {
+    let mut out = c.query(sql.as_bytes());
+    out.extend(c.query(b"SELECT LAST_INSERT_ID(), @@identity, @@last_insert_id"));
+    for p in out
+        .iter_mut()
+        .filter(|p| p.starts_with(b"\x03def") && p.len() > 12)
+    {
+        let at = p.len() - 5;
+        let flags = u16::from_le_bytes([p[at], p[at + 1]]) & !(0x0200 | 0x1000);
+        p[at..at + 2].copy_from_slice(&flags.to_le_bytes());
+    }
+    out
+}
+
+fn show(packets: &[Vec<u8>]) -> String {
+    packets
+        .iter()
+        .map(|p| format!("{:?}", String::from_utf8_lossy(p)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+const SEQUENCE: &[&str] = &[
+    "INSERT INTO gen_t (v) VALUES ('a')",
+    "INSERT INTO gen_t (v) VALUES ('b'), ('c'), ('d')",
+    "INSERT INTO gen_t (id, v) VALUES (NULL, 'e')",
+    "INSERT INTO gen_t (id, v) VALUES (0, 'f')",
+    "INSERT INTO gen_t (id, v) VALUES (DEFAULT, 'g')",
+    "INSERT INTO gen_t VALUES (NULL, 'h', 1)",
+    "INSERT INTO gen_t SET v = 'i'",
+    "INSERT INTO gen_t SET id = NULL, v = 'j', n = 2",
+    "insert into `gen_t` (`v`, n) value ('k', 3)",
+    "INSERT INTO idgate_test.gen_t (v) VALUES /* kept */ ('l')",
+    "INSERT INTO gen_t (id, v) VALUES (5, 'dup')",
+    "INSERT IGNORE INTO gen_t (id, v) VALUES (5, 'dup')",
+    "INSERT INTO gen_t (id, v) VALUES (3, 'x') ON DUPLICATE KEY UPDATE v = 'upd'",
+    "INSERT INTO gen_t (id, v) VALUES (4, 'y') AS new ON DUPLICATE KEY UPDATE v = new.v",
+    "REPLACE INTO gen_t (id, v) VALUES (2, 'r')",
+    "INSERT INTO gen_t (v) VALUES ('m') RETURNING id, v",
+    "INSERT INTO gen_t (v) VALUES ('n'); INSERT INTO gen_t (v) VALUES ('o'), ('p')",
+    "INSERT INTO gen_t (v) VALUES ('q'), (NULL)",
+    "SELECT 1",
+    "INSERT INTO gen_t (id, v) VALUES (1000, 'explicit')",
+    "SELECT id, v, n FROM gen_t ORDER BY id",
+];
+
+#[test]
+fn insert_shapes_match_auto_increment() {
+    let direct_db = common::shared_db();
+    let behind = common::start_db();
+    let mut setup = common::direct(direct_db);
+    setup.query_drop("DROP TABLE IF EXISTS gen_t").unwrap();
+    setup.query_drop(AUTO_INC).unwrap();
+    common::direct(&behind).query_drop(GENERATED).unwrap();
+    let g = common::Idgate::start_with(|port| segment_config(port, &behind, "shapes"));
+    let mut d = Raw::connect(
+        direct_db.port,
+        common::USER,
+        common::PASSWORD,
+        common::DATABASE,
+    );
+    let mut p = Raw::connect(g.port, "app", "app-secret", common::DATABASE);
+    for sql in SEQUENCE {
+        let (ds, ps) = (step(&mut d, sql), step(&mut p, sql));
+        assert_eq!(
+            ds,
+            ps,
+            "`{sql}`\ndirect: {}\nidgate: {}\nidgate log:\n{}",
+            show(&ds),
+            show(&ps),
+            g.log()
+        );
+    }
+    // NO_AUTO_VALUE_ON_ZERO: 0 is kept as a value.
+    for c in [&mut d, &mut p] {
+        c.query(b"SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')");
+    }
+    for sql in [
+        "INSERT INTO gen_t (id, v) VALUES (0, 'zero')",
+        "SELECT v FROM gen_t WHERE id = 0",
+    ] {
+        assert_eq!(step(&mut d, sql), step(&mut p, sql), "{sql}");
+    }
+}
+
+#[test]
+fn generated_ids_are_unique_across_sessions_and_last_insert_id_is_per_session() {
+    let db = common::start_db();
+    common::direct(&db).query_drop(GENERATED).unwrap();
+    let g = common::Idgate::start_with(|port| segment_config(port, &db, "sessions"));
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let mut c = g.conn();
+            std::thread::spawn(move || {
+                let mut mine = Vec::new();
+                for i in 0..100 {
+                    c.query_drop(format!(
+                        "INSERT INTO gen_t (v) VALUES ('t{t}r{i}'), ('t{t}r{i}b')"
+                    ))
+                    .unwrap();
+                    let first = c.last_insert_id();
+                    let lid: u64 = c.query_first("SELECT LAST_INSERT_ID()").unwrap().unwrap();
+                    assert_eq!(lid, first, "LAST_INSERT_ID() is this session's");
+                    let got: Vec<(u64, String)> = c
+                        .query(format!(
+                            "SELECT id, v FROM gen_t WHERE id IN ({first}, {})",
+                            first + 1
+                        ))
+                        .unwrap();
+                    assert_eq!(
+                        got,
+                        vec![
+                            (first, format!("t{t}r{i}")),
+                            (first + 1, format!("t{t}r{i}b"))
+                        ]
+                    );
+                    mine.push(first);
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 400);
+    let count: u64 = common::direct(&db)
+        .query_first("SELECT COUNT(DISTINCT id) FROM gen_t")
+        .unwrap()
+        .unwrap();
+    assert_eq!(count, 800);
+}
+
+#[test]
+fn nextval_hands_out_contiguous_blocks() {
+    let db = common::start_db();
+    common::direct(&db).query_drop(GENERATED).unwrap();
+    let g = common::Idgate::start_with(|port| segment_config(port, &db, "nextval"));
+    let mut c = g.conn();
+    let a: u64 = c.query_first("SELECT NEXTVAL(seq)").unwrap().unwrap();
+    let b: u64 = c.query_first("SELECT NEXT VALUE FOR seq").unwrap().unwrap();
+    let block: u64 = c
+        .query_first("SELECT NEXT 10 VALUES FROM seq")
+        .unwrap()
+        .unwrap();
+    let after: u64 = c.query_first("SELECT NEXTVAL(seq)").unwrap().unwrap();
+    assert_eq!((b, block, after), (a + 1, a + 2, a + 12));
+    c.query_drop("INSERT INTO gen_t (v) VALUES ('x')").unwrap();
+    assert_eq!(c.last_insert_id(), a + 13);
+    match c.query_drop("SELECT NEXTVAL(nope)").unwrap_err() {
+        mysql::Error::MySqlError(e) => assert_eq!(e.code, 1146, "{e}"),
+        e => panic!("{e}"),
+    }
+}
+
+#[test]
+fn bad_inserts_get_clear_errors_and_the_session_goes_on() {
+    let db = common::start_db();
+    let mut setup = common::direct(&db);
+    setup.query_drop(GENERATED).unwrap();
+    setup
+        .query_drop("CREATE TABLE strict_t (id BIGINT PRIMARY KEY, v INT)")
+        .unwrap();
+    setup
+        .query_drop("CREATE TABLE small_t (id INT PRIMARY KEY, v INT)")
+        .unwrap();
+    let g = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(port, &[("shard0", &db)], "")
+            + "generators:\n  seq:\n    kind: segment\n  flake:\n    kind: snowflake\n    worker_id: 1\n\
+               tables:\n  gen_t:\n    generator: seq\n  strict_t:\n    generator: seq\n    explicit_ids: reject\n  small_t:\n    generator: flake\n"
+    });
+    let mut c = g.conn();
+    let code = |r: Result<(), mysql::Error>| match r {
+        Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
+        other => panic!("expected an error, got {other:?}"),
+    };
+    let (n, m) = code(c.query_drop("INSERT INTO gen_t (v) SELECT 'x'"));
+    assert_eq!(n, 1235, "{m}");
+    assert!(m.contains("gen_t") && m.contains("VALUES"), "{m}");
+    let (n, m) = code(c.query_drop("INSERT INTO strict_t (id, v) VALUES (7, 1)"));
+    assert!(m.contains("explicit_ids: reject"), "{n} {m}");
+    c.query_drop("INSERT INTO strict_t (v) VALUES (1)").unwrap();
+    let (_, m) = code(c.query_drop("INSERT INTO small_t (v) VALUES (1)"));
+    assert!(m.contains("BIGINT"), "{m}");
+    let (n, _) = code(c.query_drop("INSERT INTO gen_t (v VALUES ('x')"));
+    assert_eq!(n, 1064);
+    let (n, _) = code(c.query_drop("INSERT INTO gen_t (v) VALUES ('a', 'b')"));
+    assert_eq!(n, 1136);
+    let (n, _) = code(c.query_drop("INSERT INTO gen_t (nope) VALUES ('a')"));
+    assert_eq!(n, 1054);
+    c.query_drop("INSERT INTO gen_t (v) VALUES ('fine')")
+        .unwrap();
+    assert!(c.last_insert_id() > 0);
+}
