@@ -71,6 +71,9 @@ pub struct BackendConn {
     /// The packet last read.
     pub packet: Vec<u8>,
     pub database: CurrentDb,
+    /// First sequence id of the answer to each command written but not yet answered (commands
+    /// can be pipelined).
+    pending: std::collections::VecDeque<u8>,
     /// Login details kept for COM_CHANGE_USER (the only way to deselect a database).
     user: String,
     password: String,
@@ -134,6 +137,7 @@ impl BackendConn {
             last_used: Instant::now(),
             packet: Vec::new(),
             database: CurrentDb::None,
+            pending: Default::default(),
             user: cfg.user.clone(),
             password: cfg.password.clone(),
             nonce: Vec::new(),
@@ -235,6 +239,7 @@ impl BackendConn {
     pub fn write_command(&mut self, payload: &[u8]) {
         self.writer.seq = 0;
         self.writer.write(payload);
+        self.pending.push_back(self.writer.seq);
     }
 
     /// Starts a command written in place; finish with `end_command`.
@@ -249,16 +254,25 @@ impl BackendConn {
 
     pub fn end_command(&mut self, start: usize) {
         self.writer.end(start);
+        self.pending.push_back(self.writer.seq);
     }
 
+    /// Sends what was written; the next `read` starts the answer to the first command sent.
     pub async fn flush(&mut self) -> Result<(), BackendError> {
-        self.reader.seq = self.writer.seq;
+        self.next_response();
         self.last_used = Instant::now();
         if let Err(e) = self.writer.flush().await {
             self.broken = true;
             return Err(e.into());
         }
         Ok(())
+    }
+
+    /// Moves on to the answer of the next pipelined command.
+    pub fn next_response(&mut self) {
+        if let Some(seq) = self.pending.pop_front() {
+            self.reader.seq = seq;
+        }
     }
 
     /// Reads the next packet of the response into `self.packet`.

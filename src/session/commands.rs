@@ -155,6 +155,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(()) => warn!("could not carry LAST_INSERT_ID() over to the default backend"),
                 Err(e) => return Some(self.backend_lost(e)),
             }
+            be.next_response();
         }
         let mut client = Client {
             writer: &mut self.writer,

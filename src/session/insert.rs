@@ -521,6 +521,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return Ok(false);
                 }
             };
+            self.join_transaction(i).await?;
             let mut packet = Vec::with_capacity(sql.len() + 1);
             packet.push(mysql_common::constants::Command::COM_QUERY as u8);
             packet.extend_from_slice(sql);

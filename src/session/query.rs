@@ -146,6 +146,26 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn run_step(&mut self, stmt: &[u8], plan: Plan, packet: &[u8], more: bool) -> Step {
         match plan {
             Plan::Forward => {
+                // The other backends of a transaction end first; the default one answers.
+                let kind = sql::classify(stmt);
+                if matches!(kind, StatementKind::Commit | StatementKind::Rollback) {
+                    match self.end_transaction(kind == StatementKind::Commit).await {
+                        Ok(None) => {}
+                        Ok(Some(e)) => {
+                            // A part could not commit: roll back the default backend too.
+                            if let Some(i) = self.leases.position(&self.proxy.default_pool.name) {
+                                if let Err(err) =
+                                    self.leases.get_mut(i).query_drop("ROLLBACK").await
+                                {
+                                    return Step::End(self.backend_lost(err));
+                                }
+                            }
+                            self.send_error(&e);
+                            return Step::Failed;
+                        }
+                        Err(end) => return Step::End(end),
+                    }
+                }
                 let adj = Adjust {
                     more_results: more,
                     ..Adjust::default()

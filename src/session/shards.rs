@@ -29,6 +29,58 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             || !s.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
     }
 
+    /// In a client transaction, makes held connection `i` part of it (the default backend's
+    /// connection got the client's own BEGIN).
+    pub(super) async fn join_transaction(&mut self, i: usize) -> Result<(), End> {
+        if !self.in_transaction() {
+            return Ok(());
+        }
+        let default = self.proxy.default_pool.name.clone();
+        let held = &mut self.leases.held_mut()[i];
+        if held.in_txn || held.backend == default {
+            return Ok(());
+        }
+        held.in_txn = true;
+        match held.lease.query_drop("START TRANSACTION").await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.backend_lost(e)),
+        }
+    }
+
+    /// COMMIT or ROLLBACK on the connections that joined the client's transaction, before the
+    /// default backend gets the client's own statement. A failed COMMIT there rolls back the
+    /// rest and is what the client hears.
+    pub(super) async fn end_transaction(&mut self, commit: bool) -> Result<Option<SqlError>, End> {
+        let joined: Vec<usize> = self
+            .leases
+            .held_mut()
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.in_txn)
+            .map(|(i, _)| i)
+            .collect();
+        if joined.is_empty() {
+            return Ok(None);
+        }
+        for &i in &joined {
+            self.leases.held_mut()[i].in_txn = false;
+        }
+        let failed = match self.finish_all(&joined, commit).await {
+            Ok(f) => f,
+            Err(e) => return Err(self.backend_lost(e)),
+        };
+        let Some((i, e)) = failed.into_iter().next() else {
+            return Ok(None);
+        };
+        let (code, state, msg) = packets::parse_err(&e);
+        let backend = self.leases.held_mut()[i].backend.clone();
+        Ok(Some(SqlError::new(
+            code,
+            &state,
+            format!("{} (on backend `{backend}`)", String::from_utf8_lossy(msg)),
+        )))
+    }
+
     /// Sends `sql` to each listed held connection (pipelined after a `START TRANSACTION` where
     /// one is needed) and collects each answer.
     async fn send_all(
@@ -51,6 +103,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let be = self.leases.get_mut(*i);
             if *b {
                 let started = collect(be).await?;
+                be.next_response();
                 if started.is_err() {
                     out.push(started);
                     collect(be).await?;
@@ -104,21 +157,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let in_txn = self.in_transaction();
         // Autocommit: idgate wraps the parts in one transaction per backend and commits only if
         // every part succeeded. In a client transaction each backend joins it on first write.
-        let begin: Vec<bool> = targets
-            .iter()
-            .map(|(i, _)| !in_txn || !self.leases.held_mut()[*i].in_txn)
-            .collect();
+        if in_txn {
+            for (i, _) in &targets {
+                self.join_transaction(*i).await?;
+            }
+        }
+        let begin = vec![!in_txn; targets.len()];
         let results = match self.send_all(&targets, &begin).await {
             Ok(r) => r,
             Err(e) => return Err(self.backend_lost(e)),
         };
-        if in_txn {
-            for ((i, _), b) in targets.iter().zip(&begin) {
-                if *b {
-                    self.leases.held_mut()[*i].in_txn = true;
-                }
-            }
-        }
         let leases: Vec<usize> = targets.iter().map(|(i, _)| *i).collect();
         if let Some(first_err) = results.iter().find_map(|r| match r {
             Collected::Err(e) => Some(e.clone()),

@@ -1,0 +1,219 @@
+//! Rows of an INSERT land on the shard that owns them, checked on each backend directly; a
+//! multi-shard INSERT is all-or-nothing in autocommit mode.
+
+mod common;
+
+use mysql::prelude::Queryable;
+
+struct Shards {
+    dbs: Vec<common::MariaDb>,
+    g: common::Idgate,
+}
+
+fn shards(tables_yaml: &str, ddl: &[&str]) -> Shards {
+    let dbs = vec![common::start_db(), common::start_db()];
+    for db in &dbs {
+        let mut c = common::direct(db);
+        for sql in ddl {
+            c.query_drop(*sql).unwrap();
+        }
+    }
+    let extra = tables_yaml.to_string();
+    let g = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], &extra)
+    });
+    Shards { dbs, g }
+}
+
+fn ids_on(db: &common::MariaDb, sql: &str) -> Vec<u64> {
+    common::direct(db).query(sql).unwrap()
+}
+
+const MOD_TABLES: &str = "generators:
+  seq:
+    kind: segment
+    step: 100
+tables:
+  orders:
+    generator: seq
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  countries:
+    broadcast: true
+";
+
+#[test]
+fn mod_sharding_by_generated_id_and_broadcast() {
+    let s = shards(
+        MOD_TABLES,
+        &[
+            "CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))",
+            "CREATE TABLE countries (code CHAR(2) PRIMARY KEY, name VARCHAR(20))",
+        ],
+    );
+    let mut c = s.g.conn();
+    c.query_drop("INSERT INTO orders (item) VALUES ('a'), ('b'), ('c'), ('d'), ('e')")
+        .unwrap();
+    assert_eq!(c.affected_rows(), 5);
+    let first = c.last_insert_id();
+    let lid: u64 = c.query_first("SELECT LAST_INSERT_ID()").unwrap().unwrap();
+    assert_eq!(
+        lid, first,
+        "LAST_INSERT_ID() follows even when the first row is on another shard"
+    );
+    let all: Vec<u64> = (first..first + 5).collect();
+    let even: Vec<u64> = all.iter().copied().filter(|i| i % 2 == 0).collect();
+    let odd: Vec<u64> = all.iter().copied().filter(|i| i % 2 == 1).collect();
+    assert_eq!(ids_on(&s.dbs[0], "SELECT id FROM orders ORDER BY id"), even);
+    assert_eq!(ids_on(&s.dbs[1], "SELECT id FROM orders ORDER BY id"), odd);
+    // An explicit id routes by its own value.
+    c.query_drop("INSERT INTO orders (id, item) VALUES (1001, 'x')")
+        .unwrap();
+    assert_eq!(
+        ids_on(&s.dbs[1], "SELECT id FROM orders WHERE id = 1001"),
+        vec![1001]
+    );
+    // Broadcast: every row on every shard, counted once.
+    c.query_drop("INSERT INTO countries VALUES ('DE', 'Germany'), ('FR', 'France')")
+        .unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    for db in &s.dbs {
+        let n: u64 = common::direct(db)
+            .query_first("SELECT COUNT(*) FROM countries")
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+}
+
+#[test]
+fn a_duplicate_on_one_shard_leaves_no_row_anywhere() {
+    let s = shards(
+        MOD_TABLES,
+        &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))"],
+    );
+    let mut c = s.g.conn();
+    c.query_drop("INSERT INTO orders (id, item) VALUES (7, 'taken')")
+        .unwrap();
+    let err = c
+        .query_drop("INSERT INTO orders (id, item) VALUES (10, 'even'), (12, 'even'), (7, 'dup')")
+        .unwrap_err();
+    match err {
+        mysql::Error::MySqlError(e) => assert_eq!(e.code, 1062, "{e}"),
+        e => panic!("{e}"),
+    }
+    assert_eq!(
+        ids_on(&s.dbs[0], "SELECT id FROM orders"),
+        Vec::<u64>::new()
+    );
+    assert_eq!(ids_on(&s.dbs[1], "SELECT id FROM orders"), vec![7]);
+    // Inside the client's transaction, rows wait for its COMMIT, on every shard.
+    c.query_drop("BEGIN").unwrap();
+    c.query_drop("INSERT INTO orders (id, item) VALUES (20, 'a'), (21, 'b')")
+        .unwrap();
+    c.query_drop("INSERT INTO orders (id, item) VALUES (23, 'c')")
+        .unwrap();
+    assert_eq!(
+        ids_on(&s.dbs[0], "SELECT id FROM orders"),
+        Vec::<u64>::new()
+    );
+    assert_eq!(ids_on(&s.dbs[1], "SELECT id FROM orders"), vec![7]);
+    c.query_drop("ROLLBACK").unwrap();
+    assert_eq!(
+        ids_on(&s.dbs[0], "SELECT id FROM orders"),
+        Vec::<u64>::new()
+    );
+    assert_eq!(ids_on(&s.dbs[1], "SELECT id FROM orders"), vec![7]);
+    c.query_drop("START TRANSACTION").unwrap();
+    c.query_drop("INSERT INTO orders (id, item) VALUES (30, 'a'), (31, 'b'), (33, 'c')")
+        .unwrap();
+    c.query_drop("COMMIT").unwrap();
+    assert_eq!(ids_on(&s.dbs[0], "SELECT id FROM orders"), vec![30]);
+    assert_eq!(
+        ids_on(&s.dbs[1], "SELECT id FROM orders ORDER BY id"),
+        vec![7, 31, 33]
+    );
+}
+
+#[test]
+fn biased_ids_share_the_low_bits_and_the_shard_of_their_user() {
+    let tables = "generators:
+  order_ids:
+    kind: biased
+    worker_id: 3
+    slot_bits: 4
+    bias_column: user_id
+tables:
+  orders:
+    generator: order_ids
+    sharding:
+      columns: [id, user_id]
+      algorithm: slot
+      shards: [shard0, shard1]
+  users:
+    id_column: user_id
+    sharding:
+      columns: [user_id]
+      algorithm: mod
+      shards: [shard0, shard1]
+";
+    let s = shards(
+        tables,
+        &[
+            "CREATE TABLE orders (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, item VARCHAR(20))",
+            "CREATE TABLE users (user_id BIGINT PRIMARY KEY, name VARCHAR(20))",
+        ],
+    );
+    let mut c = s.g.conn();
+    let users: Vec<u64> = vec![1, 2, 17, 30, 12345, 99991];
+    for u in &users {
+        c.query_drop(format!("INSERT INTO users VALUES ({u}, 'u{u}')"))
+            .unwrap();
+    }
+    let values: Vec<String> = (0..60)
+        .map(|i| format!("({}, 'item{i}')", users[i % users.len()]))
+        .collect();
+    c.query_drop(format!(
+        "INSERT INTO orders (user_id, item) VALUES {}",
+        values.join(", ")
+    ))
+    .unwrap();
+    assert_eq!(c.affected_rows(), 60);
+    for (shard, db) in s.dbs.iter().enumerate() {
+        let rows: Vec<(u64, u64)> = common::direct(db)
+            .query("SELECT id, user_id FROM orders")
+            .unwrap();
+        let here: Vec<u64> = common::direct(db)
+            .query("SELECT user_id FROM users")
+            .unwrap();
+        for (id, user) in &rows {
+            assert_eq!(
+                id & 15,
+                user & 15,
+                "id {id} keeps the low 4 bits of user {user}"
+            );
+            assert!(
+                here.contains(user),
+                "order {id} of user {user} is on shard {shard} with its user"
+            );
+        }
+    }
+    let total: usize = s
+        .dbs
+        .iter()
+        .map(|db| ids_on(db, "SELECT id FROM orders").len())
+        .sum();
+    assert_eq!(total, 60);
+    // A bias value that is not a literal cannot be honoured.
+    match c
+        .query_drop("INSERT INTO orders (user_id, item) VALUES (1 + 1, 'x')")
+        .unwrap_err()
+    {
+        mysql::Error::MySqlError(e) => assert!(e.message.contains("user_id"), "{e}"),
+        e => panic!("{e}"),
+    }
+    c.query_drop("INSERT INTO orders (user_id, item) VALUES (2, 'y')")
+        .unwrap();
+}
