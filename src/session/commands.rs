@@ -169,7 +169,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.last_ok = !r.error;
                 if let Some((backend_id, _, _)) = r.prepared {
                     if let Some(id) = client_stmt_id {
-                        self.stmts.insert(id, Statement { backend_id });
+                        self.stmts.insert(
+                            id,
+                            Statement {
+                                backend_id,
+                                emulated: None,
+                            },
+                        );
                     }
                 }
                 None
@@ -199,7 +205,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             client_stmt_id: Some(id),
             ..Adjust::default()
         };
-        self.forward_with(packet, Reply::Prepare, None, adj).await
+        // The backend prepares it as the client wrote it, so the client sees the genuine
+        // parameter and column definitions; INSERTs into configured tables then run through idgate.
+        let end = self.forward_with(packet, Reply::Prepare, None, adj).await;
+        if end.is_none() && self.last_ok {
+            self.mark_emulated(id, &packet[1..]);
+        }
+        end
     }
 
     /// COM_STMT_EXECUTE/FETCH/RESET/SEND_LONG_DATA/CLOSE: translate the id, then relay.
@@ -209,23 +221,38 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         what: &str,
         reply: Option<Reply>,
     ) -> Option<End> {
-        let st = packet_stmt_id(packet).and_then(|id| self.stmts.get(id).map(|st| (id, st)));
-        let Some((_, st)) = st else {
+        let st = packet_stmt_id(packet).and_then(|id| {
+            self.stmts
+                .get(id)
+                .map(|st| (id, st.backend_id, st.emulated.is_some()))
+        });
+        let Some((client_id, backend_id, emulated)) = st else {
             if reply.is_some() {
                 let id = packet_stmt_id(packet).unwrap_or(0);
                 self.send_error(&errors::unknown_statement(id, what));
             }
             return None; // SEND_LONG_DATA and CLOSE have no answer, even for unknown ids
         };
+        if emulated {
+            match what {
+                "mysqld_stmt_execute" => return self.execute_emulated(client_id, packet).await,
+                "mysqld_stmt_send_long_data" => {
+                    self.store_long_data(client_id, packet);
+                    return None;
+                }
+                "mysqld_stmt_reset" => self.clear_long_data(client_id),
+                _ => {}
+            }
+        }
         match reply {
             Some(reply) => {
-                self.forward_with(packet, reply, Some(st.backend_id), Adjust::default())
+                self.forward_with(packet, reply, Some(backend_id), Adjust::default())
                     .await
             }
             None => {
                 let i = self.leases.position(&self.proxy.default_pool.name)?;
                 let be = self.leases.get_mut(i);
-                write_command(be, packet, Some(st.backend_id));
+                write_command(be, packet, Some(backend_id));
                 match be.flush().await {
                     Ok(()) => None,
                     Err(e) => Some(self.backend_lost(e)),

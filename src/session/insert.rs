@@ -532,12 +532,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         } else {
             self.run_on_shards(&plan, adj).await?
         };
-        if ok {
-            if let Some(id) = plan.first_generated {
+        if let Some(id) = plan.first_generated {
+            if ok {
                 self.last_insert_id = Some(id);
                 if plan.lid_backend.as_deref() != Some(self.proxy.default_pool.name.as_str()) {
                     self.lid_sync = Some(id);
                 }
+            } else if plan.lid_backend.as_deref() == Some(self.proxy.default_pool.name.as_str()) {
+                // The failed statement may have set LAST_INSERT_ID(id) on the backend; MySQL
+                // leaves it undefined after an error, idgate puts the session's value back.
+                self.lid_sync = self.last_insert_id;
             }
         }
         Ok(ok)

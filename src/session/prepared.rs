@@ -3,9 +3,21 @@
 
 use std::collections::HashMap;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Statement {
     pub backend_id: u32,
+    /// Set for an INSERT into a table whose ids idgate generates: idgate binds the parameters
+    /// into the text and runs it as a rewritten INSERT instead of relaying the execution.
+    pub emulated: Option<Box<Emulated>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Emulated {
+    pub sql: Vec<u8>,
+    /// Byte offsets of the statement's `?`.
+    pub placeholders: Vec<usize>,
+    pub returning: bool,
+    pub bound: crate::wire::stmt_execute::BoundState,
 }
 
 #[derive(Default)]
@@ -24,8 +36,12 @@ impl Statements {
         self.by_client_id.insert(client_id, st);
     }
 
-    pub fn get(&self, client_id: u32) -> Option<Statement> {
-        self.by_client_id.get(&client_id).copied()
+    pub fn get(&self, client_id: u32) -> Option<&Statement> {
+        self.by_client_id.get(&client_id)
+    }
+
+    pub fn get_mut(&mut self, client_id: u32) -> Option<&mut Statement> {
+        self.by_client_id.get_mut(&client_id)
     }
 
     pub fn remove(&mut self, client_id: u32) -> Option<Statement> {

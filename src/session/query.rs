@@ -76,6 +76,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         None
     }
 
+    /// Runs an INSERT text idgate made from a prepared statement and its parameters.
+    pub(super) async fn run_text_insert(&mut self, stmt: &[u8]) -> Option<End> {
+        let mut packet = Vec::with_capacity(stmt.len() + 1);
+        packet.push(mysql_common::constants::Command::COM_QUERY as u8);
+        packet.extend_from_slice(stmt);
+        let plan = self.plan(stmt);
+        match self.run_step(stmt, plan, &packet, false).await {
+            Step::End(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// Decides what to do with one statement; cheap unless it names a configured table.
     fn plan(&mut self, stmt: &[u8]) -> Plan {
         match sql::classify(stmt) {

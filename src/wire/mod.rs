@@ -7,3 +7,4 @@ pub mod errors;
 pub mod framing;
 pub mod handshake;
 pub mod packets;
+pub mod stmt_execute;

@@ -1,0 +1,164 @@
+//! Binding a prepared statement's parameters into its text: each `?` becomes a literal with the
+//! same meaning the server gives the bound value, so idgate can run a prepared INSERT as a
+//! rewritten text statement.
+
+use mysql_common::constants::ColumnType;
+use mysql_common::value::Value;
+
+use super::error::SqlParseError;
+
+/// Appends `v` as a SQL literal. Strings go as `_charset X'…'`, which needs no escaping (so
+/// NO_BACKSLASH_ESCAPES cannot change it) and is still a string in numeric context; BLOB-typed
+/// parameters go as `_binary X'…'` so their bytes are not converted.
+pub fn push_literal(out: &mut Vec<u8>, v: &Value, ty: ColumnType, charset: &str) {
+    use std::io::Write;
+    match v {
+        Value::NULL => out.extend_from_slice(b"NULL"),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::UInt(u) => {
+            let _ = write!(out, "{u}");
+        }
+        Value::Float(f) => push_float(out, *f as f64, f.is_finite()),
+        Value::Double(d) => push_float(out, *d, d.is_finite()),
+        Value::Date(y, m, d, h, i, s, us) => {
+            let _ = write!(out, "'{y:04}-{m:02}-{d:02} {h:02}:{i:02}:{s:02}.{us:06}'");
+        }
+        Value::Time(neg, days, h, i, s, us) => {
+            let hours = *days as u64 * 24 + *h as u64;
+            let sign = if *neg { "-" } else { "" };
+            let _ = write!(out, "'{sign}{hours}:{i:02}:{s:02}.{us:06}'");
+        }
+        Value::Bytes(b) => {
+            let binary = matches!(
+                ty,
+                ColumnType::MYSQL_TYPE_TINY_BLOB
+                    | ColumnType::MYSQL_TYPE_MEDIUM_BLOB
+                    | ColumnType::MYSQL_TYPE_LONG_BLOB
+                    | ColumnType::MYSQL_TYPE_BLOB
+                    | ColumnType::MYSQL_TYPE_GEOMETRY
+                    | ColumnType::MYSQL_TYPE_BIT
+            );
+            out.push(b'_');
+            out.extend_from_slice(if binary {
+                b"binary"
+            } else {
+                charset.as_bytes()
+            });
+            out.extend_from_slice(b" X'");
+            for byte in b {
+                let _ = write!(out, "{byte:02X}");
+            }
+            out.push(b'\'');
+        }
+    }
+}
+
+fn push_float(out: &mut Vec<u8>, v: f64, finite: bool) {
+    use std::io::Write;
+    if finite {
+        // Rust prints the shortest text that reads back as the same double; add an exponent
+        // so MySQL treats it as a DOUBLE, not an exact DECIMAL, as the bound value was.
+        let _ = write!(out, "{v:e}");
+    } else {
+        out.extend_from_slice(b"NULL");
+    }
+}
+
+/// The statement with each `?` (at the byte offsets given) replaced by its parameter's literal.
+pub fn bind_placeholders(
+    stmt: &[u8],
+    placeholders: &[usize],
+    params: &[(Value, ColumnType)],
+    charset: &str,
+) -> Result<Vec<u8>, SqlParseError> {
+    if placeholders.len() != params.len() {
+        return Err(SqlParseError::Internal(format!(
+            "{} placeholders but {} parameters",
+            placeholders.len(),
+            params.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(stmt.len() + 16 * params.len());
+    let mut at = 0;
+    for (&pos, (v, ty)) in placeholders.iter().zip(params) {
+        if pos < at || stmt.get(pos) != Some(&b'?') {
+            return Err(SqlParseError::Internal(
+                "placeholder offsets out of order".into(),
+            ));
+        }
+        out.extend_from_slice(&stmt[at..pos]);
+        push_literal(&mut out, v, *ty, charset);
+        at = pos + 1;
+    }
+    out.extend_from_slice(&stmt[at..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(v: Value, ty: ColumnType) -> String {
+        let mut out = Vec::new();
+        push_literal(&mut out, &v, ty, "utf8mb4");
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn literals() {
+        assert_eq!(lit(Value::Int(-3), ColumnType::MYSQL_TYPE_LONGLONG), "-3");
+        assert_eq!(lit(Value::NULL, ColumnType::MYSQL_TYPE_NULL), "NULL");
+        assert_eq!(
+            lit(
+                Value::Bytes(b"a'\\".to_vec()),
+                ColumnType::MYSQL_TYPE_VAR_STRING
+            ),
+            "_utf8mb4 X'61275C'"
+        );
+        assert_eq!(
+            lit(Value::Bytes(vec![0, 255]), ColumnType::MYSQL_TYPE_BLOB),
+            "_binary X'00FF'"
+        );
+        assert_eq!(
+            lit(Value::Double(1.5), ColumnType::MYSQL_TYPE_DOUBLE),
+            "1.5e0"
+        );
+        assert_eq!(
+            lit(
+                Value::Date(2024, 2, 29, 1, 2, 3, 4),
+                ColumnType::MYSQL_TYPE_DATETIME
+            ),
+            "'2024-02-29 01:02:03.000004'"
+        );
+        assert_eq!(
+            lit(
+                Value::Time(true, 1, 2, 3, 4, 5),
+                ColumnType::MYSQL_TYPE_TIME
+            ),
+            "'-26:03:04.000005'"
+        );
+    }
+
+    #[test]
+    fn binds_in_order() {
+        let sql = b"INSERT INTO t (a, b) VALUES (?, ?)";
+        let q: Vec<usize> = sql
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'?')
+            .map(|(i, _)| i)
+            .collect();
+        let params = [
+            (Value::Int(1), ColumnType::MYSQL_TYPE_LONG),
+            (Value::Bytes(b"x".to_vec()), ColumnType::MYSQL_TYPE_STRING),
+        ];
+        let out = bind_placeholders(sql, &q, &params, "utf8mb4").unwrap();
+        assert_eq!(
+            out,
+            b"INSERT INTO t (a, b) VALUES (1, _utf8mb4 X'78')".to_vec()
+        );
+        assert!(bind_placeholders(sql, &q[..1], &params, "utf8mb4").is_err());
+    }
+}
