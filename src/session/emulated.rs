@@ -73,9 +73,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .charset()
                 .to_string();
         let bound = {
-            let Some(e) = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut()) else {
-                return None;
-            };
+            let e = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut())?;
             if e.returning {
                 Err(SqlError::new(
                     sql::ER_NOT_SUPPORTED_YET,
