@@ -118,14 +118,21 @@ async fn showcase(listen: &str, shards: &[(String, String)]) -> Result<(), mysql
         println!("mysql> {sql};");
         sql
     };
-    conn.query_drop(run("INSERT INTO users (name) VALUES ('ada'), ('grace'), ('linus')".into()))
-        .await?;
+    conn.query_drop(run(
+        "INSERT INTO users (name) VALUES ('ada'), ('grace'), ('linus')".into(),
+    ))
+    .await?;
     let first = conn.last_insert_id().unwrap_or(0);
-    println!("  3 rows, generated ids {first}..={}, LAST_INSERT_ID() = {first}", first + 2);
+    println!(
+        "  3 rows, generated ids {first}..={}, LAST_INSERT_ID() = {first}",
+        first + 2
+    );
     for (i, item) in ["tea", "coffee", "cake", "scones"].iter().enumerate() {
         let user = first + (i as u64 % 3);
-        conn.query_drop(run(format!("INSERT INTO orders (user_id, item) VALUES ({user}, '{item}')")))
-            .await?;
+        conn.query_drop(run(format!(
+            "INSERT INTO orders (user_id, item) VALUES ({user}, '{item}')"
+        )))
+        .await?;
         println!("  order id {}", conn.last_insert_id().unwrap_or(0));
     }
     conn.disconnect().await?;
@@ -133,8 +140,9 @@ async fn showcase(listen: &str, shards: &[(String, String)]) -> Result<(), mysql
     for (name, url) in shards {
         let mut c = mysql_async::Conn::from_url(url.as_str()).await?;
         let users: Vec<(u64, String)> = c.query("SELECT id, name FROM users ORDER BY id").await?;
-        let orders: Vec<(u64, u64, String)> =
-            c.query("SELECT id, user_id, item FROM orders ORDER BY id").await?;
+        let orders: Vec<(u64, u64, String)> = c
+            .query("SELECT id, user_id, item FROM orders ORDER BY id")
+            .await?;
         println!("  {name}:");
         for (id, name) in users {
             println!("    users  id={id:<20} name={name}");

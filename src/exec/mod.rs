@@ -6,6 +6,7 @@ pub mod collect;
 pub mod metadata;
 pub mod pool;
 pub mod relay;
+pub mod scatter;
 
 pub use backend::{BackendConn, BackendError};
 pub use pool::{BackendPool, Lease};

@@ -2,6 +2,7 @@
 //! backend connection it holds) and the dispatch of each command it sends.
 
 mod commands;
+mod dml;
 mod emulated;
 mod insert;
 mod leases;

@@ -21,6 +21,7 @@ enum Plan {
         count: u64,
         column: String,
     },
+    Routed(super::dml::Route),
     Refuse(SqlError),
 }
 
@@ -111,20 +112,35 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     None => Plan::Forward,
                 }
             }
-            StatementKind::Select if !self.proxy.idgen.is_empty() => match sql::session_query(stmt)
+            StatementKind::Select
+                if !self.proxy.idgen.is_empty() && sql::session_query(stmt).is_some() =>
             {
-                Some(SessionQuery::NextValues {
-                    generator,
-                    count,
-                    column,
-                    ..
-                }) => Plan::NextValues {
-                    generator,
-                    count,
-                    column,
-                },
-                _ => Plan::Forward,
-            },
+                match sql::session_query(stmt) {
+                    Some(SessionQuery::NextValues {
+                        generator,
+                        count,
+                        column,
+                        ..
+                    }) => Plan::NextValues {
+                        generator,
+                        count,
+                        column,
+                    },
+                    _ => Plan::Forward,
+                }
+            }
+            StatementKind::Select
+            | StatementKind::Update
+            | StatementKind::Delete
+            | StatementKind::Ddl
+                if self.proxy.tables.placed_mentioned_in(stmt) =>
+            {
+                match self.route_dml(stmt) {
+                    Ok(Some(route)) => Plan::Routed(route),
+                    Ok(None) => Plan::Forward,
+                    Err(e) => Plan::Refuse(e),
+                }
+            }
             _ => Plan::Forward,
         }
     }
@@ -203,6 +219,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 count,
                 column,
             } => self.next_values(&generator, count, &column, more).await,
+            Plan::Routed(route) => match self.run_routed(stmt, packet, route, more).await {
+                Ok(true) => Step::Ok,
+                Ok(false) => Step::Failed,
+                Err(end) => Step::End(end),
+            },
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
                 let plan = match self.plan_insert(stmt, &a, &rule).await {
