@@ -155,3 +155,46 @@ fn ddl_reaches_every_shard_and_reads_route_by_key() {
         );
     }
 }
+
+#[test]
+fn prepared_statements_route_by_their_parameters() {
+    let s = setup();
+    let mut c = s.g.conn();
+    c.query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)")
+        .unwrap();
+    let ins = c
+        .prep("INSERT INTO orders (item, qty) VALUES (?, ?)")
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        c.exec_drop(&ins, (format!("p{i}"), i)).unwrap();
+        ids.push(c.last_insert_id());
+    }
+    let by_id = c.prep("SELECT item, qty FROM orders WHERE id = ?").unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        let row: Option<(String, i32)> = c.exec_first(&by_id, (*id,)).unwrap();
+        assert_eq!(row, Some((format!("p{i}"), i as i32)), "id {id}");
+    }
+    let scan = c.prep("SELECT id, qty FROM orders WHERE qty >= ?").unwrap();
+    let mut rows: Vec<(u64, i32)> = c.exec(&scan, (0,)).unwrap();
+    rows.sort();
+    assert_eq!(rows.len(), 6, "every shard's rows, in the binary protocol");
+    let upd = c
+        .prep("UPDATE orders SET qty = qty + ? WHERE id IN (?, ?)")
+        .unwrap();
+    c.exec_drop(&upd, (100, ids[0], ids[1])).unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    let del = c.prep("DELETE FROM orders WHERE qty >= ?").unwrap();
+    c.exec_drop(&del, (100,)).unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    let n = count(&s.dbs[0], "SELECT COUNT(*) FROM orders")
+        + count(&s.dbs[1], "SELECT COUNT(*) FROM orders");
+    assert_eq!(n, 4);
+    let ordered = c
+        .prep("SELECT id FROM orders WHERE qty > ? ORDER BY id")
+        .unwrap();
+    match c.exec_drop(&ordered, (0,)) {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{e}"),
+        other => panic!("{other:?}"),
+    }
+}

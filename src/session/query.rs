@@ -77,8 +77,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         None
     }
 
-    /// Runs an INSERT text idgate made from a prepared statement and its parameters.
-    pub(super) async fn run_text_insert(&mut self, stmt: &[u8]) -> Option<End> {
+    /// Runs a statement text idgate made from a prepared statement and its parameters.
+    pub(super) async fn run_text_statement(&mut self, stmt: &[u8]) -> Option<End> {
         let mut packet = Vec::with_capacity(stmt.len() + 1);
         packet.push(mysql_common::constants::Command::COM_QUERY as u8);
         packet.extend_from_slice(stmt);

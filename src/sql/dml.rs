@@ -226,7 +226,7 @@ impl KeyScan<'_> {
 }
 
 /// Byte offsets of each `?` outside quotes and comments.
-fn placeholder_offsets(stmt: &[u8]) -> Vec<usize> {
+pub fn placeholder_offsets(stmt: &[u8]) -> Vec<usize> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < stmt.len() {
