@@ -83,8 +83,16 @@ fn ddl_reaches_every_shard_and_reads_route_by_key() {
     let (n, m) = code(c.query_drop("SELECT id FROM orders ORDER BY id"));
     assert_eq!(n, 1235, "{m}");
     assert!(m.contains("ORDER BY") && m.contains("orders"), "{m}");
-    let (n, _) = code(c.query_drop("SELECT COUNT(*) FROM orders"));
+    // COUNT/SUM/MIN/MAX over every shard combine into the whole table's row.
+    let agg: (u64, String, i32, i32) = c
+        .query_first("SELECT COUNT(*), SUM(qty), MIN(qty), MAX(qty) FROM orders")
+        .unwrap()
+        .unwrap();
+    assert_eq!(agg, (4, "10".to_string(), 1, 4));
+    let (n, _) = code(c.query_drop("SELECT AVG(qty) FROM orders"));
     assert_eq!(n, 1235);
+    let (n, _) = code(c.query_drop("SELECT MAX(item) FROM orders"));
+    assert_eq!(n, 1235, "string MIN/MAX needs collations");
     let total: u64 = c
         .query_first(format!("SELECT COUNT(*) FROM orders WHERE id = {first}"))
         .unwrap()

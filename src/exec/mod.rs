@@ -1,6 +1,7 @@
 //! Backend connections and pools, and running a client's command on them: relaying the answer
 //! (and, later, merging answers from several shards).
 
+pub mod aggregate;
 pub mod backend;
 pub mod collect;
 pub mod metadata;

@@ -29,6 +29,8 @@ pub(super) enum Route {
     },
     /// DDL on every backend of the table, one after the other.
     Everywhere(Vec<String>),
+    /// COUNT/SUM/MIN/MAX over several shards: one row from each, combined.
+    Aggregate(Vec<String>, Vec<sql::Aggregate>),
 }
 
 fn unsupported(msg: String) -> SqlError {
@@ -198,6 +200,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if targets.is_empty() {
             return Ok(Some(Route::One(shards[0].clone())));
         }
+        if let (DmlKind::Select, Some(aggs)) = (a.kind, &a.aggregates) {
+            return Ok(Some(Route::Aggregate(targets, aggs.clone())));
+        }
         if let Some(why) = a.needs_merge {
             return Err(unsupported(format!(
                 "this statement on sharded table `{}` reaches {} shards and needs {why} across them, \
@@ -247,6 +252,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Route::Concat(backends) => self.run_concat(&backends, packet, adj).await,
             Route::Everywhere(backends) => self.run_everywhere(&backends, packet, adj).await,
+            Route::Aggregate(backends, aggs) => {
+                self.run_aggregate(&backends, packet, &aggs, adj).await
+            }
         }
     }
 
@@ -320,6 +328,116 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
             Err(e) => Err(self.backend_lost(e)),
         }
+    }
+
+    /// Sends an aggregate SELECT to every shard and answers with the combined row.
+    async fn run_aggregate(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+        aggs: &[sql::Aggregate],
+        adj: Adjust,
+    ) -> Result<bool, End> {
+        use crate::exec::collect::{collect, Collected};
+        use crate::wire::packets;
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in backends {
+            match self.lease_index(b).await {
+                Ok(i) => idx.push(i),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            }
+        }
+        for &i in &idx {
+            self.join_transaction(i).await?;
+            self.leases.get_mut(i).write_command(packet);
+        }
+        let mut answers = Vec::with_capacity(idx.len());
+        for &i in &idx {
+            let be = self.leases.get_mut(i);
+            if let Err(e) = be.flush().await {
+                return Err(self.backend_lost(e));
+            }
+        }
+        for &i in &idx {
+            match collect(self.leases.get_mut(i)).await {
+                Ok(c) => answers.push(c),
+                Err(e) => return Err(self.backend_lost(e)),
+            }
+        }
+        let mut columns = None;
+        let mut rows = Vec::new();
+        let mut warnings = 0u16;
+        for a in &answers {
+            match a {
+                Collected::Err(e) => {
+                    self.writer.write(e);
+                    return Ok(false);
+                }
+                Collected::Rows {
+                    columns: c,
+                    rows: r,
+                    eof,
+                } => {
+                    columns.get_or_insert_with(|| c.clone());
+                    rows.extend(r.iter().cloned());
+                    warnings = warnings.saturating_add(packets::parse_eof(eof).0);
+                }
+                Collected::Ok(_) => {}
+            }
+        }
+        let Some(columns) = columns else {
+            self.send_error(&SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                "idgate: no shard returned a row",
+            ));
+            return Ok(false);
+        };
+        let row = match crate::exec::aggregate::merge_rows(aggs, &columns, &rows) {
+            Ok(r) => r,
+            Err(m) => {
+                self.send_error(&SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", m));
+                return Ok(false);
+            }
+        };
+        let mut status = self.status;
+        if adj.more_results {
+            status |= mysql_common::constants::StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
+        }
+        let status = mysql_common::constants::StatusFlags::from_bits_retain(status);
+        let mut count = Vec::new();
+        packets::put_lenenc_int(&mut count, columns.len() as u64);
+        self.writer.write(&count);
+        for c in &columns {
+            self.writer.write(c);
+        }
+        let deprecate = self.deprecate_eof();
+        if !deprecate {
+            let start = self.writer.begin();
+            packets::eof(self.writer.payload(), 0, status);
+            self.writer.end(start);
+        }
+        self.writer.write(&row);
+        let start = self.writer.begin();
+        if deprecate {
+            packets::ok(
+                self.writer.payload(),
+                packets::EOF_HEADER,
+                0,
+                0,
+                status,
+                warnings,
+                b"",
+            );
+        } else {
+            packets::eof(self.writer.payload(), warnings, status);
+        }
+        self.writer.end(start);
+        self.last_ok = true;
+        Ok(true)
     }
 
     /// DDL on each backend in turn; the first backend's answer is the client's, a failure on any

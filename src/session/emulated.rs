@@ -161,6 +161,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             | Ok(Some(Route::Write { backends: bs, .. }))
             | Ok(Some(Route::Everywhere(bs))) => bs,
             Ok(None) => vec![self.proxy.default_pool.name.clone()],
+            Ok(Some(Route::Aggregate(..))) => {
+                self.send_error(&SqlError::new(
+                    sql::ER_NOT_SUPPORTED_YET,
+                    b"42000",
+                    "aggregates over several shards in a server-side prepared statement are not supported yet; \
+                     send the SELECT as a text query",
+                ));
+                return None;
+            }
             Err(e) => {
                 self.send_error(&e);
                 return None;

@@ -47,6 +47,50 @@ pub struct DmlAnalysis {
     pub needs_merge: Option<&'static str>,
     /// Columns an UPDATE assigns.
     pub assigned: Vec<String>,
+    /// For a SELECT whose every item is COUNT/SUM/MIN/MAX (no GROUP BY, DISTINCT, HAVING, ORDER BY
+    /// or LIMIT): the function of each column, so per-shard answers can be combined.
+    pub aggregates: Option<Vec<Aggregate>>,
+}
+
+/// An aggregate whose per-shard results combine into the whole table's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    Count,
+    Sum,
+    Min,
+    Max,
+}
+
+/// The aggregate of each select item, if every item is a plain COUNT/SUM/MIN/MAX call.
+fn simple_aggregates(items: &[SelectItem]) -> Option<Vec<Aggregate>> {
+    use sqlparser::ast::{DuplicateTreatment, FunctionArguments};
+    items
+        .iter()
+        .map(|item| {
+            let expr = match item {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+                _ => return None,
+            };
+            let Expr::Function(f) = expr else {
+                return None;
+            };
+            if f.filter.is_some() || f.over.is_some() {
+                return None;
+            }
+            if let FunctionArguments::List(list) = &f.args {
+                if list.duplicate_treatment == Some(DuplicateTreatment::Distinct) {
+                    return None;
+                }
+            }
+            match f.name.to_string().to_ascii_lowercase().as_str() {
+                "count" => Some(Aggregate::Count),
+                "sum" => Some(Aggregate::Sum),
+                "min" => Some(Aggregate::Min),
+                "max" => Some(Aggregate::Max),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 fn table_ref(name: &ObjectName) -> TableRef {
@@ -268,6 +312,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         keys: Vec::new(),
         needs_merge: None,
         assigned: Vec::new(),
+        aggregates: None,
     };
     let mut selection = None;
     match &parsed {
@@ -284,6 +329,13 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                     selection = s.selection.as_ref();
                     let grouped =
                         !matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty());
+                    if a.needs_merge.is_none()
+                        && !grouped
+                        && s.distinct.is_none()
+                        && s.having.is_none()
+                    {
+                        a.aggregates = simple_aggregates(&s.projection);
+                    }
                     if a.needs_merge.is_none() {
                         a.needs_merge = if grouped {
                             Some("GROUP BY")
