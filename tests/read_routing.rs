@@ -79,10 +79,25 @@ fn ddl_reaches_every_shard_and_reads_route_by_key() {
     all.sort();
     assert_eq!(all.len(), 4);
     assert_eq!(all[0], (first, "a".to_string()));
-    // Prepared-free text protocol through a DEPRECATE_EOF driver and the CLI alike.
-    let (n, m) = code(c.query_drop("SELECT id FROM orders ORDER BY id"));
+    // ORDER BY / LIMIT over shards: a merge of sorted answers.
+    let ordered: Vec<u64> = c.query("SELECT id FROM orders ORDER BY id DESC").unwrap();
+    assert_eq!(ordered, (first..first + 4).rev().collect::<Vec<_>>());
+    let top: Vec<(u64, i32)> = c
+        .query("SELECT id, qty FROM orders ORDER BY qty LIMIT 3")
+        .unwrap();
+    assert_eq!(top.iter().map(|r| r.1).collect::<Vec<_>>(), vec![1, 2, 3]);
+    let any: Vec<u64> = c.query("SELECT id FROM orders LIMIT 2").unwrap();
+    assert_eq!(any.len(), 2);
+    let (n, m) = code(c.query_drop("SELECT id, item FROM orders ORDER BY item"));
     assert_eq!(n, 1235, "{m}");
-    assert!(m.contains("ORDER BY") && m.contains("orders"), "{m}");
+    assert!(m.contains("collation"), "{m}");
+    let (n, m) = code(c.query_drop("SELECT id FROM orders ORDER BY id LIMIT 1, 2"));
+    assert_eq!(n, 1235, "{m}");
+    let after: u64 = c
+        .query_first("SELECT COUNT(*) FROM orders")
+        .unwrap()
+        .unwrap();
+    assert_eq!(after, 4, "connections stay in step after a refused merge");
     // COUNT/SUM/MIN/MAX over every shard combine into the whole table's row.
     let agg: (u64, String, i32, i32) = c
         .query_first("SELECT COUNT(*), SUM(qty), MIN(qty), MAX(qty) FROM orders")

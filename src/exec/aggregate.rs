@@ -23,6 +23,17 @@ pub fn parse_text_row(p: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
     Some(out)
 }
 
+/// The name (alias) of a column definition packet.
+pub fn column_name(def: &[u8]) -> Option<&[u8]> {
+    let mut rest = def;
+    for _ in 0..4 {
+        let len = packets::get_lenenc_int(&mut rest)? as usize;
+        rest = rest.get(len..)?;
+    }
+    let len = packets::get_lenenc_int(&mut rest)? as usize;
+    rest.get(..len)
+}
+
 /// (type, decimals) of a column definition packet.
 pub fn column_type(def: &[u8]) -> Option<(ColumnType, u8)> {
     let mut rest = def;
@@ -37,7 +48,7 @@ pub fn column_type(def: &[u8]) -> Option<(ColumnType, u8)> {
 }
 
 /// A decimal number as an integer scaled by 10^scale.
-fn scaled(text: &str, scale: u32) -> Option<i128> {
+pub(crate) fn scaled(text: &str, scale: u32) -> Option<i128> {
     let (neg, digits) = match text.strip_prefix('-') {
         Some(d) => (true, d),
         None => (false, text),
@@ -77,7 +88,7 @@ fn format_scaled(v: i128, scale: u32) -> String {
     )
 }
 
-fn is_integer(ty: ColumnType) -> bool {
+pub(crate) fn is_integer(ty: ColumnType) -> bool {
     use ColumnType::*;
     matches!(
         ty,
@@ -90,7 +101,7 @@ fn is_integer(ty: ColumnType) -> bool {
     )
 }
 
-fn is_exact(ty: ColumnType) -> bool {
+pub(crate) fn is_exact(ty: ColumnType) -> bool {
     is_integer(ty)
         || matches!(
             ty,
@@ -98,7 +109,7 @@ fn is_exact(ty: ColumnType) -> bool {
         )
 }
 
-fn is_float(ty: ColumnType) -> bool {
+pub(crate) fn is_float(ty: ColumnType) -> bool {
     matches!(
         ty,
         ColumnType::MYSQL_TYPE_FLOAT | ColumnType::MYSQL_TYPE_DOUBLE
@@ -107,7 +118,7 @@ fn is_float(ty: ColumnType) -> bool {
 
 /// Temporal values in MySQL's text format order as their text does (same width), except
 /// negative TIME values, which are refused.
-fn is_temporal(ty: ColumnType) -> bool {
+pub(crate) fn is_temporal(ty: ColumnType) -> bool {
     use ColumnType::*;
     matches!(
         ty,

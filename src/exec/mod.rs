@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod backend;
 pub mod collect;
+pub mod merge_sorted;
 pub mod metadata;
 pub mod pool;
 pub mod relay;

@@ -31,6 +31,12 @@ pub(super) enum Route {
     Everywhere(Vec<String>),
     /// COUNT/SUM/MIN/MAX over several shards: one row from each, combined.
     Aggregate(Vec<String>, Vec<sql::Aggregate>),
+    /// ORDER BY and/or LIMIT n over several shards: a k-way merge of their sorted answers.
+    Sorted {
+        backends: Vec<String>,
+        order: Vec<(String, bool)>,
+        limit: Option<u64>,
+    },
 }
 
 fn unsupported(msg: String) -> SqlError {
@@ -203,6 +209,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let (DmlKind::Select, Some(aggs)) = (a.kind, &a.aggregates) {
             return Ok(Some(Route::Aggregate(targets, aggs.clone())));
         }
+        if a.kind == DmlKind::Select
+            && a.needs_merge.is_none()
+            && (a.order.is_some() || a.limit.is_some())
+        {
+            return Ok(Some(Route::Sorted {
+                backends: targets,
+                order: a.order.clone().unwrap_or_default(),
+                limit: a.limit,
+            }));
+        }
         if let Some(why) = a.needs_merge {
             return Err(unsupported(format!(
                 "this statement on sharded table `{}` reaches {} shards and needs {why} across them, \
@@ -255,6 +271,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Route::Aggregate(backends, aggs) => {
                 self.run_aggregate(&backends, packet, &aggs, adj).await
             }
+            Route::Sorted {
+                backends,
+                order,
+                limit,
+            } => self.run_sorted(&backends, packet, &order, limit, adj).await,
         }
     }
 
@@ -324,6 +345,69 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(r) => {
                 self.last_ok = !r.error;
                 Ok(!r.error)
+            }
+            Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
+            Err(e) => Err(self.backend_lost(e)),
+        }
+    }
+
+    /// Sends the SELECT to every shard and merges their sorted answers.
+    async fn run_sorted(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+        order: &[(String, bool)],
+        limit: Option<u64>,
+        adj: Adjust,
+    ) -> Result<bool, End> {
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in backends {
+            match self.lease_index(b).await {
+                Ok(i) => idx.push(i),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            }
+        }
+        for &i in &idx {
+            self.join_transaction(i).await?;
+            self.leases.get_mut(i).write_command(packet);
+        }
+        for &i in &idx {
+            if let Err(e) = self.leases.get_mut(i).flush().await {
+                return Err(self.backend_lost(e));
+            }
+        }
+        let mut status = self.status;
+        if adj.more_results {
+            status |= mysql_common::constants::StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
+        }
+        let deprecate_eof = self.deprecate_eof();
+        let mut slots: Vec<Option<&mut crate::exec::BackendConn>> = self
+            .leases
+            .held_mut()
+            .iter_mut()
+            .map(|h| Some(&mut *h.lease))
+            .collect();
+        let mut conns: Vec<&mut crate::exec::BackendConn> = idx
+            .iter()
+            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+            .collect();
+        let mut client = Client {
+            writer: &mut self.writer,
+            deprecate_eof,
+        };
+        match crate::exec::merge_sorted::relay_sorted(&mut conns, &mut client, order, limit, status)
+            .await
+        {
+            Ok(Ok(r)) => {
+                self.last_ok = !r.error;
+                Ok(!r.error)
+            }
+            Ok(Err(msg)) => {
+                self.send_error(&unsupported(msg));
+                Ok(false)
             }
             Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
             Err(e) => Err(self.backend_lost(e)),

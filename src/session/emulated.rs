@@ -161,12 +161,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             | Ok(Some(Route::Write { backends: bs, .. }))
             | Ok(Some(Route::Everywhere(bs))) => bs,
             Ok(None) => vec![self.proxy.default_pool.name.clone()],
-            Ok(Some(Route::Aggregate(..))) => {
+            Ok(Some(Route::Aggregate(..) | Route::Sorted { .. })) => {
                 self.send_error(&SqlError::new(
                     sql::ER_NOT_SUPPORTED_YET,
                     b"42000",
-                    "aggregates over several shards in a server-side prepared statement are not supported yet; \
-                     send the SELECT as a text query",
+                    "aggregates, ORDER BY and LIMIT over several shards in a server-side prepared statement \
+                     are not supported yet; send the SELECT as a text query",
                 ));
                 return None;
             }

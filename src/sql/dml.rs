@@ -50,6 +50,49 @@ pub struct DmlAnalysis {
     /// For a SELECT whose every item is COUNT/SUM/MIN/MAX (no GROUP BY, DISTINCT, HAVING, ORDER BY
     /// or LIMIT): the function of each column, so per-shard answers can be combined.
     pub aggregates: Option<Vec<Aggregate>>,
+    /// For a SELECT ordered by plain columns: each column and whether it is descending, so
+    /// sorted per-shard answers can be merged.
+    pub order: Option<Vec<(String, bool)>>,
+    /// `LIMIT n` (no offset): every shard returns at most n rows, the merge keeps the first n.
+    pub limit: Option<u64>,
+}
+
+/// `ORDER BY c1 [ASC|DESC], …` over plain column names.
+fn plain_order(order: &sqlparser::ast::OrderBy) -> Option<Vec<(String, bool)>> {
+    use sqlparser::ast::{OrderByKind, OrderBySort};
+    let OrderByKind::Expressions(items) = &order.kind else {
+        return None;
+    };
+    items
+        .iter()
+        .map(|o| {
+            if o.with_fill.is_some() || o.options.nulls_first.is_some() {
+                return None;
+            }
+            let desc = match &o.options.sort {
+                None | Some(OrderBySort::Asc) => false,
+                Some(OrderBySort::Desc) => true,
+                Some(_) => return None,
+            };
+            Some((KeyScan::column(&o.expr)?, desc))
+        })
+        .collect()
+}
+
+/// `LIMIT n` with a literal n and no offset.
+fn plain_limit(limit: &sqlparser::ast::LimitClause) -> Option<u64> {
+    use sqlparser::ast::LimitClause;
+    match limit {
+        LimitClause::LimitOffset {
+            limit: Some(Expr::Value(v)),
+            offset: None,
+            limit_by,
+        } if limit_by.is_empty() => match &v.value {
+            SqlValue::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// An aggregate whose per-shard results combine into the whole table's.
@@ -313,15 +356,24 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         needs_merge: None,
         assigned: Vec::new(),
         aggregates: None,
+        order: None,
+        limit: None,
     };
     let mut selection = None;
     match &parsed {
         Statement::Query(q) => {
             a.kind = DmlKind::Select;
-            if q.order_by.is_some() {
-                a.needs_merge = Some("ORDER BY");
-            } else if q.limit_clause.is_some() {
-                a.needs_merge = Some("LIMIT");
+            if let Some(o) = &q.order_by {
+                a.order = plain_order(o);
+                if a.order.is_none() {
+                    a.needs_merge = Some("ORDER BY");
+                }
+            }
+            if let Some(l) = &q.limit_clause {
+                a.limit = plain_limit(l);
+                if a.limit.is_none() {
+                    a.needs_merge = Some("LIMIT with an offset");
+                }
             }
             match q.body.as_ref() {
                 SetExpr::Select(s) => {
@@ -350,7 +402,11 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                         };
                     }
                 }
-                _ => a.needs_merge = a.needs_merge.or(Some("UNION or a nested query")),
+                _ => {
+                    a.needs_merge = a.needs_merge.or(Some("UNION or a nested query"));
+                    a.order = None;
+                    a.limit = None;
+                }
             }
         }
         Statement::Update(u) => {
@@ -428,9 +484,15 @@ mod tests {
 
     #[test]
     fn merges_needed_are_named() {
+        let a = analyze_dml(b"SELECT * FROM t WHERE x = 1 ORDER BY id DESC, k LIMIT 10").unwrap();
+        assert_eq!(
+            a.order,
+            Some(vec![("id".to_string(), true), ("k".to_string(), false)])
+        );
+        assert_eq!((a.limit, a.needs_merge), (Some(10), None));
         for (sql, why) in [
-            ("SELECT * FROM t ORDER BY id", "ORDER BY"),
-            ("SELECT * FROM t LIMIT 3", "LIMIT"),
+            ("SELECT * FROM t ORDER BY id + 1", "ORDER BY"),
+            ("SELECT * FROM t LIMIT 3 OFFSET 2", "LIMIT with an offset"),
             ("SELECT COUNT(*) FROM t", "aggregate functions"),
             ("SELECT k, v FROM t GROUP BY k, v", "GROUP BY"),
             ("SELECT DISTINCT k FROM t", "DISTINCT"),
