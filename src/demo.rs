@@ -135,6 +135,22 @@ async fn showcase(listen: &str, shards: &[(String, String)]) -> Result<(), mysql
         .await?;
         println!("  order id {}", conn.last_insert_id().unwrap_or(0));
     }
+    println!("\nReads through idgate (routed by sharding key, or merged across shards):");
+    let sql = format!("SELECT id, item FROM orders WHERE user_id = {first} ORDER BY id");
+    let rows: Vec<(u64, String)> = conn.query(run(sql)).await?;
+    for (id, item) in rows {
+        println!("  id={id:<20} item={item}");
+    }
+    let rows: Vec<(u64, String)> = conn
+        .query(run("SELECT id, name FROM users ORDER BY id".into()))
+        .await?;
+    for (id, name) in rows {
+        println!("  id={id:<6} name={name}");
+    }
+    let n: Option<u64> = conn
+        .query_first(run("SELECT COUNT(*) FROM orders".into()))
+        .await?;
+    println!("  {}", n.unwrap_or(0));
     conn.disconnect().await?;
     println!("\nWhere the rows landed (read from each shard directly):");
     for (name, url) in shards {
