@@ -113,6 +113,36 @@ fn ddl_reaches_every_shard_and_reads_route_by_key() {
         .unwrap()
         .unwrap();
     assert_eq!(total, 1, "an aggregate pinned to one shard is fine");
+    // EXPLAIN ROUTE shows the plan without running it.
+    let plan: Vec<(String, String, String)> = c
+        .query(format!(
+            "EXPLAIN ROUTE SELECT * FROM orders WHERE id = {first}"
+        ))
+        .unwrap();
+    assert_eq!(plan.len(), 1);
+    assert_eq!(plan[0].2, "none");
+    let plan: Vec<(String, String, String)> = c
+        .query("EXPLAIN ROUTE SELECT id FROM orders ORDER BY id LIMIT 5")
+        .unwrap();
+    assert_eq!(
+        plan.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        vec!["shard0", "shard1"]
+    );
+    assert!(
+        plan[0].2.contains("k-way merge")
+            && plan[0].1 == "SELECT id FROM orders ORDER BY id LIMIT 5",
+        "{plan:?}"
+    );
+    let plan: Vec<(String, String, String)> = c
+        .query("EXPLAIN ROUTE INSERT INTO orders (item) VALUES ('z')")
+        .unwrap();
+    assert_eq!(plan.len(), 2);
+    assert!(plan[0].2.contains("generator `seq`"), "{plan:?}");
+    let before: u64 = c
+        .query_first("SELECT COUNT(*) FROM orders")
+        .unwrap()
+        .unwrap();
+    assert_eq!(before, 4, "EXPLAIN ROUTE ran nothing");
     // UPDATE and DELETE: affected rows summed over shards.
     c.query_drop("UPDATE orders SET qty = qty + 10").unwrap();
     assert_eq!(c.affected_rows(), 4);

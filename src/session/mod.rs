@@ -4,6 +4,7 @@
 mod commands;
 mod dml;
 mod emulated;
+mod explain;
 mod insert;
 mod leases;
 mod prepared;

@@ -22,6 +22,8 @@ enum Plan {
         column: String,
     },
     Routed(super::dml::Route),
+    /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
+    ExplainRoute(std::ops::Range<usize>),
     Refuse(SqlError),
 }
 
@@ -35,7 +37,10 @@ enum Step {
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) async fn query(&mut self, packet: &[u8]) -> Option<End> {
-        if self.proxy.tables.is_empty() && self.proxy.idgen.is_empty() {
+        if self.proxy.tables.is_empty()
+            && self.proxy.idgen.is_empty()
+            && super::explain::explain_route_target(&packet[1..]).is_none()
+        {
             return self.forward(packet, Reply::Results).await;
         }
         let sql = &packet[1..];
@@ -91,6 +96,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Decides what to do with one statement; cheap unless it names a configured table.
     fn plan(&mut self, stmt: &[u8]) -> Plan {
+        if let Some(inner) = super::explain::explain_route_target(stmt) {
+            let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
+            return Plan::ExplainRoute(start..start + inner.len());
+        }
         match sql::classify(stmt) {
             StatementKind::Insert | StatementKind::Replace
                 if self.proxy.tables.mentioned_in(stmt) =>
@@ -219,6 +228,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 count,
                 column,
             } => self.next_values(&generator, count, &column, more).await,
+            Plan::ExplainRoute(r) => {
+                if self.explain_route(&stmt[r], more) {
+                    Step::Ok
+                } else {
+                    Step::Failed
+                }
+            }
             Plan::Routed(route) => match self.run_routed(stmt, packet, route, more).await {
                 Ok(true) => Step::Ok,
                 Ok(false) => Step::Failed,
