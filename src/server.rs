@@ -128,9 +128,10 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
         );
         sessions.abort_all();
     }
-    drop(workers);
-    // Release worker-id leases so another idgate can take them at once.
+    // Release worker-id leases so another idgate can take them at once (before the worker
+    // threads stop: connections they opened are driven by their event loops).
     proxy.idgen.shutdown().await;
+    drop(workers);
     Ok(())
 }
 
