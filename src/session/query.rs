@@ -11,6 +11,10 @@ use crate::sql::{self, InsertAnalysis, SessionQuery, StatementKind};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
+/// SET statements a session keeps for connections it takes later; older ones beyond this are
+/// dropped (a session that keeps setting new user variables would otherwise grow without bound).
+const MAX_REPLAYED_SETS: usize = 256;
+
 /// What to do with one statement.
 enum Plan {
     /// Send it to the default backend as it is.
@@ -161,8 +165,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if sql::mentions_sql_mode(stmt) {
                     self.no_auto_value_on_zero = None;
                 }
-                // Replayed on connections to other backends the session takes later.
+                // Replayed on connections to other backends the session takes later. A repeated
+                // SET moves to the end (later SETs win); the list stays bounded.
                 if self.proxy.pools.len() > 1 {
+                    self.replay.retain(|s| s.as_slice() != stmt);
+                    if self.replay.len() >= MAX_REPLAYED_SETS {
+                        self.replay.remove(0);
+                    }
                     self.replay.push(stmt.to_vec());
                 }
             }
