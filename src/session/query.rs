@@ -65,9 +65,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 for r in &ranges {
                     self.after_forward(&sql[r.clone()]);
                 }
-                if std::mem::take(&mut self.pending_follow_db) {
-                    self.follow_db().await;
-                }
+                self.propagate_session_state().await;
             }
             return end;
         }
@@ -158,6 +156,32 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// Carries a USE or SET that ran on the default backend over to the session's other
+    /// connections, so every shard sees the same session state.
+    async fn propagate_session_state(&mut self) {
+        if std::mem::take(&mut self.pending_follow_db) {
+            self.follow_db().await;
+        }
+        let sets = std::mem::take(&mut self.pending_sets);
+        if sets.is_empty() {
+            return;
+        }
+        let default = self.proxy.default_pool.name.clone();
+        for h in self
+            .leases
+            .held_mut()
+            .iter_mut()
+            .filter(|h| h.backend != default)
+        {
+            for stmt in &sets {
+                if let Err(e) = h.lease.query_drop_bytes(stmt).await {
+                    tracing::warn!(backend = %h.backend, error = %e, "could not carry a SET over");
+                    h.lease.broken = true;
+                }
+            }
+        }
+    }
+
     /// Bookkeeping after a statement ran on the default backend.
     fn after_forward(&mut self, stmt: &[u8]) {
         match sql::classify(stmt) {
@@ -173,6 +197,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         self.replay.remove(0);
                     }
                     self.replay.push(stmt.to_vec());
+                    self.pending_sets.push(stmt.to_vec());
                 }
             }
             StatementKind::Use => {
@@ -223,9 +248,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return Step::Failed;
                 }
                 self.after_forward(stmt);
-                if std::mem::take(&mut self.pending_follow_db) {
-                    self.follow_db().await;
-                }
+                self.propagate_session_state().await;
                 Step::Ok
             }
             Plan::Refuse(e) => {
