@@ -245,19 +245,12 @@ pub async fn relay_sorted<W: AsyncWrite + Unpin>(
     }
     let status = StatusFlags::from_bits_retain(status);
     let start = client.writer.begin();
-    if client.deprecate_eof {
-        packets::ok(
-            client.writer.payload(),
-            packets::EOF_HEADER,
-            0,
-            0,
-            status,
-            warnings,
-            b"",
-        );
-    } else {
-        packets::eof(client.writer.payload(), warnings, status);
-    }
+    packets::terminator(
+        client.writer.payload(),
+        client.deprecate_eof,
+        warnings,
+        status,
+    );
     client.writer.end(start);
     Ok(Ok(Relayed {
         status: status.bits(),

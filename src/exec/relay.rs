@@ -82,19 +82,7 @@ impl<W: AsyncWrite + Unpin> Client<'_, W> {
         let (warnings, status) = packets::parse_eof(eof);
         let status = status | StatusFlags::from_bits_retain(add_status);
         let start = self.writer.begin();
-        if self.deprecate_eof {
-            packets::ok(
-                self.writer.payload(),
-                packets::EOF_HEADER,
-                0,
-                0,
-                status,
-                warnings,
-                b"",
-            );
-        } else {
-            packets::eof(self.writer.payload(), warnings, status);
-        }
+        packets::terminator(self.writer.payload(), self.deprecate_eof, warnings, status);
         self.writer.end(start);
     }
 

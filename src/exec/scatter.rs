@@ -48,19 +48,12 @@ pub async fn relay_concat<W: AsyncWrite + Unpin>(
         (status & !StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()) | add_status,
     );
     let start = client.writer.begin();
-    if client.deprecate_eof {
-        packets::ok(
-            client.writer.payload(),
-            packets::EOF_HEADER,
-            0,
-            0,
-            status,
-            warnings,
-            b"",
-        );
-    } else {
-        packets::eof(client.writer.payload(), warnings, status);
-    }
+    packets::terminator(
+        client.writer.payload(),
+        client.deprecate_eof,
+        warnings,
+        status,
+    );
     client.writer.end(start);
     out.status = status.bits();
     Ok(out)

@@ -279,6 +279,35 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// Sends `packet` to each backend (joining the client's transaction first), pipelined.
+    /// `Ok(None)`: a connection could not be had and the client was told.
+    pub(super) async fn send_to_all(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+    ) -> Result<Option<Vec<usize>>, End> {
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in backends {
+            match self.lease_index(b).await {
+                Ok(i) => idx.push(i),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(None);
+                }
+            }
+        }
+        for &i in &idx {
+            self.join_transaction(i).await?;
+            self.leases.get_mut(i).write_command(packet);
+        }
+        for &i in &idx {
+            if let Err(e) = self.leases.get_mut(i).flush().await {
+                return Err(self.backend_lost(e));
+            }
+        }
+        Ok(Some(idx))
+    }
+
     /// Relays the statement on one backend (joining the client's transaction first).
     async fn run_one(&mut self, backend: &str, packet: &[u8], adj: Adjust) -> Result<bool, End> {
         let i = match self.lease_index(backend).await {
@@ -301,37 +330,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         adj: Adjust,
     ) -> Result<bool, End> {
-        let mut idx = Vec::with_capacity(backends.len());
-        for b in backends {
-            match self.lease_index(b).await {
-                Ok(i) => idx.push(i),
-                Err(e) => {
-                    self.send_error(&e);
-                    return Ok(false);
-                }
-            }
-        }
-        for &i in &idx {
-            self.join_transaction(i).await?;
-            self.leases.get_mut(i).write_command(packet);
-        }
-        for &i in &idx {
-            if let Err(e) = self.leases.get_mut(i).flush().await {
-                return Err(self.backend_lost(e));
-            }
-        }
+        let Some(idx) = self.send_to_all(backends, packet).await? else {
+            return Ok(false);
+        };
         let deprecate_eof = self.deprecate_eof();
         // Answer in the order the shards are configured.
-        let mut slots: Vec<Option<&mut crate::exec::BackendConn>> = self
-            .leases
-            .held_mut()
-            .iter_mut()
-            .map(|h| Some(&mut *h.lease))
-            .collect();
-        let mut conns: Vec<&mut crate::exec::BackendConn> = idx
-            .iter()
-            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
-            .collect();
+        let mut conns = self.leases.conns(&idx);
         let mut client = Client {
             writer: &mut self.writer,
             deprecate_eof,
@@ -360,40 +364,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         limit: Option<u64>,
         adj: Adjust,
     ) -> Result<bool, End> {
-        let mut idx = Vec::with_capacity(backends.len());
-        for b in backends {
-            match self.lease_index(b).await {
-                Ok(i) => idx.push(i),
-                Err(e) => {
-                    self.send_error(&e);
-                    return Ok(false);
-                }
-            }
-        }
-        for &i in &idx {
-            self.join_transaction(i).await?;
-            self.leases.get_mut(i).write_command(packet);
-        }
-        for &i in &idx {
-            if let Err(e) = self.leases.get_mut(i).flush().await {
-                return Err(self.backend_lost(e));
-            }
-        }
+        let Some(idx) = self.send_to_all(backends, packet).await? else {
+            return Ok(false);
+        };
         let mut status = self.status;
         if adj.more_results {
             status |= mysql_common::constants::StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
         }
         let deprecate_eof = self.deprecate_eof();
-        let mut slots: Vec<Option<&mut crate::exec::BackendConn>> = self
-            .leases
-            .held_mut()
-            .iter_mut()
-            .map(|h| Some(&mut *h.lease))
-            .collect();
-        let mut conns: Vec<&mut crate::exec::BackendConn> = idx
-            .iter()
-            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
-            .collect();
+        let mut conns = self.leases.conns(&idx);
         let mut client = Client {
             writer: &mut self.writer,
             deprecate_eof,
@@ -424,27 +403,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     ) -> Result<bool, End> {
         use crate::exec::collect::{collect, Collected};
         use crate::wire::packets;
-        let mut idx = Vec::with_capacity(backends.len());
-        for b in backends {
-            match self.lease_index(b).await {
-                Ok(i) => idx.push(i),
-                Err(e) => {
-                    self.send_error(&e);
-                    return Ok(false);
-                }
-            }
-        }
-        for &i in &idx {
-            self.join_transaction(i).await?;
-            self.leases.get_mut(i).write_command(packet);
-        }
+        let Some(idx) = self.send_to_all(backends, packet).await? else {
+            return Ok(false);
+        };
         let mut answers = Vec::with_capacity(idx.len());
-        for &i in &idx {
-            let be = self.leases.get_mut(i);
-            if let Err(e) = be.flush().await {
-                return Err(self.backend_lost(e));
-            }
-        }
         for &i in &idx {
             match collect(self.leases.get_mut(i)).await {
                 Ok(c) => answers.push(c),
@@ -487,39 +449,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
         };
-        let mut status = self.status;
-        if adj.more_results {
-            status |= mysql_common::constants::StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
-        }
-        let status = mysql_common::constants::StatusFlags::from_bits_retain(status);
-        let mut count = Vec::new();
-        packets::put_lenenc_int(&mut count, columns.len() as u64);
-        self.writer.write(&count);
-        for c in &columns {
-            self.writer.write(c);
-        }
-        let deprecate = self.deprecate_eof();
-        if !deprecate {
-            let start = self.writer.begin();
-            packets::eof(self.writer.payload(), 0, status);
-            self.writer.end(start);
-        }
-        self.writer.write(&row);
-        let start = self.writer.begin();
-        if deprecate {
-            packets::ok(
-                self.writer.payload(),
-                packets::EOF_HEADER,
-                0,
-                0,
-                status,
-                warnings,
-                b"",
-            );
-        } else {
-            packets::eof(self.writer.payload(), warnings, status);
-        }
-        self.writer.end(start);
+        let status = self.status_with(adj.more_results);
+        self.send_result_set(&columns, [row.as_slice()], warnings, status);
         self.last_ok = true;
         Ok(true)
     }

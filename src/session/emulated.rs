@@ -204,16 +204,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         let deprecate_eof = self.deprecate_eof();
-        let mut slots: Vec<Option<&mut crate::exec::BackendConn>> = self
-            .leases
-            .held_mut()
-            .iter_mut()
-            .map(|h| Some(&mut *h.lease))
-            .collect();
-        let mut conns: Vec<&mut crate::exec::BackendConn> = idx
-            .iter()
-            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
-            .collect();
+        let mut conns = self.leases.conns(&idx);
         let mut client = Client {
             writer: &mut self.writer,
             deprecate_eof,

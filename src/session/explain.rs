@@ -1,7 +1,7 @@
 //! `EXPLAIN ROUTE <statement>`: the plan idgate would run, without running it — one row per
 //! backend with the SQL it would get and how the answers would be combined.
 
-use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
+use mysql_common::constants::{ColumnFlags, ColumnType};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::dml::Route;
@@ -115,55 +115,35 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return false;
             }
         };
-        let mut status = self.status;
-        if more {
-            status |= StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
-        }
-        let status = StatusFlags::from_bits_retain(status);
-        self.writer.write(&[3]);
-        for name in ["backend", "sql", "merge"] {
-            let start = self.writer.begin();
-            let b = self.writer.payload();
-            packets::put_lenenc_str(b, b"def");
-            for part in [&b""[..], b"", b"", name.as_bytes(), b""] {
-                packets::put_lenenc_str(b, part);
-            }
-            b.push(0x0c);
-            b.extend_from_slice(&45u16.to_le_bytes()); // utf8mb4_general_ci
-            b.extend_from_slice(&(4 * 65535u32).to_le_bytes());
-            b.push(ColumnType::MYSQL_TYPE_VAR_STRING as u8);
-            b.extend_from_slice(&ColumnFlags::NOT_NULL_FLAG.bits().to_le_bytes());
-            b.extend_from_slice(&[0x27, 0, 0]);
-            self.writer.end(start);
-        }
-        let deprecate = self.deprecate_eof();
-        if !deprecate {
-            let start = self.writer.begin();
-            packets::eof(self.writer.payload(), 0, status);
-            self.writer.end(start);
-        }
-        for r in rows {
-            let start = self.writer.begin();
-            for v in &r {
-                packets::put_lenenc_str(self.writer.payload(), v.as_bytes());
-            }
-            self.writer.end(start);
-        }
-        let start = self.writer.begin();
-        if deprecate {
-            packets::ok(
-                self.writer.payload(),
-                packets::EOF_HEADER,
-                0,
-                0,
-                status,
-                0,
-                b"",
-            );
-        } else {
-            packets::eof(self.writer.payload(), 0, status);
-        }
-        self.writer.end(start);
+        let columns: Vec<Vec<u8>> = ["backend", "sql", "merge"]
+            .iter()
+            .map(|name| {
+                let mut def = Vec::new();
+                // utf8mb4_general_ci text, as SHOW statements answer.
+                packets::column_def(
+                    &mut def,
+                    name.as_bytes(),
+                    45,
+                    4 * 65535,
+                    ColumnType::MYSQL_TYPE_VAR_STRING,
+                    ColumnFlags::NOT_NULL_FLAG,
+                    0x27,
+                );
+                def
+            })
+            .collect();
+        let packed: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|r| {
+                let mut p = Vec::new();
+                for v in r {
+                    packets::put_lenenc_str(&mut p, v.as_bytes());
+                }
+                p
+            })
+            .collect();
+        let status = self.status_with(more);
+        self.send_result_set(&columns, packed.iter().map(Vec::as_slice), 0, status);
         true
     }
 }

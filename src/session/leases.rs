@@ -32,6 +32,15 @@ impl Leases {
         &mut self.held
     }
 
+    /// The connections at `idx`, in that order, borrowed together.
+    pub fn conns(&mut self, idx: &[usize]) -> Vec<&mut crate::exec::BackendConn> {
+        let mut slots: Vec<Option<&mut crate::exec::BackendConn>> =
+            self.held.iter_mut().map(|h| Some(&mut *h.lease)).collect();
+        idx.iter()
+            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+            .collect()
+    }
+
     pub fn take(&mut self, i: usize) -> Held {
         self.held.remove(i)
     }

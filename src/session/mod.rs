@@ -199,6 +199,42 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.writer.end(start);
     }
 
+    /// A whole result set idgate answers itself: column definitions, rows (text protocol
+    /// packets) and the terminator in the client's framing.
+    fn send_result_set<'a>(
+        &mut self,
+        columns: &[Vec<u8>],
+        rows: impl IntoIterator<Item = &'a [u8]>,
+        warnings: u16,
+        status: StatusFlags,
+    ) {
+        let deprecate = self.deprecate_eof();
+        let mut count = Vec::new();
+        packets::put_lenenc_int(&mut count, columns.len() as u64);
+        self.writer.write(&count);
+        for c in columns {
+            self.writer.write(c);
+        }
+        if !deprecate {
+            let start = self.writer.begin();
+            packets::eof(self.writer.payload(), 0, status);
+            self.writer.end(start);
+        }
+        for row in rows {
+            self.writer.write(row);
+        }
+        let start = self.writer.begin();
+        packets::terminator(self.writer.payload(), deprecate, warnings, status);
+        self.writer.end(start);
+    }
+
+    /// The session's status flags, with MORE_RESULTS when more answers follow.
+    fn status_with(&self, more_results: bool) -> StatusFlags {
+        let mut s = StatusFlags::from_bits_retain(self.status);
+        s.set(StatusFlags::SERVER_MORE_RESULTS_EXISTS, more_results);
+        s
+    }
+
     fn send_error(&mut self, e: &SqlError) {
         let start = self.writer.begin();
         e.encode(self.writer.payload());

@@ -1,7 +1,7 @@
 //! COM_QUERY: statements about configured tables are rewritten and routed; sequence functions
 //! are answered by idgate; everything else reaches the default backend as the client's bytes.
 
-use mysql_common::constants::{CapabilityFlags, ColumnFlags, ColumnType, StatusFlags};
+use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
@@ -326,59 +326,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Step::Failed;
             }
         };
-        let mut status = self.status;
-        if more {
-            status |= StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
-        }
-        self.write_single_value(column, first, StatusFlags::from_bits_retain(status));
+        let status = self.status_with(more);
+        self.write_single_value(column, first, status);
         Step::Ok
     }
 
     /// A one-row, one-column result set with a BIGINT UNSIGNED value.
     fn write_single_value(&mut self, column: &str, value: u64, status: StatusFlags) {
-        self.writer.write(&[1]);
-        let start = self.writer.begin();
-        let b = self.writer.payload();
-        packets::put_lenenc_str(b, b"def");
-        for part in [&b""[..], b"", b"", column.as_bytes(), b""] {
-            packets::put_lenenc_str(b, part);
-        }
-        b.push(0x0c);
-        b.extend_from_slice(&63u16.to_le_bytes());
-        b.extend_from_slice(&20u32.to_le_bytes());
-        b.push(ColumnType::MYSQL_TYPE_LONGLONG as u8);
+        let mut def = Vec::new();
         let flags =
             ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
-        b.extend_from_slice(&flags.bits().to_le_bytes());
-        b.extend_from_slice(&[0, 0, 0]);
-        self.writer.end(start);
-        let deprecate = self
-            .hello
-            .capabilities
-            .contains(CapabilityFlags::CLIENT_DEPRECATE_EOF);
-        if !deprecate {
-            let start = self.writer.begin();
-            packets::eof(self.writer.payload(), 0, status);
-            self.writer.end(start);
-        }
-        let start = self.writer.begin();
-        packets::put_lenenc_str(self.writer.payload(), value.to_string().as_bytes());
-        self.writer.end(start);
-        let start = self.writer.begin();
-        if deprecate {
-            packets::ok(
-                self.writer.payload(),
-                packets::EOF_HEADER,
-                0,
-                0,
-                status,
-                0,
-                b"",
-            );
-        } else {
-            packets::eof(self.writer.payload(), 0, status);
-        }
-        self.writer.end(start);
+        packets::column_def(
+            &mut def,
+            column.as_bytes(),
+            63,
+            20,
+            ColumnType::MYSQL_TYPE_LONGLONG,
+            flags,
+            0,
+        );
+        let mut row = Vec::new();
+        packets::put_lenenc_str(&mut row, value.to_string().as_bytes());
+        self.send_result_set(&[def], [row.as_slice()], 0, status);
     }
 }
 

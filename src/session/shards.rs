@@ -279,35 +279,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         ordered.sort_by_key(|(i, _)| *i);
-        let mut count = Vec::new();
-        packets::put_lenenc_int(&mut count, columns.len() as u64);
-        self.writer.write(&count);
-        for c in columns {
-            self.writer.write(c);
-        }
-        let deprecate = self.deprecate_eof();
-        if !deprecate {
-            let start = self.writer.begin();
-            packets::eof(self.writer.payload(), 0, status);
-            self.writer.end(start);
-        }
-        for (_, row) in ordered {
-            self.writer.write(row);
-        }
-        let start = self.writer.begin();
-        if deprecate {
-            packets::ok(
-                self.writer.payload(),
-                packets::EOF_HEADER,
-                0,
-                0,
-                status,
-                warnings,
-                b"",
-            );
-        } else {
-            packets::eof(self.writer.payload(), warnings, status);
-        }
-        self.writer.end(start);
+        let rows: Vec<&[u8]> = ordered.into_iter().map(|(_, r)| r.as_slice()).collect();
+        self.send_result_set(columns, rows, warnings, status);
     }
 }

@@ -71,6 +71,39 @@ pub fn eof(buf: &mut Vec<u8>, warnings: u16, status: StatusFlags) {
     buf.extend_from_slice(&status.bits().to_le_bytes());
 }
 
+/// The packet that ends a result set: an EOF, or for CLIENT_DEPRECATE_EOF clients an OK packet
+/// with the EOF header.
+pub fn terminator(buf: &mut Vec<u8>, deprecate_eof: bool, warnings: u16, status: StatusFlags) {
+    if deprecate_eof {
+        ok(buf, EOF_HEADER, 0, 0, status, warnings, b"");
+    } else {
+        eof(buf, warnings, status);
+    }
+}
+
+/// A column definition for a result set idgate builds itself (no table, no schema).
+pub fn column_def(
+    buf: &mut Vec<u8>,
+    name: &[u8],
+    charset: u16,
+    length: u32,
+    column_type: mysql_common::constants::ColumnType,
+    flags: mysql_common::constants::ColumnFlags,
+    decimals: u8,
+) {
+    put_lenenc_str(buf, b"def");
+    for part in [&b""[..], b"", b"", name, b""] {
+        put_lenenc_str(buf, part);
+    }
+    buf.push(0x0c);
+    buf.extend_from_slice(&charset.to_le_bytes());
+    buf.extend_from_slice(&length.to_le_bytes());
+    buf.push(column_type as u8);
+    buf.extend_from_slice(&flags.bits().to_le_bytes());
+    buf.push(decimals);
+    buf.extend_from_slice(&[0, 0]);
+}
+
 pub fn err(buf: &mut Vec<u8>, code: u16, sqlstate: &[u8; 5], message: &[u8]) {
     buf.push(ERR_HEADER);
     buf.extend_from_slice(&code.to_le_bytes());
