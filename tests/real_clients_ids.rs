@@ -317,8 +317,38 @@ fn jdbc_command(java: &Path, classpath: &str, t: &Target, mode: &[&str]) -> Comm
 fn jdbc_generated_keys_match_auto_increment() {
     let (java, classpath) = compile_jdbc();
     let g = setup(&["jdbc_ids"]);
+    // What Connector/J sends, from the direct server's general log: proof that the program covers
+    // the multi-statement batch, the multi-values rewrite and server-side prepared statements.
+    let mut a = common::direct(auto_increment_db());
+    a.query_drop("SET GLOBAL log_output = 'TABLE', GLOBAL general_log = 1")
+        .unwrap();
     let t = differential("jdbc_ids", &g, |t| {
         jdbc_command(&java, &classpath, t, &["sequence"])
+    });
+    a.query_drop("SET GLOBAL general_log = 0").unwrap();
+    let sent: Vec<(String, String)> = a
+        .query(
+            "SELECT command_type, CONVERT(argument USING utf8mb4) FROM mysql.general_log \
+             WHERE argument LIKE 'INSERT INTO jdbc_ids%'",
+        )
+        .unwrap();
+    let seen = |kind: &str, what: &str, pred: &dyn Fn(&str) -> bool| {
+        assert!(
+            sent.iter().any(|(k, q)| k == kind && pred(q)),
+            "Connector/J never sent {what} ({kind}); it sent:\n{sent:#?}"
+        )
+    };
+    seen("Query", "a ;-separated batch of prepared INSERTs", &|q| {
+        q.starts_with("INSERT INTO jdbc_ids (id, v) VALUES (NULL, 'rewrite batch id null 1');INSERT INTO jdbc_ids (id, v) VALUES (0, ")
+    });
+    seen("Query", "a multi-values rewritten batch", &|q| {
+        q.contains("'rewrite batch without keys 1'), ('rewrite batch without keys 2'")
+    });
+    seen("Prepare", "a server-side prepared INSERT", &|q| {
+        q == "INSERT INTO jdbc_ids (id, v) VALUES (?, ?)"
+    });
+    seen("Execute", "a server-side prepared INSERT with NULL", &|q| {
+        q == "INSERT INTO jdbc_ids (id, v) VALUES (NULL, 'server-prep prep setNull')"
     });
     for line in [
         "client-prep stmt single keys: [1]",
@@ -457,5 +487,54 @@ fn python_ids_match_auto_increment() {
         client_args(&mut cmd, t);
         cmd
     });
-    assert_has(&t, "done");
+    // SQLAlchemy knows it talks to MariaDB with RETURNING, through idgate too.
+    let dialect = line_after(&t, "sqlalchemy dialect ");
+    assert!(
+        dialect.starts_with("mariadb=True ")
+            && dialect.ends_with(" insert_returning=True insertmanyvalues=True"),
+        "{dialect}"
+    );
+    // The ORM's 100 objects: one INSERT … RETURNING, ids 1..=100 in object order.
+    let orm: Vec<u64> = (1..=100).collect();
+    assert_has(&t, &format!("orm add_all 100 ids {orm:?}"));
+    assert_has(&t, "orm add_all sent: INSERT INTO py_ids_orm rows=100 RETURNING py_ids_orm.id, py_ids_orm.id AS id__1 executemany params=200");
+    for line in [
+        "orm LAST_INSERT_ID() 1",
+        "orm add one flushed id 101",
+        "orm id=None ids [102, 103]",
+        "orm bulk insert sent: INSERT INTO py_ids_orm rows=1 executemany params=20",
+        "orm bulk LAST_INSERT_ID() 104",
+        "core insert inserted_primary_key (134,) lastrowid 134 rowcount 1",
+        "core multi-values lastrowid 135 rowcount 3",
+        "core insert returning 138",
+        "pymysql single rowcount=1 lastrowid=1 insert_id=1 LAST_INSERT_ID()=1",
+        "pymysql multi-row rowcount=3 lastrowid=2 insert_id=2 LAST_INSERT_ID()=2",
+        "pymysql id None rowcount=1 lastrowid=5 insert_id=5 LAST_INSERT_ID()=5",
+        "pymysql id 0 rowcount=1 lastrowid=6 insert_id=6 LAST_INSERT_ID()=6",
+        "pymysql executemany rowcount=10 lastrowid=7 insert_id=7 LAST_INSERT_ID()=7",
+        "pymysql executemany id None/0 rowcount=6 lastrowid=17 insert_id=17 LAST_INSERT_ID()=17",
+        "pymysql returning ((26, 'r1'), (27, 'r2'))",
+        "pymysql explicit rowcount=1 lastrowid=50000 insert_id=50000 LAST_INSERT_ID()=26",
+        "connector plain single rowcount=1 lastrowid=1 LAST_INSERT_ID()=1",
+        "connector plain multi-row rowcount=3 lastrowid=2 LAST_INSERT_ID()=2",
+        "connector plain id None rowcount=1 lastrowid=5 LAST_INSERT_ID()=5",
+        "connector plain id 0 rowcount=1 lastrowid=6 LAST_INSERT_ID()=6",
+        "connector plain executemany rowcount=5 lastrowid=7 LAST_INSERT_ID()=7",
+        "connector prepared single rowcount=1 lastrowid=12 LAST_INSERT_ID()=12",
+        "connector prepared multi-row rowcount=2 lastrowid=14 LAST_INSERT_ID()=14",
+        "connector prepared id None rowcount=1 lastrowid=16 LAST_INSERT_ID()=16",
+        "connector prepared id 0 rowcount=1 lastrowid=17 LAST_INSERT_ID()=17",
+        "connector prepared executemany rowcount=3 lastrowid=20 LAST_INSERT_ID()=20",
+        "connector prepared explicit rowcount=1 lastrowid=70001 LAST_INSERT_ID()=20",
+        "done",
+    ] {
+        assert_has(&t, line);
+    }
+    // Read back through the ORM: 138 generated rows with ids 1..=138.
+    let ids: Vec<u64> = t
+        .lines()
+        .filter_map(|l| l.strip_prefix("orm row "))
+        .map(|r| r.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(ids.iter().copied().eq(1..=138), "{ids:?}");
 }

@@ -125,12 +125,13 @@ def pymysql_part(host, port, user, password, database):
                            charset="utf8mb4", autocommit=True)
     with conn.cursor() as cur:
         def report(what):
+            insert_id = conn.insert_id()
             cur2 = conn.cursor()
             cur2.execute("SELECT LAST_INSERT_ID()")
             lid = cur2.fetchone()[0]
             cur2.close()
             out(f"pymysql {what} rowcount={cur.rowcount} lastrowid={cur.lastrowid} "
-                f"insert_id={conn.insert_id()} LAST_INSERT_ID()={lid}")
+                f"insert_id={insert_id} LAST_INSERT_ID()={lid}")
 
         cur.execute("INSERT INTO py_ids_pm (v) VALUES (%s)", ("single",))
         report("single")
