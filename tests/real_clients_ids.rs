@@ -145,7 +145,12 @@ fn require_python_modules(modules: &str, pip_names: &str) {
 }
 
 /// Runs `cmd` to completion (or kills it after CLIENT_TIMEOUT) with output captured in files.
-fn run(mut cmd: Command, what: &str) -> Run {
+fn run(cmd: Command, what: &str) -> Run {
+    run_diagnosed(cmd, what, |_| String::new())
+}
+
+/// `run`, and if the client hangs, what `diagnose(pid)` finds out before it is killed.
+fn run_diagnosed(mut cmd: Command, what: &str, diagnose: impl Fn(u32) -> String) -> Run {
     let dir = scratch_dir("runs");
     let stamp = format!(
         "{}-{}",
@@ -164,13 +169,21 @@ fn run(mut cmd: Command, what: &str) -> Run {
             break Some(st);
         }
         if Instant::now() > deadline {
+            let found = diagnose(child.id());
+            if !found.is_empty() {
+                std::fs::write(
+                    &err_path,
+                    format!("{}\n[hang diagnosis]\n{found}", read_err(&err_path)),
+                )
+                .expect("stderr file");
+            }
             let _ = child.kill();
             let _ = child.wait();
             break None;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).expect("read")).into_owned();
+    let read = read_err;
     let (stdout, stderr) = (read(&out_path), read(&err_path));
     let _ = std::fs::remove_file(&out_path);
     let _ = std::fs::remove_file(&err_path);
@@ -186,6 +199,10 @@ fn run(mut cmd: Command, what: &str) -> Run {
             code: None,
         },
     }
+}
+
+fn read_err(p: &Path) -> String {
+    String::from_utf8_lossy(&std::fs::read(p).expect("read")).into_owned()
 }
 
 /// The first differing lines of two transcripts, with line numbers.
@@ -274,8 +291,13 @@ fn list(s: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Compiles JdbcIds.java; returns java and the class path to run it with.
+/// Compiles JdbcIds.java once per test binary; returns java and the class path to run it with.
 fn compile_jdbc() -> (PathBuf, String) {
+    static COMPILED: OnceLock<(PathBuf, String)> = OnceLock::new();
+    COMPILED.get_or_init(compile_jdbc_now).clone()
+}
+
+fn compile_jdbc_now() -> (PathBuf, String) {
     let java = require_tool("java", "default-jdk-headless");
     let javac = require_tool("javac", "default-jdk-headless");
     assert!(
@@ -425,12 +447,37 @@ fn jdbc_generated_keys_match_auto_increment() {
     );
 }
 
+/// A hung JDBC program: its threads' stacks, and whether the backend is still doing anything.
+fn hang_diagnosis(pid: u32) -> String {
+    let mut s = String::new();
+    let mut b = common::direct(generated_db());
+    for sample in 0..2 {
+        let rows: Option<u64> = b.query_first("SELECT COUNT(*) FROM jdbc_conc").unwrap();
+        let list: Vec<(u64, String, String, Option<String>, u64, Option<String>)> = b
+            .query("SELECT ID, USER, COMMAND, STATE, TIME, LEFT(INFO, 200) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()")
+            .unwrap();
+        let trx: Vec<(u64, String, Option<String>)> = b
+            .query("SELECT trx_mysql_thread_id, trx_state, LEFT(trx_query, 200) FROM information_schema.INNODB_TRX")
+            .unwrap();
+        let _ = writeln!(s, "backend sample {sample}: jdbc_conc rows={rows:?}\nprocesslist: {list:#?}\ninnodb_trx: {trx:#?}");
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    if let Ok(o) = Command::new("jstack").arg(pid.to_string()).output() {
+        let stacks = String::from_utf8_lossy(&o.stdout);
+        // Only the program's own threads and where they wait.
+        for block in stacks.split("\n\n").filter(|b| b.contains("JdbcIds")) {
+            let _ = writeln!(s, "{block}\n");
+        }
+    }
+    s
+}
+
 #[test]
 fn jdbc_concurrent_inserts_get_unique_ids() {
     let (java, classpath) = compile_jdbc();
     let g = setup(&["jdbc_conc"]);
     let (threads, rows) = (8u64, 2000u64);
-    let r = run(
+    let r = run_diagnosed(
         jdbc_command(
             &java,
             &classpath,
@@ -438,6 +485,7 @@ fn jdbc_concurrent_inserts_get_unique_ids() {
             &["concurrent", &threads.to_string(), &rows.to_string()],
         ),
         "jdbc concurrent",
+        hang_diagnosis,
     );
     let total = threads * rows;
     assert!(
@@ -448,7 +496,7 @@ fn jdbc_concurrent_inserts_get_unique_ids() {
         r.stderr,
         g.log()
     );
-    println!("{}", r.stdout);
+    println!("{}{}", r.stdout, r.stderr);
     // Counted on the backend itself, not through idgate.
     let (count, distinct, min, max, sum): (u64, u64, u64, u64, String) = common::direct(generated_db())
         .query_first("SELECT COUNT(*), COUNT(DISTINCT id), MIN(id), MAX(id), CAST(SUM(id) AS CHAR) FROM jdbc_conc")

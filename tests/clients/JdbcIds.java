@@ -300,7 +300,9 @@ public class JdbcIds {
             final int me = t;
             ts[t] = new Thread(() -> {
                 try {
+                    long t0 = System.nanoTime();
                     List<Long> dups = insertRows(me, rows, reported);
+                    System.err.println("thread " + me + " took " + (System.nanoTime() - t0) / 1000000 + " ms");
                     synchronized (duplicates) {
                         duplicates.addAll(dups);
                     }
