@@ -8,9 +8,10 @@ use mysql_async::prelude::Queryable;
 use crate::config::{Config, EMBEDDED_DEMO};
 use crate::testbed::MariaDb;
 
-const SHOWCASE: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS demo_orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, user_id BIGINT NOT NULL, item VARCHAR(64) NOT NULL)",
-    "INSERT INTO demo_orders (user_id, item) VALUES (7, 'tea'), (8, 'coffee'), (9, 'cake')",
+/// Tables the demo creates on every shard (DDL goes to each backend directly).
+const TABLES: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS users (id BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS orders (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, item VARCHAR(64) NOT NULL)",
 ];
 
 pub fn run() -> ExitCode {
@@ -46,10 +47,26 @@ pub fn run() -> ExitCode {
         }
     };
     let listen = cfg.listen.clone();
+    let shard_urls: Vec<(String, String)> = cfg
+        .backends
+        .iter()
+        .map(|(name, b)| {
+            let b = &b.value;
+            let url = format!(
+                "mysql://{}:{}@{}:{}/{}",
+                b.user,
+                b.password,
+                b.host,
+                b.port,
+                crate::testbed::mariadb::DATABASE
+            );
+            (name.clone(), url)
+        })
+        .collect();
     let code = rt.block_on(async move {
         let stop = crate::server::signal_stop();
         let server = tokio::spawn(crate::server::run(cfg, stop));
-        if let Err(e) = showcase(&listen).await {
+        if let Err(e) = showcase(&listen, &shard_urls).await {
             eprintln!("showcase failed: {e}");
         }
         let (host, port) = listen.rsplit_once(':').unwrap_or(("127.0.0.1", "3307"));
@@ -72,8 +89,16 @@ pub fn run() -> ExitCode {
     code
 }
 
-/// Runs a few statements through idgate and prints what the client sees.
-async fn showcase(listen: &str) -> Result<(), mysql_async::Error> {
+/// Creates the demo tables on each shard, inserts users and orders through idgate, and shows
+/// the ids each row got and the shard it landed on.
+async fn showcase(listen: &str, shards: &[(String, String)]) -> Result<(), mysql_async::Error> {
+    for (_, url) in shards {
+        let mut c = mysql_async::Conn::from_url(url.as_str()).await?;
+        for ddl in TABLES {
+            c.query_drop(*ddl).await?;
+        }
+        c.disconnect().await?;
+    }
     let url = format!("mysql://demo:demo@{listen}/idgate_test");
     let mut conn = None;
     for _ in 0..100 {
@@ -89,22 +114,59 @@ async fn showcase(listen: &str) -> Result<(), mysql_async::Error> {
         Some(c) => c,
         None => mysql_async::Conn::from_url(url.as_str()).await?,
     };
-    for sql in SHOWCASE {
+    let run = |sql: String| {
         println!("mysql> {sql};");
-        conn.query_drop(*sql).await?;
-        println!(
-            "  affected rows: {}, last insert id: {}",
-            conn.affected_rows(),
-            conn.last_insert_id().unwrap_or(0)
-        );
-    }
-    let rows: Vec<(u64, u64, String)> = conn
-        .query("SELECT id, user_id, item FROM demo_orders ORDER BY id")
+        sql
+    };
+    conn.query_drop(run(
+        "INSERT INTO users (name) VALUES ('ada'), ('grace'), ('linus')".into(),
+    ))
+    .await?;
+    let first = conn.last_insert_id().unwrap_or(0);
+    println!(
+        "  3 rows, generated ids {first}..={}, LAST_INSERT_ID() = {first}",
+        first + 2
+    );
+    for (i, item) in ["tea", "coffee", "cake", "scones"].iter().enumerate() {
+        let user = first + (i as u64 % 3);
+        conn.query_drop(run(format!(
+            "INSERT INTO orders (user_id, item) VALUES ({user}, '{item}')"
+        )))
         .await?;
-    println!("mysql> SELECT id, user_id, item FROM demo_orders ORDER BY id;");
-    for (id, user, item) in rows {
-        println!("  id={id:<20} user_id={user:<4} item={item}");
+        println!("  order id {}", conn.last_insert_id().unwrap_or(0));
     }
+    println!("\nReads through idgate (routed by sharding key, or merged across shards):");
+    let sql = format!("SELECT id, item FROM orders WHERE user_id = {first} ORDER BY id");
+    let rows: Vec<(u64, String)> = conn.query(run(sql)).await?;
+    for (id, item) in rows {
+        println!("  id={id:<20} item={item}");
+    }
+    let rows: Vec<(u64, String)> = conn
+        .query(run("SELECT id, name FROM users ORDER BY id".into()))
+        .await?;
+    for (id, name) in rows {
+        println!("  id={id:<6} name={name}");
+    }
+    let n: Option<u64> = conn
+        .query_first(run("SELECT COUNT(*) FROM orders".into()))
+        .await?;
+    println!("  {}", n.unwrap_or(0));
     conn.disconnect().await?;
+    println!("\nWhere the rows landed (read from each shard directly):");
+    for (name, url) in shards {
+        let mut c = mysql_async::Conn::from_url(url.as_str()).await?;
+        let users: Vec<(u64, String)> = c.query("SELECT id, name FROM users ORDER BY id").await?;
+        let orders: Vec<(u64, u64, String)> = c
+            .query("SELECT id, user_id, item FROM orders ORDER BY id")
+            .await?;
+        println!("  {name}:");
+        for (id, name) in users {
+            println!("    users  id={id:<20} name={name}");
+        }
+        for (id, user, item) in orders {
+            println!("    orders id={id:<20} user_id={user:<6} item={item:<8} (id & 15 = {}, user_id & 15 = {})", id & 15, user & 15);
+        }
+        c.disconnect().await?;
+    }
     Ok(())
 }

@@ -64,7 +64,11 @@ fn main() -> ExitCode {
 }
 
 fn serve(cfg: Config) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
+    // This thread's event loop accepts clients and serves its share of them; the server starts
+    // one more per extra worker thread (see `worker_threads`). A client's socket and its backend
+    // connection's socket are driven by the same thread, so relaying a statement never wakes
+    // another thread.
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

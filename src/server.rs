@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
@@ -64,18 +64,42 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
     );
     let (tx, rx) = watch::channel(false);
     let mut sessions = JoinSet::new();
+    let workers = Workers::start(proxy.config.worker_threads);
+    let mut next = 0usize;
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let (r, w) = stream.into_split();
                     let proxy = proxy.clone();
                     let rx = rx.clone();
-                    sessions.spawn(async move {
+                    let serve = move |stream: TcpStream| async move {
+                        let (r, w) = stream.into_split();
                         let end = session::run(proxy, r, w, peer.ip().to_string(), rx).await;
                         debug!(?end, "session ended");
-                    });
+                    };
+                    // Clients take turns between this thread and the workers.
+                    next = next.wrapping_add(1);
+                    match workers.handles.get(next % (workers.handles.len() + 1)) {
+                        None => {
+                            sessions.spawn(serve(stream));
+                        }
+                        // The socket moves to the worker's event loop.
+                        Some(worker) => match stream.into_std() {
+                            Ok(std) => {
+                                sessions.spawn_on(
+                                    async move {
+                                        match TcpStream::from_std(std) {
+                                            Ok(stream) => serve(stream).await,
+                                            Err(e) => warn!(error = %e, "cannot serve client"),
+                                        }
+                                    },
+                                    worker,
+                                );
+                            }
+                            Err(e) => warn!(error = %e, "cannot hand client to a worker thread"),
+                        },
+                    }
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
@@ -104,9 +128,69 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
         );
         sessions.abort_all();
     }
-    // Release worker-id leases so another idgate can take them at once.
+    // Release worker-id leases so another idgate can take them at once (before the worker
+    // threads stop: connections they opened are driven by their event loops).
     proxy.idgen.shutdown().await;
+    drop(workers);
     Ok(())
+}
+
+/// Extra threads serving clients, each running a single-threaded event loop until dropped.
+struct Workers {
+    handles: Vec<tokio::runtime::Handle>,
+    _stop: Vec<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Workers {
+    /// Starts `threads - 1` workers (the calling thread is one); `threads` 0 means one per CPU.
+    fn start(threads: usize) -> Workers {
+        let threads = match threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let mut w = Workers {
+            handles: Vec::new(),
+            _stop: Vec::new(),
+        };
+        for i in 1..threads {
+            let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let spawned = std::thread::Builder::new()
+                .name(format!("idgate-worker-{i}"))
+                .spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    match rt {
+                        Ok(rt) => {
+                            let _ = handle_tx.send(Ok(rt.handle().clone()));
+                            let _ = rt.block_on(stop_rx);
+                        }
+                        Err(e) => {
+                            let _ = handle_tx.send(Err(e));
+                        }
+                    }
+                });
+            let started = match spawned {
+                Ok(_) => handle_rx
+                    .recv()
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string())),
+                Err(e) => Err(e.to_string()),
+            };
+            match started {
+                Ok(handle) => {
+                    w.handles.push(handle);
+                    w._stop.push(stop_tx);
+                }
+                Err(e) => {
+                    warn!(error = %e, "cannot start a worker thread; serving with fewer");
+                    break;
+                }
+            }
+        }
+        w
+    }
 }
 
 /// Resolves once the watch is true (or its sender is gone).

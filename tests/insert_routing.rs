@@ -75,6 +75,20 @@ fn mod_sharding_by_generated_id_and_broadcast() {
         ids_on(&s.dbs[1], "SELECT id FROM orders WHERE id = 1001"),
         vec![1001]
     );
+    // Session state reaches every shard: a SET after both connections exist, and one replayed
+    // on a connection taken later.
+    let odd = odd[0];
+    c.query_drop("SET @tag = 'everywhere'").unwrap();
+    let tag: Option<String> = c
+        .query_first(format!("SELECT @tag FROM orders WHERE id = {odd}"))
+        .unwrap();
+    assert_eq!(tag.as_deref(), Some("everywhere"));
+    let mut fresh = s.g.conn();
+    fresh.query_drop("SET @tag = 'replayed'").unwrap();
+    let tag: Option<String> = fresh
+        .query_first(format!("SELECT @tag FROM orders WHERE id = {odd}"))
+        .unwrap();
+    assert_eq!(tag.as_deref(), Some("replayed"));
     // Broadcast: every row on every shard, counted once.
     c.query_drop("INSERT INTO countries VALUES ('DE', 'Germany'), ('FR', 'France')")
         .unwrap();

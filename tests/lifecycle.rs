@@ -47,7 +47,7 @@ fn pool_exhaustion_is_a_clear_error_then_recovers() {
     let g = common::Idgate::start_with(|port| {
         common::idgate_proc::config_for(port, &[("shard0", db)], "")
             .replace("max_connections: 64", "max_connections: 2")
-            .replace("acquire_timeout_ms: 3000", "acquire_timeout_ms: 300")
+            .replace("acquire_timeout_ms: 10000", "acquire_timeout_ms: 300")
     });
     let a = g.conn();
     let b = g.conn();

@@ -17,6 +17,12 @@ pub struct Config {
     /// How long running statements may finish after SIGTERM/SIGINT before connections are closed.
     #[serde(default = "default_grace")]
     pub shutdown_grace_ms: u64,
+    /// Threads serving clients, each with its own event loop; a client stays on one thread for
+    /// the life of its connection. 0 means one per CPU. One thread is the cheapest per statement
+    /// when idgate shares the machine with its clients or backends; add threads when idgate
+    /// alone needs more than a CPU.
+    #[serde(default = "default_worker_threads")]
+    pub worker_threads: usize,
     /// Allows `password:` in clear text for users. For throwaway demos only.
     #[serde(default)]
     pub allow_plaintext_passwords: bool,
@@ -128,6 +134,9 @@ fn default_max_packet() -> u64 {
 }
 fn default_grace() -> u64 {
     10_000
+}
+fn default_worker_threads() -> usize {
+    1
 }
 fn default_host() -> String {
     "127.0.0.1".into()

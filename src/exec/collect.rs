@@ -58,19 +58,23 @@ pub async fn collect(be: &mut BackendConn) -> Result<Collected, BackendError> {
     }
 }
 
-/// Sums `Records: N  Duplicates: D  Warnings: W` info texts of several OK packets.
+/// Sums info texts of several OK packets, field by field: `Records: N  Duplicates: D  Warnings: W`
+/// (INSERT) or `Rows matched: N  Changed: C  Warnings: W` (UPDATE). Fields are separated by two
+/// spaces; text that is not of that shape is taken from the first packet as it is.
 pub fn merge_info(infos: &[&[u8]]) -> Vec<u8> {
     let mut sums: Vec<(String, u64)> = Vec::new();
     for info in infos {
         let text = String::from_utf8_lossy(info);
-        let mut words = text.split_whitespace();
-        while let (Some(k), Some(v)) = (words.next(), words.next()) {
-            let Ok(v) = v.parse::<u64>() else {
+        for field in text.split("  ").filter(|f| !f.is_empty()) {
+            let parsed = field
+                .rsplit_once(' ')
+                .and_then(|(k, v)| Some((k.to_string(), v.parse::<u64>().ok()?)));
+            let Some((k, v)) = parsed else {
                 return infos.first().map(|i| i.to_vec()).unwrap_or_default();
             };
-            match sums.iter_mut().find(|(name, _)| name == k) {
+            match sums.iter_mut().find(|(name, _)| *name == k) {
                 Some((_, total)) => *total += v,
-                None => sums.push((k.to_string(), v)),
+                None => sums.push((k, v)),
             }
         }
     }
@@ -94,5 +98,10 @@ mod tests {
             b"Records: 5  Duplicates: 1  Warnings: 2".to_vec()
         );
         assert_eq!(merge_info(&[b"".as_slice(), b""]), b"".to_vec());
+        let u = b"Rows matched: 2  Changed: 1  Warnings: 0".as_slice();
+        assert_eq!(
+            merge_info(&[u, u]),
+            b"Rows matched: 4  Changed: 2  Warnings: 0".to_vec()
+        );
     }
 }

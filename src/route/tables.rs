@@ -47,6 +47,8 @@ impl TableRule {
 pub struct Tables {
     by_name: HashMap<String, Vec<TableRule>>,
     names: Option<TableNames>,
+    /// Names of sharded and broadcast tables (those not simply on the default backend).
+    placed: Option<TableNames>,
 }
 
 impl Tables {
@@ -59,7 +61,21 @@ impl Tables {
                 .push(r);
         }
         let names = (!by_name.is_empty()).then(|| TableNames::new(by_name.keys()));
-        Tables { by_name, names }
+        let placed_names: Vec<&String> = by_name
+            .iter()
+            .filter(|(_, rules)| {
+                rules
+                    .iter()
+                    .any(|r| !matches!(r.placement, Placement::Single { .. }))
+            })
+            .map(|(n, _)| n)
+            .collect();
+        let placed = (!placed_names.is_empty()).then(|| TableNames::new(placed_names));
+        Tables {
+            by_name,
+            names,
+            placed,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -71,6 +87,26 @@ impl Tables {
         self.names
             .as_ref()
             .is_some_and(|n| crate::sql::identifiers_mention(stmt, n))
+    }
+
+    /// Could `stmt` be about a sharded or broadcast table?
+    pub fn placed_mentioned_in(&self, stmt: &[u8]) -> bool {
+        self.placed
+            .as_ref()
+            .is_some_and(|n| crate::sql::identifiers_mention(stmt, n))
+    }
+
+    /// Sharded and broadcast rules whose table name `stmt` mentions (for DDL, whose table
+    /// names sqlparser does not always expose).
+    pub fn placed_rules_named_in(&self, stmt: &[u8]) -> Vec<&TableRule> {
+        self.by_name
+            .iter()
+            .filter(|(name, _)| {
+                crate::sql::identifiers_mention(stmt, &TableNames::new([name.as_str()]))
+            })
+            .flat_map(|(_, rules)| rules.iter())
+            .filter(|r| !matches!(r.placement, Placement::Single { .. }))
+            .collect()
     }
 
     /// The rule for `schema.name` (schema from the statement, else the session's database).

@@ -1,47 +1,77 @@
-//! Prepared INSERTs into tables whose ids idgate generates. The backend prepared the statement
-//! as written (so the client got genuine metadata); each execution binds the parameters into the
-//! text and runs it through the same rewrite and routing as a text INSERT. The answer is an OK
-//! packet, the same in both protocols.
+//! Prepared statements idgate executes itself. The backend prepared each as written (so the
+//! client got genuine metadata); each execution decodes the parameters and:
+//! - INSERT into a generated table, UPDATE/DELETE on a placed table: binds them into the text and
+//!   runs it through the same rewrite and routing as a text statement (the answer is an OK
+//!   packet, the same in both protocols);
+//! - SELECT on a placed table: routes by the bound values, then executes a prepared statement on
+//!   each shard reached, so rows come back in the binary protocol.
 
+use mysql_common::packets::ComStmtExecuteRequestBuilder;
+use mysql_common::proto::MySerialize;
+use mysql_common::value::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::prepared::Emulated;
+use super::dml::Route;
+use super::prepared::{Emulated, EmulatedKind};
 use super::{End, Session};
+use crate::exec::relay::{Adjust, Client, Reply};
+use crate::exec::BackendError;
 use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
+use crate::wire::packets;
 use crate::wire::stmt_execute::{self, BoundState};
 
+const COM_STMT_PREPARE: u8 = mysql_common::constants::Command::COM_STMT_PREPARE as u8;
+
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// Marks statement `id` for idgate to execute when it is an INSERT into a configured table.
+    /// Marks statement `id` for idgate to execute when it concerns a configured table.
     pub(super) fn mark_emulated(&mut self, id: u32, stmt: &[u8]) {
-        if !matches!(
-            sql::classify(stmt),
-            StatementKind::Insert | StatementKind::Replace
-        ) || !self.proxy.tables.mentioned_in(stmt)
-        {
+        if !self.proxy.tables.mentioned_in(stmt) {
             return;
         }
-        let Ok(a) = sql::analyze_insert(stmt) else {
-            return;
+        let (kind, placeholders, returning) = match sql::classify(stmt) {
+            StatementKind::Insert | StatementKind::Replace => {
+                let Ok(a) = sql::analyze_insert(stmt) else {
+                    return;
+                };
+                let schema = a.table.schema.clone().or_else(|| {
+                    self.db
+                        .as_ref()
+                        .map(|d| String::from_utf8_lossy(d).into_owned())
+                });
+                if self
+                    .proxy
+                    .tables
+                    .lookup(schema.as_deref(), &a.table.name)
+                    .is_none()
+                {
+                    return;
+                }
+                (EmulatedKind::Insert, a.placeholders.clone(), a.returning)
+            }
+            k @ (StatementKind::Select | StatementKind::Update | StatementKind::Delete)
+                if self.proxy.tables.placed_mentioned_in(stmt) =>
+            {
+                // Only statements that routing would not simply leave on the default backend.
+                if matches!(self.route_dml(stmt), Ok(None)) {
+                    return;
+                }
+                let kind = if k == StatementKind::Select {
+                    EmulatedKind::Select
+                } else {
+                    EmulatedKind::Write
+                };
+                (kind, sql::placeholder_offsets(stmt), false)
+            }
+            _ => return,
         };
-        let schema = a.table.schema.clone().or_else(|| {
-            self.db
-                .as_ref()
-                .map(|d| String::from_utf8_lossy(d).into_owned())
-        });
-        if self
-            .proxy
-            .tables
-            .lookup(schema.as_deref(), &a.table.name)
-            .is_none()
-        {
-            return;
-        }
         if let Some(st) = self.stmts.get_mut(id) {
             st.emulated = Some(Box::new(Emulated {
+                kind,
+                prepared_on: Default::default(),
                 sql: stmt.to_vec(),
-                placeholders: a.placeholders.clone(),
-                returning: a.returning,
+                placeholders,
+                returning,
                 bound: BoundState::default(),
             }));
         }
@@ -72,7 +102,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             mysql_common::collations::Collation::resolve((self.hello.collation as u16).into())
                 .charset()
                 .to_string();
-        let bound = {
+        let charset = if charset.is_empty() {
+            "utf8mb4".to_string()
+        } else {
+            charset
+        };
+        let decoded = {
             let e = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut())?;
             if e.returning {
                 Err(SqlError::new(
@@ -84,28 +119,175 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             } else {
                 stmt_execute::decode_params(packet, e.placeholders.len(), &mut e.bound).and_then(
                     |params| {
-                        let params: Vec<_> = params
-                            .into_iter()
-                            .map(|p| (p.value, p.column_type))
+                        let pairs: Vec<_> = params
+                            .iter()
+                            .map(|p| (p.value.clone(), p.column_type))
                             .collect();
-                        let charset = if charset.is_empty() {
-                            "utf8mb4"
-                        } else {
-                            charset.as_str()
-                        };
-                        sql::bind_placeholders(&e.sql, &e.placeholders, &params, charset)
-                            .map_err(SqlError::from)
+                        let text =
+                            sql::bind_placeholders(&e.sql, &e.placeholders, &pairs, &charset)
+                                .map_err(SqlError::from)?;
+                        Ok((
+                            e.kind,
+                            text,
+                            params.into_iter().map(|p| p.value).collect::<Vec<Value>>(),
+                        ))
                     },
                 )
             }
         };
-        let text = match bound {
-            Ok(t) => t,
+        let (kind, text, values) = match decoded {
+            Ok(d) => d,
             Err(e) => {
                 self.send_error(&e);
                 return None;
             }
         };
-        self.run_text_insert(&text).await
+        match kind {
+            EmulatedKind::Insert | EmulatedKind::Write => self.run_text_statement(&text).await,
+            EmulatedKind::Select => self.execute_routed_select(id, &text, &values).await,
+        }
+    }
+
+    /// Executes a prepared SELECT on the shards its bound values route it to.
+    async fn execute_routed_select(
+        &mut self,
+        id: u32,
+        text: &[u8],
+        values: &[Value],
+    ) -> Option<End> {
+        let backends = match self.route_dml(text) {
+            Ok(Some(Route::One(b))) => vec![b],
+            Ok(Some(Route::Concat(bs)))
+            | Ok(Some(Route::Write { backends: bs, .. }))
+            | Ok(Some(Route::Everywhere(bs))) => bs,
+            Ok(None) => vec![self.proxy.default_pool.name.clone()],
+            Ok(Some(Route::Aggregate(..) | Route::Sorted { .. })) => {
+                self.send_error(&SqlError::new(
+                    sql::ER_NOT_SUPPORTED_YET,
+                    b"42000",
+                    "aggregates, ORDER BY and LIMIT over several shards in a server-side prepared statement \
+                     are not supported yet; send the SELECT as a text query",
+                ));
+                return None;
+            }
+            Err(e) => {
+                self.send_error(&e);
+                return None;
+            }
+        };
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in &backends {
+            let i = match self.lease_index(b).await {
+                Ok(i) => i,
+                Err(e) => {
+                    self.send_error(&e);
+                    return None;
+                }
+            };
+            if let Err(end) = self.join_transaction(i).await {
+                return Some(end);
+            }
+            let stmt_id = match self.statement_on(id, b, i).await {
+                Ok(Some(s)) => s,
+                Ok(None) => return None,
+                Err(e) => return Some(self.backend_lost(e)),
+            };
+            let (req, _) = ComStmtExecuteRequestBuilder::new(stmt_id).build(values);
+            let mut p = Vec::new();
+            req.serialize(&mut p);
+            self.leases.get_mut(i).write_command(&p);
+            idx.push(i);
+        }
+        for &i in &idx {
+            if let Err(e) = self.leases.get_mut(i).flush().await {
+                return Some(self.backend_lost(e));
+            }
+        }
+        let deprecate_eof = self.deprecate_eof();
+        let mut slots: Vec<Option<&mut crate::exec::BackendConn>> = self
+            .leases
+            .held_mut()
+            .iter_mut()
+            .map(|h| Some(&mut *h.lease))
+            .collect();
+        let mut conns: Vec<&mut crate::exec::BackendConn> = idx
+            .iter()
+            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+            .collect();
+        let mut client = Client {
+            writer: &mut self.writer,
+            deprecate_eof,
+        };
+        let r = if conns.len() == 1 {
+            crate::exec::relay::relay(conns[0], &mut client, Reply::Results, Adjust::default())
+                .await
+        } else {
+            crate::exec::scatter::relay_concat(&mut conns, &mut client, 0).await
+        };
+        match r {
+            Ok(r) => {
+                self.last_ok = !r.error;
+                None
+            }
+            Err(BackendError::ClientGone(_)) => Some(End::ClientGone),
+            Err(e) => Some(self.backend_lost(e)),
+        }
+    }
+
+    /// The id of statement `id` on `backend` (held connection `i`), preparing it there first if
+    /// needed. `Ok(None)`: preparing failed and the client was told.
+    async fn statement_on(
+        &mut self,
+        id: u32,
+        backend: &str,
+        i: usize,
+    ) -> Result<Option<u32>, BackendError> {
+        let default = self.proxy.default_pool.name.clone();
+        let Some(st) = self.stmts.get(id) else {
+            return Ok(None);
+        };
+        if backend == default {
+            return Ok(Some(st.backend_id));
+        }
+        let Some(e) = st.emulated.as_ref() else {
+            return Ok(None);
+        };
+        if let Some(sid) = e.prepared_on.get(backend) {
+            return Ok(Some(*sid));
+        }
+        let mut p = vec![COM_STMT_PREPARE];
+        p.extend_from_slice(&e.sql);
+        let be = self.leases.get_mut(i);
+        be.write_command(&p);
+        be.flush().await?;
+        be.read().await?;
+        if packets::is_err(&be.packet) {
+            let (code, state, msg) = packets::parse_err(&be.packet);
+            let err = SqlError::new(
+                code,
+                &state,
+                format!("{} (on backend `{backend}`)", String::from_utf8_lossy(msg)),
+            );
+            self.send_error(&err);
+            return Ok(None);
+        }
+        let head = be.packet.clone();
+        if head.len() < 9 {
+            return Err(BackendError::Protocol("statement prepare answer".into()));
+        }
+        let sid = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
+        let columns = u16::from_le_bytes([head[5], head[6]]);
+        let params = u16::from_le_bytes([head[7], head[8]]);
+        for count in [params, columns] {
+            if count > 0 {
+                for _ in 0..=count {
+                    be.read().await?; // definitions, then their EOF
+                }
+            }
+        }
+        if let Some(e) = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut()) {
+            e.prepared_on.insert(backend.to_string(), sid);
+        }
+        Ok(Some(sid))
     }
 }

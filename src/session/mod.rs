@@ -2,7 +2,9 @@
 //! backend connection it holds) and the dispatch of each command it sends.
 
 mod commands;
+mod dml;
 mod emulated;
+mod explain;
 mod insert;
 mod leases;
 mod prepared;
@@ -48,6 +50,8 @@ pub struct Session<R, W> {
     lid_sync: Option<u64>,
     /// A USE ran on the default backend: the other connections follow before the next statement.
     pending_follow_db: bool,
+    /// SETs that ran on the default backend, to run on the session's other connections too.
+    pending_sets: Vec<Vec<u8>>,
     /// Multi-statement queries allowed (CLIENT_MULTI_STATEMENTS, then COM_SET_OPTION).
     multi_statements: bool,
     packet: Vec<u8>,
@@ -128,6 +132,7 @@ where
         no_auto_value_on_zero: None,
         lid_sync: None,
         pending_follow_db: false,
+        pending_sets: Vec::new(),
         multi_statements,
         packet: Vec::with_capacity(1024),
         shutdown,

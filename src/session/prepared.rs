@@ -6,13 +6,28 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub struct Statement {
     pub backend_id: u32,
-    /// Set for an INSERT into a table whose ids idgate generates: idgate binds the parameters
-    /// into the text and runs it as a rewritten INSERT instead of relaying the execution.
+    /// Set for statements idgate executes itself instead of relaying: INSERTs into tables whose
+    /// ids it generates, and statements about sharded or broadcast tables.
     pub emulated: Option<Box<Emulated>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmulatedKind {
+    /// Bound into the text and run as a rewritten INSERT.
+    Insert,
+    /// UPDATE/DELETE: bound into the text and routed like a text statement (the answer is an
+    /// OK packet, the same in both protocols).
+    Write,
+    /// SELECT: routed by its bound parameters and executed as a prepared statement on each
+    /// shard it reaches, so the rows stay in the binary protocol.
+    Select,
 }
 
 #[derive(Debug, Clone)]
 pub struct Emulated {
+    pub kind: EmulatedKind,
+    /// The statement's id on backends other than the default one, prepared there on first use.
+    pub prepared_on: HashMap<String, u32>,
     pub sql: Vec<u8>,
     /// Byte offsets of the statement's `?`.
     pub placeholders: Vec<usize>,

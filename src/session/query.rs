@@ -11,6 +11,10 @@ use crate::sql::{self, InsertAnalysis, SessionQuery, StatementKind};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
+/// SET statements a session keeps for connections it takes later; older ones beyond this are
+/// dropped (a session that keeps setting new user variables would otherwise grow without bound).
+const MAX_REPLAYED_SETS: usize = 256;
+
 /// What to do with one statement.
 enum Plan {
     /// Send it to the default backend as it is.
@@ -21,6 +25,9 @@ enum Plan {
         count: u64,
         column: String,
     },
+    Routed(super::dml::Route),
+    /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
+    ExplainRoute(std::ops::Range<usize>),
     Refuse(SqlError),
 }
 
@@ -34,7 +41,10 @@ enum Step {
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) async fn query(&mut self, packet: &[u8]) -> Option<End> {
-        if self.proxy.tables.is_empty() && self.proxy.idgen.is_empty() {
+        if self.proxy.tables.is_empty()
+            && self.proxy.idgen.is_empty()
+            && super::explain::explain_route_target(&packet[1..]).is_none()
+        {
             return self.forward(packet, Reply::Results).await;
         }
         let sql = &packet[1..];
@@ -55,9 +65,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 for r in &ranges {
                     self.after_forward(&sql[r.clone()]);
                 }
-                if std::mem::take(&mut self.pending_follow_db) {
-                    self.follow_db().await;
-                }
+                self.propagate_session_state().await;
             }
             return end;
         }
@@ -76,8 +84,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         None
     }
 
-    /// Runs an INSERT text idgate made from a prepared statement and its parameters.
-    pub(super) async fn run_text_insert(&mut self, stmt: &[u8]) -> Option<End> {
+    /// Runs a statement text idgate made from a prepared statement and its parameters.
+    pub(super) async fn run_text_statement(&mut self, stmt: &[u8]) -> Option<End> {
         let mut packet = Vec::with_capacity(stmt.len() + 1);
         packet.push(mysql_common::constants::Command::COM_QUERY as u8);
         packet.extend_from_slice(stmt);
@@ -90,6 +98,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Decides what to do with one statement; cheap unless it names a configured table.
     fn plan(&mut self, stmt: &[u8]) -> Plan {
+        if let Some(inner) = super::explain::explain_route_target(stmt) {
+            let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
+            return Plan::ExplainRoute(start..start + inner.len());
+        }
         match sql::classify(stmt) {
             StatementKind::Insert | StatementKind::Replace
                 if self.proxy.tables.mentioned_in(stmt) =>
@@ -111,21 +123,62 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     None => Plan::Forward,
                 }
             }
-            StatementKind::Select if !self.proxy.idgen.is_empty() => match sql::session_query(stmt)
+            StatementKind::Select
+                if !self.proxy.idgen.is_empty() && sql::session_query(stmt).is_some() =>
             {
-                Some(SessionQuery::NextValues {
-                    generator,
-                    count,
-                    column,
-                    ..
-                }) => Plan::NextValues {
-                    generator,
-                    count,
-                    column,
-                },
-                _ => Plan::Forward,
-            },
+                match sql::session_query(stmt) {
+                    Some(SessionQuery::NextValues {
+                        generator,
+                        count,
+                        column,
+                        ..
+                    }) => Plan::NextValues {
+                        generator,
+                        count,
+                        column,
+                    },
+                    _ => Plan::Forward,
+                }
+            }
+            StatementKind::Select
+            | StatementKind::Update
+            | StatementKind::Delete
+            | StatementKind::Ddl
+                if self.proxy.tables.placed_mentioned_in(stmt) =>
+            {
+                match self.route_dml(stmt) {
+                    Ok(Some(route)) => Plan::Routed(route),
+                    Ok(None) => Plan::Forward,
+                    Err(e) => Plan::Refuse(e),
+                }
+            }
             _ => Plan::Forward,
+        }
+    }
+
+    /// Carries a USE or SET that ran on the default backend over to the session's other
+    /// connections, so every shard sees the same session state.
+    async fn propagate_session_state(&mut self) {
+        if std::mem::take(&mut self.pending_follow_db) {
+            self.follow_db().await;
+        }
+        let sets = std::mem::take(&mut self.pending_sets);
+        if sets.is_empty() {
+            return;
+        }
+        let default = self.proxy.default_pool.name.clone();
+        for h in self
+            .leases
+            .held_mut()
+            .iter_mut()
+            .filter(|h| h.backend != default)
+        {
+            for stmt in &sets {
+                if let Err(e) = h.lease.query_drop_bytes(stmt).await {
+                    tracing::warn!(backend = %h.backend, error = %e, "could not carry a SET over");
+                    h.lease.broken = true;
+                }
+            }
         }
     }
 
@@ -136,9 +189,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if sql::mentions_sql_mode(stmt) {
                     self.no_auto_value_on_zero = None;
                 }
-                // Replayed on connections to other backends the session takes later.
+                // Replayed on connections to other backends the session takes later. A repeated
+                // SET moves to the end (later SETs win); the list stays bounded.
                 if self.proxy.pools.len() > 1 {
+                    self.replay.retain(|s| s.as_slice() != stmt);
+                    if self.replay.len() >= MAX_REPLAYED_SETS {
+                        self.replay.remove(0);
+                    }
                     self.replay.push(stmt.to_vec());
+                    self.pending_sets.push(stmt.to_vec());
                 }
             }
             StatementKind::Use => {
@@ -189,9 +248,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return Step::Failed;
                 }
                 self.after_forward(stmt);
-                if std::mem::take(&mut self.pending_follow_db) {
-                    self.follow_db().await;
-                }
+                self.propagate_session_state().await;
                 Step::Ok
             }
             Plan::Refuse(e) => {
@@ -203,6 +260,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 count,
                 column,
             } => self.next_values(&generator, count, &column, more).await,
+            Plan::ExplainRoute(r) => {
+                if self.explain_route(&stmt[r], more) {
+                    Step::Ok
+                } else {
+                    Step::Failed
+                }
+            }
+            Plan::Routed(route) => match self.run_routed(stmt, packet, route, more).await {
+                Ok(true) => Step::Ok,
+                Ok(false) => Step::Failed,
+                Err(end) => Step::End(end),
+            },
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
                 let plan = match self.plan_insert(stmt, &a, &rule).await {

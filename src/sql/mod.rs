@@ -11,6 +11,7 @@
 //! its own parameter count, idgate adds the id parameters.
 
 mod classify;
+mod dml;
 mod error;
 mod insert;
 mod lex;
@@ -23,6 +24,7 @@ mod session_query;
 mod split;
 
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
+pub use dml::{analyze_dml, placeholder_offsets, Aggregate, DmlAnalysis, DmlKind, KeyValue};
 pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
 pub use insert::{
     analyze_insert, Assignment, Column, InsertAnalysis, InsertBody, Row, TableRef, Value,

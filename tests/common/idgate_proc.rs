@@ -30,7 +30,7 @@ pub fn config_for(port: u16, backends: &[(&str, &MariaDb)], extra: &str) -> Stri
     );
     for (name, db) in backends {
         y.push_str(&format!(
-            "  {name}:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n    pool:\n      max_connections: 64\n      acquire_timeout_ms: 3000\n",
+            "  {name}:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n    pool:\n      max_connections: 64\n      acquire_timeout_ms: 10000\n",
             db.port
         ));
     }

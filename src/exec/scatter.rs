@@ -1,0 +1,123 @@
+//! A SELECT sent to several shards, answered as one result set: the first shard's column
+//! definitions, then every shard's rows in turn, streamed (nothing is held but the packet in
+//! hand), and one terminator with the warnings added up.
+
+use mysql_common::constants::StatusFlags;
+use tokio::io::AsyncWrite;
+
+use super::backend::{BackendConn, BackendError};
+use super::relay::{Client, Relayed};
+use crate::wire::packets;
+
+fn protocol(what: &str) -> BackendError {
+    BackendError::Protocol(what.to_string())
+}
+
+/// Relays the answers of `shards` (each was sent the same SELECT) as one result set.
+pub async fn relay_concat<W: AsyncWrite + Unpin>(
+    shards: &mut [&mut BackendConn],
+    client: &mut Client<'_, W>,
+    add_status: u16,
+) -> Result<Relayed, BackendError> {
+    let mut out = Relayed::default();
+    let mut warnings = 0u16;
+    let mut status = 0u16;
+    let mut failed: Option<Vec<u8>> = None;
+    let mut header_sent = false;
+    for be in shards.iter_mut() {
+        let r = relay_one(
+            be,
+            client,
+            &mut header_sent,
+            &mut failed,
+            &mut warnings,
+            &mut status,
+        )
+        .await;
+        if r.is_err() {
+            be.broken = true;
+        }
+        r?;
+    }
+    if let Some(err) = failed {
+        client.writer.write(&err);
+        out.error = true;
+        return Ok(out);
+    }
+    let status = StatusFlags::from_bits_retain(
+        (status & !StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()) | add_status,
+    );
+    let start = client.writer.begin();
+    if client.deprecate_eof {
+        packets::ok(
+            client.writer.payload(),
+            packets::EOF_HEADER,
+            0,
+            0,
+            status,
+            warnings,
+            b"",
+        );
+    } else {
+        packets::eof(client.writer.payload(), warnings, status);
+    }
+    client.writer.end(start);
+    out.status = status.bits();
+    Ok(out)
+}
+
+async fn relay_one<W: AsyncWrite + Unpin>(
+    be: &mut BackendConn,
+    client: &mut Client<'_, W>,
+    header_sent: &mut bool,
+    failed: &mut Option<Vec<u8>>,
+    warnings: &mut u16,
+    status: &mut u16,
+) -> Result<(), BackendError> {
+    be.read().await?;
+    if packets::is_err(&be.packet) {
+        failed.get_or_insert_with(|| be.packet.clone());
+        return Ok(());
+    }
+    if be.packet.first() == Some(&packets::OK_HEADER) {
+        return Err(protocol("a SELECT answered with OK"));
+    }
+    let mut p = &be.packet[..];
+    let columns = packets::get_lenenc_int(&mut p).ok_or_else(|| protocol("column count"))?;
+    let send_header = !*header_sent && failed.is_none();
+    if send_header {
+        client.writer.write(&be.packet);
+    }
+    for _ in 0..columns {
+        be.read().await?;
+        if send_header {
+            client.writer.write(&be.packet);
+        }
+    }
+    be.read().await?; // EOF after the column definitions
+    if send_header && !client.deprecate_eof {
+        client.writer.write(&be.packet);
+    }
+    *header_sent |= send_header;
+    loop {
+        be.read().await?;
+        if packets::is_eof(&be.packet) {
+            let (w, s) = packets::parse_eof(&be.packet);
+            *warnings = warnings.saturating_add(w);
+            *status = s.bits();
+            return Ok(());
+        }
+        if packets::is_err(&be.packet) {
+            failed.get_or_insert_with(|| be.packet.clone());
+            return Ok(());
+        }
+        if failed.is_none() {
+            client.writer.write(&be.packet);
+            client
+                .writer
+                .maybe_flush()
+                .await
+                .map_err(BackendError::ClientGone)?;
+        }
+    }
+}

@@ -1,0 +1,569 @@
+//! SELECT, UPDATE, DELETE and DDL about sharded or broadcast tables: sent to the shards that own
+//! the rows the WHERE pins down, or to all of them, and answered as one table would answer.
+//! Shapes that would need a merge idgate does not do yet get a clear error, never a partial answer.
+
+use std::collections::BTreeSet;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::insert::InsertPlan;
+use super::{End, Session};
+use crate::exec::relay::{Adjust, Client, Reply};
+use crate::exec::scatter;
+use crate::exec::BackendError;
+use crate::route::{Placement, ShardValue, TableRule};
+use crate::sql::{self, DmlAnalysis, DmlKind, KeyValue};
+use crate::wire::errors::{self, SqlError};
+
+/// Where a statement about placed tables goes and how the answers combine.
+pub(super) enum Route {
+    /// One backend answers as it is.
+    One(String),
+    /// A SELECT on several shards: rows concatenated.
+    Concat(Vec<String>),
+    /// UPDATE/DELETE on several shards, all-or-nothing; `broadcast`: every backend holds the
+    /// same rows, so one backend's counts are the answer.
+    Write {
+        backends: Vec<String>,
+        broadcast: bool,
+    },
+    /// DDL on every backend of the table, one after the other.
+    Everywhere(Vec<String>),
+    /// COUNT/SUM/MIN/MAX over several shards: one row from each, combined.
+    Aggregate(Vec<String>, Vec<sql::Aggregate>),
+    /// ORDER BY and/or LIMIT n over several shards: a k-way merge of their sorted answers.
+    Sorted {
+        backends: Vec<String>,
+        order: Vec<(String, bool)>,
+        limit: Option<u64>,
+    },
+}
+
+fn unsupported(msg: String) -> SqlError {
+    SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
+}
+
+fn key_value(v: &KeyValue) -> Option<ShardValue> {
+    match v {
+        KeyValue::Int(i) => Some(ShardValue::Int(*i)),
+        KeyValue::Str(s) => Some(ShardValue::Str(s.clone())),
+        KeyValue::Placeholder(_) => None,
+    }
+}
+
+/// The shards (indices) the WHERE restricts a sharded table to; `None`: all of them.
+fn pinned_shards(rule: &TableRule, a: &DmlAnalysis) -> Result<Option<BTreeSet<usize>>, SqlError> {
+    let Placement::Sharded {
+        columns,
+        algorithm,
+        shards,
+    } = &rule.placement
+    else {
+        return Ok(None);
+    };
+    for c in columns {
+        let Some((_, values)) = a.keys.iter().find(|(k, _)| k.eq_ignore_ascii_case(c)) else {
+            continue;
+        };
+        let mut set = BTreeSet::new();
+        for v in values {
+            let Some(v) = key_value(v) else {
+                return Ok(None);
+            };
+            let s = algorithm
+                .shard_of(&v, shards.len(), c)
+                .map_err(|e| SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", e.to_string()))?;
+            set.insert(s);
+        }
+        return Ok(Some(set));
+    }
+    Ok(None)
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    fn rule_for(&self, t: &sql::TableRef) -> Option<TableRule> {
+        let schema = t.schema.clone().or_else(|| {
+            self.db
+                .as_ref()
+                .map(|d| String::from_utf8_lossy(d).into_owned())
+        });
+        self.proxy
+            .tables
+            .lookup(schema.as_deref(), &t.name)
+            .cloned()
+    }
+
+    /// Routes a statement that names a configured table. `Ok(None)`: forward it as it is.
+    pub(super) fn route_dml(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
+        let a = match sql::analyze_dml(stmt) {
+            Ok(a) => a,
+            Err(e) => {
+                // Unparsable: fine for tables on the default backend only.
+                let mentions_placed = self.proxy.tables.placed_mentioned_in(stmt);
+                return if mentions_placed {
+                    Err(e.into())
+                } else {
+                    Ok(None)
+                };
+            }
+        };
+        let rules: Vec<TableRule> = if a.kind == DmlKind::Ddl {
+            self.proxy
+                .tables
+                .placed_rules_named_in(stmt)
+                .into_iter()
+                .cloned()
+                .collect()
+        } else {
+            a.relations
+                .iter()
+                .filter_map(|t| self.rule_for(t))
+                .collect()
+        };
+        let placed: Vec<&TableRule> = rules
+            .iter()
+            .filter(|r| !matches!(r.placement, Placement::Single { .. }))
+            .collect();
+        if placed.is_empty() {
+            return Ok(None);
+        }
+        if a.kind == DmlKind::Ddl {
+            let mut backends: Vec<String> = Vec::new();
+            for r in &placed {
+                for b in r.backends() {
+                    if !backends.contains(b) {
+                        backends.push(b.clone());
+                    }
+                }
+            }
+            return Ok(Some(Route::Everywhere(backends)));
+        }
+        let sharded: Vec<&TableRule> = placed
+            .iter()
+            .copied()
+            .filter(|r| matches!(r.placement, Placement::Sharded { .. }))
+            .collect();
+        let Some(rule) = sharded.first().copied() else {
+            // Only broadcast tables: every backend has the rows.
+            return Ok(match a.kind {
+                DmlKind::Select => None,
+                _ => Some(Route::Write {
+                    backends: placed[0].backends().to_vec(),
+                    broadcast: true,
+                }),
+            });
+        };
+        let others: Vec<&str> = rules
+            .iter()
+            .filter(|r| {
+                !r.name.eq_ignore_ascii_case(&rule.name)
+                    && !matches!(r.placement, Placement::Broadcast { .. })
+            })
+            .map(|r| r.name.as_str())
+            .collect();
+        if !others.is_empty() {
+            return Err(unsupported(format!(
+                "statements over sharded table `{}` together with `{}` are not supported yet; \
+                 join sharded tables only with broadcast tables",
+                rule.name,
+                others.join("`, `")
+            )));
+        }
+        let is_target = a
+            .target
+            .as_ref()
+            .is_some_and(|t| t.name.eq_ignore_ascii_case(&rule.name));
+        if !is_target {
+            return Err(unsupported(format!(
+                "sharded table `{}` inside a subquery or join is not supported yet",
+                rule.name
+            )));
+        }
+        if let Placement::Sharded { columns, .. } = &rule.placement {
+            if let Some(c) = a.assigned.iter().find(|c| {
+                columns.iter().any(|s| s.eq_ignore_ascii_case(c))
+                    || c.eq_ignore_ascii_case(&rule.id_column)
+            }) {
+                return Err(SqlError::new(
+                    errors::ER_UNKNOWN_ERROR,
+                    b"HY000",
+                    format!(
+                        "UPDATE of `{c}` in sharded table `{}` would move the row to another shard; \
+                         delete the row and insert it again instead",
+                        rule.name
+                    ),
+                ));
+            }
+        }
+        let shards = rule.backends();
+        let targets: Vec<String> = match pinned_shards(rule, &a)? {
+            Some(set) => set.into_iter().map(|i| shards[i].clone()).collect(),
+            None => shards.to_vec(),
+        };
+        if targets.len() == 1 {
+            return Ok(Some(Route::One(targets[0].clone())));
+        }
+        if targets.is_empty() {
+            return Ok(Some(Route::One(shards[0].clone())));
+        }
+        if let (DmlKind::Select, Some(aggs)) = (a.kind, &a.aggregates) {
+            return Ok(Some(Route::Aggregate(targets, aggs.clone())));
+        }
+        if a.kind == DmlKind::Select
+            && a.needs_merge.is_none()
+            && (a.order.is_some() || a.limit.is_some())
+        {
+            return Ok(Some(Route::Sorted {
+                backends: targets,
+                order: a.order.clone().unwrap_or_default(),
+                limit: a.limit,
+            }));
+        }
+        if let Some(why) = a.needs_merge {
+            return Err(unsupported(format!(
+                "this statement on sharded table `{}` reaches {} shards and needs {why} across them, \
+                 which idgate does not merge yet; pin it to one shard with a condition on the sharding column",
+                rule.name,
+                targets.len()
+            )));
+        }
+        Ok(Some(match a.kind {
+            DmlKind::Select => Route::Concat(targets),
+            _ => Route::Write {
+                backends: targets,
+                broadcast: false,
+            },
+        }))
+    }
+
+    /// Runs a routed statement. `Ok(false)`: the client got an error.
+    pub(super) async fn run_routed(
+        &mut self,
+        stmt: &[u8],
+        packet: &[u8],
+        route: Route,
+        more: bool,
+    ) -> Result<bool, End> {
+        let adj = Adjust {
+            more_results: more,
+            ..Adjust::default()
+        };
+        match route {
+            Route::One(backend) => self.run_one(&backend, packet, adj).await,
+            Route::Write {
+                backends,
+                broadcast,
+            } => {
+                let plan = InsertPlan {
+                    parts: backends
+                        .into_iter()
+                        .map(|b| (b, stmt.to_vec(), Vec::new()))
+                        .collect(),
+                    broadcast,
+                    insert_id: 0,
+                    first_generated: None,
+                    lid_backend: None,
+                };
+                self.run_on_shards(&plan, adj).await
+            }
+            Route::Concat(backends) => self.run_concat(&backends, packet, adj).await,
+            Route::Everywhere(backends) => self.run_everywhere(&backends, packet, adj).await,
+            Route::Aggregate(backends, aggs) => {
+                self.run_aggregate(&backends, packet, &aggs, adj).await
+            }
+            Route::Sorted {
+                backends,
+                order,
+                limit,
+            } => self.run_sorted(&backends, packet, &order, limit, adj).await,
+        }
+    }
+
+    /// Relays the statement on one backend (joining the client's transaction first).
+    async fn run_one(&mut self, backend: &str, packet: &[u8], adj: Adjust) -> Result<bool, End> {
+        let i = match self.lease_index(backend).await {
+            Ok(i) => i,
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        self.join_transaction(i).await?;
+        if let Some(end) = self.relay_on(i, packet, Reply::Results, None, adj).await {
+            return Err(end);
+        }
+        Ok(self.last_ok)
+    }
+
+    async fn run_concat(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+        adj: Adjust,
+    ) -> Result<bool, End> {
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in backends {
+            match self.lease_index(b).await {
+                Ok(i) => idx.push(i),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            }
+        }
+        for &i in &idx {
+            self.join_transaction(i).await?;
+            self.leases.get_mut(i).write_command(packet);
+        }
+        for &i in &idx {
+            if let Err(e) = self.leases.get_mut(i).flush().await {
+                return Err(self.backend_lost(e));
+            }
+        }
+        let deprecate_eof = self.deprecate_eof();
+        // Answer in the order the shards are configured.
+        let mut slots: Vec<Option<&mut crate::exec::BackendConn>> = self
+            .leases
+            .held_mut()
+            .iter_mut()
+            .map(|h| Some(&mut *h.lease))
+            .collect();
+        let mut conns: Vec<&mut crate::exec::BackendConn> = idx
+            .iter()
+            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+            .collect();
+        let mut client = Client {
+            writer: &mut self.writer,
+            deprecate_eof,
+        };
+        let add = if adj.more_results {
+            mysql_common::constants::StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()
+        } else {
+            0
+        };
+        match scatter::relay_concat(&mut conns, &mut client, add).await {
+            Ok(r) => {
+                self.last_ok = !r.error;
+                Ok(!r.error)
+            }
+            Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
+            Err(e) => Err(self.backend_lost(e)),
+        }
+    }
+
+    /// Sends the SELECT to every shard and merges their sorted answers.
+    async fn run_sorted(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+        order: &[(String, bool)],
+        limit: Option<u64>,
+        adj: Adjust,
+    ) -> Result<bool, End> {
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in backends {
+            match self.lease_index(b).await {
+                Ok(i) => idx.push(i),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            }
+        }
+        for &i in &idx {
+            self.join_transaction(i).await?;
+            self.leases.get_mut(i).write_command(packet);
+        }
+        for &i in &idx {
+            if let Err(e) = self.leases.get_mut(i).flush().await {
+                return Err(self.backend_lost(e));
+            }
+        }
+        let mut status = self.status;
+        if adj.more_results {
+            status |= mysql_common::constants::StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
+        }
+        let deprecate_eof = self.deprecate_eof();
+        let mut slots: Vec<Option<&mut crate::exec::BackendConn>> = self
+            .leases
+            .held_mut()
+            .iter_mut()
+            .map(|h| Some(&mut *h.lease))
+            .collect();
+        let mut conns: Vec<&mut crate::exec::BackendConn> = idx
+            .iter()
+            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+            .collect();
+        let mut client = Client {
+            writer: &mut self.writer,
+            deprecate_eof,
+        };
+        match crate::exec::merge_sorted::relay_sorted(&mut conns, &mut client, order, limit, status)
+            .await
+        {
+            Ok(Ok(r)) => {
+                self.last_ok = !r.error;
+                Ok(!r.error)
+            }
+            Ok(Err(msg)) => {
+                self.send_error(&unsupported(msg));
+                Ok(false)
+            }
+            Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
+            Err(e) => Err(self.backend_lost(e)),
+        }
+    }
+
+    /// Sends an aggregate SELECT to every shard and answers with the combined row.
+    async fn run_aggregate(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+        aggs: &[sql::Aggregate],
+        adj: Adjust,
+    ) -> Result<bool, End> {
+        use crate::exec::collect::{collect, Collected};
+        use crate::wire::packets;
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in backends {
+            match self.lease_index(b).await {
+                Ok(i) => idx.push(i),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            }
+        }
+        for &i in &idx {
+            self.join_transaction(i).await?;
+            self.leases.get_mut(i).write_command(packet);
+        }
+        let mut answers = Vec::with_capacity(idx.len());
+        for &i in &idx {
+            let be = self.leases.get_mut(i);
+            if let Err(e) = be.flush().await {
+                return Err(self.backend_lost(e));
+            }
+        }
+        for &i in &idx {
+            match collect(self.leases.get_mut(i)).await {
+                Ok(c) => answers.push(c),
+                Err(e) => return Err(self.backend_lost(e)),
+            }
+        }
+        let mut columns = None;
+        let mut rows = Vec::new();
+        let mut warnings = 0u16;
+        for a in &answers {
+            match a {
+                Collected::Err(e) => {
+                    self.writer.write(e);
+                    return Ok(false);
+                }
+                Collected::Rows {
+                    columns: c,
+                    rows: r,
+                    eof,
+                } => {
+                    columns.get_or_insert_with(|| c.clone());
+                    rows.extend(r.iter().cloned());
+                    warnings = warnings.saturating_add(packets::parse_eof(eof).0);
+                }
+                Collected::Ok(_) => {}
+            }
+        }
+        let Some(columns) = columns else {
+            self.send_error(&SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                "idgate: no shard returned a row",
+            ));
+            return Ok(false);
+        };
+        let row = match crate::exec::aggregate::merge_rows(aggs, &columns, &rows) {
+            Ok(r) => r,
+            Err(m) => {
+                self.send_error(&SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", m));
+                return Ok(false);
+            }
+        };
+        let mut status = self.status;
+        if adj.more_results {
+            status |= mysql_common::constants::StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
+        }
+        let status = mysql_common::constants::StatusFlags::from_bits_retain(status);
+        let mut count = Vec::new();
+        packets::put_lenenc_int(&mut count, columns.len() as u64);
+        self.writer.write(&count);
+        for c in &columns {
+            self.writer.write(c);
+        }
+        let deprecate = self.deprecate_eof();
+        if !deprecate {
+            let start = self.writer.begin();
+            packets::eof(self.writer.payload(), 0, status);
+            self.writer.end(start);
+        }
+        self.writer.write(&row);
+        let start = self.writer.begin();
+        if deprecate {
+            packets::ok(
+                self.writer.payload(),
+                packets::EOF_HEADER,
+                0,
+                0,
+                status,
+                warnings,
+                b"",
+            );
+        } else {
+            packets::eof(self.writer.payload(), warnings, status);
+        }
+        self.writer.end(start);
+        self.last_ok = true;
+        Ok(true)
+    }
+
+    /// DDL on each backend in turn; the first backend's answer is the client's, a failure on any
+    /// backend stops there and names it.
+    async fn run_everywhere(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+        adj: Adjust,
+    ) -> Result<bool, End> {
+        let (first, rest) = match backends.split_first() {
+            Some(x) => x,
+            None => return Ok(true),
+        };
+        for b in rest {
+            let i = match self.lease_index(b).await {
+                Ok(i) => i,
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            };
+            let be = self.leases.get_mut(i);
+            be.write_command(packet);
+            if let Err(e) = be.flush().await {
+                return Err(self.backend_lost(e));
+            }
+            match crate::exec::collect::collect(be).await {
+                Ok(crate::exec::collect::Collected::Err(e)) => {
+                    let (code, state, msg) = crate::wire::packets::parse_err(&e);
+                    self.send_error(&SqlError::new(
+                        code,
+                        &state,
+                        format!("{} (on backend `{b}`)", String::from_utf8_lossy(msg)),
+                    ));
+                    return Ok(false);
+                }
+                Ok(_) => {}
+                Err(e) => return Err(self.backend_lost(e)),
+            }
+        }
+        self.proxy.metadata.clear();
+        self.run_one(first, packet, adj).await
+    }
+}

@@ -1,0 +1,253 @@
+//! SELECT, UPDATE, DELETE and DDL on sharded and broadcast tables: point statements reach only
+//! the owning shard, others reach every shard and answer as one table; shapes idgate cannot
+//! merge yet are refused clearly, never answered from one shard.
+
+mod common;
+
+use mysql::prelude::Queryable;
+
+const TABLES: &str = "generators:
+  seq:
+    kind: segment
+    step: 100
+tables:
+  orders:
+    generator: seq
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  countries:
+    broadcast: true
+";
+
+struct Setup {
+    dbs: Vec<common::MariaDb>,
+    g: common::Idgate,
+}
+
+fn setup() -> Setup {
+    let dbs = vec![common::start_db(), common::start_db()];
+    let g = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], TABLES)
+    });
+    Setup { dbs, g }
+}
+
+fn count(db: &common::MariaDb, sql: &str) -> u64 {
+    common::direct(db).query_first(sql).unwrap().unwrap()
+}
+
+fn code(r: Result<(), mysql::Error>) -> (u16, String) {
+    match r {
+        Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn ddl_reaches_every_shard_and_reads_route_by_key() {
+    let s = setup();
+    let mut c = s.g.conn();
+    c.query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)")
+        .unwrap();
+    c.query_drop("CREATE TABLE countries (code CHAR(2) PRIMARY KEY, name VARCHAR(20))")
+        .unwrap();
+    for db in &s.dbs {
+        assert_eq!(count(db, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME IN ('orders', 'countries')"), 2);
+    }
+    c.query_drop("INSERT INTO orders (item, qty) VALUES ('a', 1), ('b', 2), ('c', 3), ('d', 4)")
+        .unwrap();
+    let first = c.last_insert_id();
+    // Point lookups: one shard answers.
+    for id in first..first + 4 {
+        let item: Option<String> = c
+            .query_first(format!("SELECT item FROM orders WHERE id = {id}"))
+            .unwrap();
+        assert!(item.is_some(), "row {id} found through idgate");
+    }
+    // IN over both shards and a full scan: every row, concatenated.
+    let ids: Vec<u64> = c
+        .query(format!(
+            "SELECT id FROM orders WHERE id IN ({}, {})",
+            first,
+            first + 1
+        ))
+        .unwrap();
+    assert_eq!(ids.len(), 2);
+    let mut all: Vec<(u64, String)> = c.query("SELECT id, item FROM orders").unwrap();
+    all.sort();
+    assert_eq!(all.len(), 4);
+    assert_eq!(all[0], (first, "a".to_string()));
+    // ORDER BY / LIMIT over shards: a merge of sorted answers.
+    let ordered: Vec<u64> = c.query("SELECT id FROM orders ORDER BY id DESC").unwrap();
+    assert_eq!(ordered, (first..first + 4).rev().collect::<Vec<_>>());
+    let top: Vec<(u64, i32)> = c
+        .query("SELECT id, qty FROM orders ORDER BY qty LIMIT 3")
+        .unwrap();
+    assert_eq!(top.iter().map(|r| r.1).collect::<Vec<_>>(), vec![1, 2, 3]);
+    let any: Vec<u64> = c.query("SELECT id FROM orders LIMIT 2").unwrap();
+    assert_eq!(any.len(), 2);
+    let (n, m) = code(c.query_drop("SELECT id, item FROM orders ORDER BY item"));
+    assert_eq!(n, 1235, "{m}");
+    assert!(m.contains("collation"), "{m}");
+    let (n, m) = code(c.query_drop("SELECT id FROM orders ORDER BY id LIMIT 1, 2"));
+    assert_eq!(n, 1235, "{m}");
+    let after: u64 = c
+        .query_first("SELECT COUNT(*) FROM orders")
+        .unwrap()
+        .unwrap();
+    assert_eq!(after, 4, "connections stay in step after a refused merge");
+    // COUNT/SUM/MIN/MAX over every shard combine into the whole table's row.
+    let agg: (u64, String, i32, i32) = c
+        .query_first("SELECT COUNT(*), SUM(qty), MIN(qty), MAX(qty) FROM orders")
+        .unwrap()
+        .unwrap();
+    assert_eq!(agg, (4, "10".to_string(), 1, 4));
+    let (n, _) = code(c.query_drop("SELECT AVG(qty) FROM orders"));
+    assert_eq!(n, 1235);
+    let (n, _) = code(c.query_drop("SELECT MAX(item) FROM orders"));
+    assert_eq!(n, 1235, "string MIN/MAX needs collations");
+    let total: u64 = c
+        .query_first(format!("SELECT COUNT(*) FROM orders WHERE id = {first}"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(total, 1, "an aggregate pinned to one shard is fine");
+    // EXPLAIN ROUTE shows the plan without running it.
+    let plan: Vec<(String, String, String)> = c
+        .query(format!(
+            "EXPLAIN ROUTE SELECT * FROM orders WHERE id = {first}"
+        ))
+        .unwrap();
+    assert_eq!(plan.len(), 1);
+    assert_eq!(plan[0].2, "none");
+    let plan: Vec<(String, String, String)> = c
+        .query("EXPLAIN ROUTE SELECT id FROM orders ORDER BY id LIMIT 5")
+        .unwrap();
+    assert_eq!(
+        plan.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        vec!["shard0", "shard1"]
+    );
+    assert!(
+        plan[0].2.contains("k-way merge")
+            && plan[0].1 == "SELECT id FROM orders ORDER BY id LIMIT 5",
+        "{plan:?}"
+    );
+    let plan: Vec<(String, String, String)> = c
+        .query("EXPLAIN ROUTE INSERT INTO orders (item) VALUES ('z')")
+        .unwrap();
+    assert_eq!(plan.len(), 2);
+    assert!(plan[0].2.contains("generator `seq`"), "{plan:?}");
+    let before: u64 = c
+        .query_first("SELECT COUNT(*) FROM orders")
+        .unwrap()
+        .unwrap();
+    assert_eq!(before, 4, "EXPLAIN ROUTE ran nothing");
+    // UPDATE and DELETE: affected rows summed over shards.
+    c.query_drop("UPDATE orders SET qty = qty + 10").unwrap();
+    assert_eq!(c.affected_rows(), 4);
+    assert_eq!(c.info_str(), "Rows matched: 4  Changed: 4  Warnings: 0");
+    c.query_drop(format!("UPDATE orders SET qty = 0 WHERE id = {first}"))
+        .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    let (_, m) = code(c.query_drop(format!("UPDATE orders SET id = 5 WHERE id = {first}")));
+    assert!(m.contains("move the row"), "{m}");
+    c.query_drop(format!(
+        "DELETE FROM orders WHERE id IN ({}, {})",
+        first + 2,
+        first + 3
+    ))
+    .unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    assert_eq!(
+        count(&s.dbs[0], "SELECT COUNT(*) FROM orders")
+            + count(&s.dbs[1], "SELECT COUNT(*) FROM orders"),
+        2
+    );
+    // Broadcast: writes everywhere, reads from one backend.
+    c.query_drop("INSERT INTO countries VALUES ('DE', 'Germany')")
+        .unwrap();
+    c.query_drop("UPDATE countries SET name = 'Deutschland' WHERE code = 'DE'")
+        .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    for db in &s.dbs {
+        assert_eq!(
+            count(
+                db,
+                "SELECT COUNT(*) FROM countries WHERE name = 'Deutschland'"
+            ),
+            1
+        );
+    }
+    let n: u64 = c
+        .query_first("SELECT COUNT(*) FROM countries")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 1);
+    // A join of the sharded table with a broadcast table runs per shard.
+    let joined: Vec<(u64, String)> = c
+        .query("SELECT o.id, c.name FROM orders o JOIN countries c ON c.code = 'DE'")
+        .unwrap();
+    assert_eq!(joined.len(), 2);
+    // DDL again reaches both shards.
+    c.query_drop("ALTER TABLE orders ADD COLUMN note VARCHAR(10)")
+        .unwrap();
+    for db in &s.dbs {
+        assert_eq!(count(db, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_NAME = 'orders' AND COLUMN_NAME = 'note'"), 1);
+    }
+    c.query_drop("INSERT INTO orders (item, qty, note) VALUES ('e', 5, 'after')")
+        .unwrap();
+    c.query_drop("DROP TABLE orders").unwrap();
+    for db in &s.dbs {
+        assert_eq!(
+            count(
+                db,
+                "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME = 'orders'"
+            ),
+            0
+        );
+    }
+}
+
+#[test]
+fn prepared_statements_route_by_their_parameters() {
+    let s = setup();
+    let mut c = s.g.conn();
+    c.query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)")
+        .unwrap();
+    let ins = c
+        .prep("INSERT INTO orders (item, qty) VALUES (?, ?)")
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        c.exec_drop(&ins, (format!("p{i}"), i)).unwrap();
+        ids.push(c.last_insert_id());
+    }
+    let by_id = c.prep("SELECT item, qty FROM orders WHERE id = ?").unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        let row: Option<(String, i32)> = c.exec_first(&by_id, (*id,)).unwrap();
+        assert_eq!(row, Some((format!("p{i}"), i as i32)), "id {id}");
+    }
+    let scan = c.prep("SELECT id, qty FROM orders WHERE qty >= ?").unwrap();
+    let mut rows: Vec<(u64, i32)> = c.exec(&scan, (0,)).unwrap();
+    rows.sort();
+    assert_eq!(rows.len(), 6, "every shard's rows, in the binary protocol");
+    let upd = c
+        .prep("UPDATE orders SET qty = qty + ? WHERE id IN (?, ?)")
+        .unwrap();
+    c.exec_drop(&upd, (100, ids[0], ids[1])).unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    let del = c.prep("DELETE FROM orders WHERE qty >= ?").unwrap();
+    c.exec_drop(&del, (100,)).unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    let n = count(&s.dbs[0], "SELECT COUNT(*) FROM orders")
+        + count(&s.dbs[1], "SELECT COUNT(*) FROM orders");
+    assert_eq!(n, 4);
+    let ordered = c
+        .prep("SELECT id FROM orders WHERE qty > ? ORDER BY id")
+        .unwrap();
+    match c.exec_drop(&ordered, (0,)) {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
