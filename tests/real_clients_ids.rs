@@ -447,13 +447,16 @@ fn jdbc_generated_keys_match_auto_increment() {
     );
 }
 
+/// ID, USER, COMMAND, STATE, TIME, INFO of one backend thread.
+type ProcessRow = (u64, String, String, Option<String>, u64, Option<String>);
+
 /// A hung JDBC program: its threads' stacks, and whether the backend is still doing anything.
 fn hang_diagnosis(pid: u32) -> String {
     let mut s = String::new();
     let mut b = common::direct(generated_db());
     for sample in 0..2 {
         let rows: Option<u64> = b.query_first("SELECT COUNT(*) FROM jdbc_conc").unwrap();
-        let list: Vec<(u64, String, String, Option<String>, u64, Option<String>)> = b
+        let list: Vec<ProcessRow> = b
             .query("SELECT ID, USER, COMMAND, STATE, TIME, LEFT(INFO, 200) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()")
             .unwrap();
         let trx: Vec<(u64, String, Option<String>)> = b
