@@ -155,6 +155,8 @@ impl MariaDb {
             .arg(format!("--pid-file={}", path("pid")))
             .arg(format!("--init-file={}", path("init.sql")))
             .arg(format!("--log-error={}", path("error.log")))
+            // Its own temp dir: servers of parallel test binaries never share /tmp files.
+            .arg(format!("--tmpdir={}", self.dir.display()))
             .arg(format!("--port={}", self.port))
             .args([
                 "--bind-address=127.0.0.1",
