@@ -39,7 +39,12 @@ default_backend: main
 
 #[test]
 fn shipped_configs_are_valid() {
-    for f in ["conf/idgate.yaml", "conf/demo.yaml"] {
+    for f in [
+        "conf/idgate.yaml",
+        "conf/demo.yaml",
+        "conf/two-shards-mod.yaml",
+        "conf/biased-orders.yaml",
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_idgate"))
             .args(["check-config", "--config", f])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
