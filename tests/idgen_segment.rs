@@ -145,7 +145,7 @@ async fn start_raised_moves_up_and_lowered_is_ignored() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn short_tail_is_skipped_and_large_blocks_get_a_dedicated_range() {
+async fn a_short_tail_is_wasted_and_large_blocks_get_a_dedicated_range() {
     let db = common::shared_db();
     let p = pool(&db.url());
     let cfg = SegmentConfig {

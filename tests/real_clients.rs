@@ -5,163 +5,28 @@
 
 mod common;
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use common::clients::*;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
 use common::idgate_proc::{APP_PASSWORD, APP_USER};
-use common::{Idgate, MariaDb, DATABASE, PASSWORD, USER};
+use common::{Idgate, DATABASE};
 
-const CONNECTOR_J: &str = "/usr/share/java/mariadb-java-client.jar";
 /// No client run may take longer than this; a hang through idgate fails the test with its log.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Where a client connects, and as whom.
-struct Target {
-    name: &'static str,
-    port: u16,
-    user: &'static str,
-    password: &'static str,
-}
-
-fn direct_target(db: &MariaDb) -> Target {
-    Target {
-        name: "direct",
-        port: db.port,
-        user: USER,
-        password: PASSWORD,
-    }
-}
-
-fn idgate_target(g: &Idgate) -> Target {
-    Target {
-        name: "idgate",
-        port: g.port,
-        user: APP_USER,
-        password: APP_PASSWORD,
-    }
-}
-
-/// What one client run printed and how it ended.
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
-}
-
-fn source_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
-}
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("real_clients")
-        .join(name);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-/// The tool on PATH, or a failure telling the reader how to get it.
-fn require_tool(tool: &str, package: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let p = dir.join(tool);
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!("`{tool}` is not installed (Debian package `{package}`): run scripts/test, which installs every client this test drives");
-}
-
-fn require_python_modules(modules: &str, pip_names: &str) {
-    let python = require_tool("python3", "python3");
-    let out = Command::new(python)
-        .arg("-c")
-        .arg(format!("import {modules}"))
-        .output()
-        .expect("run python3");
-    assert!(
-        out.status.success(),
-        "python3 cannot import {modules} (pip packages {pip_names}): run scripts/test, which installs them\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Runs `cmd` to completion (or kills it after CLIENT_TIMEOUT) with output captured in files.
-fn run(mut cmd: Command, what: &str) -> Run {
-    let dir = scratch_dir("runs");
-    let stamp = format!(
-        "{}-{}",
-        what.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
-        std::process::id()
-    );
-    let out_path = dir.join(format!("{stamp}.out"));
-    let err_path = dir.join(format!("{stamp}.err"));
-    cmd.stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
-        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {what}: {e}"));
-    let deadline = Instant::now() + CLIENT_TIMEOUT;
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait for client") {
-            break Some(st);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stdout =
-        String::from_utf8_lossy(&std::fs::read(&out_path).expect("read stdout")).into_owned();
-    let stderr =
-        String::from_utf8_lossy(&std::fs::read(&err_path).expect("read stderr")).into_owned();
-    let _ = std::fs::remove_file(&out_path);
-    let _ = std::fs::remove_file(&err_path);
-    match status {
-        Some(st) => Run {
-            stdout,
-            stderr,
-            code: st.code(),
-        },
-        None => Run {
-            stdout,
-            stderr: format!("{stderr}\n[killed after {CLIENT_TIMEOUT:?}]"),
-            code: None,
-        },
-    }
-}
-
-/// The first differing lines of two transcripts, with line numbers.
-fn diff(direct: &str, through: &str) -> String {
-    let a: Vec<&str> = direct.lines().collect();
-    let b: Vec<&str> = through.lines().collect();
-    let mut s = String::new();
-    let mut shown = 0;
-    for i in 0..a.len().max(b.len()) {
-        let (x, y) = (a.get(i), b.get(i));
-        if x != y {
-            let _ = writeln!(s, "line {}:", i + 1);
-            let _ = writeln!(s, "  direct: {}", x.copied().unwrap_or("<missing>"));
-            let _ = writeln!(s, "  idgate: {}", y.copied().unwrap_or("<missing>"));
-            shown += 1;
-            if shown == 20 {
-                let _ = writeln!(s, "  ...");
-                break;
-            }
-        }
-    }
-    s
-}
 
 /// Runs a client program directly and through idgate and asserts both runs saw the same thing;
 /// returns the (common) transcript for absolute assertions.
 fn differential(name: &str, g: &Idgate, make: impl Fn(&Target) -> Command) -> String {
     let db = common::shared_db();
     let target = direct_target(db);
-    let direct = run(make(&target), &format!("{name} {}", target.name));
+    let direct = run(
+        make(&target),
+        &format!("{name} {}", target.name),
+        CLIENT_TIMEOUT,
+    );
     assert_eq!(
         direct.code,
         Some(0),
@@ -170,8 +35,12 @@ fn differential(name: &str, g: &Idgate, make: impl Fn(&Target) -> Command) -> St
         direct.stderr
     );
     let target = idgate_target(g);
-    let through = run(make(&target), &format!("{name} {}", target.name));
-    let dir = scratch_dir("transcripts");
+    let through = run(
+        make(&target),
+        &format!("{name} {}", target.name),
+        CLIENT_TIMEOUT,
+    );
+    let dir = scratch_dir("real_clients", "transcripts");
     std::fs::write(dir.join(format!("{name}.direct.txt")), &direct.stdout).expect("save");
     std::fs::write(dir.join(format!("{name}.idgate.txt")), &through.stdout).expect("save");
     if through.code != Some(0) || through.stdout != direct.stdout {
@@ -189,21 +58,6 @@ fn differential(name: &str, g: &Idgate, make: impl Fn(&Target) -> Command) -> St
     direct.stdout
 }
 
-fn client_args(cmd: &mut Command, t: &Target) {
-    cmd.arg("127.0.0.1")
-        .arg(t.port.to_string())
-        .arg(t.user)
-        .arg(t.password)
-        .arg(DATABASE);
-}
-
-fn assert_has(transcript: &str, line: &str) {
-    assert!(
-        transcript.lines().any(|l| l == line),
-        "expected the line `{line}` in the transcript:\n{transcript}"
-    );
-}
-
 fn assert_starts(transcript: &str, prefix: &str) {
     assert!(
         transcript.lines().any(|l| l.starts_with(prefix)),
@@ -219,7 +73,10 @@ fn jdbc_connector_j() {
         Path::new(CONNECTOR_J).is_file(),
         "{CONNECTOR_J} is missing (Debian package libmariadb-java): run scripts/test"
     );
-    let classes = scratch_dir(&format!("jdbc-classes-{}", std::process::id()));
+    let classes = scratch_dir(
+        "real_clients",
+        &format!("jdbc-classes-{}", std::process::id()),
+    );
     let out = Command::new(javac)
         .arg("-encoding")
         .arg("UTF-8")
@@ -373,8 +230,16 @@ fn mysql_cli(g: &Idgate, name: &str, args: &[&str], with_db: bool) -> (Run, Opti
     };
     let db = common::shared_db();
     let (d, i) = (direct_target(db), idgate_target(g));
-    let direct = run(make(&d), &format!("mysql {name} {}", d.name));
-    let through = run(make(&i), &format!("mysql {name} {}", i.name));
+    let direct = run(
+        make(&d),
+        &format!("mysql {name} {}", d.name),
+        CLIENT_TIMEOUT,
+    );
+    let through = run(
+        make(&i),
+        &format!("mysql {name} {}", i.name),
+        CLIENT_TIMEOUT,
+    );
     let same = direct.code == through.code
         && direct.stdout == through.stdout
         && direct.stderr == through.stderr;
@@ -501,7 +366,7 @@ fn sysbench(g: &Idgate, phase: &str, extra: &[&str]) -> String {
         .arg("--table-size=10000")
         .args(extra)
         .arg(phase);
-    let r = run(cmd, &format!("sysbench {phase}"));
+    let r = run(cmd, &format!("sysbench {phase}"), CLIENT_TIMEOUT);
     assert_eq!(
         r.code,
         Some(0),
