@@ -29,6 +29,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if !self.proxy.tables.mentioned_in(stmt) {
             return;
         }
+        let mut insert = None;
         let (kind, placeholders, returning) = match sql::classify(stmt) {
             StatementKind::Insert | StatementKind::Replace => {
                 let Ok(a) = sql::analyze_insert(stmt) else {
@@ -47,7 +48,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 {
                     return;
                 }
-                (EmulatedKind::Insert, a.placeholders.clone(), a.returning)
+                let r = (EmulatedKind::Insert, a.placeholders.clone(), a.returning);
+                insert = Some(Box::new(a));
+                r
             }
             k @ (StatementKind::Select | StatementKind::Update | StatementKind::Delete)
                 if self.proxy.tables.placed_mentioned_in(stmt) =>
@@ -70,6 +73,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 kind,
                 prepared_on: Default::default(),
                 sql: stmt.to_vec(),
+                insert,
                 placeholders,
                 returning,
                 bound: BoundState::default(),
@@ -117,35 +121,69 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                      is not supported; send it as a text query",
                 ))
             } else {
-                stmt_execute::decode_params(packet, e.placeholders.len(), &mut e.bound).and_then(
-                    |params| {
-                        let pairs: Vec<_> = params
-                            .iter()
-                            .map(|p| (p.value.clone(), p.column_type))
-                            .collect();
-                        let text =
-                            sql::bind_placeholders(&e.sql, &e.placeholders, &pairs, &charset)
+                let decoded =
+                    stmt_execute::decode_params(packet, e.placeholders.len(), &mut e.bound);
+                decoded.and_then(|params| {
+                    let pairs: Vec<_> = params
+                        .iter()
+                        .map(|p| (p.value.clone(), p.column_type))
+                        .collect();
+                    let (text, bound) = match &e.insert {
+                        Some(a) => {
+                            let (t, b) = sql::bind_insert(&e.sql, a, &pairs, &charset)
                                 .map_err(SqlError::from)?;
-                        Ok((
-                            e.kind,
-                            text,
-                            params.into_iter().map(|p| p.value).collect::<Vec<Value>>(),
-                        ))
-                    },
-                )
+                            (t, Some(b))
+                        }
+                        None => {
+                            let t =
+                                sql::bind_placeholders(&e.sql, &e.placeholders, &pairs, &charset)
+                                    .map_err(SqlError::from)?;
+                            (t, None)
+                        }
+                    };
+                    let values: Vec<Value> = params.into_iter().map(|p| p.value).collect();
+                    Ok((e.kind, text, bound, values))
+                })
             }
         };
-        let (kind, text, values) = match decoded {
+        let (kind, text, bound, values) = match decoded {
             Ok(d) => d,
             Err(e) => {
                 self.send_error(&e);
                 return None;
             }
         };
-        match kind {
-            EmulatedKind::Insert | EmulatedKind::Write => self.run_text_statement(&text).await,
-            EmulatedKind::Select => self.execute_routed_select(id, &text, &values).await,
+        match (kind, bound) {
+            (EmulatedKind::Insert, Some(a)) => self.run_bound_insert(&text, a).await,
+            (EmulatedKind::Insert | EmulatedKind::Write, _) => self.run_text_statement(&text).await,
+            (EmulatedKind::Select, _) => self.execute_routed_select(id, &text, &values).await,
         }
+    }
+
+    /// Runs a prepared INSERT whose parameters were bound into `text` and its analysis `a`.
+    async fn run_bound_insert(&mut self, text: &[u8], a: sql::InsertAnalysis) -> Option<End> {
+        let schema = a.table.schema.clone().or_else(|| {
+            self.db
+                .as_ref()
+                .map(|d| String::from_utf8_lossy(d).into_owned())
+        });
+        let Some(rule) = self
+            .proxy
+            .tables
+            .lookup(schema.as_deref(), &a.table.name)
+            .cloned()
+        else {
+            // The table is no longer configured for this database: run it as written.
+            return self.run_text_statement(text).await;
+        };
+        let plan = match self.plan_insert(text, &a, &rule).await {
+            Ok(p) => p,
+            Err(e) => {
+                self.send_error(&e);
+                return None;
+            }
+        };
+        self.run_insert(plan, false).await.err()
     }
 
     /// Executes a prepared SELECT on the shards its bound values route it to.

@@ -29,6 +29,8 @@ pub struct Emulated {
     /// The statement's id on backends other than the default one, prepared there on first use.
     pub prepared_on: HashMap<String, u32>,
     pub sql: Vec<u8>,
+    /// For an INSERT: its analysis, bound anew (offsets shifted) at each execution, not re-parsed.
+    pub insert: Option<Box<crate::sql::InsertAnalysis>>,
     /// Byte offsets of the statement's `?`.
     pub placeholders: Vec<usize>,
     pub returning: bool,

@@ -30,7 +30,7 @@ pub use insert::{
     analyze_insert, Assignment, Column, InsertAnalysis, InsertBody, Row, TableRef, Value,
 };
 pub use literal::ValueKind;
-pub use params::{bind_placeholders, push_literal};
+pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use session_query::{session_query, SessionQuery};
 pub use split::split_statements;
