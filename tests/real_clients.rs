@@ -7,7 +7,6 @@ mod common;
 
 use common::clients::*;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -67,43 +66,18 @@ fn assert_starts(transcript: &str, prefix: &str) {
 
 #[test]
 fn jdbc_connector_j() {
-    let java = require_tool("java", "default-jdk-headless");
-    let javac = require_tool("javac", "default-jdk-headless");
-    assert!(
-        Path::new(CONNECTOR_J).is_file(),
-        "{CONNECTOR_J} is missing (Debian package libmariadb-java): run scripts/test"
-    );
-    let classes = scratch_dir(
-        "real_clients",
-        &format!("jdbc-classes-{}", std::process::id()),
-    );
-    let out = Command::new(javac)
-        .arg("-encoding")
-        .arg("UTF-8")
-        .arg("-cp")
-        .arg(CONNECTOR_J)
-        .arg("-d")
-        .arg(&classes)
-        .arg(source_dir().join("Jdbc.java"))
-        .output()
-        .expect("run javac");
-    assert!(
-        out.status.success(),
-        "javac Jdbc.java failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (java, classpath) = compile_java("Jdbc.java");
     let g = Idgate::start(common::shared_db());
     let t = differential("jdbc", &g, |t| {
         let mut cmd = Command::new(&java);
         cmd.arg("-Dfile.encoding=UTF-8")
             .arg("-Duser.timezone=UTC")
             .arg("-cp")
-            .arg(format!("{CONNECTOR_J}:{}", classes.display()))
+            .arg(&classpath)
             .arg("Jdbc");
         client_args(&mut cmd, t);
         cmd
     });
-    let _ = std::fs::remove_dir_all(&classes);
     for line in [
         "bytes client-prep round trip OK",
         "bytes server-prep round trip OK",

@@ -138,32 +138,7 @@ fn compile_jdbc() -> (PathBuf, String) {
 }
 
 fn compile_jdbc_now() -> (PathBuf, String) {
-    let java = require_tool("java", "default-jdk-headless");
-    let javac = require_tool("javac", "default-jdk-headless");
-    assert!(
-        Path::new(CONNECTOR_J).is_file(),
-        "{CONNECTOR_J} is missing (Debian package libmariadb-java): run scripts/test"
-    );
-    let classes = scratch_dir(
-        "real_clients",
-        &format!("jdbc-classes-{}", std::process::id()),
-    );
-    let out = Command::new(javac)
-        .arg("-encoding")
-        .arg("UTF-8")
-        .arg("-cp")
-        .arg(CONNECTOR_J)
-        .arg("-d")
-        .arg(&classes)
-        .arg(source_dir().join("JdbcIds.java"))
-        .output()
-        .expect("run javac");
-    assert!(
-        out.status.success(),
-        "javac JdbcIds.java failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (java, format!("{CONNECTOR_J}:{}", classes.display()))
+    compile_java("JdbcIds.java")
 }
 
 fn jdbc_command(java: &Path, classpath: &str, t: &Target, mode: &[&str]) -> Command {

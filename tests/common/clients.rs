@@ -183,3 +183,31 @@ pub fn assert_has(transcript: &str, line: &str) {
         "expected the line `{line}` in the transcript:\n{transcript}"
     );
 }
+
+/// Compiles `tests/clients/{source}` against Connector/J; returns `java` and the class path to
+/// run it with.
+pub fn compile_java(source: &str) -> (PathBuf, String) {
+    let java = require_tool("java", "default-jdk-headless");
+    let javac = require_tool("javac", "default-jdk-headless");
+    assert!(
+        Path::new(CONNECTOR_J).is_file(),
+        "{CONNECTOR_J} is missing (Debian package libmariadb-java): run scripts/test"
+    );
+    let classes = scratch_dir("java", &format!("{source}-{}", std::process::id()));
+    let out = Command::new(javac)
+        .arg("-encoding")
+        .arg("UTF-8")
+        .arg("-cp")
+        .arg(CONNECTOR_J)
+        .arg("-d")
+        .arg(&classes)
+        .arg(source_dir().join(source))
+        .output()
+        .expect("run javac");
+    assert!(
+        out.status.success(),
+        "javac {source} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (java, format!("{CONNECTOR_J}:{}", classes.display()))
+}
