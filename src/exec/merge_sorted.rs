@@ -68,6 +68,9 @@ async fn read_header(be: &mut BackendConn) -> Result<Start, BackendError> {
     if packets::is_err(&be.packet) {
         return Ok(Start::Failed(be.packet.clone()));
     }
+    if be.packet.first() == Some(&packets::OK_HEADER) {
+        return Ok(Start::Failed(super::scatter::no_rows_over_shards()));
+    }
     let mut p = &be.packet[..];
     let n = packets::get_lenenc_int(&mut p)
         .ok_or_else(|| BackendError::Protocol("column count".into()))?;

@@ -9,6 +9,18 @@ use super::backend::{BackendConn, BackendError};
 use super::relay::{Client, Relayed};
 use crate::wire::packets;
 
+/// The error for a scattered SELECT a shard answered with OK instead of rows.
+pub(crate) fn no_rows_over_shards() -> Vec<u8> {
+    let mut e = Vec::new();
+    packets::err(
+        &mut e,
+        crate::sql::ER_NOT_SUPPORTED_YET,
+        b"42000",
+        b"SELECT ... INTO over several shards is not supported; pin the SELECT to one shard with its sharding column",
+    );
+    e
+}
+
 fn protocol(what: &str) -> BackendError {
     BackendError::Protocol(what.to_string())
 }
@@ -73,7 +85,9 @@ async fn relay_one<W: AsyncWrite + Unpin>(
         return Ok(());
     }
     if be.packet.first() == Some(&packets::OK_HEADER) {
-        return Err(protocol("a SELECT answered with OK"));
+        // `SELECT … INTO @var` answers with OK: the answer is complete, the connection in step.
+        failed.get_or_insert_with(no_rows_over_shards);
+        return Ok(());
     }
     let mut p = &be.packet[..];
     let columns = packets::get_lenenc_int(&mut p).ok_or_else(|| protocol("column count"))?;
