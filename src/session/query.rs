@@ -17,8 +17,8 @@ const MAX_REPLAYED_SETS: usize = 256;
 
 /// What to do with one statement.
 enum Plan {
-    /// Send it to the default backend as it is.
-    Forward,
+    /// Send it to the default backend as it is (its kind, for the bookkeeping after it).
+    Forward(StatementKind),
     Insert(Box<(InsertAnalysis, TableRule)>),
     NextValues {
         generator: String,
@@ -58,12 +58,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             };
         }
         let plans: Vec<Plan> = ranges.iter().map(|r| self.plan(&sql[r.clone()])).collect();
-        if plans.iter().all(|p| matches!(p, Plan::Forward)) {
+        if plans.iter().all(|p| matches!(p, Plan::Forward(_))) {
             // Nothing for idgate to do: the backend runs the whole batch.
             let end = self.forward(packet, Reply::Results).await;
             if end.is_none() && self.last_ok {
-                for r in &ranges {
-                    self.after_forward(&sql[r.clone()]);
+                for (r, plan) in ranges.iter().zip(&plans) {
+                    if let Plan::Forward(kind) = plan {
+                        self.after_forward(&sql[r.clone()], *kind);
+                    }
                 }
                 self.propagate_session_state().await;
             }
@@ -102,7 +104,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
             return Plan::ExplainRoute(start..start + inner.len());
         }
-        match sql::classify(stmt) {
+        let kind = sql::classify(stmt);
+        if kind == StatementKind::Select && !self.proxy.idgen.is_empty() {
+            if let Some(SessionQuery::NextValues {
+                generator,
+                count,
+                column,
+                ..
+            }) = sql::session_query(stmt)
+            {
+                return Plan::NextValues {
+                    generator,
+                    count,
+                    column,
+                };
+            }
+        }
+        match kind {
             StatementKind::Insert | StatementKind::Replace
                 if self.proxy.tables.mentioned_in(stmt) =>
             {
@@ -120,24 +138,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         let rule = rule.clone();
                         Plan::Insert(Box::new((a, rule)))
                     }
-                    None => Plan::Forward,
-                }
-            }
-            StatementKind::Select
-                if !self.proxy.idgen.is_empty() && sql::session_query(stmt).is_some() =>
-            {
-                match sql::session_query(stmt) {
-                    Some(SessionQuery::NextValues {
-                        generator,
-                        count,
-                        column,
-                        ..
-                    }) => Plan::NextValues {
-                        generator,
-                        count,
-                        column,
-                    },
-                    _ => Plan::Forward,
+                    None => Plan::Forward(kind),
                 }
             }
             StatementKind::Select
@@ -148,11 +149,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             {
                 match self.route_dml(stmt) {
                     Ok(Some(route)) => Plan::Routed(route),
-                    Ok(None) => Plan::Forward,
+                    Ok(None) => Plan::Forward(kind),
                     Err(e) => Plan::Refuse(e),
                 }
             }
-            _ => Plan::Forward,
+            _ => Plan::Forward(kind),
         }
     }
 
@@ -183,8 +184,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Bookkeeping after a statement ran on the default backend.
-    fn after_forward(&mut self, stmt: &[u8]) {
-        match sql::classify(stmt) {
+    fn after_forward(&mut self, stmt: &[u8], kind: StatementKind) {
+        match kind {
             StatementKind::Set => {
                 if sql::mentions_sql_mode(stmt) {
                     self.no_auto_value_on_zero = None;
@@ -216,9 +217,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     async fn run_step(&mut self, stmt: &[u8], plan: Plan, packet: &[u8], more: bool) -> Step {
         match plan {
-            Plan::Forward => {
+            Plan::Forward(kind) => {
                 // The other backends of a transaction end first; the default one answers.
-                let kind = sql::classify(stmt);
                 if matches!(kind, StatementKind::Commit | StatementKind::Rollback) {
                     match self.end_transaction(kind == StatementKind::Commit).await {
                         Ok(None) => {}
@@ -247,7 +247,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if !self.last_ok {
                     return Step::Failed;
                 }
-                self.after_forward(stmt);
+                self.after_forward(stmt, kind);
                 self.propagate_session_state().await;
                 Step::Ok
             }
