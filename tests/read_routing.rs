@@ -250,4 +250,17 @@ fn prepared_statements_route_by_their_parameters() {
         Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{e}"),
         other => panic!("{other:?}"),
     }
+    // A shard that cannot prepare the statement: a clear error, and every connection in step.
+    let scan_all = c.prep("SELECT id FROM orders WHERE qty > ?").unwrap();
+    common::direct(&s.dbs[1])
+        .query_drop("RENAME TABLE orders TO orders_away")
+        .unwrap();
+    match c.exec_drop(&scan_all, (0,)) {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1146, "{e}"),
+        other => panic!("{other:?}"),
+    }
+    let rows: Vec<u64> = c.query("SELECT id FROM orders WHERE id = 0").unwrap();
+    assert!(rows.is_empty());
+    let one: Option<i64> = c.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
 }

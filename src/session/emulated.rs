@@ -225,17 +225,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             if let Err(end) = self.join_transaction(i).await {
                 return Some(end);
             }
-            let stmt_id = match self.statement_on(id, b, i).await {
-                Ok(Some(s)) => s,
+            // Prepared everywhere before any execution is written: a failed prepare must not
+            // leave an unsent command queued on another connection.
+            match self.statement_on(id, b, i).await {
+                Ok(Some(s)) => idx.push((i, s)),
                 Ok(None) => return None,
                 Err(e) => return Some(self.backend_lost(e)),
-            };
+            }
+        }
+        for &(i, stmt_id) in &idx {
             let (req, _) = ComStmtExecuteRequestBuilder::new(stmt_id).build(values);
             let mut p = Vec::new();
             req.serialize(&mut p);
             self.leases.get_mut(i).write_command(&p);
-            idx.push(i);
         }
+        let idx: Vec<usize> = idx.into_iter().map(|(i, _)| i).collect();
         for &i in &idx {
             if let Err(e) = self.leases.get_mut(i).flush().await {
                 return Some(self.backend_lost(e));
