@@ -5,26 +5,6 @@ mod common;
 
 use mysql::prelude::Queryable;
 
-struct Shards {
-    dbs: Vec<common::MariaDb>,
-    g: common::Idgate,
-}
-
-fn shards(tables_yaml: &str, ddl: &[&str]) -> Shards {
-    let dbs = vec![common::start_db(), common::start_db()];
-    for db in &dbs {
-        let mut c = common::direct(db);
-        for sql in ddl {
-            c.query_drop(*sql).unwrap();
-        }
-    }
-    let extra = tables_yaml.to_string();
-    let g = common::Idgate::start_with(|port| {
-        common::idgate_proc::config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], &extra)
-    });
-    Shards { dbs, g }
-}
-
 fn ids_on(db: &common::MariaDb, sql: &str) -> Vec<u64> {
     common::direct(db).query(sql).unwrap()
 }
@@ -46,7 +26,7 @@ tables:
 
 #[test]
 fn mod_sharding_by_generated_id_and_broadcast() {
-    let s = shards(
+    let s = common::two_shards(
         MOD_TABLES,
         &[
             "CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))",
@@ -104,7 +84,7 @@ fn mod_sharding_by_generated_id_and_broadcast() {
 
 #[test]
 fn a_duplicate_on_one_shard_leaves_no_row_anywhere() {
-    let s = shards(
+    let s = common::two_shards(
         MOD_TABLES,
         &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))"],
     );
@@ -173,7 +153,7 @@ tables:
       algorithm: mod
       shards: [shard0, shard1]
 ";
-    let s = shards(
+    let s = common::two_shards(
         tables,
         &[
             "CREATE TABLE orders (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, item VARCHAR(20))",

@@ -21,19 +21,6 @@ tables:
     broadcast: true
 ";
 
-struct Setup {
-    dbs: Vec<common::MariaDb>,
-    g: common::Idgate,
-}
-
-fn setup() -> Setup {
-    let dbs = vec![common::start_db(), common::start_db()];
-    let g = common::Idgate::start_with(|port| {
-        common::idgate_proc::config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], TABLES)
-    });
-    Setup { dbs, g }
-}
-
 fn count(db: &common::MariaDb, sql: &str) -> u64 {
     common::direct(db).query_first(sql).unwrap().unwrap()
 }
@@ -47,7 +34,7 @@ fn code(r: Result<(), mysql::Error>) -> (u16, String) {
 
 #[test]
 fn ddl_reaches_every_shard_and_reads_route_by_key() {
-    let s = setup();
+    let s = common::two_shards(TABLES, &[]);
     let mut c = s.g.conn();
     c.query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)")
         .unwrap();
@@ -211,7 +198,7 @@ fn ddl_reaches_every_shard_and_reads_route_by_key() {
 
 #[test]
 fn prepared_statements_route_by_their_parameters() {
-    let s = setup();
+    let s = common::two_shards(TABLES, &[]);
     let mut c = s.g.conn();
     c.query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)")
         .unwrap();

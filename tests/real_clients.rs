@@ -16,47 +16,6 @@ use common::{Idgate, DATABASE};
 /// No client run may take longer than this; a hang through idgate fails the test with its log.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Runs a client program directly and through idgate and asserts both runs saw the same thing;
-/// returns the (common) transcript for absolute assertions.
-fn differential(name: &str, g: &Idgate, make: impl Fn(&Target) -> Command) -> String {
-    let db = common::shared_db();
-    let target = direct_target(db);
-    let direct = run(
-        make(&target),
-        &format!("{name} {}", target.name),
-        CLIENT_TIMEOUT,
-    );
-    assert_eq!(
-        direct.code,
-        Some(0),
-        "{name} failed against MariaDB directly (a broken client program or machine, not idgate):\nstdout:\n{}\nstderr:\n{}",
-        direct.stdout,
-        direct.stderr
-    );
-    let target = idgate_target(g);
-    let through = run(
-        make(&target),
-        &format!("{name} {}", target.name),
-        CLIENT_TIMEOUT,
-    );
-    let dir = scratch_dir("real_clients", "transcripts");
-    std::fs::write(dir.join(format!("{name}.direct.txt")), &direct.stdout).expect("save");
-    std::fs::write(dir.join(format!("{name}.idgate.txt")), &through.stdout).expect("save");
-    if through.code != Some(0) || through.stdout != direct.stdout {
-        panic!(
-            "{name} behaves differently through idgate (exit {:?}, directly 0).\n\
-             first differences:\n{}\nclient stderr through idgate:\n{}\n\
-             full transcripts: {}/{name}.{{direct,idgate}}.txt\nidgate log:\n{}",
-            through.code,
-            diff(&direct.stdout, &through.stdout),
-            through.stderr,
-            dir.display(),
-            g.log()
-        );
-    }
-    direct.stdout
-}
-
 fn assert_starts(transcript: &str, prefix: &str) {
     assert!(
         transcript.lines().any(|l| l.starts_with(prefix)),
@@ -68,16 +27,23 @@ fn assert_starts(transcript: &str, prefix: &str) {
 fn jdbc_connector_j() {
     let (java, classpath) = compile_java("Jdbc.java");
     let g = Idgate::start(common::shared_db());
-    let t = differential("jdbc", &g, |t| {
-        let mut cmd = Command::new(&java);
-        cmd.arg("-Dfile.encoding=UTF-8")
-            .arg("-Duser.timezone=UTC")
-            .arg("-cp")
-            .arg(&classpath)
-            .arg("Jdbc");
-        client_args(&mut cmd, t);
-        cmd
-    });
+    let t = differential(
+        "real_clients",
+        "jdbc",
+        common::shared_db(),
+        &g,
+        CLIENT_TIMEOUT,
+        |t| {
+            let mut cmd = Command::new(&java);
+            cmd.arg("-Dfile.encoding=UTF-8")
+                .arg("-Duser.timezone=UTC")
+                .arg("-cp")
+                .arg(&classpath)
+                .arg("Jdbc");
+            client_args(&mut cmd, t);
+            cmd
+        },
+    );
     for line in [
         "bytes client-prep round trip OK",
         "bytes server-prep round trip OK",
@@ -126,12 +92,19 @@ fn python_pymysql_and_sqlalchemy() {
     let python = require_tool("python3", "python3");
     require_python_modules("pymysql, sqlalchemy", "pymysql sqlalchemy");
     let g = Idgate::start(common::shared_db());
-    let t = differential("py_pymysql", &g, |t| {
-        let mut cmd = Command::new(&python);
-        cmd.arg(source_dir().join("py_pymysql.py"));
-        client_args(&mut cmd, t);
-        cmd
-    });
+    let t = differential(
+        "real_clients",
+        "py_pymysql",
+        common::shared_db(),
+        &g,
+        CLIENT_TIMEOUT,
+        |t| {
+            let mut cmd = Command::new(&python);
+            cmd.arg(source_dir().join("py_pymysql.py"));
+            client_args(&mut cmd, t);
+            cmd
+        },
+    );
     for line in [
         "pymysql insert rowcount=1 lastrowid=1 conn.insert_id=1",
         "pymysql multi-row insert rowcount=3 lastrowid=2",
@@ -158,12 +131,19 @@ fn python_mysql_connector() {
     let python = require_tool("python3", "python3");
     require_python_modules("mysql.connector", "mysql-connector-python");
     let g = Idgate::start(common::shared_db());
-    let t = differential("py_connector", &g, |t| {
-        let mut cmd = Command::new(&python);
-        cmd.arg(source_dir().join("py_connector.py"));
-        client_args(&mut cmd, t);
-        cmd
-    });
+    let t = differential(
+        "real_clients",
+        "py_connector",
+        common::shared_db(),
+        &g,
+        CLIENT_TIMEOUT,
+        |t| {
+            let mut cmd = Command::new(&python);
+            cmd.arg(source_dir().join("py_connector.py"));
+            client_args(&mut cmd, t);
+            cmd
+        },
+    );
     for line in [
         "prepared insert rowcount=1 lastrowid=1",
         "prepared insert rowcount=1 lastrowid=3",

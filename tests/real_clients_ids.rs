@@ -74,46 +74,6 @@ fn setup(tables: &[&str]) -> Idgate {
     Idgate::start_with(|port| config_for(port, &[("shard0", b)], &yaml))
 }
 
-/// Runs a client program against the AUTO_INCREMENT tables directly and against the generated
-/// tables through idgate, asserts both runs saw the same thing and returns the common transcript.
-fn differential(name: &str, g: &Idgate, make: impl Fn(&Target) -> Command) -> String {
-    let target = direct_target(auto_increment_db());
-    let direct = run(
-        make(&target),
-        &format!("{name} {}", target.name),
-        CLIENT_TIMEOUT,
-    );
-    assert_eq!(
-        direct.code,
-        Some(0),
-        "{name} failed against MariaDB directly (a broken client program or machine, not idgate):\nstdout:\n{}\nstderr:\n{}",
-        direct.stdout,
-        direct.stderr
-    );
-    let target = idgate_target(g);
-    let through = run(
-        make(&target),
-        &format!("{name} {}", target.name),
-        CLIENT_TIMEOUT,
-    );
-    let dir = scratch_dir("real_clients_ids", "transcripts");
-    std::fs::write(dir.join(format!("{name}.direct.txt")), &direct.stdout).expect("save");
-    std::fs::write(dir.join(format!("{name}.idgate.txt")), &through.stdout).expect("save");
-    if through.code != Some(0) || through.stdout != direct.stdout {
-        panic!(
-            "{name} sees different ids through idgate than with AUTO_INCREMENT (exit {:?}, directly 0).\n\
-             first differences:\n{}\nclient stderr through idgate:\n{}\n\
-             full transcripts: {}/{name}.{{direct,idgate}}.txt\nidgate log:\n{}",
-            through.code,
-            diff(&direct.stdout, &through.stdout),
-            through.stderr,
-            dir.display(),
-            g.log()
-        );
-    }
-    direct.stdout
-}
-
 /// The rest of the one line starting with `prefix`.
 fn line_after<'t>(transcript: &'t str, prefix: &str) -> &'t str {
     transcript
@@ -162,9 +122,14 @@ fn jdbc_generated_keys_match_auto_increment() {
     let mut a = common::direct(auto_increment_db());
     a.query_drop("SET GLOBAL log_output = 'TABLE', GLOBAL general_log = 1")
         .unwrap();
-    let t = differential("jdbc_ids", &g, |t| {
-        jdbc_command(&java, &classpath, t, &["sequence"])
-    });
+    let t = differential(
+        "real_clients_ids",
+        "jdbc_ids",
+        auto_increment_db(),
+        &g,
+        CLIENT_TIMEOUT,
+        |t| jdbc_command(&java, &classpath, t, &["sequence"]),
+    );
     a.query_drop("SET GLOBAL general_log = 0").unwrap();
     let sent: Vec<(String, String)> = a
         .query(
@@ -351,12 +316,19 @@ fn python_ids_match_auto_increment() {
         "pymysql sqlalchemy mysql-connector-python",
     );
     let g = setup(&["py_ids_orm", "py_ids_pm", "py_ids_mc"]);
-    let t = differential("py_ids", &g, |t| {
-        let mut cmd = Command::new(&python);
-        cmd.arg(source_dir().join("py_ids.py"));
-        client_args(&mut cmd, t);
-        cmd
-    });
+    let t = differential(
+        "real_clients_ids",
+        "py_ids",
+        auto_increment_db(),
+        &g,
+        CLIENT_TIMEOUT,
+        |t| {
+            let mut cmd = Command::new(&python);
+            cmd.arg(source_dir().join("py_ids.py"));
+            client_args(&mut cmd, t);
+            cmd
+        },
+    );
     // SQLAlchemy knows it talks to MariaDB with RETURNING, through idgate too.
     let dialect = line_after(&t, "sqlalchemy dialect ");
     assert!(

@@ -211,3 +211,42 @@ pub fn compile_java(source: &str) -> (PathBuf, String) {
     );
     (java, format!("{CONNECTOR_J}:{}", classes.display()))
 }
+
+/// Runs a client program directly and through idgate and asserts both runs saw the same thing;
+/// returns the (common) transcript for absolute assertions.
+pub fn differential(
+    area: &str,
+    name: &str,
+    direct_db: &MariaDb,
+    g: &Idgate,
+    timeout: Duration,
+    make: impl Fn(&Target) -> Command,
+) -> String {
+    let target = direct_target(direct_db);
+    let direct = run(make(&target), &format!("{name} {}", target.name), timeout);
+    assert_eq!(
+        direct.code,
+        Some(0),
+        "{name} failed against MariaDB directly (a broken client program or machine, not idgate):\nstdout:\n{}\nstderr:\n{}",
+        direct.stdout,
+        direct.stderr
+    );
+    let target = idgate_target(g);
+    let through = run(make(&target), &format!("{name} {}", target.name), timeout);
+    let dir = scratch_dir(area, "transcripts");
+    std::fs::write(dir.join(format!("{name}.direct.txt")), &direct.stdout).expect("save");
+    std::fs::write(dir.join(format!("{name}.idgate.txt")), &through.stdout).expect("save");
+    if through.code != Some(0) || through.stdout != direct.stdout {
+        panic!(
+            "{name} behaves differently through idgate (exit {:?}, directly 0).\n\
+             first differences:\n{}\nclient stderr through idgate:\n{}\n\
+             full transcripts: {}/{name}.{{direct,idgate}}.txt\nidgate log:\n{}",
+            through.code,
+            diff(&direct.stdout, &through.stdout),
+            through.stderr,
+            dir.display(),
+            g.log()
+        );
+    }
+    direct.stdout
+}

@@ -27,3 +27,29 @@ pub fn shared_db() -> &'static MariaDb {
 pub fn direct(db: &MariaDb) -> mysql::Conn {
     mysql::Conn::new(mysql::Opts::from_url(&db.url()).expect("url")).expect("direct connection")
 }
+
+/// Two fresh MariaDB shards (`shard0`, `shard1`; `ddl` run on both directly) and idgate in
+/// front of them with `tables_yaml` appended to its config.
+pub struct TwoShards {
+    pub dbs: Vec<MariaDb>,
+    pub g: Idgate,
+}
+
+pub fn two_shards(tables_yaml: &str, ddl: &[&str]) -> TwoShards {
+    use mysql::prelude::Queryable;
+    let dbs = vec![start_db(), start_db()];
+    for db in &dbs {
+        let mut c = direct(db);
+        for sql in ddl {
+            c.query_drop(*sql).unwrap();
+        }
+    }
+    let g = Idgate::start_with(|port| {
+        idgate_proc::config_for(
+            port,
+            &[("shard0", &dbs[0]), ("shard1", &dbs[1])],
+            tables_yaml,
+        )
+    });
+    TwoShards { dbs, g }
+}
