@@ -81,11 +81,23 @@ impl BackendPool {
         &self.idle[found_rows as usize]
     }
 
-    async fn give_back(&self, mut conn: BackendConn) {
+    /// Resets a returned connection and offers it again; a backend that does not answer within
+    /// the acquire timeout loses the connection instead of holding a pool slot forever.
+    async fn give_back(&self, conn: BackendConn) {
+        let found_rows = conn.found_rows;
+        if let Ok(Some(conn)) = tokio::time::timeout(self.acquire_timeout, Self::reset(conn)).await
+        {
+            if let Ok(mut idle) = self.idle_list(found_rows).lock() {
+                idle.push(conn);
+            }
+        }
+    }
+
+    async fn reset(mut conn: BackendConn) -> Option<BackendConn> {
         let reset = mysql_common::constants::Command::COM_RESET_CONNECTION as u8;
         if !matches!(conn.simple_command(&[reset]).await, Ok(0x00)) {
             conn.close().await;
-            return;
+            return None;
         }
         conn.collation = super::backend::POOL_COLLATION;
         // The reset keeps the selected database; note which it is so the next session either
@@ -98,12 +110,10 @@ impl BackendPool {
             },
             Err(_) => {
                 conn.close().await;
-                return;
+                return None;
             }
         };
-        if let Ok(mut idle) = self.idle_list(conn.found_rows).lock() {
-            idle.push(conn);
-        }
+        Some(conn)
     }
 
     /// Takes a connection, opening one if none is idle; waits at most `acquire_timeout` for a slot.
@@ -124,7 +134,9 @@ impl BackendPool {
                 return Ok(self.lease(conn, permit));
             }
             let ping = mysql_common::constants::Command::COM_PING as u8;
-            if let Ok(0x00) = conn.simple_command(&[ping]).await {
+            let answered =
+                tokio::time::timeout(self.acquire_timeout, conn.simple_command(&[ping])).await;
+            if let Ok(Ok(0x00)) = answered {
                 return Ok(self.lease(conn, permit));
             }
         }
