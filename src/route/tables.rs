@@ -109,6 +109,11 @@ impl Tables {
             .collect()
     }
 
+    /// Every rule, in no particular order.
+    pub fn rules(&self) -> impl Iterator<Item = &TableRule> {
+        self.by_name.values().flatten()
+    }
+
     /// The rule for `schema.name` (schema from the statement, else the session's database).
     /// Names compare case-insensitively, as MariaDB does with lower_case_table_names=1; a rule
     /// limited to a schema wins over one for any schema.

@@ -10,6 +10,7 @@ mod leases;
 mod prepared;
 mod query;
 mod shards;
+mod show;
 
 use std::sync::Arc;
 

@@ -26,6 +26,11 @@ enum Plan {
         column: String,
     },
     Routed(super::dml::Route),
+    /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
+    ListTables {
+        backends: Vec<String>,
+        names: Vec<String>,
+    },
     /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
     ExplainRoute(std::ops::Range<usize>),
     Refuse(SqlError),
@@ -153,6 +158,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Err(e) => Plan::Refuse(e),
                 }
             }
+            StatementKind::Show | StatementKind::Explain | StatementKind::Select => {
+                match self.route_metadata(stmt, kind) {
+                    Some(super::show::MetaRoute::One(route)) => Plan::Routed(route),
+                    Some(super::show::MetaRoute::ListTables { backends, names }) => {
+                        Plan::ListTables { backends, names }
+                    }
+                    None => Plan::Forward(kind),
+                }
+            }
             _ => Plan::Forward(kind),
         }
     }
@@ -272,6 +286,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(false) => Step::Failed,
                 Err(end) => Step::End(end),
             },
+            Plan::ListTables { backends, names } => {
+                match self.list_tables(packet, &backends, &names, more).await {
+                    Ok(true) => Step::Ok,
+                    Ok(false) => Step::Failed,
+                    Err(end) => Step::End(end),
+                }
+            }
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
                 let plan = match self.plan_insert(stmt, &a, &rule).await {

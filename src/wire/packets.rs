@@ -47,6 +47,15 @@ pub fn get_lenenc_int(buf: &mut &[u8]) -> Option<u64> {
     Some(v)
 }
 
+/// Reads a length-encoded string at the front of `buf`, advancing it; `None` for a NULL
+/// (0xFB) or a short buffer.
+pub fn get_lenenc_str<'a>(buf: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let n = usize::try_from(get_lenenc_int(buf)?).ok()?;
+    let s = buf.get(..n)?;
+    *buf = &buf[n..];
+    Some(s)
+}
+
 /// OK packet as written for a client without CLIENT_SESSION_TRACK (idgate never offers it).
 pub fn ok(
     buf: &mut Vec<u8>,

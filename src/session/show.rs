@@ -1,0 +1,230 @@
+//! SHOW, DESCRIBE and information_schema statements about sharded or broadcast tables whose
+//! backends do not include the default one: answered by a backend that holds the table, so the
+//! application sees one table wherever its shards live. `SHOW TABLES` and `SHOW TABLE STATUS`
+//! list the default backend's tables plus those placed elsewhere.
+
+use mysql_common::constants::StatusFlags;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::dml::Route;
+use super::{End, Session};
+use crate::exec::collect::{collect, Collected};
+use crate::route::{Placement, TableRule};
+use crate::sql::StatementKind;
+use crate::wire::packets;
+
+/// Where a metadata statement goes when the default backend cannot answer it alone.
+pub(super) enum MetaRoute {
+    /// A backend that holds the table answers as it is.
+    One(Route),
+    /// `SHOW [FULL] TABLES` / `SHOW TABLE STATUS`: the default backend's rows plus the rows of
+    /// `names` from `backends` (each the first backend of such a table).
+    ListTables {
+        backends: Vec<String>,
+        names: Vec<String>,
+    },
+}
+
+/// The words of a SHOW statement after `SHOW`, uppercased, up to `n` of them.
+fn show_words(stmt: &[u8], n: usize) -> Vec<String> {
+    String::from_utf8_lossy(stmt)
+        .split_whitespace()
+        .skip(1)
+        .take(n)
+        .map(|w| w.to_ascii_uppercase())
+        .collect()
+}
+
+/// `SHOW [FULL] TABLES …` or `SHOW TABLE STATUS …`: the first column of each row is a table name.
+fn lists_tables(stmt: &[u8]) -> bool {
+    let w = show_words(stmt, 2);
+    let w: Vec<&str> = w.iter().map(String::as_str).collect();
+    matches!(
+        w.as_slice(),
+        ["TABLES", ..] | ["FULL", "TABLES"] | ["TABLE", "STATUS"]
+    )
+}
+
+/// True when a '…' string literal in `stmt` equals `name` (ASCII case-insensitively): how
+/// information_schema lookups name a table.
+fn names_in_literal(stmt: &[u8], name: &str) -> bool {
+    let mut i = 0;
+    while i < stmt.len() {
+        if stmt[i] == b'\'' {
+            let start = i + 1;
+            let mut j = start;
+            while j < stmt.len() && stmt[j] != b'\'' {
+                if stmt[j] == b'\\' {
+                    j += 1;
+                }
+                j += 1;
+            }
+            if stmt
+                .get(start..j)
+                .is_some_and(|s| s.eq_ignore_ascii_case(name.as_bytes()))
+            {
+                return true;
+            }
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+fn mentions_information_schema(stmt: &[u8]) -> bool {
+    const NEEDLE: &[u8] = b"information_schema";
+    stmt.windows(NEEDLE.len())
+        .any(|w| w.eq_ignore_ascii_case(NEEDLE))
+}
+
+/// The table name at the start of a text-protocol row.
+fn first_column(row: &[u8]) -> Option<&[u8]> {
+    let mut p = row;
+    packets::get_lenenc_str(&mut p)
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// Sharded and broadcast rules the default backend holds no part of.
+    fn rules_away_from_default(&self) -> Vec<&TableRule> {
+        let default = &self.proxy.default_pool.name;
+        self.proxy
+            .tables
+            .rules()
+            .filter(|r| !matches!(r.placement, Placement::Single { .. }))
+            .filter(|r| !r.backends().iter().any(|b| b == default))
+            .collect()
+    }
+
+    /// `Some`: the statement is about a table the default backend does not hold.
+    pub(super) fn route_metadata(&self, stmt: &[u8], kind: StatementKind) -> Option<MetaRoute> {
+        if kind == StatementKind::Select && !mentions_information_schema(stmt) {
+            return None;
+        }
+        let away = self.rules_away_from_default();
+        if away.is_empty() {
+            return None;
+        }
+        if kind == StatementKind::Show && lists_tables(stmt) {
+            let mut backends: Vec<String> = Vec::new();
+            for r in &away {
+                let b = &r.backends()[0];
+                if !backends.contains(b) {
+                    backends.push(b.clone());
+                }
+            }
+            return Some(MetaRoute::ListTables {
+                backends,
+                names: away.iter().map(|r| r.name.clone()).collect(),
+            });
+        }
+        let named = |r: &&&TableRule| match kind {
+            StatementKind::Select => names_in_literal(stmt, &r.name),
+            _ => crate::sql::identifiers_mention(
+                stmt,
+                &crate::sql::TableNames::new([r.name.as_str()]),
+            ),
+        };
+        let rule = away.iter().find(named)?;
+        Some(MetaRoute::One(Route::One(rule.backends()[0].clone())))
+    }
+
+    /// Runs `SHOW TABLES`-like statements on the default backend and on `backends`, and answers
+    /// with the default's rows plus the rows naming `names`, sorted by name as MariaDB sorts them.
+    pub(super) async fn list_tables(
+        &mut self,
+        packet: &[u8],
+        backends: &[String],
+        names: &[String],
+        more: bool,
+    ) -> Result<bool, End> {
+        let mut all = vec![self.proxy.default_pool.name.clone()];
+        all.extend(backends.iter().cloned());
+        let Some(idx) = self.send_to_all(&all, packet).await? else {
+            return Ok(false);
+        };
+        let mut answers = Vec::with_capacity(idx.len());
+        for &i in &idx {
+            match collect(self.leases.get_mut(i)).await {
+                Ok(c) => answers.push(c),
+                Err(e) => return Err(self.backend_lost(e)),
+            }
+        }
+        let mut columns = Vec::new();
+        let mut rows: Vec<Vec<u8>> = Vec::new();
+        let mut warnings = 0u16;
+        for (n, a) in answers.iter().enumerate() {
+            match a {
+                Collected::Err(e) | Collected::Ok(e) => {
+                    self.writer.write(e);
+                    self.last_ok = !a.is_err();
+                    return Ok(self.last_ok);
+                }
+                Collected::Rows {
+                    columns: c,
+                    rows: r,
+                    eof,
+                } => {
+                    if n == 0 {
+                        columns = c.clone();
+                        warnings = packets::parse_eof(eof).0;
+                    }
+                    rows.extend(
+                        r.iter()
+                            .filter(|row| {
+                                n == 0
+                                    || first_column(row).is_some_and(|t| {
+                                        names.iter().any(|m| t.eq_ignore_ascii_case(m.as_bytes()))
+                                            && !already_listed(&answers[0], t)
+                                    })
+                            })
+                            .cloned(),
+                    );
+                }
+            }
+        }
+        rows.sort_by(|a, b| first_column(a).cmp(&first_column(b)));
+        rows.dedup_by(|a, b| first_column(a) == first_column(b));
+        let status: StatusFlags = self.status_with(more);
+        self.send_result_set(&columns, rows.iter().map(Vec::as_slice), warnings, status);
+        self.last_ok = true;
+        Ok(true)
+    }
+}
+
+/// True when the default backend's answer already has a row for table `t`.
+fn already_listed(default: &Collected, t: &[u8]) -> bool {
+    match default {
+        Collected::Rows { rows, .. } => rows
+            .iter()
+            .any(|r| first_column(r).is_some_and(|n| n.eq_ignore_ascii_case(t))),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_table_lists() {
+        assert!(lists_tables(b"SHOW TABLES"));
+        assert!(lists_tables(b"show full tables from app like 'o%'"));
+        assert!(lists_tables(b"SHOW TABLE STATUS LIKE 'orders'"));
+        assert!(!lists_tables(b"SHOW CREATE TABLE orders"));
+        assert!(!lists_tables(b"SHOW TABLE_STATISTICS"));
+    }
+
+    #[test]
+    fn finds_table_names_in_string_literals() {
+        let q = b"SELECT * FROM information_schema.COLUMNS WHERE TABLE_NAME = 'Orders'";
+        assert!(names_in_literal(q, "orders"));
+        assert!(!names_in_literal(q, "order"));
+        assert!(names_in_literal(
+            b"x LIKE 'a\\'b' OR t = 'orders'",
+            "orders"
+        ));
+        assert!(!names_in_literal(b"SELECT 'unterminated", "orders"));
+    }
+}
