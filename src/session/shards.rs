@@ -208,6 +208,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// One answer for the client from the parts' answers.
     fn answer_merged(&mut self, plan: &InsertPlan, results: &[Collected], adj: Adjust) {
+        // A write inside the client's transaction (BEGIN or autocommit=0) leaves it open, as
+        // MariaDB reports; Connector/J skips ROLLBACK when the flag says no transaction.
+        if self.in_transaction() {
+            self.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
+        }
         let status = StatusFlags::from_bits_retain(
             self.status
                 | if adj.more_results {
