@@ -52,7 +52,10 @@ fn key_value(v: &KeyValue) -> Option<ShardValue> {
 }
 
 /// The shards (indices) the WHERE restricts a sharded table to; `None`: all of them.
-fn pinned_shards(rule: &TableRule, a: &DmlAnalysis) -> Result<Option<BTreeSet<usize>>, SqlError> {
+pub(super) fn pinned_shards(
+    rule: &TableRule,
+    a: &DmlAnalysis,
+) -> Result<Option<BTreeSet<usize>>, SqlError> {
     let Placement::Sharded {
         columns,
         algorithm,
@@ -81,7 +84,7 @@ fn pinned_shards(rule: &TableRule, a: &DmlAnalysis) -> Result<Option<BTreeSet<us
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    fn rule_for(&self, t: &sql::TableRef) -> Option<TableRule> {
+    pub(super) fn rule_for(&self, t: &sql::TableRef) -> Option<TableRule> {
         let schema = t.schema.clone().or_else(|| {
             self.db
                 .as_ref()

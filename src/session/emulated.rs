@@ -30,6 +30,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return;
         }
         let mut insert = None;
+        let mut select = None;
         let (kind, placeholders, returning) = match sql::classify(stmt) {
             StatementKind::Insert | StatementKind::Replace => {
                 let Ok(a) = sql::analyze_insert(stmt) else {
@@ -60,6 +61,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return;
                 }
                 let kind = if k == StatementKind::Select {
+                    select = super::prepared_route::PreparedSelect::analyze(stmt).map(Box::new);
                     EmulatedKind::Select
                 } else {
                     EmulatedKind::Write
@@ -76,6 +78,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 insert,
                 placeholders,
                 returning,
+                select,
                 bound: BoundState::default(),
             }));
         }
@@ -121,35 +124,45 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                      is not supported; send it as a text query",
                 ))
             } else {
-                let decoded =
-                    stmt_execute::decode_params(packet, e.placeholders.len(), &mut e.bound);
-                decoded.and_then(|params| {
-                    let pairs: Vec<_> = params
-                        .iter()
-                        .map(|p| (p.value.clone(), p.column_type))
-                        .collect();
-                    let (text, bound) = match &e.insert {
-                        Some(a) => {
-                            let (t, b) = sql::bind_insert(&e.sql, a, &pairs, &charset)
-                                .map_err(SqlError::from)?;
-                            (t, Some(b))
-                        }
-                        None => {
-                            let t =
-                                sql::bind_placeholders(&e.sql, &e.placeholders, &pairs, &charset)
-                                    .map_err(SqlError::from)?;
-                            (t, None)
-                        }
-                    };
-                    let values: Vec<Value> = params.into_iter().map(|p| p.value).collect();
-                    Ok((e.kind, text, bound, values))
-                })
+                stmt_execute::decode_params(packet, e.placeholders.len(), &mut e.bound)
             }
         };
-        let (kind, text, bound, values) = match decoded {
-            Ok(d) => d,
+        let params = match decoded {
+            Ok(p) => p,
             Err(e) => {
                 self.send_error(&e);
+                return None;
+            }
+        };
+        let values: Vec<Value> = params.iter().map(|p| p.value.clone()).collect();
+        // A point SELECT: the shard comes from the bound values, no text is made.
+        let pinned = {
+            let e = self.stmts.get(id).and_then(|st| st.emulated.as_ref())?;
+            e.select
+                .as_deref()
+                .and_then(|p| self.single_shard_for(p, &values))
+        };
+        if let Some(backend) = pinned {
+            return self.execute_select_on(id, vec![backend], &values).await;
+        }
+        let bound = {
+            let e = self.stmts.get(id).and_then(|st| st.emulated.as_ref())?;
+            let pairs: Vec<_> = params
+                .iter()
+                .map(|p| (p.value.clone(), p.column_type))
+                .collect();
+            match &e.insert {
+                Some(a) => {
+                    sql::bind_insert(&e.sql, a, &pairs, &charset).map(|(t, b)| (e.kind, t, Some(b)))
+                }
+                None => sql::bind_placeholders(&e.sql, &e.placeholders, &pairs, &charset)
+                    .map(|t| (e.kind, t, None)),
+            }
+        };
+        let (kind, text, bound) = match bound {
+            Ok(d) => d,
+            Err(e) => {
+                self.send_error(&e.into());
                 return None;
             }
         };
@@ -213,6 +226,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return None;
             }
         };
+        self.execute_select_on(id, backends, values).await
+    }
+
+    /// Executes prepared SELECT `id` on `backends` (preparing it there first) and relays the
+    /// rows in the binary protocol.
+    async fn execute_select_on(
+        &mut self,
+        id: u32,
+        backends: Vec<String>,
+        values: &[Value],
+    ) -> Option<End> {
         let mut idx = Vec::with_capacity(backends.len());
         for b in &backends {
             let i = match self.lease_index(b).await {

@@ -8,6 +8,7 @@ mod explain;
 mod insert;
 mod leases;
 mod prepared;
+mod prepared_route;
 mod query;
 mod shards;
 mod show;

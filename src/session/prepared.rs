@@ -34,6 +34,8 @@ pub struct Emulated {
     /// Byte offsets of the statement's `?`.
     pub placeholders: Vec<usize>,
     pub returning: bool,
+    /// For a SELECT about one table: routed from its analysis and the bound values.
+    pub select: Option<Box<super::prepared_route::PreparedSelect>>,
     pub bound: crate::wire::stmt_execute::BoundState,
 }
 
