@@ -251,3 +251,31 @@ fn prepared_statements_route_by_their_parameters() {
     let one: Option<i64> = c.query_first("SELECT 1").unwrap();
     assert_eq!(one, Some(1));
 }
+
+#[test]
+fn subqueries_over_a_sharded_table_are_refused() {
+    let s = common::two_shards(
+        TABLES,
+        &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)"],
+    );
+    let mut c = s.g.conn();
+    c.query_drop("INSERT INTO orders (item, qty) VALUES ('a', 1), ('b', 2), ('c', 3)")
+        .unwrap();
+    let first = c.last_insert_id();
+    // Each shard would compute its own MAX(id) and answer with its own rows: never run.
+    for sql in [
+        "SELECT * FROM orders WHERE id = (SELECT MAX(id) FROM orders)".to_string(),
+        format!("SELECT * FROM orders WHERE id = {first} AND qty < (SELECT MAX(qty) FROM orders)"),
+        "UPDATE orders SET qty = 0 WHERE id IN (SELECT id FROM orders)".to_string(),
+        "SELECT * FROM orders a JOIN orders b ON a.qty = b.qty".to_string(),
+    ] {
+        let (n, m) = code(c.query_drop(&sql));
+        assert_eq!(n, 1235, "{sql}: {m}");
+        assert!(m.contains("more than once"), "{m}");
+    }
+    let qty: u64 = c
+        .query_first("SELECT SUM(qty) FROM orders")
+        .unwrap()
+        .unwrap();
+    assert_eq!(qty, 6, "nothing changed and the session goes on");
+}

@@ -172,6 +172,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 others.join("`, `")
             )));
         }
+        // A subquery or self-join over the sharded table would read only the rows of the shard
+        // it runs on: refused even when the outer statement is pinned to one shard.
+        let uses = a
+            .relations
+            .iter()
+            .filter(|t| t.name.eq_ignore_ascii_case(&rule.name))
+            .count();
+        if uses > 1 {
+            return Err(unsupported(format!(
+                "sharded table `{}` appears more than once in this statement (a subquery or a \
+                 self-join); each shard would see only its own rows, so idgate does not run it",
+                rule.name
+            )));
+        }
         let is_target = a
             .target
             .as_ref()
