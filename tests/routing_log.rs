@@ -162,4 +162,13 @@ fn point_statements_reach_only_the_owning_shard() {
     ))
     .unwrap();
     assert_eq!(seen(&s, "spread"), vec![1, 1]);
+    // A key that is not plainly an integer is compared by MariaDB's own conversion on every shard.
+    let names: Vec<String> = c
+        .query(format!(
+            "SELECT /* loose */ name FROM users WHERE user_id = '{}abc'",
+            users[2]
+        ))
+        .unwrap();
+    assert_eq!(names, ["z"]);
+    assert_eq!(seen(&s, "loose"), vec![1, 1]);
 }
