@@ -279,3 +279,56 @@ fn subqueries_over_a_sharded_table_are_refused() {
         .unwrap();
     assert_eq!(qty, 6, "nothing changed and the session goes on");
 }
+
+#[test]
+fn string_keys_meet_under_case_insensitive_collations() {
+    let yaml = "generators:
+  seq:
+    kind: segment
+    step: 100
+tables:
+  tenants:
+    generator: seq
+    sharding:
+      columns: [code]
+      algorithm: hash
+      shards: [shard0, shard1]
+";
+    let s = common::two_shards(
+        yaml,
+        &["CREATE TABLE tenants (id BIGINT PRIMARY KEY, code VARCHAR(20) COLLATE utf8mb4_general_ci, UNIQUE KEY (code))"],
+    );
+    let mut c = s.g.conn();
+    let codes: Vec<String> = (0..40).map(|i| format!("Tenant-{i}")).collect();
+    for tenant in &codes {
+        c.exec_drop("INSERT INTO tenants (code) VALUES (?)", (tenant,))
+            .unwrap();
+    }
+    for tenant in &codes {
+        for spelling in [
+            tenant.to_lowercase(),
+            tenant.to_uppercase(),
+            format!("{tenant}  "),
+        ] {
+            let n: u64 = c
+                .query_first(format!(
+                    "SELECT COUNT(*) FROM tenants WHERE code = '{spelling}'"
+                ))
+                .unwrap()
+                .unwrap();
+            assert_eq!(n, 1, "{spelling} finds {tenant}");
+        }
+        // The same code in another case is a duplicate, as on one server.
+        let (n, m) = code(c.exec_drop(
+            "INSERT INTO tenants (code) VALUES (?)",
+            (tenant.to_lowercase(),),
+        ));
+        assert_eq!(n, 1062, "{m}");
+    }
+    let per_shard: Vec<u64> = s
+        .dbs
+        .iter()
+        .map(|db| count(db, "SELECT COUNT(*) FROM tenants"))
+        .collect();
+    assert!(per_shard.iter().all(|&n| n > 0), "{per_shard:?}");
+}

@@ -17,12 +17,26 @@ impl ShardValue {
     }
 
     /// Canonical bytes for hashing: integers (and strings that are integers) as decimal text, so
-    /// a value routes the same whether the client sent it as a number or a string.
+    /// a value routes the same whether the client sent it as a number or a string; other strings
+    /// with ASCII letters lowercased and trailing spaces dropped, so values equal under the usual
+    /// case-insensitive, space-padded collations ('ABC', 'abc ') land on the same shard.
     fn canonical(&self) -> std::borrow::Cow<'_, [u8]> {
         match (self, self.as_int()) {
             (_, Some(v)) => v.to_string().into_bytes().into(),
-            (ShardValue::Str(s), None) => s.as_slice().into(),
+            (ShardValue::Str(s), None) => {
+                let end = s.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+                s[..end].to_ascii_lowercase().into()
+            }
             (ShardValue::Int(v), None) => v.to_string().into_bytes().into(),
+        }
+    }
+
+    /// False for a string with non-ASCII characters: collations equate some of those with other
+    /// spellings ('é' = 'e', 'ß' = 'ss'), so a lookup by it cannot trust one shard.
+    pub fn pins_reads(&self) -> bool {
+        match self {
+            ShardValue::Int(_) => true,
+            ShardValue::Str(s) => s.is_ascii(),
         }
     }
 }
@@ -118,6 +132,15 @@ mod tests {
             0
         );
         assert!(a.shard_of(&ShardValue::Str(b"x".to_vec()), 2, "c").is_err());
+    }
+
+    #[test]
+    fn hash_follows_case_insensitive_padded_equality() {
+        let a = Algorithm::Hash;
+        let shard = |s: &[u8]| a.shard_of(&ShardValue::Str(s.to_vec()), 16, "c").unwrap();
+        assert_eq!(shard(b"Tenant-ABC"), shard(b"tenant-abc  "));
+        assert!(!ShardValue::Str("caf\u{e9}".as_bytes().to_vec()).pins_reads());
+        assert!(ShardValue::Str(b"cafe".to_vec()).pins_reads());
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub(super) fn pinned_shards(
             };
             // A value that is not plainly an integer ('12abc', 1.5) compares by MariaDB's
             // conversion rules: every shard decides for itself.
+            if !v.pins_reads() {
+                return Ok(None);
+            }
             let Ok(s) = algorithm.shard_of(&v, shards.len(), c) else {
                 return Ok(None);
             };
