@@ -273,6 +273,14 @@ fn subqueries_over_a_sharded_table_are_refused() {
         assert_eq!(n, 1235, "{sql}: {m}");
         assert!(m.contains("more than once"), "{m}");
     }
+    // Window functions and FOUND_ROWS() would see one shard's rows.
+    for sql in [
+        "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM orders",
+        "SELECT SQL_CALC_FOUND_ROWS id FROM orders LIMIT 1",
+    ] {
+        let (n, m) = code(c.query_drop(sql));
+        assert_eq!(n, 1235, "{sql}: {m}");
+    }
     let qty: u64 = c
         .query_first("SELECT SUM(qty) FROM orders")
         .unwrap()

@@ -182,6 +182,24 @@ const AGGREGATES: &[&str] = &[
     "bit_xor",
 ];
 
+fn has_window_function(stmt: &Statement) -> bool {
+    sqlparser::ast::visit_expressions(stmt, |e| match e {
+        Expr::Function(f) if f.over.is_some() => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+/// True when `word` (ASCII, any case) appears in `stmt` as a whole word.
+fn mentions_word(stmt: &[u8], word: &[u8]) -> bool {
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    stmt.windows(word.len()).enumerate().any(|(i, w)| {
+        w.eq_ignore_ascii_case(word)
+            && (i == 0 || !ident(stmt[i - 1]))
+            && stmt.get(i + word.len()).is_none_or(|&b| !ident(b))
+    })
+}
+
 fn has_aggregate(items: &[SelectItem]) -> bool {
     let mut found = false;
     for item in items {
@@ -444,6 +462,20 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         }
         _ => {}
     }
+    if a.kind == DmlKind::Select {
+        // Each shard would number, rank or total only its own rows; FOUND_ROWS() would count
+        // one shard's.
+        if has_window_function(&parsed) {
+            a.needs_merge = Some("window functions");
+            a.aggregates = None;
+            a.order = None;
+            a.limit = None;
+        } else if mentions_word(stmt, b"SQL_CALC_FOUND_ROWS") {
+            a.needs_merge = Some("SQL_CALC_FOUND_ROWS");
+            a.order = None;
+            a.limit = None;
+        }
+    }
     if let Some(w) = selection {
         scan.conjunction(w, &mut a.keys);
     }
@@ -494,6 +526,14 @@ mod tests {
             ("SELECT * FROM t ORDER BY id + 1", "ORDER BY"),
             ("SELECT * FROM t LIMIT 3 OFFSET 2", "LIMIT with an offset"),
             ("SELECT COUNT(*) FROM t", "aggregate functions"),
+            (
+                "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM t",
+                "window functions",
+            ),
+            (
+                "SELECT SQL_CALC_FOUND_ROWS id FROM t LIMIT 1",
+                "SQL_CALC_FOUND_ROWS",
+            ),
             ("SELECT k, v FROM t GROUP BY k, v", "GROUP BY"),
             ("SELECT DISTINCT k FROM t", "DISTINCT"),
         ] {
