@@ -211,3 +211,46 @@ tables:
     c.query_drop("INSERT INTO orders (user_id, item) VALUES (2, 'y')")
         .unwrap();
 }
+
+#[test]
+fn statements_that_would_bypass_ids_or_shards_are_refused() {
+    let s = common::two_shards(
+        MOD_TABLES,
+        &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))"],
+    );
+    let mut c = s.g.conn();
+    c.query_drop("INSERT INTO orders (item) VALUES ('a')")
+        .unwrap();
+    let id = c.last_insert_id();
+    let refused = |c: &mut mysql::Conn, sql: &str, code: u16, needle: &str| match c.query_drop(sql)
+    {
+        Err(mysql::Error::MySqlError(e)) => {
+            assert_eq!(e.code, code, "{sql}: {}", e.message);
+            assert!(e.message.contains(needle), "{sql}: {}", e.message);
+        }
+        other => panic!("{sql} was not refused: {other:?}"),
+    };
+    // Changing the sharding column on a duplicate would leave the row on the wrong shard.
+    refused(
+        &mut c,
+        &format!(
+            "INSERT INTO orders (id, item) VALUES ({id}, 'x') ON DUPLICATE KEY UPDATE id = id + 1"
+        ),
+        1105,
+        "would move the row",
+    );
+    c.query_drop(format!(
+        "INSERT INTO orders (id, item) VALUES ({id}, 'x') ON DUPLICATE KEY UPDATE item = 'updated'"
+    ))
+    .unwrap();
+    refused(
+        &mut c,
+        "LOAD DATA INFILE '/nonexistent.tsv' INTO TABLE orders",
+        1235,
+        "LOAD DATA",
+    );
+    refused(&mut c, "HANDLER orders OPEN", 1235, "HANDLER");
+    refused(&mut c, "LOCK TABLES orders WRITE", 1235, "LOCK TABLES");
+    let rows: Vec<(u64, String)> = c.query("SELECT id, item FROM orders").unwrap();
+    assert_eq!(rows, [(id, "updated".to_string())], "one row, where it was");
+}

@@ -203,6 +203,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                  so it must see the rows; insert them with VALUES"
             )));
         }
+        if a.on_duplicate_update {
+            refuse_moving_update(stmt, rule)?;
+        }
         let schema = match a.table.schema.clone().or_else(|| {
             self.db
                 .as_ref()
@@ -545,5 +548,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         Ok(ok)
+    }
+}
+
+/// ON DUPLICATE KEY UPDATE of a sharding column (or the id of a sharded table) would leave the
+/// row on a shard that no longer owns it.
+fn refuse_moving_update(stmt: &[u8], rule: &TableRule) -> Result<(), SqlError> {
+    let Placement::Sharded { columns, .. } = &rule.placement else {
+        return Ok(());
+    };
+    let assigned = crate::sql::duplicate_update_columns(stmt).map_err(SqlError::from)?;
+    match assigned.iter().find(|c| {
+        columns.iter().any(|s| s.eq_ignore_ascii_case(c)) || c.eq_ignore_ascii_case(&rule.id_column)
+    }) {
+        Some(c) => Err(err(
+            errors::ER_UNKNOWN_ERROR,
+            b"HY000",
+            format!(
+                "ON DUPLICATE KEY UPDATE of `{c}` in sharded table `{}` would move the row to another shard; \
+                 update the other columns only, or delete the row and insert it again",
+                rule.name
+            ),
+        )),
+        None => Ok(()),
     }
 }

@@ -12,6 +12,7 @@ mod prepared_route;
 mod query;
 mod shards;
 mod show;
+mod unsupported;
 
 use std::sync::Arc;
 

@@ -158,6 +158,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Err(e) => Plan::Refuse(e),
                 }
             }
+            StatementKind::Other if self.proxy.tables.mentioned_in(stmt) => {
+                match self.refuse_bypass(stmt) {
+                    Some(e) => Plan::Refuse(e),
+                    None => Plan::Forward(kind),
+                }
+            }
             StatementKind::Show | StatementKind::Explain | StatementKind::Select => {
                 match self.route_metadata(stmt, kind) {
                     Some(super::show::MetaRoute::One(route)) => Plan::Routed(route),
