@@ -281,6 +281,20 @@ fn subqueries_over_a_sharded_table_are_refused() {
         let (n, m) = code(c.query_drop(sql));
         assert_eq!(n, 1235, "{sql}: {m}");
     }
+    // Row counts of a statement that ran on shards are not the default backend's.
+    let _: Vec<u64> = c.query("SELECT id FROM orders").unwrap();
+    let (n, m) = code(c.query_drop("SELECT FOUND_ROWS()"));
+    assert_eq!(n, 1235, "{m}");
+    c.query_drop("UPDATE orders SET qty = qty WHERE qty > 0")
+        .unwrap();
+    let (n, m) = code(c.query_drop("SELECT ROW_COUNT()"));
+    assert_eq!(n, 1235, "{m}");
+    let _: Vec<u64> = c.query("SELECT 1 UNION SELECT 2").unwrap();
+    let found: u64 = c.query_first("SELECT FOUND_ROWS()").unwrap().unwrap();
+    assert_eq!(
+        found, 2,
+        "after a statement on the default backend, its own answer"
+    );
     let qty: u64 = c
         .query_first("SELECT SUM(qty) FROM orders")
         .unwrap()

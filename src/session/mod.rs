@@ -53,6 +53,9 @@ pub struct Session<R, W> {
     lid_sync: Option<u64>,
     /// A USE ran on the default backend: the other connections follow before the next statement.
     pending_follow_db: bool,
+    /// The last statement's row counts are not the default backend's (it ran on shards or was
+    /// answered by idgate): FOUND_ROWS()/ROW_COUNT() there would be wrong.
+    counts_elsewhere: bool,
     /// SETs that ran on the default backend, to run on the session's other connections too.
     pending_sets: Vec<Vec<u8>>,
     /// Multi-statement queries allowed (CLIENT_MULTI_STATEMENTS, then COM_SET_OPTION).
@@ -135,6 +138,7 @@ where
         no_auto_value_on_zero: None,
         lid_sync: None,
         pending_follow_db: false,
+        counts_elsewhere: false,
         pending_sets: Vec::new(),
         multi_statements,
         packet: Vec::with_capacity(1024),

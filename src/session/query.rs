@@ -236,6 +236,32 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn run_step(&mut self, stmt: &[u8], plan: Plan, packet: &[u8], more: bool) -> Step {
+        let default = &self.proxy.default_pool.name;
+        let counts_elsewhere = match &plan {
+            Plan::Forward(_) | Plan::Refuse(_) => false,
+            Plan::Routed(super::dml::Route::One(b)) => b != default,
+            Plan::Insert(boxed) => !matches!(
+                &boxed.1.placement,
+                crate::route::Placement::Single { backend } if backend == default
+            ),
+            _ => true,
+        };
+        let plan = match plan {
+            Plan::Forward(StatementKind::Select)
+                if self.counts_elsewhere && sql::asks_row_counts(stmt) =>
+            {
+                Plan::Refuse(SqlError::new(
+                    sql::ER_NOT_SUPPORTED_YET,
+                    b"42000",
+                    "FOUND_ROWS() and ROW_COUNT() after a statement idgate ran on shards are not \
+                     tracked; use the row count that statement returned",
+                ))
+            }
+            p => p,
+        };
+        if !matches!(plan, Plan::Refuse(_)) {
+            self.counts_elsewhere = counts_elsewhere;
+        }
         match plan {
             Plan::Forward(kind) => {
                 // The other backends of a transaction end first; the default one answers.

@@ -190,6 +190,11 @@ fn has_window_function(stmt: &Statement) -> bool {
     .is_break()
 }
 
+/// True when the statement calls FOUND_ROWS() or ROW_COUNT().
+pub fn asks_row_counts(stmt: &[u8]) -> bool {
+    mentions_word(stmt, b"FOUND_ROWS") || mentions_word(stmt, b"ROW_COUNT")
+}
+
 /// True when `word` (ASCII, any case) appears in `stmt` as a whole word.
 fn mentions_word(stmt: &[u8], word: &[u8]) -> bool {
     let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';

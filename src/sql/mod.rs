@@ -25,7 +25,9 @@ mod session_query;
 mod split;
 
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
-pub use dml::{analyze_dml, placeholder_offsets, Aggregate, DmlAnalysis, DmlKind, KeyValue};
+pub use dml::{
+    analyze_dml, asks_row_counts, placeholder_offsets, Aggregate, DmlAnalysis, DmlKind, KeyValue,
+};
 pub use duplicate_update::duplicate_update_columns;
 pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
 pub use insert::{
