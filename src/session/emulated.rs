@@ -199,12 +199,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             | Ok(Some(Route::Write { backends: bs, .. }))
             | Ok(Some(Route::Everywhere(bs))) => bs,
             Ok(None) => vec![self.proxy.default_pool.name.clone()],
-            Ok(Some(Route::Aggregate(..) | Route::Sorted { .. })) => {
+            Ok(Some(Route::Merge(..))) => {
                 self.send_error(&SqlError::new(
                     sql::ER_NOT_SUPPORTED_YET,
                     b"42000",
-                    "aggregates, ORDER BY and LIMIT over several shards in a server-side prepared statement \
-                     are not supported yet; send the SELECT as a text query",
+                    "ORDER BY, LIMIT, GROUP BY, DISTINCT and aggregates over several shards in a server-side prepared \
+                     statement are not supported yet; send the SELECT as a text query",
                 ));
                 return None;
             }
