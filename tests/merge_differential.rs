@@ -363,12 +363,17 @@ fn differs(c: &Case, want: &Answer, got: &Answer) -> Option<String> {
 }
 
 struct Setup {
-    _dbs: Vec<common::MariaDb>,
+    dbs: Vec<common::MariaDb>,
     g: common::Idgate,
-    reference: mysql::Conn,
 }
 
-fn setup() -> Setup {
+/// Three MariaDB servers and idgate, loaded once for every test of this file.
+fn setup() -> &'static Setup {
+    static SETUP: std::sync::OnceLock<Setup> = std::sync::OnceLock::new();
+    SETUP.get_or_init(load)
+}
+
+fn load() -> Setup {
     let dbs = vec![common::start_db(), common::start_db(), common::start_db()];
     let g = common::Idgate::start_with(|port| {
         common::idgate_proc::config_for(
@@ -395,22 +400,19 @@ fn setup() -> Setup {
         c.query_drop(format!("INSERT INTO {t} VALUES {data}"))
             .unwrap();
     }
-    Setup {
-        _dbs: dbs,
-        g,
-        reference,
-    }
+    Setup { dbs, g }
 }
 
 #[test]
 fn scattered_selects_answer_as_one_server() {
-    let mut s = setup();
+    let s = setup();
     let mut c = s.g.conn();
+    let mut reference = common::direct(&s.dbs[0]);
     let cases = generate(600);
     let mut failures = Vec::new();
     let mut compared = 0;
     for (n, case) in cases.iter().enumerate() {
-        let want = run(&mut s.reference, &case.sql.replace(" T", " ref"));
+        let want = run(&mut reference, &case.sql.replace(" T", " ref"));
         assert!(want.is_ok(), "the reference rejects {}: {want:?}", case.sql);
         // Each query against one of the sharded layouts, in turn.
         let table = ["m2", "h3", "r3"][n % 3];
@@ -427,4 +429,56 @@ fn scattered_selects_answer_as_one_server() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+#[test]
+fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
+    let s = setup();
+    let mut c = s.g.conn();
+    for (sql, names) in [
+        ("SELECT COUNT(DISTINCT i) FROM h3", "COUNT(DISTINCT"),
+        (
+            "SELECT i, GROUP_CONCAT(v) FROM m2 GROUP BY i",
+            "GROUP_CONCAT()",
+        ),
+        (
+            "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM r3",
+            "window function ROW_NUMBER()",
+        ),
+        (
+            "SELECT i, SUM(i) + 1 FROM m2 GROUP BY i",
+            "expression over SUM()",
+        ),
+        ("SELECT DISTINCT i FROM m2 ORDER BY id", "DISTINCT"),
+        ("SELECT i, STD(f) FROM h3 GROUP BY i", "STD()"),
+        ("SELECT id FROM m2 ORDER BY e, id", "ENUM"),
+        (
+            "SELECT v, COUNT(*) FROM h3 GROUP BY v HAVING v = 'apple'",
+            "HAVING comparing strings",
+        ),
+        ("SELECT i FROM m2 GROUP BY i WITH ROLLUP", "ROLLUP"),
+    ] {
+        match c.query_drop(sql) {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!((e.code, e.state.as_str()), (1235, "42000"), "{sql}: {e:?}");
+                assert!(e.message.contains(names), "{sql}: {}", e.message);
+            }
+            other => panic!("{sql}: expected ERROR 1235, got {other:?}"),
+        }
+        let n: Option<u64> = c.query_first("SELECT COUNT(*) FROM m2").unwrap();
+        assert_eq!(n, Some(300), "after {sql}");
+    }
+    // Pinned to one shard, anything goes: the shard answers as it is.
+    let one: Option<u64> = c
+        .query_first("SELECT COUNT(DISTINCT id) FROM h3 WHERE id = 5")
+        .unwrap();
+    assert_eq!(one, Some(1));
+    // A merge inside a multi-statement query keeps the next result set.
+    let mut r = c
+        .query_iter("SELECT i, COUNT(*) FROM m2 GROUP BY i ORDER BY i LIMIT 2; SELECT 7")
+        .unwrap();
+    let first: Vec<mysql::Row> = r.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(first.len(), 2);
+    let second: Vec<mysql::Row> = r.iter().unwrap().collect::<Result<_, _>>().unwrap();
+    assert_eq!(second.len(), 1);
 }
