@@ -251,11 +251,26 @@ fn generate(n: usize) -> Vec<Case> {
 type Answer = Result<(Vec<String>, Vec<Vec<Option<Vec<u8>>>>), (u16, String)>;
 
 fn run(c: &mut mysql::Conn, sql: &str) -> Answer {
-    let mut res = match c.query_iter(sql) {
-        Ok(r) => r,
-        Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
+    match c.query_iter(sql) {
+        Ok(r) => collect(r, sql),
+        Err(mysql::Error::MySqlError(e)) => Err((e.code, e.message)),
         Err(e) => panic!("{sql}: {e}"),
-    };
+    }
+}
+
+/// The answer to `sql` as a server-side prepared statement (rows in the binary protocol).
+fn run_prepared(c: &mut mysql::Conn, sql: &str, params: mysql::Params) -> Answer {
+    match c.exec_iter(sql, params) {
+        Ok(r) => collect(r, sql),
+        Err(mysql::Error::MySqlError(e)) => Err((e.code, e.message)),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
+fn collect<P: mysql::prelude::Protocol>(
+    mut res: mysql::QueryResult<'_, '_, '_, P>,
+    sql: &str,
+) -> Answer {
     let meta = res
         .columns()
         .as_ref()
@@ -422,6 +437,19 @@ fn scattered_selects_answer_as_one_server() {
         if let Some(why) = differs(case, &want, &got) {
             failures.push(format!("{sql}\n{why}"));
         }
+        // Every fourth query also as a prepared statement, rows in the binary protocol.
+        if n % 4 == 0 {
+            let want = run_prepared(
+                &mut reference,
+                &case.sql.replace(" T", " ref"),
+                mysql::Params::Empty,
+            );
+            let got = run_prepared(&mut c, &sql, mysql::Params::Empty);
+            compared += 1;
+            if let Some(why) = differs(case, &want, &got) {
+                failures.push(format!("prepared: {sql}\n{why}"));
+            }
+        }
     }
     assert!(
         failures.is_empty(),
@@ -481,4 +509,28 @@ fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
     assert_eq!(first.len(), 2);
     let second: Vec<mysql::Row> = r.iter().unwrap().collect::<Result<_, _>>().unwrap();
     assert_eq!(second.len(), 1);
+}
+
+#[test]
+fn prepared_merges_bind_their_parameters() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let mut reference = common::direct(&s.dbs[0]);
+    let sql = "SELECT i, COUNT(*) AS n, AVG(d), MIN(dt), MAX(tm) FROM T WHERE id > ? GROUP BY i \
+               HAVING n > ? ORDER BY n DESC, i LIMIT ?, ?";
+    let q = case(sql.to_string(), true);
+    for (from, at_least, skip, take) in [(0, 1, 0, 5), (120, 3, 2, 4), (250, 0, 0, 100)] {
+        let params = || {
+            mysql::Params::Positional(vec![from.into(), at_least.into(), skip.into(), take.into()])
+        };
+        let want = run_prepared(&mut reference, &sql.replace(" T", " ref"), params());
+        for t in ["m2", "h3", "r3"] {
+            let got = run_prepared(&mut c, &sql.replace(" T", &format!(" {t}")), params());
+            assert!(
+                differs(&q, &want, &got).is_none(),
+                "{t} {from}: {:?}",
+                differs(&q, &want, &got)
+            );
+        }
+    }
 }

@@ -261,7 +261,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Route::Concat(backends) => self.run_concat(&backends, packet, adj).await,
             Route::Everywhere(backends) => self.run_everywhere(&backends, packet, adj).await,
-            Route::Merge(backends, plan) => self.run_merge(&backends, &plan, adj).await,
+            Route::Merge(backends, plan) => self.run_merge(&backends, &plan, adj, false).await,
         }
     }
 
@@ -341,12 +341,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    /// Sends the plan's statement to every shard and merges their answers.
-    async fn run_merge(
+    /// Sends the plan's statement to every shard and merges their answers (`binary`: for a
+    /// prepared statement, rows in the binary protocol).
+    pub(super) async fn run_merge(
         &mut self,
         backends: &[String],
         plan: &sql::MergePlan,
         adj: Adjust,
+        binary: bool,
     ) -> Result<bool, End> {
         let mut packet = Vec::with_capacity(plan.shard_sql.len() + 1);
         packet.push(mysql_common::constants::Command::COM_QUERY as u8);
@@ -361,7 +363,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             writer: &mut self.writer,
             deprecate_eof,
         };
-        match crate::exec::merge::relay_merged(&mut conns, &mut client, plan, status).await {
+        match crate::exec::merge::relay_merged(&mut conns, &mut client, plan, status, binary).await
+        {
             Ok(Ok(r)) => {
                 self.last_ok = !r.error;
                 Ok(!r.error)

@@ -266,9 +266,17 @@ impl Grouping {
             Ok(r) => r,
             Err(m) => return Ok(Err(m)),
         };
+        let rows = match rows
+            .iter()
+            .map(|r| out.encode(r))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(r) => r,
+            Err(m) => return Ok(Err(m)),
+        };
         rows::write_header(client, out.defs, out.eof, out.visible);
         for r in rows {
-            client.writer.write(&rows::encode_row(&r[..out.visible]));
+            client.writer.write(&r);
             client
                 .writer
                 .maybe_flush()

@@ -3,6 +3,7 @@
 //! combined in memory (one row per group) for GROUP BY, aggregates, HAVING and DISTINCT.
 //! Every shard's answer is read to its end whatever happens, so connections stay in step.
 
+mod binary;
 mod group;
 mod having;
 mod number;
@@ -94,13 +95,15 @@ impl Layout {
     }
 }
 
-/// The merged answer, ending with `status`. `Ok(Err(message))`: the merge is not possible; every
+/// The merged answer, ending with `status`; `binary`: rows in the binary protocol (a prepared
+/// statement's), else text. `Ok(Err(message))`: the merge is not possible; every
 /// shard was read to its end and nothing was written, so the caller can send an error.
 pub async fn relay_merged<W: AsyncWrite + Unpin>(
     shards: &mut [&mut BackendConn],
     client: &mut Client<'_, W>,
     plan: &MergePlan,
     status: u16,
+    binary: bool,
 ) -> Result<Result<Relayed, String>, BackendError> {
     let mut ends = Ends::default();
     let mut header = None;
@@ -173,6 +176,8 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
         return Ok(Err("no shard answered".into()));
     };
     let out = Output {
+        infos: &layout.infos,
+        binary,
         defs: &defs,
         eof: &eof,
         visible: layout.visible,
@@ -188,6 +193,8 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
 
 /// What the merged answer looks like to the client.
 struct Output<'a> {
+    infos: &'a [ColumnInfo],
+    binary: bool,
     defs: &'a [Vec<u8>],
     eof: &'a [u8],
     visible: usize,
@@ -197,9 +204,14 @@ struct Output<'a> {
 }
 
 impl Output<'_> {
-    /// The packet the client gets for a merged row.
+    /// Whether rows must be decoded to be written (hidden columns, or the binary protocol).
+    fn rewrites(&self) -> bool {
+        self.binary || self.visible != self.defs.len()
+    }
+
+    /// The packet the client gets for a merged row (`values`: the packet decoded, if it was).
     fn row(&self, packet: Vec<u8>, values: Option<&Values>) -> Result<Vec<u8>, String> {
-        if self.visible == self.defs.len() {
+        if !self.rewrites() {
             return Ok(packet);
         }
         let parsed;
@@ -210,8 +222,18 @@ impl Output<'_> {
                 &parsed
             }
         };
-        Ok(rows::encode_row(
-            values.get(..self.visible).unwrap_or(values),
-        ))
+        self.encode(values)
+    }
+
+    /// The client's columns of a row.
+    fn encode(&self, values: &Values) -> Result<Vec<u8>, String> {
+        let mine = values
+            .get(..self.visible)
+            .ok_or("a shard sent a row shorter than its columns")?;
+        if self.binary {
+            binary::binary_row(mine, &self.infos[..self.visible])
+        } else {
+            Ok(rows::encode_row(mine))
+        }
     }
 }

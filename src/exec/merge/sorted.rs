@@ -52,7 +52,7 @@ pub(super) async fn relay<W: AsyncWrite + Unpin>(
     out: &Output<'_>,
     mut ends: Ends,
 ) -> Result<Result<Relayed, String>, BackendError> {
-    let parse = out.visible != out.defs.len();
+    let parse = out.rewrites();
     let mut heads: Vec<Option<Head>> = Vec::with_capacity(shards.len());
     let mut problem = None;
     for be in shards.iter_mut() {
