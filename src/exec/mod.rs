@@ -1,10 +1,9 @@
 //! Backend connections and pools, and running a client's command on them: relaying the answer
-//! (and, later, merging answers from several shards).
+//! and merging answers from several shards.
 
-pub mod aggregate;
 pub mod backend;
 pub mod collect;
-pub mod merge_sorted;
+pub mod merge;
 pub mod metadata;
 pub mod pool;
 pub mod relay;

@@ -29,14 +29,9 @@ pub(super) enum Route {
     },
     /// DDL on every backend of the table, one after the other.
     Everywhere(Vec<String>),
-    /// COUNT/SUM/MIN/MAX over several shards: one row from each, combined.
-    Aggregate(Vec<String>, Vec<sql::Aggregate>),
-    /// ORDER BY and/or LIMIT n over several shards: a k-way merge of their sorted answers.
-    Sorted {
-        backends: Vec<String>,
-        order: Vec<(String, bool)>,
-        limit: Option<u64>,
-    },
+    /// A SELECT on several shards whose answers merge (ORDER BY, LIMIT, GROUP BY, aggregates,
+    /// HAVING, DISTINCT): each shard runs the plan's statement.
+    Merge(Vec<String>, Box<sql::MergePlan>),
 }
 
 fn unsupported(msg: String) -> SqlError {
@@ -228,18 +223,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if targets.is_empty() {
             return Ok(Some(Route::One(shards[0].clone())));
         }
-        if let (DmlKind::Select, Some(aggs)) = (a.kind, &a.aggregates) {
-            return Ok(Some(Route::Aggregate(targets, aggs.clone())));
-        }
-        if a.kind == DmlKind::Select
-            && a.needs_merge.is_none()
-            && (a.order.is_some() || a.limit.is_some())
-        {
-            return Ok(Some(Route::Sorted {
-                backends: targets,
-                order: a.order.clone().unwrap_or_default(),
-                limit: a.limit,
-            }));
+        if let (DmlKind::Select, Some(plan)) = (a.kind, &a.merge) {
+            return match plan {
+                Ok(p) => Ok(Some(Route::Merge(targets, Box::new(p.clone())))),
+                Err(what) => Err(unsupported(format!(
+                    "this SELECT on sharded table `{}` reaches {} shards and idgate cannot merge {what} \
+                     across them; pin it to one shard with a condition on the sharding column",
+                    rule.name,
+                    targets.len()
+                ))),
+            };
         }
         if let Some(why) = a.needs_merge {
             return Err(unsupported(format!(
@@ -290,14 +283,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Route::Concat(backends) => self.run_concat(&backends, packet, adj).await,
             Route::Everywhere(backends) => self.run_everywhere(&backends, packet, adj).await,
-            Route::Aggregate(backends, aggs) => {
-                self.run_aggregate(&backends, packet, &aggs, adj).await
-            }
-            Route::Sorted {
-                backends,
-                order,
-                limit,
-            } => self.run_sorted(&backends, packet, &order, limit, adj).await,
+            Route::Merge(backends, plan) => self.run_merge(&backends, &plan, adj, false).await,
         }
     }
 
@@ -377,30 +363,29 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    /// Sends the SELECT to every shard and merges their sorted answers.
-    async fn run_sorted(
+    /// Sends the plan's statement to every shard and merges their answers (`binary`: for a
+    /// prepared statement, rows in the binary protocol).
+    pub(super) async fn run_merge(
         &mut self,
         backends: &[String],
-        packet: &[u8],
-        order: &[(String, bool)],
-        limit: Option<u64>,
+        plan: &sql::MergePlan,
         adj: Adjust,
+        binary: bool,
     ) -> Result<bool, End> {
-        let Some(idx) = self.send_to_all(backends, packet).await? else {
+        let mut packet = Vec::with_capacity(plan.shard_sql.len() + 1);
+        packet.push(mysql_common::constants::Command::COM_QUERY as u8);
+        packet.extend_from_slice(&plan.shard_sql);
+        let Some(idx) = self.send_to_all(backends, &packet).await? else {
             return Ok(false);
         };
-        let mut status = self.status;
-        if adj.more_results {
-            status |= mysql_common::constants::StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
-        }
+        let status = self.status_with(adj.more_results).bits();
         let deprecate_eof = self.deprecate_eof();
         let mut conns = self.leases.conns(&idx);
         let mut client = Client {
             writer: &mut self.writer,
             deprecate_eof,
         };
-        match crate::exec::merge_sorted::relay_sorted(&mut conns, &mut client, order, limit, status)
-            .await
+        match crate::exec::merge::relay_merged(&mut conns, &mut client, plan, status, binary).await
         {
             Ok(Ok(r)) => {
                 self.last_ok = !r.error;
@@ -413,68 +398,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
             Err(e) => Err(self.backend_lost(e)),
         }
-    }
-
-    /// Sends an aggregate SELECT to every shard and answers with the combined row.
-    async fn run_aggregate(
-        &mut self,
-        backends: &[String],
-        packet: &[u8],
-        aggs: &[sql::Aggregate],
-        adj: Adjust,
-    ) -> Result<bool, End> {
-        use crate::exec::collect::{collect, Collected};
-        use crate::wire::packets;
-        let Some(idx) = self.send_to_all(backends, packet).await? else {
-            return Ok(false);
-        };
-        let mut answers = Vec::with_capacity(idx.len());
-        for &i in &idx {
-            match collect(self.leases.get_mut(i)).await {
-                Ok(c) => answers.push(c),
-                Err(e) => return Err(self.backend_lost(e)),
-            }
-        }
-        let mut columns = None;
-        let mut rows = Vec::new();
-        let mut warnings = 0u16;
-        for a in &answers {
-            match a {
-                Collected::Err(e) => {
-                    self.writer.write(e);
-                    return Ok(false);
-                }
-                Collected::Rows {
-                    columns: c,
-                    rows: r,
-                    eof,
-                } => {
-                    columns.get_or_insert_with(|| c.clone());
-                    rows.extend(r.iter().cloned());
-                    warnings = warnings.saturating_add(packets::parse_eof(eof).0);
-                }
-                Collected::Ok(_) => {}
-            }
-        }
-        let Some(columns) = columns else {
-            self.send_error(&SqlError::new(
-                errors::ER_UNKNOWN_ERROR,
-                b"HY000",
-                "idgate: no shard returned a row",
-            ));
-            return Ok(false);
-        };
-        let row = match crate::exec::aggregate::merge_rows(aggs, &columns, &rows) {
-            Ok(r) => r,
-            Err(m) => {
-                self.send_error(&SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", m));
-                return Ok(false);
-            }
-        };
-        let status = self.status_with(adj.more_results);
-        self.send_result_set(&columns, [row.as_slice()], warnings, status);
-        self.last_ok = true;
-        Ok(true)
     }
 
     /// DDL on each backend in turn; the first backend's answer is the client's, a failure on any

@@ -212,14 +212,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             | Ok(Some(Route::Write { backends: bs, .. }))
             | Ok(Some(Route::Everywhere(bs))) => bs,
             Ok(None) => vec![self.proxy.default_pool.name.clone()],
-            Ok(Some(Route::Aggregate(..) | Route::Sorted { .. })) => {
-                self.send_error(&SqlError::new(
-                    sql::ER_NOT_SUPPORTED_YET,
-                    b"42000",
-                    "aggregates, ORDER BY and LIMIT over several shards in a server-side prepared statement \
-                     are not supported yet; send the SELECT as a text query",
-                ));
-                return None;
+            Ok(Some(Route::Merge(bs, plan))) => {
+                // The parameters are bound into the text: the shards run it as a text query
+                // and the merged rows are written in the binary protocol.
+                return self
+                    .run_merge(&bs, &plan, Adjust::default(), true)
+                    .await
+                    .err();
             }
             Err(e) => {
                 self.send_error(&e);

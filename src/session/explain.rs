@@ -80,27 +80,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     .iter()
                     .map(|b| row(b, "run on every backend in turn"))
                     .collect(),
-                Some(Route::Aggregate(bs, aggs)) => {
-                    let merge = format!("one row per shard combined: {aggs:?}");
-                    bs.iter().map(|b| row(b, &merge)).collect()
-                }
-                Some(Route::Sorted {
-                    backends,
-                    order,
-                    limit,
-                }) => {
-                    let keys: Vec<String> = order
-                        .iter()
-                        .map(|(c, d)| format!("{c}{}", if *d { " DESC" } else { "" }))
-                        .collect();
-                    let merge = format!(
-                        "k-way merge by [{}]{}",
-                        keys.join(", "),
-                        limit
-                            .map(|l| format!(", first {l} rows"))
-                            .unwrap_or_default()
-                    );
-                    backends.iter().map(|b| row(b, &merge)).collect()
+                Some(Route::Merge(bs, plan)) => {
+                    let merge = plan.describe();
+                    let shard_sql = String::from_utf8_lossy(&plan.shard_sql).into_owned();
+                    bs.iter()
+                        .map(|b| [b.clone(), shard_sql.clone(), merge.clone()])
+                        .collect()
                 }
             }),
         }

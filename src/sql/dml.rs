@@ -14,6 +14,8 @@ use super::error::SqlParseError;
 use super::insert::TableRef;
 use super::lex::unquote_ident;
 use super::literal::{value_kind, ValueKind};
+use super::merge_plan::MergePlan;
+use super::merge_rewrite::plan_merge;
 use super::parse::{parse_one, sanitize, LineIndex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,97 +45,14 @@ pub struct DmlAnalysis {
     /// Columns the top-level WHERE restricts to a finite set of values (`c = v`, `c IN (…)`,
     /// `c = v OR c = w`), each with those values.
     pub keys: Vec<(String, Vec<KeyValue>)>,
-    /// Why answers from several shards cannot simply be concatenated (ORDER BY, LIMIT, …).
+    /// Why answers from several shards cannot be merged (UPDATE/DELETE with ORDER BY or LIMIT,
+    /// UNION).
     pub needs_merge: Option<&'static str>,
     /// Columns an UPDATE assigns.
     pub assigned: Vec<String>,
-    /// For a SELECT whose every item is COUNT/SUM/MIN/MAX (no GROUP BY, DISTINCT, HAVING, ORDER BY
-    /// or LIMIT): the function of each column, so per-shard answers can be combined.
-    pub aggregates: Option<Vec<Aggregate>>,
-    /// For a SELECT ordered by plain columns: each column and whether it is descending, so
-    /// sorted per-shard answers can be merged.
-    pub order: Option<Vec<(String, bool)>>,
-    /// `LIMIT n` (no offset): every shard returns at most n rows, the merge keeps the first n.
-    pub limit: Option<u64>,
-}
-
-/// `ORDER BY c1 [ASC|DESC], …` over plain column names.
-fn plain_order(order: &sqlparser::ast::OrderBy) -> Option<Vec<(String, bool)>> {
-    use sqlparser::ast::{OrderByKind, OrderBySort};
-    let OrderByKind::Expressions(items) = &order.kind else {
-        return None;
-    };
-    items
-        .iter()
-        .map(|o| {
-            if o.with_fill.is_some() || o.options.nulls_first.is_some() {
-                return None;
-            }
-            let desc = match &o.options.sort {
-                None | Some(OrderBySort::Asc) => false,
-                Some(OrderBySort::Desc) => true,
-                Some(_) => return None,
-            };
-            Some((KeyScan::column(&o.expr)?, desc))
-        })
-        .collect()
-}
-
-/// `LIMIT n` with a literal n and no offset.
-fn plain_limit(limit: &sqlparser::ast::LimitClause) -> Option<u64> {
-    use sqlparser::ast::LimitClause;
-    match limit {
-        LimitClause::LimitOffset {
-            limit: Some(Expr::Value(v)),
-            offset: None,
-            limit_by,
-        } if limit_by.is_empty() => match &v.value {
-            SqlValue::Number(n, _) => n.parse().ok(),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// An aggregate whose per-shard results combine into the whole table's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Aggregate {
-    Count,
-    Sum,
-    Min,
-    Max,
-}
-
-/// The aggregate of each select item, if every item is a plain COUNT/SUM/MIN/MAX call.
-fn simple_aggregates(items: &[SelectItem]) -> Option<Vec<Aggregate>> {
-    use sqlparser::ast::{DuplicateTreatment, FunctionArguments};
-    items
-        .iter()
-        .map(|item| {
-            let expr = match item {
-                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
-                _ => return None,
-            };
-            let Expr::Function(f) = expr else {
-                return None;
-            };
-            if f.filter.is_some() || f.over.is_some() {
-                return None;
-            }
-            if let FunctionArguments::List(list) = &f.args {
-                if list.duplicate_treatment == Some(DuplicateTreatment::Distinct) {
-                    return None;
-                }
-            }
-            match f.name.to_string().to_ascii_lowercase().as_str() {
-                "count" => Some(Aggregate::Count),
-                "sum" => Some(Aggregate::Sum),
-                "min" => Some(Aggregate::Min),
-                "max" => Some(Aggregate::Max),
-                _ => None,
-            }
-        })
-        .collect()
+    /// For a SELECT that needs more than concatenation (ORDER BY, LIMIT, GROUP BY, aggregates,
+    /// DISTINCT, HAVING): how to merge it, or what idgate cannot merge.
+    pub merge: Option<Result<MergePlan, String>>,
 }
 
 fn table_ref(name: &ObjectName) -> TableRef {
@@ -215,7 +134,7 @@ fn has_aggregate(items: &[SelectItem]) -> bool {
         let _ = sqlparser::ast::visit_expressions(expr, |e| {
             if let Expr::Function(f) = e {
                 let name = f.name.to_string().to_ascii_lowercase();
-                if AGGREGATES.contains(&name.as_str()) {
+                if f.over.is_some() || AGGREGATES.contains(&name.as_str()) {
                     found = true;
                     return ControlFlow::Break(());
                 }
@@ -378,58 +297,29 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         keys: Vec::new(),
         needs_merge: None,
         assigned: Vec::new(),
-        aggregates: None,
-        order: None,
-        limit: None,
+        merge: None,
     };
     let mut selection = None;
     match &parsed {
         Statement::Query(q) => {
             a.kind = DmlKind::Select;
-            if let Some(o) = &q.order_by {
-                a.order = plain_order(o);
-                if a.order.is_none() {
-                    a.needs_merge = Some("ORDER BY");
-                }
-            }
-            if let Some(l) = &q.limit_clause {
-                a.limit = plain_limit(l);
-                if a.limit.is_none() {
-                    a.needs_merge = Some("LIMIT with an offset");
-                }
-            }
             match q.body.as_ref() {
                 SetExpr::Select(s) => {
                     a.target = first_table(&s.from);
                     selection = s.selection.as_ref();
                     let grouped =
                         !matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty());
-                    if a.needs_merge.is_none()
-                        && !grouped
-                        && s.distinct.is_none()
-                        && s.having.is_none()
-                    {
-                        a.aggregates = simple_aggregates(&s.projection);
-                    }
-                    if a.needs_merge.is_none() {
-                        a.needs_merge = if grouped {
-                            Some("GROUP BY")
-                        } else if has_aggregate(&s.projection) {
-                            Some("aggregate functions")
-                        } else if s.distinct.is_some() {
-                            Some("DISTINCT")
-                        } else if s.having.is_some() {
-                            Some("HAVING")
-                        } else {
-                            None
-                        };
+                    let merged = q.order_by.is_some()
+                        || q.limit_clause.is_some()
+                        || grouped
+                        || s.distinct.is_some()
+                        || s.having.is_some()
+                        || has_aggregate(&s.projection);
+                    if merged {
+                        a.merge = Some(plan_merge(stmt, &text, q, s));
                     }
                 }
-                _ => {
-                    a.needs_merge = a.needs_merge.or(Some("UNION or a nested query"));
-                    a.order = None;
-                    a.limit = None;
-                }
+                _ => a.needs_merge = Some("UNION or a nested query"),
             }
         }
         Statement::Update(u) => {
@@ -467,18 +357,15 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         }
         _ => {}
     }
-    if a.kind == DmlKind::Select {
+    if a.kind == DmlKind::Select && !matches!(a.merge, Some(Err(_))) {
         // Each shard would number, rank or total only its own rows; FOUND_ROWS() would count
         // one shard's.
         if has_window_function(&parsed) {
             a.needs_merge = Some("window functions");
-            a.aggregates = None;
-            a.order = None;
-            a.limit = None;
+            a.merge = None;
         } else if mentions_word(stmt, b"SQL_CALC_FOUND_ROWS") {
             a.needs_merge = Some("SQL_CALC_FOUND_ROWS");
-            a.order = None;
-            a.limit = None;
+            a.merge = None;
         }
     }
     if let Some(w) = selection {
@@ -520,34 +407,18 @@ mod tests {
     }
 
     #[test]
-    fn merges_needed_are_named() {
+    fn merges_are_planned_only_when_needed() {
         let a = analyze_dml(b"SELECT * FROM t WHERE x = 1 ORDER BY id DESC, k LIMIT 10").unwrap();
-        assert_eq!(
-            a.order,
-            Some(vec![("id".to_string(), true), ("k".to_string(), false)])
-        );
-        assert_eq!((a.limit, a.needs_merge), (Some(10), None));
-        for (sql, why) in [
-            ("SELECT * FROM t ORDER BY id + 1", "ORDER BY"),
-            ("SELECT * FROM t LIMIT 3 OFFSET 2", "LIMIT with an offset"),
-            ("SELECT COUNT(*) FROM t", "aggregate functions"),
-            (
-                "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM t",
-                "window functions",
-            ),
-            (
-                "SELECT SQL_CALC_FOUND_ROWS id FROM t LIMIT 1",
-                "SQL_CALC_FOUND_ROWS",
-            ),
-            ("SELECT k, v FROM t GROUP BY k, v", "GROUP BY"),
-            ("SELECT DISTINCT k FROM t", "DISTINCT"),
-        ] {
-            assert_eq!(
-                analyze_dml(sql.as_bytes()).unwrap().needs_merge,
-                Some(why),
-                "{sql}"
-            );
-        }
+        let plan = a.merge.unwrap().unwrap();
+        assert_eq!((plan.limit, plan.order.len()), (Some(10), 2));
+        assert!(analyze_dml(b"SELECT * FROM t WHERE x = 1")
+            .unwrap()
+            .merge
+            .is_none());
+        let a = analyze_dml(b"SELECT COUNT(DISTINCT k) FROM t").unwrap();
+        assert!(a.merge.unwrap().is_err());
+        let a = analyze_dml(b"SELECT k FROM t UNION SELECT k FROM u").unwrap();
+        assert_eq!(a.needs_merge, Some("UNION or a nested query"));
     }
 
     #[test]

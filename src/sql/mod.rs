@@ -17,23 +17,27 @@ mod error;
 mod insert;
 mod lex;
 mod literal;
+mod merge_plan;
+mod merge_rewrite;
 mod params;
 mod parse;
 mod render;
 mod scan;
+mod select_tokens;
 mod session_query;
 mod split;
 
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
-pub use dml::{
-    analyze_dml, asks_row_counts, placeholder_offsets, Aggregate, DmlAnalysis, DmlKind, KeyValue,
-};
+pub use dml::{analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyValue};
 pub use duplicate_update::duplicate_update_columns;
 pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
 pub use insert::{
     analyze_insert, Assignment, Column, InsertAnalysis, InsertBody, Row, TableRef, Value,
 };
 pub use literal::ValueKind;
+pub use merge_plan::{
+    AggCol, AggFn, ColRef, Having, HavingOp, MergeMode, MergePlan, SortKey, Weight,
+};
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use session_query::{session_query, SessionQuery};

@@ -118,6 +118,9 @@ public class JdbcSharded {
             query(c, "SELECT id, name, score FROM sh_users ORDER BY id");
             query(c, "SELECT COUNT(*), SUM(amount), MIN(amount), MAX(user_id) FROM sh_orders");
             query(c, "SELECT id, user_id, amount FROM sh_orders ORDER BY amount DESC LIMIT 5");
+            query(c, "SELECT user_id, COUNT(*), SUM(amount), AVG(amount) FROM sh_orders GROUP BY user_id HAVING COUNT(*) > 1");
+            query(c, "SELECT DISTINCT score % 3 AS m FROM sh_users ORDER BY m DESC LIMIT 2 OFFSET 1");
+            query(c, "SELECT note, MIN(amount) FROM sh_orders GROUP BY note ORDER BY note");
 
             // Transactions touching both shards: a rollback leaves nothing, a commit everything.
             c.setAutoCommit(false);
@@ -132,7 +135,7 @@ public class JdbcSharded {
             }
             c.setAutoCommit(true);
             query(c, "SELECT COUNT(*), SUM(score) FROM sh_users");
-            query(c, "SELECT id, name FROM sh_users WHERE name LIKE 'tx%' ORDER BY id");
+            query(c, "SELECT name FROM sh_users WHERE name LIKE 'tx%' ORDER BY id");
         }
         try (Connection c = open("useServerPrepStmts=true")) {
             crud(c, "server-prep");

@@ -1,0 +1,342 @@
+//! GROUP BY, aggregates, HAVING and DISTINCT across shards: every shard's rows are folded into
+//! one row per group (keys compared as MariaDB compares them), aggregates combined exactly,
+//! HAVING applied to the combined groups, then the groups sorted (by ORDER BY, else by key as
+//! MariaDB's GROUP BY does), OFFSET/LIMIT applied and the client's columns written.
+
+use std::collections::BTreeMap;
+
+use tokio::io::AsyncWrite;
+
+use super::number::{self, format_double, format_scaled};
+use super::rows::{self, Ends, Values};
+use super::value::{exact, KeyPart, Kind};
+use super::{compare, Key, Layout, Output};
+use crate::exec::backend::{BackendConn, BackendError};
+use crate::exec::relay::{Client, Relayed};
+use crate::sql::{AggCol, AggFn, Having};
+
+/// How one aggregate column combines, resolved against the shards' columns.
+struct Agg {
+    col: usize,
+    func: AggFn,
+    kind: Kind,
+    scale: u32,
+    /// MIN/MAX: the key the value is compared by, and the weight columns moving with it.
+    key: Option<Key>,
+    /// AVG: the SUM and COUNT aggregates (indices into the aggregate list).
+    parts: Option<(usize, usize)>,
+}
+
+#[derive(Debug, Clone)]
+enum Acc {
+    Count(i128),
+    Exact(Option<i128>),
+    Float(Option<f64>),
+    Best(Option<KeyPart>),
+    None,
+}
+
+struct Group {
+    values: Values,
+    accs: Vec<Acc>,
+}
+
+pub(super) struct Grouping {
+    keys: Vec<Key>,
+    aggs: Vec<Agg>,
+    having: Option<Having>,
+    kinds: Vec<Option<Kind>>,
+    /// (all columns, hidden columns) of a shard row.
+    shape: (usize, usize),
+}
+
+impl Grouping {
+    pub(super) fn new(
+        l: &Layout,
+        keys: Vec<Key>,
+        aggs: &[AggCol],
+        having: Option<Having>,
+    ) -> Result<Grouping, String> {
+        let mut out: Vec<Agg> = Vec::new();
+        for a in aggs {
+            let col = l.index(a.col)?;
+            let info = l.infos[col];
+            let kind = match a.func {
+                AggFn::Count => Kind::Exact,
+                _ => l.kind(col)?,
+            };
+            let key = match a.func {
+                AggFn::Min | AggFn::Max => Some(l.key(&crate::sql::SortKey {
+                    value: a.col,
+                    weight: a.weight,
+                    desc: false,
+                })?),
+                _ => None,
+            };
+            if matches!(a.func, AggFn::Sum | AggFn::Avg)
+                && !matches!(kind, Kind::Exact | Kind::Float)
+            {
+                return Err(format!("{:?} of a non-numeric value across shards", a.func));
+            }
+            out.push(Agg {
+                col,
+                func: a.func,
+                kind,
+                scale: if kind == Kind::Exact {
+                    u32::from(info.decimals)
+                } else {
+                    0
+                },
+                key,
+                parts: None,
+            });
+        }
+        for (i, a) in aggs.iter().enumerate() {
+            if let Some((s, c)) = a.parts {
+                let find = |r| aggs.iter().position(|x| x.col == r);
+                let (Some(s), Some(c)) = (find(s), find(c)) else {
+                    return Err("AVG without its SUM and COUNT".into());
+                };
+                out[i].parts = Some((s, c));
+            }
+        }
+        let kinds = l
+            .infos
+            .iter()
+            .map(|i| super::value::kind_of(i).ok())
+            .collect();
+        Ok(Grouping {
+            keys,
+            aggs: out,
+            having,
+            kinds,
+            shape: (l.infos.len(), l.hidden),
+        })
+    }
+
+    fn start(&self) -> Vec<Acc> {
+        self.aggs
+            .iter()
+            .map(|a| match (a.func, a.kind) {
+                (AggFn::Count, _) => Acc::Count(0),
+                (AggFn::Sum, Kind::Float) => Acc::Float(None),
+                (AggFn::Sum, _) => Acc::Exact(None),
+                (AggFn::Min | AggFn::Max, _) => Acc::Best(None),
+                (AggFn::Avg, _) => Acc::None,
+            })
+            .collect()
+    }
+
+    /// Folds one shard row into its group.
+    fn fold(&self, g: &mut Group, row: &Values, first: bool) -> Result<(), String> {
+        for (a, acc) in self.aggs.iter().zip(g.accs.iter_mut()) {
+            let Some(v) = row.get(a.col).and_then(|v| v.as_deref()) else {
+                continue;
+            };
+            match acc {
+                Acc::Count(n) => {
+                    *n = n
+                        .checked_add(exact(v, 0)?)
+                        .ok_or("a COUNT beyond 38 digits")?
+                }
+                Acc::Exact(s) => {
+                    let add = exact(v, a.scale)?;
+                    *s = Some(
+                        s.unwrap_or(0)
+                            .checked_add(add)
+                            .ok_or("a SUM beyond the 38 digits idgate adds exactly")?,
+                    );
+                }
+                Acc::Float(s) => {
+                    let f: f64 = std::str::from_utf8(v)
+                        .ok()
+                        .and_then(|t| t.parse().ok())
+                        .ok_or("a shard sent a malformed double")?;
+                    *s = Some(s.unwrap_or(0.0) + f);
+                }
+                Acc::Best(best) => {
+                    let Some(k) = &a.key else { continue };
+                    let part = k.part(row)?;
+                    let better = match best {
+                        None => true,
+                        Some(b) if a.func == AggFn::Min => part < *b,
+                        Some(b) => part > *b,
+                    };
+                    if better {
+                        *best = Some(part);
+                        if !first {
+                            let mut cols = vec![k.value];
+                            if let Some((w, s)) = k.weight {
+                                cols.extend([w, s]);
+                            }
+                            for c in cols {
+                                if let (Some(dst), Some(src)) = (g.values.get_mut(c), row.get(c)) {
+                                    dst.clone_from(src);
+                                }
+                            }
+                        }
+                    }
+                }
+                Acc::None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the combined aggregates into the group's row.
+    fn finish(&self, g: &mut Group) -> Result<(), String> {
+        for (i, a) in self.aggs.iter().enumerate() {
+            let text = match &g.accs[i] {
+                Acc::Count(n) => Some(n.to_string()),
+                Acc::Exact(s) => s.map(|v| format_scaled(v, a.scale)),
+                Acc::Float(s) => match s {
+                    Some(f) => Some(format_double(*f).ok_or("a SUM that is not a finite double")?),
+                    None => None,
+                },
+                Acc::Best(_) => continue,
+                Acc::None => {
+                    let (s, c) = a.parts.ok_or("AVG without its parts")?;
+                    let Acc::Count(count) = g.accs[c] else {
+                        return Err("AVG's COUNT".into());
+                    };
+                    match (&g.accs[s], count) {
+                        (_, 0) | (Acc::Exact(None), _) | (Acc::Float(None), _) => None,
+                        (Acc::Exact(Some(sum)), n) => {
+                            let want = self.scale_of(a)?;
+                            let from = self.aggs[s].scale;
+                            let num = number::rescale(*sum, from, want)
+                                .ok_or("an AVG beyond the 38 digits idgate divides exactly")?;
+                            let v = number::div_round(num, n).ok_or("AVG")?;
+                            Some(format_scaled(v, want))
+                        }
+                        (Acc::Float(Some(sum)), n) => Some(
+                            format_double(sum / n as f64)
+                                .ok_or("an AVG that is not a finite double")?,
+                        ),
+                        _ => return Err("AVG's SUM".into()),
+                    }
+                }
+            };
+            if let Some(slot) = g.values.get_mut(a.col) {
+                *slot = text.map(String::into_bytes);
+            }
+        }
+        Ok(())
+    }
+
+    /// The decimals of an AVG column: those of its definition (MariaDB: the argument's + 4).
+    fn scale_of(&self, a: &Agg) -> Result<u32, String> {
+        match a.kind {
+            Kind::Exact => Ok(a.scale),
+            _ => Err("AVG".into()),
+        }
+    }
+
+    pub(super) async fn relay<W: AsyncWrite + Unpin>(
+        self,
+        shards: &mut [&mut BackendConn],
+        client: &mut Client<'_, W>,
+        order: &[Key],
+        out: &Output<'_>,
+        mut ends: Ends,
+    ) -> Result<Result<Relayed, String>, BackendError> {
+        let mut groups: BTreeMap<Vec<KeyPart>, Group> = BTreeMap::new();
+        let mut problem: Option<String> = None;
+        for be in shards.iter_mut() {
+            while let Some(packet) = rows::next_row(be, &mut ends).await? {
+                if problem.is_some() {
+                    continue;
+                }
+                if let Err(m) = self.add(&mut groups, &packet) {
+                    problem = Some(m);
+                }
+            }
+        }
+        if let Some(e) = ends.failed {
+            client.writer.write(&e);
+            return Ok(Ok(Relayed {
+                error: true,
+                ..Relayed::default()
+            }));
+        }
+        if let Some(m) = problem {
+            return Ok(Err(m));
+        }
+        let rows = match self.result(groups, order, out) {
+            Ok(r) => r,
+            Err(m) => return Ok(Err(m)),
+        };
+        let rows = match rows
+            .iter()
+            .map(|r| out.encode(r))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(r) => r,
+            Err(m) => return Ok(Err(m)),
+        };
+        rows::write_header(client, out.defs, out.eof, out.visible);
+        for r in rows {
+            client.writer.write(&r);
+            client
+                .writer
+                .maybe_flush()
+                .await
+                .map_err(BackendError::ClientGone)?;
+        }
+        rows::write_end(client, ends.warnings, out.status);
+        Ok(Ok(Relayed {
+            status: out.status,
+            ..Relayed::default()
+        }))
+    }
+
+    fn add(&self, groups: &mut BTreeMap<Vec<KeyPart>, Group>, packet: &[u8]) -> Result<(), String> {
+        let row = rows::parse_text_row(packet).ok_or("a shard sent a malformed row")?;
+        let key = Key::parts(&self.keys, &row)?;
+        match groups.get_mut(&key) {
+            Some(g) => self.fold(g, &row, false),
+            None => {
+                let mut g = Group {
+                    accs: self.start(),
+                    values: row.clone(),
+                };
+                self.fold(&mut g, &row, true)?;
+                groups.insert(key, g);
+                Ok(())
+            }
+        }
+    }
+
+    /// The groups' rows, filtered, sorted and cut to OFFSET/LIMIT.
+    fn result(
+        &self,
+        groups: BTreeMap<Vec<KeyPart>, Group>,
+        order: &[Key],
+        out: &Output<'_>,
+    ) -> Result<Vec<Values>, String> {
+        let mut rows = Vec::with_capacity(groups.len());
+        for (_, mut g) in groups {
+            self.finish(&mut g)?;
+            if let Some(h) = &self.having {
+                if !super::having::holds(h, &g.values, &self.kinds, self.shape)? {
+                    continue;
+                }
+            }
+            rows.push(g.values);
+        }
+        if !order.is_empty() {
+            let mut keyed = rows
+                .into_iter()
+                .map(|r| Key::parts(order, &r).map(|k| (k, r)))
+                .collect::<Result<Vec<_>, _>>()?;
+            keyed.sort_by(|a, b| compare(&a.0, &b.0, order));
+            rows = keyed.into_iter().map(|(_, r)| r).collect();
+        }
+        let skip = usize::try_from(out.offset).unwrap_or(usize::MAX);
+        let take = out
+            .limit
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX))
+            .unwrap_or(usize::MAX);
+        Ok(rows.into_iter().skip(skip).take(take).collect())
+    }
+}

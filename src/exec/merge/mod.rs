@@ -1,0 +1,239 @@
+//! Merging a SELECT's answers from several shards into the answer one server holding every row
+//! would give (see `sql::MergePlan`): a streaming k-way merge for ORDER BY/LIMIT, or groups
+//! combined in memory (one row per group) for GROUP BY, aggregates, HAVING and DISTINCT.
+//! Every shard's answer is read to its end whatever happens, so connections stay in step.
+
+mod binary;
+mod group;
+mod having;
+mod number;
+mod rows;
+mod sorted;
+mod value;
+
+use std::cmp::Ordering;
+
+use tokio::io::AsyncWrite;
+
+use super::backend::{BackendConn, BackendError};
+use super::relay::{Client, Relayed};
+use crate::sql::{ColRef, MergeMode, MergePlan, SortKey};
+use rows::{Ends, Start, Values};
+use value::{ColumnInfo, KeyPart, Kind};
+
+/// A sort key resolved against the shards' columns.
+#[derive(Debug, Clone)]
+struct Key {
+    value: usize,
+    weight: Option<(usize, usize)>,
+    kind: Kind,
+    desc: bool,
+}
+
+impl Key {
+    fn part(&self, row: &Values) -> Result<KeyPart, String> {
+        let get = |i: usize| row.get(i).and_then(|v| v.as_deref());
+        let weight = self.weight.map(|(w, s)| (get(w), get(s)));
+        value::key_part(self.kind, get(self.value), weight)
+    }
+
+    fn parts(keys: &[Key], row: &Values) -> Result<Vec<KeyPart>, String> {
+        keys.iter().map(|k| k.part(row)).collect()
+    }
+}
+
+fn compare(a: &[KeyPart], b: &[KeyPart], keys: &[Key]) -> Ordering {
+    for ((x, y), k) in a.iter().zip(b).zip(keys) {
+        let o = x.cmp(y);
+        let o = if k.desc { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The shards' columns: their definitions and how many the client sees.
+struct Layout {
+    infos: Vec<ColumnInfo>,
+    hidden: usize,
+    visible: usize,
+}
+
+impl Layout {
+    fn index(&self, c: ColRef) -> Result<usize, String> {
+        c.index(self.infos.len(), self.hidden)
+            .ok_or_else(|| "a shard answered with fewer columns than idgate asked for".to_string())
+    }
+
+    fn kind(&self, i: usize) -> Result<Kind, String> {
+        value::kind_of(&self.infos[i]).map_err(|what| {
+            format!("sorting or grouping across shards by {what}; pin the query to one shard")
+        })
+    }
+
+    fn key(&self, k: &SortKey) -> Result<Key, String> {
+        let value = self.index(k.value)?;
+        let kind = self.kind(value)?;
+        let weight = match (kind, k.weight) {
+            (Kind::Collated { .. }, Some(w)) => Some((self.index(w.bytes)?, self.index(w.space)?)),
+            (Kind::Collated { .. }, None) => {
+                return Err("a string key without its collation weights".into())
+            }
+            _ => None,
+        };
+        Ok(Key {
+            value,
+            weight,
+            kind,
+            desc: k.desc,
+        })
+    }
+
+    fn keys(&self, ks: &[SortKey]) -> Result<Vec<Key>, String> {
+        ks.iter().map(|k| self.key(k)).collect()
+    }
+}
+
+/// The merged answer, ending with `status`; `binary`: rows in the binary protocol (a prepared
+/// statement's), else text. `Ok(Err(message))`: the merge is not possible; every
+/// shard was read to its end and nothing was written, so the caller can send an error.
+pub async fn relay_merged<W: AsyncWrite + Unpin>(
+    shards: &mut [&mut BackendConn],
+    client: &mut Client<'_, W>,
+    plan: &MergePlan,
+    status: u16,
+    binary: bool,
+) -> Result<Result<Relayed, String>, BackendError> {
+    let mut ends = Ends::default();
+    let mut header = None;
+    let mut live = vec![true; shards.len()];
+    for (i, be) in shards.iter_mut().enumerate() {
+        match rows::read_header(be).await? {
+            Start::Columns(defs, eof) => {
+                header.get_or_insert((defs, eof));
+            }
+            Start::Failed(e) => {
+                ends.failed.get_or_insert(e);
+                live[i] = false;
+            }
+        }
+    }
+    let layout = match (&header, &ends.failed) {
+        (Some((defs, _)), None) => defs
+            .iter()
+            .map(|d| value::column_info(d))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| "a shard sent a malformed column definition".to_string())
+            .and_then(|infos| {
+                let visible = infos
+                    .len()
+                    .checked_sub(plan.hidden)
+                    .ok_or("a shard answered with fewer columns than idgate asked for")?;
+                Ok(Layout {
+                    infos,
+                    hidden: plan.hidden,
+                    visible,
+                })
+            }),
+        _ => Err(String::new()),
+    };
+    let prepared = layout.and_then(|l| {
+        let order = l.keys(&plan.order)?;
+        let mode = match &plan.mode {
+            MergeMode::Stream => None,
+            MergeMode::Group { keys, aggs, having } => Some(group::Grouping::new(
+                &l,
+                l.keys(keys)?,
+                aggs,
+                having.clone(),
+            )?),
+            MergeMode::Distinct { keys } => {
+                Some(group::Grouping::new(&l, l.keys(keys)?, &[], None)?)
+            }
+        };
+        Ok((l, order, mode))
+    });
+    let (layout, order, grouping) = match prepared {
+        Ok(p) if ends.failed.is_none() => p,
+        other => {
+            for (i, be) in shards.iter_mut().enumerate() {
+                if live[i] {
+                    rows::drain(be, &mut ends).await?;
+                }
+            }
+            if let Some(e) = ends.failed {
+                client.writer.write(&e);
+                return Ok(Ok(Relayed {
+                    error: true,
+                    ..Relayed::default()
+                }));
+            }
+            return Ok(Err(other.err().unwrap_or_default()));
+        }
+    };
+    let Some((defs, eof)) = header else {
+        return Ok(Err("no shard answered".into()));
+    };
+    let out = Output {
+        infos: &layout.infos,
+        binary,
+        defs: &defs,
+        eof: &eof,
+        visible: layout.visible,
+        offset: plan.offset,
+        limit: plan.limit,
+        status,
+    };
+    match grouping {
+        None => sorted::relay(shards, client, &order, &out, ends).await,
+        Some(g) => g.relay(shards, client, &order, &out, ends).await,
+    }
+}
+
+/// What the merged answer looks like to the client.
+struct Output<'a> {
+    infos: &'a [ColumnInfo],
+    binary: bool,
+    defs: &'a [Vec<u8>],
+    eof: &'a [u8],
+    visible: usize,
+    offset: u64,
+    limit: Option<u64>,
+    status: u16,
+}
+
+impl Output<'_> {
+    /// Whether rows must be decoded to be written (hidden columns, or the binary protocol).
+    fn rewrites(&self) -> bool {
+        self.binary || self.visible != self.defs.len()
+    }
+
+    /// The packet the client gets for a merged row (`values`: the packet decoded, if it was).
+    fn row(&self, packet: Vec<u8>, values: Option<&Values>) -> Result<Vec<u8>, String> {
+        if !self.rewrites() {
+            return Ok(packet);
+        }
+        let parsed;
+        let values = match values {
+            Some(v) => v,
+            None => {
+                parsed = rows::parse_text_row(&packet).ok_or("a shard sent a malformed row")?;
+                &parsed
+            }
+        };
+        self.encode(values)
+    }
+
+    /// The client's columns of a row.
+    fn encode(&self, values: &Values) -> Result<Vec<u8>, String> {
+        let mine = values
+            .get(..self.visible)
+            .ok_or("a shard sent a row shorter than its columns")?;
+        if self.binary {
+            binary::binary_row(mine, &self.infos[..self.visible])
+        } else {
+            Ok(rows::encode_row(mine))
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Reading the shards' answers row by row and writing the merged answer: the client sees the
+//! column count, definitions and rows of its own select items only, never idgate's hidden ones.
+
+use mysql_common::constants::StatusFlags;
+use tokio::io::AsyncWrite;
+
+use crate::exec::backend::{BackendConn, BackendError};
+use crate::exec::relay::Client;
+use crate::wire::packets;
+
+/// A text row's values (`None` for NULL).
+pub type Values = Vec<Option<Vec<u8>>>;
+
+pub fn parse_text_row(p: &[u8]) -> Option<Values> {
+    let mut rest = p;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        if rest[0] == 0xfb {
+            out.push(None);
+            rest = &rest[1..];
+            continue;
+        }
+        let len = packets::get_lenenc_int(&mut rest)? as usize;
+        out.push(Some(rest.get(..len)?.to_vec()));
+        rest = &rest[len..];
+    }
+    Some(out)
+}
+
+pub fn encode_row(values: &[Option<Vec<u8>>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        match v {
+            Some(v) => packets::put_lenenc_str(&mut out, v),
+            None => out.push(0xfb),
+        }
+    }
+    out
+}
+
+/// How a shard's answer began.
+pub enum Start {
+    /// Column definitions and the EOF after them.
+    Columns(Vec<Vec<u8>>, Vec<u8>),
+    /// An error (or an OK where rows were expected): the packet to give the client.
+    Failed(Vec<u8>),
+}
+
+pub async fn read_header(be: &mut BackendConn) -> Result<Start, BackendError> {
+    be.read().await?;
+    if packets::is_err(&be.packet) {
+        return Ok(Start::Failed(be.packet.clone()));
+    }
+    if be.packet.first() == Some(&packets::OK_HEADER) {
+        return Ok(Start::Failed(crate::exec::scatter::no_rows_over_shards()));
+    }
+    let mut p = &be.packet[..];
+    let n = packets::get_lenenc_int(&mut p)
+        .ok_or_else(|| BackendError::Protocol("column count".into()))?;
+    let mut defs = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        be.read().await?;
+        defs.push(be.packet.clone());
+    }
+    be.read().await?;
+    Ok(Start::Columns(defs, be.packet.clone()))
+}
+
+/// What ends the shards' answers: their warnings added up, and the first error.
+#[derive(Default)]
+pub struct Ends {
+    pub warnings: u16,
+    pub failed: Option<Vec<u8>>,
+}
+
+/// The next row packet of a shard, or `None` at its end.
+pub async fn next_row(
+    be: &mut BackendConn,
+    ends: &mut Ends,
+) -> Result<Option<Vec<u8>>, BackendError> {
+    be.read().await?;
+    if packets::is_eof(&be.packet) {
+        ends.warnings = ends
+            .warnings
+            .saturating_add(packets::parse_eof(&be.packet).0);
+        return Ok(None);
+    }
+    if packets::is_err(&be.packet) {
+        ends.failed.get_or_insert_with(|| be.packet.clone());
+        return Ok(None);
+    }
+    Ok(Some(be.packet.clone()))
+}
+
+/// Reads the rest of a shard's rows, keeping the connection in step.
+pub async fn drain(be: &mut BackendConn, ends: &mut Ends) -> Result<(), BackendError> {
+    while next_row(be, ends).await?.is_some() {}
+    Ok(())
+}
+
+/// Writes the column count and the first `visible` definitions (and EOF for old clients).
+pub fn write_header<W: AsyncWrite + Unpin>(
+    client: &mut Client<'_, W>,
+    defs: &[Vec<u8>],
+    eof: &[u8],
+    visible: usize,
+) {
+    let start = client.writer.begin();
+    packets::put_lenenc_int(client.writer.payload(), visible as u64);
+    client.writer.end(start);
+    for d in &defs[..visible] {
+        client.writer.write(d);
+    }
+    if !client.deprecate_eof {
+        client.writer.write(eof);
+    }
+}
+
+/// Writes the terminator (EOF or OK) after the rows.
+pub fn write_end<W: AsyncWrite + Unpin>(client: &mut Client<'_, W>, warnings: u16, status: u16) {
+    let start = client.writer.begin();
+    packets::terminator(
+        client.writer.payload(),
+        client.deprecate_eof,
+        warnings,
+        StatusFlags::from_bits_retain(status),
+    );
+    client.writer.end(start);
+}

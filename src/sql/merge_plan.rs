@@ -1,0 +1,168 @@
+//! What merging a SELECT's answers from several shards takes: the plan the executor follows
+//! (sort keys, groups and their aggregates, HAVING, OFFSET/LIMIT) and the columns each shard
+//! must return beyond the client's own, which the merge strips again. Pure data, no I/O.
+
+/// A column of a shard's answer: one of the client's select items, or a hidden one idgate
+/// appended (counted from the first hidden column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColRef {
+    Visible(usize),
+    Hidden(usize),
+}
+
+impl ColRef {
+    /// The column's index in a shard row of `total` columns of which `hidden` are idgate's.
+    pub fn index(self, total: usize, hidden: usize) -> Option<usize> {
+        let visible = total.checked_sub(hidden)?;
+        match self {
+            ColRef::Visible(i) if i < visible => Some(i),
+            ColRef::Hidden(h) if h < hidden => Some(visible + h),
+            _ => None,
+        }
+    }
+}
+
+/// Hidden columns that give a string value's collation weight: `WEIGHT_STRING(e)` and the
+/// weight of one space in e's collation (PAD SPACE collations ignore trailing spaces, while
+/// MariaDB's WEIGHT_STRING keeps them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weight {
+    pub bytes: ColRef,
+    pub space: ColRef,
+}
+
+/// One sort (or grouping) key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortKey {
+    pub value: ColRef,
+    pub weight: Option<Weight>,
+    pub desc: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFn {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+/// A column whose per-shard values combine by an aggregate function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AggCol {
+    pub col: ColRef,
+    pub func: AggFn,
+    /// MIN/MAX: the value's weight, which moves with the value chosen.
+    pub weight: Option<Weight>,
+    /// AVG: the SUM and COUNT columns it is computed from.
+    pub parts: Option<(ColRef, ColRef)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HavingOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// A HAVING condition idgate evaluates over merged groups.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Having {
+    Col(ColRef),
+    /// A numeric literal's text.
+    Num(String),
+    Str(Vec<u8>),
+    Null,
+    Bin(HavingOp, Box<Having>, Box<Having>),
+    Not(Box<Having>),
+    Neg(Box<Having>),
+    IsNull(Box<Having>, bool),
+    Between(Box<Having>, Box<Having>, Box<Having>, bool),
+    In(Box<Having>, Vec<Having>, bool),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeMode {
+    /// Rows stream through a k-way merge by `order` (no keys: shard after shard).
+    Stream,
+    /// Rows with equal keys combine into one; without ORDER BY the groups come out by key.
+    Group {
+        keys: Vec<SortKey>,
+        aggs: Vec<AggCol>,
+        having: Option<Having>,
+    },
+    /// SELECT DISTINCT: one row per distinct value of the client's columns.
+    Distinct { keys: Vec<SortKey> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergePlan {
+    /// The statement each shard runs.
+    pub shard_sql: Vec<u8>,
+    /// How many columns at the end of each shard row are idgate's own.
+    pub hidden: usize,
+    pub mode: MergeMode,
+    pub order: Vec<SortKey>,
+    pub offset: u64,
+    pub limit: Option<u64>,
+}
+
+impl MergePlan {
+    /// A one-line description for EXPLAIN ROUTE.
+    pub fn describe(&self) -> String {
+        let keys = |ks: &[SortKey]| {
+            ks.iter()
+                .map(|k| {
+                    let c = match k.value {
+                        ColRef::Visible(i) => format!("column {}", i + 1),
+                        ColRef::Hidden(h) => format!("hidden {}", h + 1),
+                    };
+                    let w = if k.weight.is_some() { " (weights)" } else { "" };
+                    let d = if k.desc { " DESC" } else { "" };
+                    format!("{c}{w}{d}")
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut out = match &self.mode {
+            MergeMode::Stream => format!("k-way merge by [{}]", keys(&self.order)),
+            MergeMode::Group {
+                keys: k,
+                aggs,
+                having,
+            } => format!(
+                "groups by [{}] combining {:?}{}{}",
+                keys(k),
+                aggs.iter().map(|a| a.func).collect::<Vec<_>>(),
+                if having.is_some() {
+                    ", HAVING in idgate"
+                } else {
+                    ""
+                },
+                if self.order.is_empty() {
+                    String::new()
+                } else {
+                    format!(", sorted by [{}]", keys(&self.order))
+                }
+            ),
+            MergeMode::Distinct { keys: k } => format!("distinct rows by [{}]", keys(k)),
+        };
+        if self.offset > 0 {
+            out.push_str(&format!(", skip {}", self.offset));
+        }
+        if let Some(l) = self.limit {
+            out.push_str(&format!(", first {l} rows"));
+        }
+        out
+    }
+}

@@ -1,0 +1,745 @@
+//! Planning the merge of a SELECT that reaches several shards, and the statement each shard
+//! runs instead: the client's bytes with hidden select items spliced in before FROM (weights of
+//! string keys, sort and group expressions not selected, SUM/COUNT for AVG, aggregates HAVING
+//! uses), and HAVING/ORDER BY/LIMIT removed or rewritten where idgate applies them itself.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use sqlparser::ast::{
+    BinaryOperator, Distinct, DuplicateTreatment, Expr, Function, FunctionArguments, GroupByExpr,
+    LimitClause, OrderByKind, OrderBySort, Query, Select, SelectItem, Spanned, UnaryOperator,
+    Value as SqlValue,
+};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::{Parser, ParserOptions};
+
+use super::merge_plan::*;
+use super::parse::LineIndex;
+use super::select_tokens::SelectText;
+
+/// Aggregates idgate combines across shards.
+fn combinable(name: &str) -> Option<AggFn> {
+    Some(match name {
+        "count" => AggFn::Count,
+        "sum" => AggFn::Sum,
+        "min" => AggFn::Min,
+        "max" => AggFn::Max,
+        "avg" => AggFn::Avg,
+        _ => return None,
+    })
+}
+
+/// Every aggregate MariaDB has: these make a query grouped.
+const AGGREGATES: &[&str] = &[
+    "count",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "group_concat",
+    "json_arrayagg",
+    "json_objectagg",
+    "std",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "variance",
+    "var_pop",
+    "var_samp",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+];
+
+fn fn_name(f: &Function) -> String {
+    f.name.to_string().to_ascii_lowercase()
+}
+
+/// The first aggregate or window function inside `e` (its name, and whether it is a window).
+fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
+    let mut found = None;
+    let _ = sqlparser::ast::visit_expressions(e, |x| {
+        if let Expr::Function(f) = x {
+            let name = fn_name(f);
+            if f.over.is_some() || AGGREGATES.contains(&name.as_str()) {
+                found = Some((name.to_ascii_uppercase(), f.over.is_some()));
+                return std::ops::ControlFlow::Break(());
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
+}
+
+fn parse_expr(text: &str) -> Option<Expr> {
+    Parser::new(&MySqlDialect {})
+        .with_options(ParserOptions::new().with_unescape(false))
+        .try_with_sql(text)
+        .ok()?
+        .parse_expr()
+        .ok()
+}
+
+/// A client select item.
+struct Item<'a> {
+    expr: Option<&'a Expr>,
+    alias: Option<String>,
+    /// The expression's bytes (without its alias); `None` for `*`.
+    text: Option<Range<usize>>,
+}
+
+struct Planner<'a> {
+    stmt: &'a [u8],
+    text: &'a str,
+    layout: SelectText,
+    index: LineIndex<'a>,
+    items: Vec<Item<'a>>,
+    hidden: Vec<Vec<u8>>,
+    by_text: HashMap<Vec<u8>, ColRef>,
+    aggs: Vec<AggCol>,
+}
+
+type Plan<T> = Result<T, String>;
+
+impl<'a> Planner<'a> {
+    /// The text of `range`, checked to parse back into `expr`.
+    fn checked(&self, range: Range<usize>, expr: &Expr) -> Plan<Range<usize>> {
+        let ok = self
+            .text
+            .get(range.clone())
+            .and_then(parse_expr)
+            .is_some_and(|p| p.to_string() == expr.to_string());
+        if ok {
+            Ok(range)
+        } else {
+            Err(format!(
+                "the expression `{expr}` could not be located in the statement"
+            ))
+        }
+    }
+
+    /// The byte range of a sub-expression: its span, widened to the closing parenthesis of a
+    /// trailing function call.
+    fn range_of(&self, e: &Expr) -> Plan<Range<usize>> {
+        let span = self
+            .index
+            .range(e.span())
+            .ok_or_else(|| format!("the expression `{e}` has no position"))?;
+        if let Expr::Function(f) = e {
+            let name_end = self
+                .index
+                .range(f.name.span())
+                .map(|r| r.end)
+                .ok_or_else(|| format!("the expression `{e}` has no position"))?;
+            if let Some(g) = self.layout.paren_group(name_end) {
+                return self.checked(span.start..g.end, e);
+            }
+        }
+        self.checked(span, e)
+    }
+
+    fn bytes(&self, r: &Range<usize>) -> Vec<u8> {
+        self.stmt[r.clone()].to_vec()
+    }
+
+    /// A hidden column computing `text` (or the client's own column computing the same).
+    fn column(&mut self, text: Vec<u8>) -> ColRef {
+        if let Some(c) = self.by_text.get(&text) {
+            return *c;
+        }
+        let c = ColRef::Hidden(self.hidden.len());
+        self.hidden.push(text.clone());
+        self.by_text.insert(text, c);
+        c
+    }
+
+    fn weight(&mut self, text: &[u8]) -> Weight {
+        let mut w = b"WEIGHT_STRING(".to_vec();
+        w.extend_from_slice(text);
+        w.push(b')');
+        let mut s = b"WEIGHT_STRING(CONCAT(LEFT(".to_vec();
+        s.extend_from_slice(text);
+        s.extend_from_slice(b", 0), ' '))");
+        Weight {
+            bytes: self.column(w),
+            space: self.column(s),
+        }
+    }
+
+    /// The client item `e` names: by position (`ORDER BY 2`), alias, or the same expression.
+    fn visible(&self, e: &Expr, positional: bool) -> Plan<Option<usize>> {
+        if positional {
+            if let Expr::Value(v) = e {
+                if let SqlValue::Number(n, _) = &v.value {
+                    let i: usize = n
+                        .parse()
+                        .map_err(|_| format!("position {n} in ORDER BY/GROUP BY"))?;
+                    if i == 0 || i > self.items.len() {
+                        return Err(format!("position {n} is not a select item"));
+                    }
+                    if self.items[i - 1].text.is_none() {
+                        return Err("a position that falls on `*`".into());
+                    }
+                    return Ok(Some(i - 1));
+                }
+            }
+        }
+        if let Expr::Identifier(id) = e {
+            if id.quote_style.is_none() || id.quote_style == Some('`') {
+                let found = self.items.iter().position(|it| {
+                    it.alias
+                        .as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&id.value))
+                });
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+        }
+        let shown = e.to_string();
+        Ok(self
+            .items
+            .iter()
+            .position(|it| it.expr.is_some_and(|x| x.to_string() == shown)))
+    }
+
+    /// The column of an aggregate call (`text`: its bytes), registered with its combination.
+    fn aggregate(&mut self, f: &Function, text: Range<usize>, own: Option<usize>) -> Plan<AggCol> {
+        let name = fn_name(f);
+        let upper = name.to_ascii_uppercase();
+        if f.over.is_some() {
+            return Err(format!("window function {upper}() over several shards"));
+        }
+        let func = combinable(&name).ok_or_else(|| format!("{upper}() over several shards"))?;
+        if f.filter.is_some() {
+            return Err(format!("{upper}() with FILTER over several shards"));
+        }
+        let FunctionArguments::List(list) = &f.args else {
+            return Err(format!("{upper} without arguments"));
+        };
+        if list.duplicate_treatment == Some(DuplicateTreatment::Distinct) {
+            return Err(format!("{upper}(DISTINCT …) over several shards"));
+        }
+        let bytes = self.bytes(&text);
+        let col = match own {
+            Some(i) => ColRef::Visible(i),
+            None => self.column(bytes.clone()),
+        };
+        if let Some(a) = self.aggs.iter().find(|a| a.col == col) {
+            return Ok(*a);
+        }
+        let mut agg = AggCol {
+            col,
+            func,
+            weight: None,
+            parts: None,
+        };
+        match func {
+            AggFn::Min | AggFn::Max => agg.weight = Some(self.weight(&bytes)),
+            AggFn::Avg => {
+                let name_end = self
+                    .index
+                    .range(f.name.span())
+                    .map(|r| r.end)
+                    .ok_or("AVG has no position")?;
+                let args = self.layout.paren_group(name_end).ok_or("AVG's arguments")?;
+                let inner = &self.stmt[args.clone()];
+                let mut part = |func: AggFn, name: &[u8]| {
+                    let mut t = name.to_vec();
+                    t.extend_from_slice(inner);
+                    let c = self.column(t);
+                    if !self.aggs.iter().any(|a| a.col == c) {
+                        self.aggs.push(AggCol {
+                            col: c,
+                            func,
+                            weight: None,
+                            parts: None,
+                        });
+                    }
+                    c
+                };
+                let sum = part(AggFn::Sum, b"SUM");
+                let count = part(AggFn::Count, b"COUNT");
+                agg.parts = Some((sum, count));
+            }
+            _ => {}
+        }
+        self.aggs.push(agg);
+        Ok(agg)
+    }
+
+    /// The weight columns a client item needs as a key (none for COUNT/SUM/AVG).
+    fn item_weight(&mut self, i: usize) -> Plan<Option<Weight>> {
+        if let Some(a) = self.aggs.iter().find(|a| a.col == ColRef::Visible(i)) {
+            return Ok(a.weight);
+        }
+        let r = self.items[i]
+            .text
+            .clone()
+            .ok_or("a sort or group key that falls on `*`")?;
+        let t = self.bytes(&r);
+        Ok(Some(self.weight(&t)))
+    }
+
+    /// A sort or group key for `e` whose text is `r`.
+    fn key(&mut self, e: &Expr, r: Range<usize>, desc: bool, grouped: bool) -> Plan<SortKey> {
+        if let Some(i) = self.visible(e, true)? {
+            return Ok(SortKey {
+                value: ColRef::Visible(i),
+                weight: self.item_weight(i)?,
+                desc,
+            });
+        }
+        if let Some((name, _)) = find_aggregate(e) {
+            let Expr::Function(f) = e else {
+                return Err(format!(
+                    "sorting by an expression over {name}() across shards"
+                ));
+            };
+            if !grouped {
+                return Err(format!(
+                    "{name}() in ORDER BY of a query without aggregates"
+                ));
+            }
+            let a = self.aggregate(f, r, None)?;
+            return Ok(SortKey {
+                value: a.col,
+                weight: a.weight,
+                desc,
+            });
+        }
+        let t = self.bytes(&r);
+        let value = self.column(t.clone());
+        Ok(SortKey {
+            value,
+            weight: Some(self.weight(&t)),
+            desc,
+        })
+    }
+
+    fn having(&mut self, e: &Expr) -> Plan<Having> {
+        use HavingOp::*;
+        let b = |h: Having| Box::new(h);
+        Ok(match e {
+            Expr::Nested(x) => self.having(x)?,
+            Expr::Value(v) => match &v.value {
+                SqlValue::Number(n, _) => Having::Num(n.clone()),
+                SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => {
+                    Having::Str(s.as_bytes().to_vec())
+                }
+                SqlValue::Null => Having::Null,
+                SqlValue::Boolean(t) => Having::Num(if *t { "1" } else { "0" }.into()),
+                other => return Err(format!("the literal {other} in HAVING")),
+            },
+            Expr::BinaryOp { left, op, right } => {
+                let op = match op {
+                    BinaryOperator::Eq => Eq,
+                    BinaryOperator::NotEq => NotEq,
+                    BinaryOperator::Lt => Lt,
+                    BinaryOperator::LtEq => LtEq,
+                    BinaryOperator::Gt => Gt,
+                    BinaryOperator::GtEq => GtEq,
+                    BinaryOperator::And => And,
+                    BinaryOperator::Or => Or,
+                    BinaryOperator::Plus => Add,
+                    BinaryOperator::Minus => Sub,
+                    BinaryOperator::Multiply => Mul,
+                    BinaryOperator::Divide => Div,
+                    other => return Err(format!("the operator {other} in HAVING")),
+                };
+                Having::Bin(op, b(self.having(left)?), b(self.having(right)?))
+            }
+            Expr::UnaryOp { op, expr } => match op {
+                UnaryOperator::Not => Having::Not(b(self.having(expr)?)),
+                UnaryOperator::Minus => Having::Neg(b(self.having(expr)?)),
+                UnaryOperator::Plus => self.having(expr)?,
+                other => return Err(format!("the operator {other} in HAVING")),
+            },
+            Expr::IsNull(x) => Having::IsNull(b(self.having(x)?), false),
+            Expr::IsNotNull(x) => Having::IsNull(b(self.having(x)?), true),
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => Having::Between(
+                b(self.having(expr)?),
+                b(self.having(low)?),
+                b(self.having(high)?),
+                *negated,
+            ),
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => Having::In(
+                b(self.having(expr)?),
+                list.iter()
+                    .map(|x| self.having(x))
+                    .collect::<Plan<Vec<_>>>()?,
+                *negated,
+            ),
+            Expr::Function(f) => {
+                let own = self.visible(e, false)?;
+                let r = self.range_of(e)?;
+                Having::Col(self.aggregate(f, r, own)?.col)
+            }
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => match self.visible(e, false)? {
+                Some(i) => Having::Col(ColRef::Visible(i)),
+                None => {
+                    let r = self.range_of(e)?;
+                    let t = self.bytes(&r);
+                    Having::Col(self.column(t))
+                }
+            },
+            other => return Err(format!("`{other}` in HAVING")),
+        })
+    }
+}
+
+fn literal_u64(e: &Expr) -> Plan<u64> {
+    if let Expr::Value(v) = e {
+        if let SqlValue::Number(n, _) = &v.value {
+            return n.parse().map_err(|_| format!("LIMIT {n}"));
+        }
+    }
+    Err(format!("LIMIT {e} (only literal numbers)"))
+}
+
+/// (offset, limit) of a LIMIT clause.
+fn limits(q: &Query) -> Plan<(u64, Option<u64>)> {
+    match &q.limit_clause {
+        None => Ok((0, None)),
+        Some(LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return Err("LIMIT BY".into());
+            }
+            let off = match offset {
+                Some(o) => literal_u64(&o.value)?,
+                None => 0,
+            };
+            let lim = limit.as_ref().map(literal_u64).transpose()?;
+            Ok((off, lim))
+        }
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+            Ok((literal_u64(offset)?, Some(literal_u64(limit)?)))
+        }
+    }
+}
+
+/// Plans the merge of `s` (the body of `q`, parsed from `text`, the sanitized `stmt`).
+pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan<MergePlan> {
+    if q.with.is_some() {
+        return Err("WITH (common table expressions)".into());
+    }
+    if s.select_modifiers
+        .as_ref()
+        .is_some_and(|m| m.sql_calc_found_rows)
+    {
+        return Err("SQL_CALC_FOUND_ROWS".into());
+    }
+    if !s.named_window.is_empty() {
+        return Err("WINDOW clauses".into());
+    }
+    let layout = SelectText::new(text).ok_or("a statement idgate could not tokenize")?;
+    let pieces = layout.select_items().ok_or("the select list")?;
+    if pieces.len() != s.projection.len() {
+        return Err("a select list idgate could not split".into());
+    }
+    let mut p = Planner {
+        stmt,
+        text,
+        layout,
+        index: LineIndex::new(text),
+        items: Vec::new(),
+        hidden: Vec::new(),
+        by_text: HashMap::new(),
+        aggs: Vec::new(),
+    };
+    for (item, piece) in s.projection.iter().zip(pieces) {
+        let it = match item {
+            SelectItem::UnnamedExpr(e) => Item {
+                expr: Some(e),
+                alias: None,
+                text: Some(p.checked(piece, e)?),
+            },
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let r = p.layout.strip_last(piece, true);
+                Item {
+                    expr: Some(expr),
+                    alias: Some(alias.value.clone()),
+                    text: Some(p.checked(r, expr)?),
+                }
+            }
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => Item {
+                expr: None,
+                alias: None,
+                text: None,
+            },
+            other => return Err(format!("the select item {other}")),
+        };
+        p.items.push(it);
+    }
+    for (i, it) in p.items.iter().enumerate() {
+        if let Some(r) = &it.text {
+            p.by_text
+                .insert(stmt[r.clone()].to_vec(), ColRef::Visible(i));
+        }
+    }
+    let group_exprs: &[Expr] = match &s.group_by {
+        GroupByExpr::Expressions(e, mods) if mods.is_empty() => e,
+        _ => return Err("GROUP BY ALL or WITH ROLLUP".into()),
+    };
+    if p.layout.has_top_word("ROLLUP") {
+        return Err("WITH ROLLUP".into());
+    }
+    let distinct = match &s.distinct {
+        None | Some(Distinct::All) => false,
+        Some(Distinct::Distinct) => true,
+        Some(_) => return Err("DISTINCT ON".into()),
+    };
+    let order_items = match &q.order_by {
+        None => Vec::new(),
+        Some(o) => match &o.kind {
+            OrderByKind::Expressions(items) => items.clone(),
+            OrderByKind::All(_) => return Err("ORDER BY ALL".into()),
+        },
+    };
+    let mut aggregated = false;
+    for it in &p.items {
+        if let Some((name, window)) = it.expr.and_then(find_aggregate) {
+            if window {
+                return Err(format!("window function {name}() over several shards"));
+            }
+            aggregated = true;
+        }
+    }
+    for o in &order_items {
+        if let Some((name, window)) = find_aggregate(&o.expr) {
+            if window {
+                return Err(format!("window function {name}() over several shards"));
+            }
+            aggregated = true;
+        }
+    }
+    let grouped = aggregated || !group_exprs.is_empty() || s.having.is_some();
+    if grouped && distinct {
+        return Err("DISTINCT together with GROUP BY or aggregates".into());
+    }
+    // The client's aggregate items, each combined by its own function.
+    if grouped {
+        for i in 0..p.items.len() {
+            let Some(e) = p.items[i].expr else {
+                return Err("`*` in a grouped query".into());
+            };
+            if let Some((name, _)) = find_aggregate(e) {
+                let Expr::Function(f) = e else {
+                    return Err(format!("an expression over {name}() across shards"));
+                };
+                let r = p.items[i].text.clone().ok_or("an aggregate item")?;
+                p.aggregate(f, r, Some(i))?;
+            }
+        }
+    }
+    let mut order = Vec::new();
+    if !order_items.is_empty() {
+        let texts = p.layout.by_items("ORDER").ok_or("ORDER BY")?;
+        if texts.len() != order_items.len() {
+            return Err("an ORDER BY idgate could not split".into());
+        }
+        for (o, r) in order_items.iter().zip(texts) {
+            if o.with_fill.is_some() || o.options.nulls_first.is_some() {
+                return Err("NULLS FIRST/LAST".into());
+            }
+            let desc = match &o.options.sort {
+                None => false,
+                Some(OrderBySort::Asc) => false,
+                Some(OrderBySort::Desc) => true,
+                Some(_) => return Err("ORDER BY … USING".into()),
+            };
+            let r = if o.options.sort.is_some() {
+                p.layout.strip_last(r, false)
+            } else {
+                r
+            };
+            let r = p.checked(r, &o.expr)?;
+            if distinct && p.visible(&o.expr, true)?.is_none() {
+                return Err("ORDER BY an expression not selected, with DISTINCT".into());
+            }
+            order.push(p.key(&o.expr, r, desc, grouped)?);
+        }
+    }
+    let (offset, limit) = limits(q)?;
+    let mode = if grouped {
+        let mut keys = Vec::new();
+        if !group_exprs.is_empty() {
+            let texts = p.layout.by_items("GROUP").ok_or("GROUP BY")?;
+            if texts.len() != group_exprs.len() {
+                return Err("a GROUP BY idgate could not split".into());
+            }
+            for (e, r) in group_exprs.iter().zip(texts) {
+                let r = p.checked(r, e)?;
+                keys.push(p.key(e, r, false, false)?);
+            }
+        }
+        let having = match &s.having {
+            Some(h) => Some(p.having(h)?),
+            None => None,
+        };
+        MergeMode::Group {
+            keys,
+            aggs: p.aggs.clone(),
+            having,
+        }
+    } else if distinct {
+        let mut keys = Vec::new();
+        for i in 0..p.items.len() {
+            keys.push(SortKey {
+                value: ColRef::Visible(i),
+                weight: p.item_weight(i)?,
+                desc: false,
+            });
+        }
+        MergeMode::Distinct { keys }
+    } else {
+        MergeMode::Stream
+    };
+    // The shard statement: hidden items before FROM; clauses idgate applies itself removed.
+    let mut edits: Vec<(Range<usize>, Vec<u8>)> = Vec::new();
+    if !p.hidden.is_empty() {
+        let from = p.layout.clause("FROM").ok_or("FROM")?;
+        let at = p.layout.toks[from].at.start;
+        let mut ins = Vec::new();
+        for h in &p.hidden {
+            ins.extend_from_slice(b", ");
+            ins.extend_from_slice(h);
+        }
+        ins.push(b' ');
+        edits.push((at..at, ins));
+    }
+    let streaming = mode == MergeMode::Stream;
+    for clause in ["HAVING", "ORDER", "LIMIT"] {
+        let Some(r) = p.layout.clause_range(clause) else {
+            continue;
+        };
+        let keep_order = streaming && clause == "ORDER";
+        if keep_order {
+            continue;
+        }
+        let with = match (clause, streaming, limit) {
+            // MariaDB answers LIMIT 0 without running the query (and flags its columns so).
+            ("LIMIT", _, Some(0)) => b"LIMIT 0 ".to_vec(),
+            ("LIMIT", true, Some(l)) => format!("LIMIT {} ", offset.saturating_add(l)).into_bytes(),
+            _ => b" ".to_vec(),
+        };
+        edits.push((r, with));
+    }
+    edits.sort_by_key(|(r, _)| r.start);
+    let mut shard_sql = Vec::with_capacity(stmt.len() + 64);
+    let mut at = 0;
+    for (r, with) in edits {
+        shard_sql.extend_from_slice(&stmt[at..r.start]);
+        shard_sql.extend_from_slice(&with);
+        at = r.end;
+    }
+    shard_sql.extend_from_slice(&stmt[at..]);
+    Ok(MergePlan {
+        shard_sql,
+        hidden: p.hidden.len(),
+        mode,
+        order,
+        offset,
+        limit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlparser::ast::{SetExpr, Statement};
+
+    fn plan(sql: &str) -> Plan<MergePlan> {
+        let parsed = super::super::parse::parse_one(sql).unwrap();
+        let Statement::Query(q) = &parsed else {
+            panic!()
+        };
+        let SetExpr::Select(s) = q.body.as_ref() else {
+            panic!()
+        };
+        plan_merge(sql.as_bytes(), sql, q, s)
+    }
+
+    fn shard(sql: &str) -> String {
+        String::from_utf8(plan(sql).unwrap().shard_sql).unwrap()
+    }
+
+    #[test]
+    fn order_keys_get_weights_and_limits_cover_the_offset() {
+        let p = plan("SELECT id, v AS name FROM t WHERE x = 1 ORDER BY name DESC, 1 LIMIT 5, 10")
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(p.shard_sql.clone()).unwrap(),
+            "SELECT id, v AS name , WEIGHT_STRING(v), WEIGHT_STRING(CONCAT(LEFT(v, 0), ' ')), \
+             WEIGHT_STRING(id), WEIGHT_STRING(CONCAT(LEFT(id, 0), ' ')) FROM t WHERE x = 1 ORDER BY name DESC, 1 LIMIT 15 "
+        );
+        assert_eq!((p.offset, p.limit, p.hidden), (5, Some(10), 4));
+        assert_eq!(p.order[0].value, ColRef::Visible(1));
+        assert!(p.order[0].desc && !p.order[1].desc);
+        let p = plan("SELECT id FROM t ORDER BY lower(v) LIMIT 3 OFFSET 2").unwrap();
+        assert_eq!(p.order[0].value, ColRef::Hidden(0));
+        assert!(String::from_utf8(p.shard_sql)
+            .unwrap()
+            .ends_with("ORDER BY lower(v) LIMIT 5 "));
+    }
+
+    #[test]
+    fn groups_push_aggregates_and_apply_having_here() {
+        let sql = "SELECT k, AVG(q), COUNT(*) AS n FROM t GROUP BY k HAVING SUM(q) > 10 AND n > 1 ORDER BY MAX(q) DESC LIMIT 2";
+        let s = shard(sql);
+        assert_eq!(
+            s,
+            "SELECT k, AVG(q), COUNT(*) AS n , SUM(q), COUNT(q), MAX(q), WEIGHT_STRING(MAX(q)), \
+             WEIGHT_STRING(CONCAT(LEFT(MAX(q), 0), ' ')), WEIGHT_STRING(k), \
+             WEIGHT_STRING(CONCAT(LEFT(k, 0), ' ')) FROM t GROUP BY k    "
+        );
+        let p = plan(sql).unwrap();
+        let MergeMode::Group { keys, aggs, having } = p.mode else {
+            panic!()
+        };
+        assert_eq!(keys[0].value, ColRef::Visible(0));
+        assert!(aggs.iter().any(
+            |a| a.func == AggFn::Avg && a.parts == Some((ColRef::Hidden(0), ColRef::Hidden(1)))
+        ));
+        assert!(matches!(having, Some(Having::Bin(HavingOp::And, ..))));
+    }
+
+    #[test]
+    fn unsupported_shapes_are_named() {
+        for (sql, what) in [
+            ("SELECT COUNT(DISTINCT k) FROM t", "COUNT(DISTINCT"),
+            ("SELECT GROUP_CONCAT(k) FROM t", "GROUP_CONCAT()"),
+            (
+                "SELECT k, SUM(q) + 1 FROM t GROUP BY k",
+                "expression over SUM()",
+            ),
+            (
+                "SELECT ROW_NUMBER() OVER (ORDER BY k) FROM t",
+                "window function ROW_NUMBER()",
+            ),
+            ("SELECT DISTINCT k FROM t ORDER BY q", "DISTINCT"),
+            ("SELECT k FROM t GROUP BY k WITH ROLLUP", "ROLLUP"),
+            (
+                "SELECT k, COUNT(*) FROM t GROUP BY k HAVING k LIKE 'a%'",
+                "HAVING",
+            ),
+        ] {
+            let e = plan(sql).unwrap_err();
+            assert!(e.contains(what), "{sql}: {e}");
+        }
+    }
+}

@@ -1,0 +1,536 @@
+//! SELECTs that reach several shards answer exactly as one MariaDB holding every row: the same
+//! generated rows go into one MariaDB directly and, through idgate, into tables sharded over two
+//! shards (mod) and three shards (hash, range); a few hundred generated queries (points,
+//! ranges, ORDER BY on every column type with NULLs and ties, LIMIT/OFFSET, aggregates, GROUP BY,
+//! HAVING, DISTINCT, AVG) must give the same rows and column metadata both ways. Shapes idgate
+//! cannot merge get ERROR 1235 and the session goes on.
+
+mod common;
+
+use mysql::prelude::Queryable;
+use mysql::Value;
+
+const TABLES: &str = "tables:
+  m2:
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  h3:
+    sharding:
+      columns: [id]
+      algorithm: hash
+      shards: [shard0, shard1, shard2]
+  r3:
+    sharding:
+      columns: [id]
+      algorithm: range
+      bounds: [100, 220]
+      shards: [shard0, shard1, shard2]
+";
+
+const COLUMNS: &str = "(id INT PRIMARY KEY, i INT, b BIGINT, d DECIMAL(12,3), f DOUBLE, \
+    v VARCHAR(20) COLLATE utf8mb4_general_ci, dt DATE, ts DATETIME, tm TIME, e ENUM('b','a'))";
+
+/// A small deterministic generator (64-bit LCG), so every run checks the same cases.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+const WORDS: &[&str] = &[
+    "apple", "Apple", "APPLE ", "apple  ", "banana", "Banana ", "ch", "Ch ", "cherry", "", " x",
+    "zeta", "Zeta", "ähre", "Ähre", "a\\tb",
+];
+
+fn rows(n: u64) -> Vec<String> {
+    let mut r = Rng(7);
+    let mut out = Vec::new();
+    for id in 1..=n {
+        let mut cols = vec![id.to_string()];
+        let values = [
+            format!("{}", r.below(11) as i64 - 5),
+            format!("{}", (r.below(7) as i64 - 3) * 1_000_000_000_007),
+            format!("{}.{:03}", r.below(100) as i64 - 50, r.below(8) * 125),
+            format!("{}", (r.below(160) as f64 - 80.0) * 0.25),
+            format!("'{}'", r.pick(WORDS)),
+            format!("'2024-{:02}-{:02}'", 1 + r.below(3), 1 + r.below(4)),
+            format!(
+                "'2024-01-0{} {:02}:{:02}:00'",
+                1 + r.below(3),
+                r.below(24),
+                15 * r.below(2)
+            ),
+            format!(
+                "'{}{}:{:02}:00'",
+                if r.chance(30) { "-" } else { "" },
+                r.below(130),
+                30 * r.below(2)
+            ),
+            format!("'{}'", r.pick(&["a", "b"])),
+        ];
+        for v in values {
+            cols.push(if r.chance(12) { "NULL".to_string() } else { v });
+        }
+        out.push(format!("({})", cols.join(", ")));
+    }
+    out
+}
+
+/// A query over table `T` and how to compare its answers.
+struct Case {
+    sql: String,
+    /// The ORDER BY fixes the order of every row.
+    ordered: bool,
+    /// Strings compare as the _ci collation sees them (a group's value may be any of its members).
+    fold: bool,
+    /// Only the row count is defined (LIMIT without ORDER BY).
+    count_only: bool,
+}
+
+fn case(sql: String, ordered: bool) -> Case {
+    Case {
+        sql,
+        ordered,
+        fold: false,
+        count_only: false,
+    }
+}
+
+const SORTABLE: &[&str] = &["i", "b", "d", "f", "v", "dt", "ts", "tm"];
+
+fn where_clause(r: &mut Rng) -> String {
+    match r.below(6) {
+        0 => format!(
+            " WHERE id BETWEEN {} AND {}",
+            r.below(150),
+            150 + r.below(150)
+        ),
+        1 => format!(" WHERE i > {}", r.below(6) as i64 - 3),
+        2 => " WHERE v IS NOT NULL".to_string(),
+        3 => format!(
+            " WHERE id IN ({}, {}, {}, {})",
+            1 + r.below(300),
+            1 + r.below(300),
+            1 + r.below(300),
+            1 + r.below(300)
+        ),
+        _ => String::new(),
+    }
+}
+
+fn limit_clause(r: &mut Rng) -> String {
+    match r.below(5) {
+        0 => format!(" LIMIT {}", r.below(20)),
+        1 => format!(" LIMIT {}, {}", r.below(30), 1 + r.below(20)),
+        2 => format!(" LIMIT {} OFFSET {}", 1 + r.below(20), r.below(300)),
+        _ => String::new(),
+    }
+}
+
+fn dir(r: &mut Rng) -> &'static str {
+    ["", " ASC", " DESC"][r.below(3) as usize]
+}
+
+fn generate(n: usize) -> Vec<Case> {
+    let mut r = Rng(42);
+    let mut out = Vec::new();
+    while out.len() < n {
+        let w = where_clause(&mut r);
+        let c = r.pick(SORTABLE);
+        match r.below(14) {
+            0 => out.push(case(format!("SELECT * FROM T WHERE id = {}", 1 + r.below(300)), false)),
+            1 => out.push(case(format!("SELECT id, v, d FROM T{w}"), false)),
+            2 | 3 => {
+                let (sel, key) = match r.below(4) {
+                    0 => ("*".to_string(), c.to_string()),
+                    1 => (format!("id, {c} AS k"), "k".to_string()),
+                    2 => (format!("{c}, id"), "1".to_string()),
+                    _ => ("id, f".to_string(), c.to_string()),
+                };
+                let d1 = dir(&mut r);
+                let d2 = dir(&mut r);
+                let l = limit_clause(&mut r);
+                out.push(case(
+                    format!("SELECT {sel} FROM T{w} ORDER BY {key}{d1}, id{d2}{l}"),
+                    true,
+                ));
+            }
+            4 => {
+                let l = limit_clause(&mut r);
+                out.push(case(
+                    format!("SELECT id, v FROM T{w} ORDER BY i + 1 DESC, {c}, id{l}"),
+                    true,
+                ));
+            }
+            5 => out.push(Case {
+                sql: format!("SELECT id FROM T{w} LIMIT {}", r.below(40)),
+                ordered: false,
+                fold: false,
+                count_only: true,
+            }),
+            6 => out.push(case(
+                format!(
+                    "SELECT COUNT(*), COUNT({c}), SUM(i), SUM(d), SUM(f), MIN({c}), MAX({c}), AVG(i), AVG(d), AVG(f), AVG(b) FROM T{w}"
+                ),
+                false,
+            )),
+            7 | 8 => {
+                let g = r.pick(&["i", "dt", "d", "tm", "i, dt", "b"]);
+                let having = match r.below(6) {
+                    0 => format!(" HAVING COUNT(*) > {}", r.below(10)),
+                    1 => format!(" HAVING SUM(i) > {} AND n BETWEEN 2 AND 40", r.below(10) as i64 - 5),
+                    2 => " HAVING AVG(d) IS NOT NULL OR MAX(f) < 0".to_string(),
+                    3 => " HAVING MIN(i) IN (-5, 0, 3) OR NOT (SUM(d) / n >= 1.5)".to_string(),
+                    _ => String::new(),
+                };
+                let (order, ordered) = match r.below(3) {
+                    0 => (String::new(), true),
+                    1 => (format!(" ORDER BY n DESC, {g}"), true),
+                    _ => (" ORDER BY AVG(f) DESC, SUM(b)".to_string(), false),
+                };
+                let l = if ordered { limit_clause(&mut r) } else { String::new() };
+                out.push(case(
+                    format!(
+                        "SELECT {g}, COUNT(*) AS n, SUM(d), AVG(d), AVG(i), MIN(ts), MAX(tm), SUM(f), AVG(f) FROM T{w} GROUP BY {g}{having}{order}{l}"
+                    ),
+                    ordered,
+                ));
+            }
+            9 => out.push(Case {
+                sql: format!(
+                    "SELECT LOWER(RTRIM(v)), COUNT(*), AVG(i), MIN(v), MAX(v) FROM T{w} GROUP BY v{}",
+                    ["", " ORDER BY v DESC", " ORDER BY COUNT(*), v"][r.below(3) as usize]
+                ),
+                ordered: true,
+                fold: true,
+                count_only: false,
+            }),
+            10 => out.push(case(format!("SELECT DISTINCT i FROM T{w}"), false)),
+            11 => out.push(Case {
+                sql: format!(
+                    "SELECT DISTINCT {c}, i FROM T{w} ORDER BY {c}{}, i{}",
+                    dir(&mut r),
+                    limit_clause(&mut r)
+                ),
+                ordered: true,
+                fold: c == "v",
+                count_only: false,
+            }),
+            12 => out.push(Case {
+                sql: format!("SELECT DISTINCT v FROM T{w}"),
+                ordered: false,
+                fold: true,
+                count_only: false,
+            }),
+            _ => out.push(case(
+                format!("SELECT i, COUNT(*) AS n FROM T{w} GROUP BY i ORDER BY n DESC, i LIMIT {}", 1 + r.below(5)),
+                true,
+            )),
+        }
+    }
+    out
+}
+
+type Answer = Result<(Vec<String>, Vec<Vec<Option<Vec<u8>>>>), (u16, String)>;
+
+fn run(c: &mut mysql::Conn, sql: &str) -> Answer {
+    match c.query_iter(sql) {
+        Ok(r) => collect(r, sql),
+        Err(mysql::Error::MySqlError(e)) => Err((e.code, e.message)),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
+/// The answer to `sql` as a server-side prepared statement (rows in the binary protocol).
+fn run_prepared(c: &mut mysql::Conn, sql: &str, params: mysql::Params) -> Answer {
+    match c.exec_iter(sql, params) {
+        Ok(r) => collect(r, sql),
+        Err(mysql::Error::MySqlError(e)) => Err((e.code, e.message)),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
+fn collect<P: mysql::prelude::Protocol>(
+    mut res: mysql::QueryResult<'_, '_, '_, P>,
+    sql: &str,
+) -> Answer {
+    let meta = res
+        .columns()
+        .as_ref()
+        .iter()
+        .map(|col| {
+            format!(
+                "{} {:?} dec={} len={} cs={} flags={:?}",
+                col.name_str(),
+                col.column_type(),
+                col.decimals(),
+                col.column_length(),
+                col.character_set(),
+                col.flags()
+            )
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for row in res.by_ref() {
+        let row = match row {
+            Ok(r) => r,
+            Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
+            Err(e) => panic!("{sql}: {e}"),
+        };
+        rows.push(
+            row.unwrap()
+                .into_iter()
+                .map(|v| match v {
+                    Value::NULL => None,
+                    Value::Bytes(b) => Some(b),
+                    other => Some(format!("{other:?}").into_bytes()),
+                })
+                .collect(),
+        );
+    }
+    Ok((meta, rows))
+}
+
+fn fold(v: &Option<Vec<u8>>) -> Option<Vec<u8>> {
+    v.as_ref().map(|b| {
+        String::from_utf8_lossy(b)
+            .to_lowercase()
+            .trim_end_matches(' ')
+            .as_bytes()
+            .to_vec()
+    })
+}
+
+/// Why two answers differ, if they do.
+fn differs(c: &Case, want: &Answer, got: &Answer) -> Option<String> {
+    let (want, got) = match (want, got) {
+        (Err(a), Err(b)) if a.0 == b.0 => return None,
+        (Ok(a), Ok(b)) => (a, b),
+        _ => return Some(format!("want {want:?}\n got {got:?}")),
+    };
+    if want.0 != got.0 {
+        return Some(format!("columns: want {:?}\n got {:?}", want.0, got.0));
+    }
+    if c.count_only {
+        return (want.1.len() != got.1.len())
+            .then(|| format!("{} rows, want {}", got.1.len(), want.1.len()));
+    }
+    let norm = |rows: &Vec<Vec<Option<Vec<u8>>>>| {
+        let mut rows: Vec<Vec<Option<Vec<u8>>>> = rows
+            .iter()
+            .map(|r| {
+                if c.fold {
+                    r.iter().map(fold).collect()
+                } else {
+                    r.clone()
+                }
+            })
+            .collect();
+        if !c.ordered {
+            rows.sort();
+        }
+        rows
+    };
+    let (w, g) = (norm(&want.1), norm(&got.1));
+    if w == g {
+        return None;
+    }
+    let show = |rows: &[Vec<Option<Vec<u8>>>]| {
+        rows.iter()
+            .take(12)
+            .map(|r| {
+                r.iter()
+                    .map(|v| {
+                        v.as_ref()
+                            .map(|b| String::from_utf8_lossy(b).into_owned())
+                            .unwrap_or("NULL".into())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|")
+            })
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    };
+    Some(format!(
+        "{} rows, want {}\nwant:\n  {}\ngot:\n  {}",
+        g.len(),
+        w.len(),
+        show(&w),
+        show(&g)
+    ))
+}
+
+struct Setup {
+    dbs: Vec<common::MariaDb>,
+    g: common::Idgate,
+}
+
+/// Three MariaDB servers and idgate, loaded once for every test of this file.
+fn setup() -> &'static Setup {
+    static SETUP: std::sync::OnceLock<Setup> = std::sync::OnceLock::new();
+    SETUP.get_or_init(load)
+}
+
+fn load() -> Setup {
+    let dbs = vec![common::start_db(), common::start_db(), common::start_db()];
+    let g = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(
+            port,
+            &[
+                ("shard0", &dbs[0]),
+                ("shard1", &dbs[1]),
+                ("shard2", &dbs[2]),
+            ],
+            TABLES,
+        )
+    });
+    let data = rows(300).join(", ");
+    let mut reference = common::direct(&dbs[0]);
+    reference
+        .query_drop(format!("CREATE TABLE ref {COLUMNS}"))
+        .unwrap();
+    reference
+        .query_drop(format!("INSERT INTO ref VALUES {data}"))
+        .unwrap();
+    let mut c = g.conn();
+    for t in ["m2", "h3", "r3"] {
+        c.query_drop(format!("CREATE TABLE {t} {COLUMNS}")).unwrap();
+        c.query_drop(format!("INSERT INTO {t} VALUES {data}"))
+            .unwrap();
+    }
+    Setup { dbs, g }
+}
+
+#[test]
+fn scattered_selects_answer_as_one_server() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let mut reference = common::direct(&s.dbs[0]);
+    let cases = generate(600);
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (n, case) in cases.iter().enumerate() {
+        let want = run(&mut reference, &case.sql.replace(" T", " ref"));
+        assert!(want.is_ok(), "the reference rejects {}: {want:?}", case.sql);
+        // Each query against one of the sharded layouts, in turn.
+        let table = ["m2", "h3", "r3"][n % 3];
+        let sql = case.sql.replace(" T", &format!(" {table}"));
+        let got = run(&mut c, &sql);
+        compared += 1;
+        if let Some(why) = differs(case, &want, &got) {
+            failures.push(format!("{sql}\n{why}"));
+        }
+        // Every fourth query also as a prepared statement, rows in the binary protocol.
+        if n % 4 == 0 {
+            let want = run_prepared(
+                &mut reference,
+                &case.sql.replace(" T", " ref"),
+                mysql::Params::Empty,
+            );
+            let got = run_prepared(&mut c, &sql, mysql::Params::Empty);
+            compared += 1;
+            if let Some(why) = differs(case, &want, &got) {
+                failures.push(format!("prepared: {sql}\n{why}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} queries differ from one MariaDB:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
+    let s = setup();
+    let mut c = s.g.conn();
+    for (sql, names) in [
+        ("SELECT COUNT(DISTINCT i) FROM h3", "COUNT(DISTINCT"),
+        (
+            "SELECT i, GROUP_CONCAT(v) FROM m2 GROUP BY i",
+            "GROUP_CONCAT()",
+        ),
+        (
+            "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM r3",
+            "window function ROW_NUMBER()",
+        ),
+        (
+            "SELECT i, SUM(i) + 1 FROM m2 GROUP BY i",
+            "expression over SUM()",
+        ),
+        ("SELECT DISTINCT i FROM m2 ORDER BY id", "DISTINCT"),
+        ("SELECT i, STD(f) FROM h3 GROUP BY i", "STD()"),
+        ("SELECT id FROM m2 ORDER BY e, id", "ENUM"),
+        (
+            "SELECT v, COUNT(*) FROM h3 GROUP BY v HAVING v = 'apple'",
+            "HAVING comparing strings",
+        ),
+        ("SELECT i FROM m2 GROUP BY i WITH ROLLUP", "ROLLUP"),
+    ] {
+        match c.query_drop(sql) {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!((e.code, e.state.as_str()), (1235, "42000"), "{sql}: {e:?}");
+                assert!(e.message.contains(names), "{sql}: {}", e.message);
+            }
+            other => panic!("{sql}: expected ERROR 1235, got {other:?}"),
+        }
+        let n: Option<u64> = c.query_first("SELECT COUNT(*) FROM m2").unwrap();
+        assert_eq!(n, Some(300), "after {sql}");
+    }
+    // Pinned to one shard, anything goes: the shard answers as it is.
+    let one: Option<u64> = c
+        .query_first("SELECT COUNT(DISTINCT id) FROM h3 WHERE id = 5")
+        .unwrap();
+    assert_eq!(one, Some(1));
+    // A merge inside a multi-statement query keeps the next result set.
+    let mut r = c
+        .query_iter("SELECT i, COUNT(*) FROM m2 GROUP BY i ORDER BY i LIMIT 2; SELECT 7")
+        .unwrap();
+    let first: Vec<mysql::Row> = r.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(first.len(), 2);
+    let second: Vec<mysql::Row> = r.iter().unwrap().collect::<Result<_, _>>().unwrap();
+    assert_eq!(second.len(), 1);
+}
+
+#[test]
+fn prepared_merges_bind_their_parameters() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let mut reference = common::direct(&s.dbs[0]);
+    let sql = "SELECT i, COUNT(*) AS n, AVG(d), MIN(dt), MAX(tm) FROM T WHERE id > ? GROUP BY i \
+               HAVING n > ? ORDER BY n DESC, i LIMIT ?, ?";
+    let q = case(sql.to_string(), true);
+    for (from, at_least, skip, take) in [(0, 1, 0, 5), (120, 3, 2, 4), (250, 0, 0, 100)] {
+        let params = || {
+            mysql::Params::Positional(vec![from.into(), at_least.into(), skip.into(), take.into()])
+        };
+        let want = run_prepared(&mut reference, &sql.replace(" T", " ref"), params());
+        for t in ["m2", "h3", "r3"] {
+            let got = run_prepared(&mut c, &sql.replace(" T", &format!(" {t}")), params());
+            assert!(
+                differs(&q, &want, &got).is_none(),
+                "{t} {from}: {:?}",
+                differs(&q, &want, &got)
+            );
+        }
+    }
+}
