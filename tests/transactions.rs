@@ -317,6 +317,18 @@ fn idgate_killed_during_prepare_rolls_back_everywhere_on_restart() {
     nothing_left(&s.dbs);
 }
 
+/// Waits (a minute at most, as a guard against a hung test) until `done` holds.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never happened: {what}"
+        );
+        thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn a_shard_killed_before_its_commit_ends_committed_after_restart() {
     let s = setup("");
@@ -329,11 +341,73 @@ fn a_shard_killed_before_its_commit_ends_committed_after_restart() {
         .expect("COMMIT after the decision is reported as committed");
     assert_eq!(ids(&s.dbs[0], "acct"), vec![2]);
     s.dbs[1].restart().unwrap();
-    // InnoDB kept shard1's branch prepared through the crash.
-    let before: Vec<(i64, i64, i64, Vec<u8>)> = direct(&s.dbs[1]).query("XA RECOVER").unwrap();
-    assert!(before.len() <= 1, "{before:?}");
+    // idgate keeps retrying in the background and commits shard1's branch once it is back.
+    eventually("shard1's branch committed by the running idgate", || {
+        ids(&s.dbs[1], "acct") == vec![1]
+    });
+    eventually("the decision log emptied", || {
+        direct(&s.dbs[0])
+            .query_first::<i64, _>("SELECT COUNT(*) FROM idgate.idgate_xa_decisions")
+            .unwrap()
+            == Some(0)
+    });
+    nothing_left(&s.dbs);
+
+    // Again, with idgate restarted as soon as the shard is back.
+    let h = commit_held_at(
+        &s,
+        &["BEGIN", "INSERT INTO acct (id, v) VALUES (4, 1), (3, 1)"],
+        "COMMIT",
+        b"XA COMMIT",
+    );
+    s.dbs[1].kill();
+    s.relay.cut();
+    h.join().unwrap().expect("reported as committed");
+    s.dbs[1].restart().unwrap();
     s.g.restart();
-    assert_eq!(ids(&s.dbs[1], "acct"), vec![1]);
+    assert_eq!(ids(&s.dbs[0], "acct"), vec![2, 4]);
+    assert_eq!(ids(&s.dbs[1], "acct"), vec![1, 3]);
+    nothing_left(&s.dbs);
+}
+
+/// A second idgate sharing the backends starts while the first has a branch prepared and no
+/// decision yet: it must leave that branch to its owner.
+#[test]
+fn another_instance_leaves_a_live_instance_in_flight_branch_alone() {
+    let s = setup("");
+    let h = commit_held_at(&s, TXN, "COMMIT", b"XA PREPARE");
+    let prepared = || -> usize {
+        direct(&s.dbs[0])
+            .query::<(i64, i64, i64, Vec<u8>), _>("XA RECOVER")
+            .unwrap()
+            .len()
+    };
+    // The held chunk carries shard1's XA END and XA PREPARE; shard0 got its own already.
+    eventually("shard0 prepared", || prepared() == 1);
+    let (p0, p1) = (s.dbs[0].port, s.relay.port);
+    let other = Idgate::start_with(|port| {
+        config_for_ports(port, &[("shard0", p0), ("shard1", p1)], TABLES)
+    });
+    // The other instance is serving, so its startup recovery has run.
+    let mut oc = other.conn();
+    let n: i64 = oc
+        .query_first("SELECT COUNT(*) FROM plain")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 0);
+    assert_eq!(
+        prepared(),
+        1,
+        "the other instance must not decide a live branch"
+    );
+    // The owner loses shard1 during PREPARE and rolls back everywhere itself.
+    s.relay.cut();
+    let e = h.join().unwrap().unwrap_err();
+    assert!(
+        e.to_string().contains("rolled back on every backend"),
+        "{e}"
+    );
+    assert!(ids(&s.dbs[0], "acct").is_empty() && ids(&s.dbs[1], "acct").is_empty());
     nothing_left(&s.dbs);
 }
 

@@ -198,7 +198,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let results = self.pipeline(cmds).await;
         let mut first = None;
         for (p, (_, r)) in parts.iter().zip(&results) {
-            if let Some(e) = Self::part_error(p, "", r) {
+            if let Some(e) = Self::part_error(p, "; whether it committed there is unknown", r) {
                 if p.wrote {
                     first.get_or_insert(e);
                 } else {
