@@ -427,3 +427,58 @@ fn best_effort_mode_commits_without_xa() {
     assert_eq!(ids(&s.dbs[0], "acct"), vec![2, 4]);
     assert_eq!(ids(&s.dbs[1], "acct"), vec![1, 3]);
 }
+
+/// A deadlock rolls back one shard's branch: COMMIT then rolls back every shard (as MySQL
+/// rolls back the whole transaction) and the session keeps its connections.
+#[test]
+fn a_deadlock_on_one_shard_rolls_back_every_shard_at_commit() {
+    let s = setup("");
+    let mut a = s.g.conn();
+    a.query_drop("INSERT INTO acct (id, v) VALUES (1, 0), (2, 0), (4, 0)")
+        .unwrap();
+    a.query_drop("CREATE TEMPORARY TABLE tmp_a (x INT)")
+        .unwrap();
+    a.query_drop("BEGIN").unwrap();
+    a.query_drop("UPDATE acct SET v = 1 WHERE id = 1").unwrap();
+    a.query_drop("UPDATE acct SET v = 1 WHERE id = 2").unwrap();
+    let mut b = s.g.conn();
+    b.query_drop("BEGIN").unwrap();
+    // b has written more on shard0, so InnoDB picks a as the deadlock victim.
+    b.query_drop("INSERT INTO acct (id, v) VALUES (6, 0), (8, 0), (10, 0)")
+        .unwrap();
+    b.query_drop("UPDATE acct SET v = 2 WHERE id = 4").unwrap();
+    let h = thread::spawn(move || {
+        let r = a.query_drop("UPDATE acct SET v = 1 WHERE id = 4");
+        (a, r)
+    });
+    eventually("a waits for b's lock", || {
+        let n: i64 = direct(&s.dbs[0])
+            .query_first("SELECT COUNT(*) FROM information_schema.innodb_lock_waits")
+            .unwrap()
+            .unwrap();
+        n > 0
+    });
+    let rb = b.query_drop("UPDATE acct SET v = 2 WHERE id = 2");
+    let (mut a, ra) = h.join().unwrap();
+    let e = ra.expect_err("a is the deadlock victim");
+    assert!(e.to_string().contains("1213"), "{e}");
+    rb.unwrap();
+    b.query_drop("COMMIT").unwrap();
+    let e = a.query_drop("COMMIT").unwrap_err();
+    assert!(
+        e.to_string().contains("rolled back on every backend"),
+        "{e}"
+    );
+    let v1: i64 = direct(&s.dbs[1])
+        .query_first("SELECT v FROM acct WHERE id = 1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(v1, 0, "a's write on shard1 was rolled back with the rest");
+    // The session's connection to the default backend (and its temporary table) is kept.
+    let n: i64 = a
+        .query_first("SELECT COUNT(*) FROM tmp_a")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 0);
+    nothing_left(&s.dbs);
+}

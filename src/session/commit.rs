@@ -148,11 +148,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// The first error a part's commands got, with `if_err` added to a backend's error and
+    /// `if_lost` to a lost connection (where the outcome may be unknown).
     fn part_error(
         p: &Part,
-        what: &str,
+        if_err: &str,
+        if_lost: &str,
         r: &Result<Vec<Collected>, BackendError>,
     ) -> Option<SqlError> {
+        let what = if_err;
         match r {
             Ok(got) => got.iter().find_map(|c| match c {
                 Collected::Err(e) => {
@@ -173,42 +177,76 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 errors::CR_SERVER_LOST,
                 b"HY000",
                 format!(
-                    "idgate: lost backend `{}` during COMMIT ({e}){what}",
+                    "idgate: lost backend `{}` during COMMIT ({e}){if_lost}",
                     p.backend
                 ),
             )),
         }
     }
 
-    /// At most one participant wrote: each commits on its own.
+    /// At most one participant wrote: each commits on its own, the writer last, so that a
+    /// participant whose branch the backend already rolled back (a deadlock there) rolls back
+    /// the writer too, as MySQL rolls back the whole transaction.
     async fn one_phase(&mut self, parts: &[Part]) -> Option<SqlError> {
+        let writer = parts.iter().position(|p| p.wrote);
+        let end = |p: &Part| format!("XA END {}", p.xid());
+        let commit = |p: &Part| match &p.xa {
+            Some(_) => format!("XA COMMIT {} ONE PHASE", p.xid()),
+            None => "COMMIT".to_string(),
+        };
+        let single = parts.len() == 1;
+        // Step 1: readers commit; the writer only ends its branch (or everything, when alone).
         let cmds = parts
             .iter()
-            .map(|p| {
-                let c = match &p.xa {
-                    Some(_) => vec![
-                        format!("XA END {}", p.xid()),
-                        format!("XA COMMIT {} ONE PHASE", p.xid()),
-                    ],
-                    None => vec!["COMMIT".to_string()],
+            .enumerate()
+            .map(|(k, p)| {
+                let c = match (&p.xa, Some(k) == writer && !single) {
+                    (Some(_), true) => vec![end(p)],
+                    (None, true) => vec![],
+                    (Some(_), false) => vec![end(p), commit(p)],
+                    (None, false) => vec![commit(p)],
                 };
                 (p.i, c)
             })
             .collect();
         let results = self.pipeline(cmds).await;
-        let mut first = None;
+        let unknown = "; whether the transaction committed there is unknown";
+        let rolled_back = "; the transaction was rolled back on every backend";
+        let mut failure = None;
         for (p, (_, r)) in parts.iter().zip(&results) {
-            if let Some(e) = Self::part_error(p, "; whether it committed there is unknown", r) {
-                if p.wrote {
-                    first.get_or_insert(e);
-                } else {
-                    warn!(backend = %p.backend, error = %e.message, "a read-only participant did not commit");
-                }
-                // Whatever state the branch is in, it must not stay on a pooled connection.
-                self.leases.get_mut(p.i).broken = true;
+            // Only a lost single participant may have committed; a reader lost in step 1 did
+            // not keep the writer from rolling back.
+            let if_lost = if single { unknown } else { rolled_back };
+            if let Some(e) = Self::part_error(p, rolled_back, if_lost, r) {
+                failure.get_or_insert(e);
             }
         }
-        first
+        if single {
+            if failure.is_some() {
+                self.rollback_parts(parts, &[parts[0].i]).await;
+            }
+            return failure;
+        }
+        let Some(w) = writer.map(|k| &parts[k]) else {
+            if failure.is_some() {
+                let all: Vec<usize> = parts.iter().map(|p| p.i).collect();
+                self.rollback_parts(parts, &all).await;
+            }
+            return failure;
+        };
+        if failure.is_some() {
+            // Every branch still open rolls back; `XA ROLLBACK` works after `XA END`.
+            let all: Vec<usize> = parts.iter().map(|p| p.i).collect();
+            self.rollback_parts(parts, &all).await;
+            return failure;
+        }
+        // Step 2: the writer commits.
+        let results = self.pipeline(vec![(w.i, vec![commit(w)])]).await;
+        let e = Self::part_error(w, rolled_back, unknown, &results[0].1);
+        if e.is_some() {
+            self.rollback_parts(std::slice::from_ref(w), &[w.i]).await;
+        }
+        e
     }
 
     /// Several participants wrote: prepare all, log the decision, commit all.
@@ -234,12 +272,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut failure = None;
         let mut prepared = Vec::new();
         for (p, (_, r)) in parts.iter().zip(&results) {
-            match Self::part_error(p, suffix, r) {
+            match Self::part_error(p, suffix, suffix, r) {
+                // A lost connection is already broken (the backend rolls back a branch that did
+                // not prepare); an ERR leaves the branch idle or rolled back: XA ROLLBACK ends it.
                 Some(e) => {
                     failure.get_or_insert(e);
-                    // A branch in an unknown state is closed with its connection (the backend
-                    // rolls back a branch that did not prepare).
-                    self.leases.get_mut(p.i).broken = true;
+                    prepared.push(p.i);
                 }
                 None => prepared.push(p.i),
             }
@@ -273,7 +311,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let results = self.pipeline(cmds).await;
         let mut unfinished = false;
         for (p, (_, r)) in parts.iter().zip(&results) {
-            if let Some(e) = Self::part_error(p, "", r) {
+            if let Some(e) = Self::part_error(p, "", "", r) {
                 warn!(
                     backend = %p.backend,
                     gtrid = %String::from_utf8_lossy(gtrid),
