@@ -148,6 +148,12 @@ fn commit_and_rollback_across_two_shards_seen_from_another_connection() {
     assert_eq!(vs, vec![99]);
     nothing_left(&s.dbs);
 
+    // A multi-statement batch with its own BEGIN and COMMIT.
+    c.query_drop("BEGIN; INSERT INTO acct (id, v) VALUES (20, 0), (21, 0); COMMIT")
+        .unwrap();
+    assert_eq!(ids(&s.dbs[1], "acct").last(), Some(&21));
+    nothing_left(&s.dbs);
+
     // READ ONLY transactions refuse writes on the backend, as on MySQL.
     c.query_drop("START TRANSACTION READ ONLY").unwrap();
     let n: i64 = c
@@ -423,8 +429,17 @@ fn best_effort_mode_commits_without_xa() {
     c.query_drop("COMMIT").unwrap();
     c.query_drop("INSERT INTO acct (id, v) VALUES (4, 1), (3, 1)")
         .unwrap();
+    // Savepoints reach the shards that joined, also one joining after the savepoint.
+    c.query_drop("BEGIN").unwrap();
+    c.query_drop("INSERT INTO acct (id, v) VALUES (6, 1)")
+        .unwrap();
+    c.query_drop("SAVEPOINT s").unwrap();
+    c.query_drop("INSERT INTO acct (id, v) VALUES (8, 1), (5, 1)")
+        .unwrap();
+    c.query_drop("ROLLBACK TO s").unwrap();
+    c.query_drop("COMMIT").unwrap();
     assert!(!s.relay.tripped());
-    assert_eq!(ids(&s.dbs[0], "acct"), vec![2, 4]);
+    assert_eq!(ids(&s.dbs[0], "acct"), vec![2, 4, 6]);
     assert_eq!(ids(&s.dbs[1], "acct"), vec![1, 3]);
 }
 
