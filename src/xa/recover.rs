@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::xid::{idgate_branches, parse_gtrid, xid_sql, Branch};
 use super::Coordinator;
@@ -106,7 +106,7 @@ impl Coordinator {
                         "rolled back",
                     ),
                     Action::Leave => {
-                        info!(backend = %name, %gtrid, "prepared XA branch left to the idgate node that owns it");
+                        debug!(backend = %name, %gtrid, "prepared XA branch left to the idgate node that owns it");
                         out.left += 1;
                         remaining.insert(b.gtrid.clone());
                         continue;
