@@ -12,3 +12,4 @@ pub mod session;
 pub mod sql;
 pub mod testbed;
 pub mod wire;
+pub mod xa;

@@ -25,11 +25,18 @@ pub struct Proxy {
     pub tables: Tables,
     /// Column order of configured tables, read from the backends.
     pub metadata: crate::exec::metadata::MetadataCache,
+    /// Two-phase commit across backends (`transactions.commit: xa` with sharded tables).
+    pub xa: Option<Arc<crate::xa::Coordinator>>,
     next_connection_id: AtomicU32,
 }
 
 impl Proxy {
-    pub fn new(config: Config, backend_version: &[u8], idgen: IdGen) -> Arc<Proxy> {
+    pub fn new(
+        config: Config,
+        backend_version: &[u8],
+        idgen: IdGen,
+        xa: Option<Arc<crate::xa::Coordinator>>,
+    ) -> Arc<Proxy> {
         let mut users = UserDb::default();
         for u in &config.users {
             let u = &u.value;
@@ -53,6 +60,7 @@ impl Proxy {
             idgen,
             tables,
             metadata: Default::default(),
+            xa,
             config,
             users,
             pools,
@@ -101,4 +109,28 @@ pub async fn build_idgen(config: &Config) -> Result<IdGen, String> {
     IdGen::build(&configs, Some(&pool))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// The XA coordinator, after recovering the prepared branches earlier runs left, when the
+/// configuration commits with XA; `None` otherwise.
+pub async fn start_xa(config: &Config) -> Result<Option<Arc<crate::xa::Coordinator>>, String> {
+    if !crate::xa::enabled(config) {
+        return Ok(None);
+    }
+    let pool = sequence_store_pool(config)
+        .await
+        .map_err(|e| format!("sequence store `{}`: {e}", config.sequence_backend()))?;
+    let log = crate::xa::DecisionLog::open(pool).await?;
+    let c = crate::xa::Coordinator::new(config, log);
+    let out = c.recover_once().await;
+    tracing::info!(
+        node = %c.xids.node,
+        committed = out.committed,
+        rolled_back = out.rolled_back,
+        left = out.left,
+        unreachable = ?out.unreachable,
+        "XA recovery finished"
+    );
+    tokio::spawn(c.clone().run_background(out.pending()));
+    Ok(Some(c))
 }

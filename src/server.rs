@@ -24,6 +24,8 @@ pub enum StartError {
     Backend(#[from] crate::exec::BackendError),
     #[error("cannot start the ID generators: {0}")]
     IdGen(String),
+    #[error("cannot start XA transaction recovery: {0}")]
+    Xa(String),
 }
 
 /// Reads the default backend's version string, which idgate shows clients (with `-idgate`).
@@ -51,7 +53,11 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
     let idgen = crate::proxy::build_idgen(&config)
         .await
         .map_err(StartError::IdGen)?;
-    let proxy = Proxy::new(config, &version, idgen);
+    // Prepared branches of earlier runs are decided before any client is accepted.
+    let xa = crate::proxy::start_xa(&config)
+        .await
+        .map_err(StartError::Xa)?;
+    let proxy = Proxy::new(config, &version, idgen, xa);
     for pool in proxy.pools.values() {
         if let Err(e) = pool.warm_up().await {
             warn!(backend = %pool.name, error = %e, "could not open min_connections at startup");

@@ -122,6 +122,16 @@ fn mistakes_are_reported_with_line_and_column() {
             "listen",
             "",
         ),
+        (
+            format!("{GOOD}transactions:\n  commit: maybe\n"),
+            "best_effort",
+            "line 11",
+        ),
+        (
+            format!("{GOOD}transactions:\n  node_id: \"a b\"\n"),
+            "node_id",
+            "line 11",
+        ),
     ];
     for (yaml, word, line) in cases {
         let (ok, _, err) = check(&yaml);

@@ -6,7 +6,7 @@ pub mod tables;
 mod validate;
 mod validate_tables;
 
-pub use schema::{Backend, Config, PoolSettings, SequenceStore, User};
+pub use schema::{Backend, CommitMode, Config, PoolSettings, SequenceStore, Transactions, User};
 
 use std::path::Path;
 

@@ -39,6 +39,29 @@ pub struct Config {
     /// Tables whose ids idgate generates and whose rows it places, by name or `schema.name`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tables: BTreeMap<String, Spanned<super::tables::TableConfig>>,
+    /// How a transaction that wrote on several backends commits.
+    #[serde(default)]
+    pub transactions: Transactions,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transactions {
+    /// `xa`: two-phase commit with a decision log; `best_effort`: one COMMIT per backend.
+    #[serde(default)]
+    pub commit: CommitMode,
+    /// This idgate's name in the XA transaction ids it creates; two instances that share backends
+    /// must differ. Default: the host name and the listen address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitMode {
+    #[default]
+    Xa,
+    BestEffort,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -108,5 +108,18 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
+    if let Some(n) = &cfg.transactions.node_id {
+        let ok = !n.value.is_empty()
+            && n.value.len() <= 32
+            && n.value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        if !ok {
+            return Err(at(
+                &n.referenced,
+                "transactions.node_id: use 1 to 32 letters, digits, `-`, `_` or `.`".into(),
+            ));
+        }
+    }
     Ok(())
 }

@@ -36,6 +36,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         const CLOSE: u8 = Command::COM_STMT_CLOSE as u8;
         const RESET: u8 = Command::COM_STMT_RESET as u8;
         const FETCH: u8 = Command::COM_STMT_FETCH as u8;
+        // Statements refine this per kind; an executed prepared statement may write.
+        self.stmt_writes = cmd == EXECUTE || cmd == QUERY;
+        self.no_join = false;
         match cmd {
             QUIT => Some(End::Quit),
             PING => {
@@ -131,6 +134,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         adj: Adjust,
     ) -> Option<End> {
         self.last_ok = false;
+        if self.xa_mode() {
+            // Every connection a transaction touches joins it, the default backend's too.
+            if let Err(end) = self.join_xa(i).await {
+                return Some(end);
+            }
+        }
         let client_stmt_id = adj.client_stmt_id;
         let deprecate_eof = self.deprecate_eof();
         let sync = if self.leases.held_mut()[i].backend == self.proxy.default_pool.name {
@@ -303,6 +312,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// What idgate tracks of the session's own state, gone with a reset or a new user.
     fn forget_session_state(&mut self) {
+        // A reset or a new user rolls back the transaction (the backends roll back their part).
+        self.txn = Default::default();
         self.replay.clear();
         self.last_insert_id = None;
         self.lid_sync = None;
@@ -315,7 +326,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut all = std::mem::take(&mut self.leases);
         let mut failed = None;
         for h in all.held_mut().iter_mut().filter(|h| h.backend != default) {
-            h.in_txn = false;
+            h.leave_txn();
             if let Err(e) = self.reset_lease(&mut h.lease).await {
                 failed = Some(e);
                 break;
@@ -356,7 +367,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let i = self.leases.position(&self.proxy.default_pool.name)?;
         let mut held = self.leases.take(i);
         held.lease.collation = crate::exec::backend::POOL_COLLATION;
-        held.in_txn = false;
+        held.leave_txn();
         // The reset keeps the database, as on MySQL; only the collation needs restoring.
         let r = self.set_collation(&mut held.lease).await;
         self.leases.push(held);
@@ -396,7 +407,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut all = std::mem::take(&mut self.leases);
         let mut failed = None;
         for h in all.held_mut() {
-            h.in_txn = false;
+            h.leave_txn();
             // The new user gets exactly the database it asked for (a USE may have moved it).
             h.lease.database = CurrentDb::Unknown;
             if let Err(e) = self.reset_lease(&mut h.lease).await {

@@ -12,6 +12,19 @@ pub struct Held {
     pub lease: Lease,
     /// This connection joined the session's open transaction.
     pub in_txn: bool,
+    /// The gtrid of its XA branch, when it joined with `XA START`.
+    pub xa: Option<std::sync::Arc<[u8]>>,
+    /// A statement that may write ran on it in the transaction.
+    pub wrote: bool,
+}
+
+impl Held {
+    /// Forgets the connection's part in a transaction (it ended, or the connection was reset).
+    pub fn leave_txn(&mut self) {
+        self.in_txn = false;
+        self.xa = None;
+        self.wrote = false;
+    }
 }
 
 #[derive(Default)]
@@ -54,6 +67,11 @@ impl Leases {
         self.held.is_empty()
     }
 
+    /// Drops the connections that broke (the pool closes them); indices change.
+    pub fn drop_broken(&mut self) {
+        self.held.retain(|h| !h.lease.broken);
+    }
+
     pub fn clear(&mut self) {
         self.held.clear();
     }
@@ -90,6 +108,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             backend: backend.to_string(),
             lease,
             in_txn: false,
+            xa: None,
+            wrote: false,
         }))
     }
 }

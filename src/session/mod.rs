@@ -2,6 +2,7 @@
 //! backend connection it holds) and the dispatch of each command it sends.
 
 mod commands;
+mod commit;
 mod dml;
 mod emulated;
 mod explain;
@@ -12,6 +13,7 @@ mod prepared_route;
 mod query;
 mod shards;
 mod show;
+mod txn;
 mod unsupported;
 
 use std::sync::Arc;
@@ -60,6 +62,12 @@ pub struct Session<R, W> {
     pending_sets: Vec<Vec<u8>>,
     /// Multi-statement queries allowed (CLIENT_MULTI_STATEMENTS, then COM_SET_OPTION).
     multi_statements: bool,
+    /// The client's transaction as idgate keeps it (XA mode, savepoints).
+    txn: txn::Txn,
+    /// The statement being run may change data (a connection it touches is a writer).
+    stmt_writes: bool,
+    /// The statement being run ends the transaction implicitly and runs outside one.
+    no_join: bool,
     packet: Vec<u8>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 }
@@ -141,6 +149,9 @@ where
         counts_elsewhere: false,
         pending_sets: Vec::new(),
         multi_statements,
+        txn: Default::default(),
+        stmt_writes: true,
+        no_join: false,
         packet: Vec::with_capacity(1024),
         shutdown,
     };

@@ -37,7 +37,7 @@ enum Plan {
 }
 
 /// The outcome of one statement of a COM_QUERY.
-enum Step {
+pub(super) enum Step {
     Ok,
     /// The client got an error: later statements of a multi-statement query do not run.
     Failed,
@@ -63,7 +63,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             };
         }
         let plans: Vec<Plan> = ranges.iter().map(|r| self.plan(&sql[r.clone()])).collect();
-        if plans.iter().all(|p| matches!(p, Plan::Forward(_))) {
+        // XA mode: transaction statements are idgate's, so such a batch runs one by one.
+        let txn_control = self.xa_mode()
+            && plans.iter().any(|p| {
+                matches!(
+                    p,
+                    Plan::Forward(
+                        StatementKind::Begin
+                            | StatementKind::Commit
+                            | StatementKind::Rollback
+                            | StatementKind::Savepoint
+                            | StatementKind::Ddl
+                            | StatementKind::Set
+                    )
+                )
+            });
+        if !txn_control && plans.iter().all(|p| matches!(p, Plan::Forward(_))) {
             // Nothing for idgate to do: the backend runs the whole batch.
             let end = self.forward(packet, Reply::Results).await;
             if end.is_none() && self.last_ok {
@@ -262,6 +277,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if !matches!(plan, Plan::Refuse(_)) {
             self.counts_elsewhere = counts_elsewhere;
         }
+        let kind = match &plan {
+            Plan::Forward(k) => *k,
+            _ => sql::classify(stmt),
+        };
+        self.stmt_writes = super::txn::may_write(kind);
+        self.no_join = false;
+        if self.xa_mode() {
+            if let Some(step) = self.xa_step(stmt, kind, more).await {
+                return step;
+            }
+        }
+        if kind == StatementKind::Savepoint && self.in_transaction() {
+            if let Err(step) = self.savepoint_elsewhere(stmt).await {
+                return step;
+            }
+        }
         match plan {
             Plan::Forward(kind) => {
                 // The other backends of a transaction end first; the default one answers.
@@ -292,6 +323,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 if !self.last_ok {
                     return Step::Failed;
+                }
+                if kind == StatementKind::Savepoint {
+                    self.track_savepoint(stmt);
                 }
                 self.after_forward(stmt, kind);
                 self.propagate_session_state().await;

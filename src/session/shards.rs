@@ -25,13 +25,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// True while the client has a transaction open (BEGIN, or autocommit off).
     pub(super) fn in_transaction(&self) -> bool {
         let s = StatusFlags::from_bits_retain(self.status);
-        s.contains(StatusFlags::SERVER_STATUS_IN_TRANS)
-            || !s.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
+        // XA mode: idgate answers BEGIN itself and keeps the transaction open until COMMIT, even
+        // if a backend rolled its own part back (a deadlock there).
+        let open = if self.xa_mode() {
+            self.txn.explicit
+        } else {
+            s.contains(StatusFlags::SERVER_STATUS_IN_TRANS)
+        };
+        open || !s.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
     }
 
     /// In a client transaction, makes held connection `i` part of it (the default backend's
     /// connection got the client's own BEGIN).
     pub(super) async fn join_transaction(&mut self, i: usize) -> Result<(), End> {
+        if self.xa_mode() {
+            return self.join_xa(i).await;
+        }
         if !self.in_transaction() {
             return Ok(());
         }
@@ -41,10 +50,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Ok(());
         }
         held.in_txn = true;
-        match held.lease.query_drop("START TRANSACTION").await {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.backend_lost(e)),
-        }
+        self.start_participant(i, b"START TRANSACTION").await
     }
 
     /// COMMIT or ROLLBACK on the connections that joined the client's transaction, before the
@@ -59,11 +65,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .filter(|(_, h)| h.in_txn)
             .map(|(i, _)| i)
             .collect();
+        self.txn.savepoints.clear();
         if joined.is_empty() {
             return Ok(None);
         }
         for &i in &joined {
-            self.leases.held_mut()[i].in_txn = false;
+            self.leases.held_mut()[i].leave_txn();
         }
         let failed = match self.finish_all(&joined, commit).await {
             Ok(f) => f,
@@ -81,17 +88,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         )))
     }
 
-    /// Sends `sql` to each listed held connection (pipelined after a `START TRANSACTION` where
-    /// one is needed) and collects each answer.
+    /// Sends `sql` to each listed held connection (pipelined after the statement that starts
+    /// a transaction there, where one is needed) and collects each answer.
     async fn send_all(
         &mut self,
         targets: &[(usize, Vec<u8>)],
-        begin: &[bool],
+        begin: &[Option<Vec<u8>>],
     ) -> Result<Vec<Collected>, BackendError> {
         for ((i, sql), b) in targets.iter().zip(begin) {
             let be = self.leases.get_mut(*i);
-            if *b {
-                be.write_command(&query_packet(b"START TRANSACTION"));
+            if let Some(b) = b {
+                be.write_command(&query_packet(b));
             }
             be.write_command(&query_packet(sql));
         }
@@ -101,7 +108,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut out = Vec::with_capacity(targets.len());
         for ((i, _), b) in targets.iter().zip(begin) {
             let be = self.leases.get_mut(*i);
-            if *b {
+            if b.is_some() {
                 let started = collect(be).await?;
                 be.next_response();
                 if started.is_err() {
@@ -162,11 +169,37 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.join_transaction(*i).await?;
             }
         }
-        let begin = vec![!in_txn; targets.len()];
+        // XA mode: each part is an XA branch, committed with two-phase commit.
+        let xa_auto = !in_txn && self.xa_mode();
+        let begin: Vec<Option<Vec<u8>>> = if xa_auto {
+            self.xa_autocommit_branches(&targets)
+        } else {
+            vec![(!in_txn).then(|| b"START TRANSACTION".to_vec()); targets.len()]
+        };
         let results = match self.send_all(&targets, &begin).await {
             Ok(r) => r,
             Err(e) => return Err(self.backend_lost(e)),
         };
+        if xa_auto {
+            let failed = results.iter().find_map(|r| match r {
+                Collected::Err(e) => Some(e.clone()),
+                _ => None,
+            });
+            let outcome = self.finish_participants(failed.is_none()).await?;
+            if let Some(e) = failed {
+                self.writer.write(&e);
+                self.last_ok = false;
+                return Ok(false);
+            }
+            if let Some(e) = outcome {
+                self.send_error(&e);
+                self.last_ok = false;
+                return Ok(false);
+            }
+            self.answer_merged(plan, &results, adj);
+            self.last_ok = true;
+            return Ok(true);
+        }
         let leases: Vec<usize> = targets.iter().map(|(i, _)| *i).collect();
         if let Some(first_err) = results.iter().find_map(|r| match r {
             Collected::Err(e) => Some(e.clone()),

@@ -23,15 +23,20 @@ pub struct Idgate {
 
 /// A config with one backend (`db`) and the test user; `extra` is appended as more top-level YAML.
 pub fn config_for(port: u16, backends: &[(&str, &MariaDb)], extra: &str) -> String {
+    let ports: Vec<(&str, u16)> = backends.iter().map(|(n, db)| (*n, db.port)).collect();
+    config_for_ports(port, &ports, extra)
+}
+
+/// As [`config_for`], with each backend reached on the given port (a relay in front of it).
+pub fn config_for_ports(port: u16, backends: &[(&str, u16)], extra: &str) -> String {
     let mut y = format!(
         "listen: 127.0.0.1:{port}\nallow_plaintext_passwords: true\nshutdown_grace_ms: 3000\n\
          users:\n  - name: {APP_USER}\n    password: {APP_PASSWORD}\n  - name: nopw\n    password: \"\"\n\
          backends:\n"
     );
-    for (name, db) in backends {
+    for (name, backend_port) in backends {
         y.push_str(&format!(
-            "  {name}:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n    pool:\n      max_connections: 64\n      acquire_timeout_ms: 10000\n",
-            db.port
+            "  {name}:\n    host: 127.0.0.1\n    port: {backend_port}\n    user: {USER}\n    password: {PASSWORD}\n    pool:\n      max_connections: 64\n      acquire_timeout_ms: 10000\n",
         ));
     }
     y.push_str(&format!("default_backend: {}\n", backends[0].0));
@@ -131,6 +136,20 @@ impl Idgate {
     pub fn conn_to(&self, db: &str) -> mysql::Conn {
         mysql::Conn::new(mysql::Opts::from_url(&self.url(db)).unwrap())
             .unwrap_or_else(|e| panic!("connect through idgate: {e}; its log:\n{}", self.log()))
+    }
+
+    /// Kills the process hard (SIGKILL), as a crash would, and waits for it to go.
+    pub fn kill(&self) {
+        if let Some(mut c) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the process again on the same config and port (after `kill` or `terminate`).
+    pub fn restart(&self) {
+        self.kill();
+        self.spawn();
     }
 
     /// Sends SIGTERM and waits for the process to exit; returns its exit status.

@@ -4,6 +4,7 @@
 pub mod clients;
 pub mod idgate_proc;
 pub mod raw;
+pub mod relay;
 
 use std::sync::OnceLock;
 
