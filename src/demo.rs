@@ -151,6 +151,14 @@ async fn showcase(listen: &str, shards: &[(String, String)]) -> Result<(), mysql
         .query_first(run("SELECT COUNT(*) FROM orders".into()))
         .await?;
     println!("  {}", n.unwrap_or(0));
+    let rows: Vec<(u64, u64)> = conn
+        .query(run(
+            "SELECT user_id, COUNT(*) FROM orders GROUP BY user_id ORDER BY user_id".into(),
+        ))
+        .await?;
+    for (user, n) in rows {
+        println!("  user_id={user:<6} orders={n}");
+    }
     conn.disconnect().await?;
     println!("\nWhere the rows landed (read from each shard directly):");
     for (name, url) in shards {
