@@ -27,7 +27,35 @@ const TABLES: &str = "tables:
       algorithm: range
       bounds: [100, 220]
       shards: [shard0, shard1, shard2]
+  m2c:
+    sharding:
+      columns: [ref_id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  h3c:
+    sharding:
+      columns: [ref_id]
+      algorithm: hash
+      shards: [shard0, shard1, shard2]
 ";
+
+const CHILD_COLUMNS: &str = "(cid INT PRIMARY KEY, ref_id INT, amount DECIMAL(8,2))";
+
+/// Rows of the child tables: several per parent row, some with no parent.
+fn child_rows() -> String {
+    let mut r = Rng(99);
+    (1..=400)
+        .map(|cid| {
+            format!(
+                "({cid}, {}, {}.{:02})",
+                1 + r.below(330),
+                r.below(20),
+                r.below(100)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 const COLUMNS: &str = "(id INT PRIMARY KEY, i INT, b BIGINT, d DECIMAL(12,3), f DOUBLE, \
     v VARCHAR(20) COLLATE utf8mb4_general_ci, dt DATE, ts DATETIME, tm TIME, e ENUM('b','a'))";
@@ -409,10 +437,23 @@ fn load() -> Setup {
     reference
         .query_drop(format!("INSERT INTO ref VALUES {data}"))
         .unwrap();
+    reference
+        .query_drop(format!("CREATE TABLE refc {CHILD_COLUMNS}"))
+        .unwrap();
+    let children = child_rows();
+    reference
+        .query_drop(format!("INSERT INTO refc VALUES {children}"))
+        .unwrap();
     let mut c = g.conn();
     for t in ["m2", "h3", "r3"] {
         c.query_drop(format!("CREATE TABLE {t} {COLUMNS}")).unwrap();
         c.query_drop(format!("INSERT INTO {t} VALUES {data}"))
+            .unwrap();
+    }
+    for t in ["m2c", "h3c"] {
+        c.query_drop(format!("CREATE TABLE {t} {CHILD_COLUMNS}"))
+            .unwrap();
+        c.query_drop(format!("INSERT INTO {t} VALUES {children}"))
             .unwrap();
     }
     Setup { dbs, g }
@@ -531,6 +572,65 @@ fn prepared_merges_bind_their_parameters() {
                 "{t} {from}: {:?}",
                 differs(&q, &want, &got)
             );
+        }
+    }
+}
+
+#[test]
+fn tables_sharded_alike_join_on_their_sharding_columns_per_shard() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let mut reference = common::direct(&s.dbs[0]);
+    let cases = [
+        case("SELECT t.id, t.v, c.amount FROM T t JOIN C c ON c.ref_id = t.id ORDER BY c.amount DESC, c.cid".into(), true),
+        case("SELECT t.i, COUNT(*) AS n, SUM(c.amount), AVG(c.amount) FROM T t JOIN C c ON t.id = c.ref_id GROUP BY t.i".into(), true),
+        case("SELECT t.id, c.cid FROM T t LEFT JOIN C c ON c.ref_id = t.id WHERE t.id < 60".into(), false),
+        case("SELECT COUNT(*), MAX(c.amount) FROM T t, C c WHERE t.id = c.ref_id AND c.amount > 3".into(), false),
+        case("SELECT c.ref_id, t.dt FROM C c JOIN T t ON t.id = c.ref_id ORDER BY c.ref_id, c.cid LIMIT 7, 20".into(), true),
+    ];
+    for q in &cases {
+        let want = run(
+            &mut reference,
+            &q.sql.replace(" T ", " ref ").replace(" C ", " refc "),
+        );
+        assert!(want.is_ok(), "{}: {want:?}", q.sql);
+        for (t, child) in [("m2", "m2c"), ("h3", "h3c")] {
+            let sql = q
+                .sql
+                .replace(" T ", &format!(" {t} "))
+                .replace(" C ", &format!(" {child} "));
+            let got = run(&mut c, &sql);
+            assert!(
+                differs(q, &want, &got).is_none(),
+                "{sql}\n{}",
+                differs(q, &want, &got).unwrap_or_default()
+            );
+        }
+    }
+    for (sql, names) in [
+        (
+            "SELECT COUNT(*) FROM m2 t JOIN m2c c ON c.cid = t.id",
+            "joined on their sharding columns",
+        ),
+        (
+            "SELECT COUNT(*) FROM m2 t JOIN h3c c ON c.ref_id = t.id",
+            "sharded alike",
+        ),
+        (
+            "SELECT COUNT(*) FROM m2 a JOIN m2 b ON a.i = b.i",
+            "`m2` with sharded table `m2`",
+        ),
+        (
+            "SELECT COUNT(*) FROM m2 WHERE id IN (SELECT ref_id FROM m2c)",
+            "`m2c` inside a subquery",
+        ),
+    ] {
+        match c.query_drop(sql) {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!(e.code, 1235, "{sql}: {e:?}");
+                assert!(e.message.contains(names), "{sql}: {}", e.message);
+            }
+            other => panic!("{sql}: expected ERROR 1235, got {other:?}"),
         }
     }
 }

@@ -12,6 +12,7 @@ use sqlparser::ast::{
 
 use super::error::SqlParseError;
 use super::insert::TableRef;
+use super::join_keys::{equalities, from_tables, QualifiedColumn, TopTable};
 use super::lex::unquote_ident;
 use super::literal::{value_kind, ValueKind};
 use super::merge_plan::MergePlan;
@@ -50,6 +51,10 @@ pub struct DmlAnalysis {
     pub needs_merge: Option<&'static str>,
     /// Columns an UPDATE assigns.
     pub assigned: Vec<String>,
+    /// The tables of the statement's own FROM and joins (a SELECT's), or its target.
+    pub from: Vec<TopTable>,
+    /// Column equalities (`a.x = b.y`) of the joins and the WHERE.
+    pub equal_columns: Vec<(QualifiedColumn, QualifiedColumn)>,
     /// For a SELECT that needs more than concatenation (ORDER BY, LIMIT, GROUP BY, aggregates,
     /// DISTINCT, HAVING): how to merge it, or what idgate cannot merge.
     pub merge: Option<Result<MergePlan, String>>,
@@ -275,6 +280,8 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         needs_merge: None,
         assigned: Vec::new(),
         merge: None,
+        from: Vec::new(),
+        equal_columns: Vec::new(),
     };
     let mut selection = None;
     match &parsed {
@@ -284,6 +291,8 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                 SetExpr::Select(s) => {
                     a.target = first_table(&s.from);
                     selection = s.selection.as_ref();
+                    a.from = from_tables(&s.from, &table_ref);
+                    a.equal_columns = equalities(&s.from, &a.from, selection);
                     let grouped =
                         !matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty());
                     let merged = q.order_by.is_some()
@@ -336,6 +345,12 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
     }
     if let Some(w) = selection {
         scan.conjunction(w, &mut a.keys);
+    }
+    if a.kind != DmlKind::Select {
+        a.from.extend(a.target.clone().map(|t| TopTable {
+            qualifier: t.name.to_lowercase(),
+            table: t,
+        }));
     }
     Ok(a)
 }
