@@ -16,7 +16,7 @@ use super::join_keys::{equalities, from_tables, QualifiedColumn, TopTable};
 use super::lex::unquote_ident;
 use super::literal::{value_kind, ValueKind};
 use super::merge_plan::MergePlan;
-use super::merge_rewrite::plan_merge;
+use super::merge_rewrite::{find_aggregate, plan_merge};
 use super::parse::{parse_one, sanitize, LineIndex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,42 +89,14 @@ fn first_table(from: &[TableWithJoins]) -> Option<TableRef> {
     }
 }
 
-const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "group_concat",
-    "json_arrayagg",
-    "json_objectagg",
-    "std",
-    "stddev",
-    "variance",
-    "bit_and",
-    "bit_or",
-    "bit_xor",
-];
-
+/// Whether any select item holds an aggregate or window function.
 fn has_aggregate(items: &[SelectItem]) -> bool {
-    let mut found = false;
-    for item in items {
-        let expr = match item {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
-            _ => continue,
-        };
-        let _ = sqlparser::ast::visit_expressions(expr, |e| {
-            if let Expr::Function(f) = e {
-                let name = f.name.to_string().to_ascii_lowercase();
-                if f.over.is_some() || AGGREGATES.contains(&name.as_str()) {
-                    found = true;
-                    return ControlFlow::Break(());
-                }
-            }
-            ControlFlow::Continue(())
-        });
-    }
-    found
+    items.iter().any(|item| match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+            find_aggregate(e).is_some()
+        }
+        _ => false,
+    })
 }
 
 struct KeyScan<'a> {

@@ -58,7 +58,7 @@ fn fn_name(f: &Function) -> String {
 }
 
 /// The first aggregate or window function inside `e` (its name, and whether it is a window).
-fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
+pub(crate) fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
     let mut found = None;
     let _ = sqlparser::ast::visit_expressions(e, |x| {
         if let Expr::Function(f) = x {

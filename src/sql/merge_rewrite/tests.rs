@@ -82,3 +82,29 @@ fn unsupported_shapes_are_named() {
         assert!(e.contains(what), "{sql}: {e}");
     }
 }
+
+#[test]
+fn splices_keep_the_clients_bytes_across_lines_and_non_utf8() {
+    let sql = "SELECT v AS ä,\n  d FROM t WHERE v <> 'ö'\nORDER BY ä DESC\nLIMIT 2, 3";
+    assert_eq!(
+        shard(sql),
+        "SELECT v AS ä,\n  d , WEIGHT_STRING(v), WEIGHT_STRING(CONCAT(LEFT(v, 0), ' ')) FROM t \
+         WHERE v <> 'ö'\nORDER BY ä DESC\nLIMIT 5 "
+    );
+    let mut raw = b"SELECT v FROM t WHERE b = _binary'".to_vec();
+    raw.extend_from_slice(&[0xff, 0xfe]);
+    raw.extend_from_slice(b"' ORDER BY v");
+    let text = crate::sql::parse::sanitize(&raw);
+    let parsed = crate::sql::parse::parse_one(&text).unwrap();
+    let Statement::Query(q) = &parsed else {
+        panic!()
+    };
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        panic!()
+    };
+    let p = plan_merge(&raw, &text, q, s).unwrap();
+    assert!(
+        p.shard_sql.windows(2).any(|w| w == [0xff, 0xfe]),
+        "raw bytes kept"
+    );
+}
