@@ -281,9 +281,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if targets.is_empty() {
             return Ok(Some(Route::One(shards[0].clone())));
         }
-        if let (DmlKind::Select, Some(plan)) = (a.kind, &a.merge) {
+        if let (DmlKind::Select, Some(plan)) = (a.kind, a.merge_plan(stmt)) {
             return match plan {
-                Ok(p) => Ok(Some(Route::Merge(targets, Box::new(p.clone())))),
+                Ok(p) => Ok(Some(Route::Merge(targets, Box::new(p)))),
                 Err(what) => Err(unsupported(format!(
                     "this SELECT on sharded table `{}` reaches {} shards and idgate cannot merge {what} \
                      across them; pin it to one shard with a condition on the sharding column",

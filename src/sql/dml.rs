@@ -56,8 +56,9 @@ pub struct DmlAnalysis {
     /// Column equalities (`a.x = b.y`) of the joins and the WHERE.
     pub equal_columns: Vec<(QualifiedColumn, QualifiedColumn)>,
     /// For a SELECT that needs more than concatenation (ORDER BY, LIMIT, GROUP BY, aggregates,
-    /// DISTINCT, HAVING): how to merge it, or what idgate cannot merge.
-    pub merge: Option<Result<MergePlan, String>>,
+    /// DISTINCT, HAVING): the statement, kept so the merge is planned (by [`Self::merge_plan`])
+    /// only when it reaches several shards.
+    merge_of: Option<Box<Statement>>,
 }
 
 fn table_ref(name: &ObjectName) -> TableRef {
@@ -251,11 +252,12 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         keys: Vec::new(),
         needs_merge: None,
         assigned: Vec::new(),
-        merge: None,
+        merge_of: None,
         from: Vec::new(),
         equal_columns: Vec::new(),
     };
     let mut selection = None;
+    let mut wants_merge = false;
     match &parsed {
         Statement::Query(q) => {
             a.kind = DmlKind::Select;
@@ -273,9 +275,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                         || s.distinct.is_some()
                         || s.having.is_some()
                         || has_aggregate(&s.projection);
-                    if merged {
-                        a.merge = Some(plan_merge(stmt, &text, q, s));
-                    }
+                    wants_merge = merged;
                 }
                 _ => a.needs_merge = Some("UNION or a nested query"),
             }
@@ -324,7 +324,25 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
             table: t,
         }));
     }
+    if wants_merge {
+        a.merge_of = Some(Box::new(parsed));
+    }
     Ok(a)
+}
+
+impl DmlAnalysis {
+    /// For a SELECT that needs more than concatenation across shards (ORDER BY, LIMIT, GROUP BY,
+    /// aggregates, DISTINCT, HAVING): how to merge it, or what idgate cannot merge. `stmt` is
+    /// the statement analysed.
+    pub fn merge_plan(&self, stmt: &[u8]) -> Option<Result<MergePlan, String>> {
+        let Statement::Query(q) = self.merge_of.as_deref()? else {
+            return None;
+        };
+        let SetExpr::Select(s) = q.body.as_ref() else {
+            return None;
+        };
+        Some(plan_merge(stmt, &sanitize(stmt), q, s))
+    }
 }
 
 #[cfg(test)]
@@ -361,15 +379,14 @@ mod tests {
 
     #[test]
     fn merges_are_planned_only_when_needed() {
-        let a = analyze_dml(b"SELECT * FROM t WHERE x = 1 ORDER BY id DESC, k LIMIT 10").unwrap();
-        let plan = a.merge.unwrap().unwrap();
+        let sql = b"SELECT * FROM t WHERE x = 1 ORDER BY id DESC, k LIMIT 10";
+        let plan = analyze_dml(sql).unwrap().merge_plan(sql).unwrap().unwrap();
         assert_eq!((plan.limit, plan.order.len()), (Some(10), 2));
-        assert!(analyze_dml(b"SELECT * FROM t WHERE x = 1")
-            .unwrap()
-            .merge
-            .is_none());
-        let a = analyze_dml(b"SELECT COUNT(DISTINCT k) FROM t").unwrap();
-        assert!(a.merge.unwrap().is_err());
+        let plain = b"SELECT * FROM t WHERE x = 1";
+        assert!(analyze_dml(plain).unwrap().merge_plan(plain).is_none());
+        let distinct = b"SELECT COUNT(DISTINCT k) FROM t";
+        let a = analyze_dml(distinct).unwrap();
+        assert!(a.merge_plan(distinct).unwrap().is_err());
         let a = analyze_dml(b"SELECT k FROM t UNION SELECT k FROM u").unwrap();
         assert_eq!(a.needs_merge, Some("UNION or a nested query"));
     }
