@@ -285,8 +285,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return match plan {
                 Ok(p) => Ok(Some(Route::Merge(targets, Box::new(p)))),
                 Err(what) => Err(unsupported(format!(
-                    "this SELECT on sharded table `{}` reaches {} shards and idgate cannot merge {what} \
-                     across them; pin it to one shard with a condition on the sharding column",
+                    "this SELECT on sharded table `{}` reaches {} shards, and idgate cannot merge their \
+                     answers for {what}; pin it to one shard with a condition on the sharding column",
                     rule.name,
                     targets.len()
                 ))),
