@@ -37,6 +37,11 @@ const TABLES: &str = "tables:
       columns: [ref_id]
       algorithm: hash
       shards: [shard0, shard1, shard2]
+  gone:
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
 ";
 
 const CHILD_COLUMNS: &str = "(cid INT PRIMARY KEY, ref_id INT, amount DECIMAL(8,2))";
@@ -690,5 +695,30 @@ fn merged_answers_are_byte_identical_in_both_protocols() {
                 show(&got_bin)
             );
         }
+    }
+}
+
+#[test]
+fn a_shard_failing_mid_merge_gives_its_error_and_the_session_goes_on() {
+    let s = setup();
+    let mut c = s.g.conn();
+    c.query_drop("CREATE TABLE gone (id INT PRIMARY KEY, k INT)")
+        .unwrap();
+    c.query_drop("INSERT INTO gone VALUES (1, 1), (2, 2), (3, 1), (4, 2)")
+        .unwrap();
+    common::direct(&s.dbs[1])
+        .query_drop("DROP TABLE gone")
+        .unwrap();
+    for sql in [
+        "SELECT id FROM gone ORDER BY k, id LIMIT 1, 2",
+        "SELECT k, COUNT(*) FROM gone GROUP BY k",
+        "SELECT DISTINCT k FROM gone",
+    ] {
+        match c.query_drop(sql) {
+            Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1146, "{sql}: {e:?}"),
+            other => panic!("{sql}: expected ERROR 1146, got {other:?}"),
+        }
+        let n: Option<u64> = c.query_first("SELECT COUNT(*) FROM m2").unwrap();
+        assert_eq!(n, Some(300), "after {sql}");
     }
 }
