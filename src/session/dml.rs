@@ -83,7 +83,102 @@ pub(super) fn pinned_shards(
     Ok(None)
 }
 
+/// Where rows of a sharded table live: tables placed alike keep equal sharding values together.
+fn placement_key(rule: &TableRule) -> Option<(&crate::route::Algorithm, &[String], String)> {
+    match &rule.placement {
+        Placement::Sharded {
+            columns,
+            algorithm,
+            shards,
+        } => Some((algorithm, shards, columns.first()?.to_lowercase())),
+        _ => None,
+    }
+}
+
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// A statement naming several sharded tables runs per shard only when every one is a table
+    /// of its own FROM, joined (through `=` on sharding columns, in ON or WHERE) to the first,
+    /// all placed alike: then each shard holds every pair of rows that can join.
+    fn check_colocated(&self, a: &DmlAnalysis, rule: &TableRule) -> Result<(), SqlError> {
+        if let Some(single) = a
+            .relations
+            .iter()
+            .filter_map(|t| self.rule_for(t))
+            .find(|r| matches!(r.placement, Placement::Single { .. }))
+        {
+            return Err(unsupported(format!(
+                "statements over sharded table `{}` together with `{}` (on the default backend only) \
+                 are not supported yet; join sharded tables only with broadcast tables",
+                rule.name, single.name
+            )));
+        }
+        let top: Vec<(&sql::TopTable, TableRule)> = a
+            .from
+            .iter()
+            .filter_map(|f| Some((f, self.rule_for(&f.table)?)))
+            .filter(|(_, r)| placement_key(r).is_some())
+            .collect();
+        let named: Vec<TableRule> = a
+            .relations
+            .iter()
+            .filter_map(|t| self.rule_for(t))
+            .filter(|r| placement_key(r).is_some())
+            .collect();
+        if named.len() > top.len() {
+            let inner = named
+                .iter()
+                .find(|r| {
+                    !top.iter()
+                        .any(|(_, t)| t.name.eq_ignore_ascii_case(&r.name))
+                })
+                .unwrap_or(rule);
+            return Err(unsupported(format!(
+                "sharded table `{}` inside a subquery is not supported yet",
+                inner.name
+            )));
+        }
+        let mut linked = vec![false; top.len()];
+        if let Some(first) = linked.first_mut() {
+            *first = true;
+        }
+        let joined = |i: usize, j: usize| {
+            let (Some(ki), Some(kj)) = (placement_key(&top[i].1), placement_key(&top[j].1)) else {
+                return false;
+            };
+            let ci = (top[i].0.qualifier.clone(), ki.2.clone());
+            let cj = (top[j].0.qualifier.clone(), kj.2.clone());
+            ki.0 == kj.0
+                && ki.1 == kj.1
+                && a.equal_columns
+                    .iter()
+                    .any(|(l, r)| (*l == ci && *r == cj) || (*l == cj && *r == ci))
+        };
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for j in 0..top.len() {
+                if !linked[j] && (0..top.len()).any(|i| linked[i] && joined(i, j)) {
+                    linked[j] = true;
+                    grew = true;
+                }
+            }
+        }
+        if let Some(j) = linked.iter().position(|l| !l) {
+            return Err(unsupported(format!(
+                "a join of sharded table `{}` with sharded table `{}` is not supported unless they \
+                 are sharded alike (same algorithm and shards) and joined on their sharding columns \
+                 (`{}.{}` = `{}.{}`)",
+                top[0].1.name,
+                top[j].1.name,
+                top[0].0.qualifier,
+                placement_key(&top[0].1).map(|k| k.2).unwrap_or_default(),
+                top[j].0.qualifier,
+                placement_key(&top[j].1).map(|k| k.2).unwrap_or_default(),
+            )));
+        }
+        Ok(())
+    }
+
     pub(super) fn rule_for(&self, t: &sql::TableRef) -> Option<TableRule> {
         let schema = t.schema.clone().or_else(|| {
             self.db
@@ -156,36 +251,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }),
             });
         };
-        let others: Vec<&str> = rules
-            .iter()
-            .filter(|r| {
-                !r.name.eq_ignore_ascii_case(&rule.name)
-                    && !matches!(r.placement, Placement::Broadcast { .. })
-            })
-            .map(|r| r.name.as_str())
-            .collect();
-        if !others.is_empty() {
-            return Err(unsupported(format!(
-                "statements over sharded table `{}` together with `{}` are not supported yet; \
-                 join sharded tables only with broadcast tables",
-                rule.name,
-                others.join("`, `")
-            )));
-        }
-        // A subquery or self-join over the sharded table would read only the rows of the shard
-        // it runs on: refused even when the outer statement is pinned to one shard.
-        let uses = a
-            .relations
-            .iter()
-            .filter(|t| t.name.eq_ignore_ascii_case(&rule.name))
-            .count();
-        if uses > 1 {
-            return Err(unsupported(format!(
-                "sharded table `{}` appears more than once in this statement (a subquery or a \
-                 self-join); each shard would see only its own rows, so idgate does not run it",
-                rule.name
-            )));
-        }
+        self.check_colocated(&a, rule)?;
         let is_target = a
             .target
             .as_ref()
@@ -223,12 +289,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if targets.is_empty() {
             return Ok(Some(Route::One(shards[0].clone())));
         }
-        if let (DmlKind::Select, Some(plan)) = (a.kind, &a.merge) {
+        if let (DmlKind::Select, Some(plan)) = (a.kind, a.merge_plan(stmt)) {
             return match plan {
-                Ok(p) => Ok(Some(Route::Merge(targets, Box::new(p.clone())))),
+                Ok(p) => Ok(Some(Route::Merge(targets, Box::new(p)))),
                 Err(what) => Err(unsupported(format!(
-                    "this SELECT on sharded table `{}` reaches {} shards and idgate cannot merge {what} \
-                     across them; pin it to one shard with a condition on the sharding column",
+                    "this SELECT on sharded table `{}` reaches {} shards, and idgate cannot merge their \
+                     answers for {what}; pin it to one shard with a condition on the sharding column",
                     rule.name,
                     targets.len()
                 ))),

@@ -12,10 +12,11 @@ use sqlparser::ast::{
 
 use super::error::SqlParseError;
 use super::insert::TableRef;
+use super::join_keys::{equalities, from_tables, QualifiedColumn, TopTable};
 use super::lex::unquote_ident;
 use super::literal::{value_kind, ValueKind};
 use super::merge_plan::MergePlan;
-use super::merge_rewrite::plan_merge;
+use super::merge_rewrite::{find_aggregate, plan_merge};
 use super::parse::{parse_one, sanitize, LineIndex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +51,14 @@ pub struct DmlAnalysis {
     pub needs_merge: Option<&'static str>,
     /// Columns an UPDATE assigns.
     pub assigned: Vec<String>,
+    /// The tables of the statement's own FROM and joins (a SELECT's), or its target.
+    pub from: Vec<TopTable>,
+    /// Column equalities (`a.x = b.y`) of the joins and the WHERE.
+    pub equal_columns: Vec<(QualifiedColumn, QualifiedColumn)>,
     /// For a SELECT that needs more than concatenation (ORDER BY, LIMIT, GROUP BY, aggregates,
-    /// DISTINCT, HAVING): how to merge it, or what idgate cannot merge.
-    pub merge: Option<Result<MergePlan, String>>,
+    /// DISTINCT, HAVING): the statement, kept so the merge is planned (by [`Self::merge_plan`])
+    /// only when it reaches several shards.
+    merge_of: Option<Box<Statement>>,
 }
 
 fn table_ref(name: &ObjectName) -> TableRef {
@@ -84,31 +90,6 @@ fn first_table(from: &[TableWithJoins]) -> Option<TableRef> {
     }
 }
 
-const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "group_concat",
-    "json_arrayagg",
-    "json_objectagg",
-    "std",
-    "stddev",
-    "variance",
-    "bit_and",
-    "bit_or",
-    "bit_xor",
-];
-
-fn has_window_function(stmt: &Statement) -> bool {
-    sqlparser::ast::visit_expressions(stmt, |e| match e {
-        Expr::Function(f) if f.over.is_some() => ControlFlow::Break(()),
-        _ => ControlFlow::Continue(()),
-    })
-    .is_break()
-}
-
 /// True when the statement calls FOUND_ROWS() or ROW_COUNT().
 pub fn asks_row_counts(stmt: &[u8]) -> bool {
     mentions_word(stmt, b"FOUND_ROWS") || mentions_word(stmt, b"ROW_COUNT")
@@ -124,25 +105,14 @@ fn mentions_word(stmt: &[u8], word: &[u8]) -> bool {
     })
 }
 
+/// Whether any select item holds an aggregate or window function.
 fn has_aggregate(items: &[SelectItem]) -> bool {
-    let mut found = false;
-    for item in items {
-        let expr = match item {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
-            _ => continue,
-        };
-        let _ = sqlparser::ast::visit_expressions(expr, |e| {
-            if let Expr::Function(f) = e {
-                let name = f.name.to_string().to_ascii_lowercase();
-                if f.over.is_some() || AGGREGATES.contains(&name.as_str()) {
-                    found = true;
-                    return ControlFlow::Break(());
-                }
-            }
-            ControlFlow::Continue(())
-        });
-    }
-    found
+    items.iter().any(|item| match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+            find_aggregate(e).is_some()
+        }
+        _ => false,
+    })
 }
 
 struct KeyScan<'a> {
@@ -297,9 +267,12 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         keys: Vec::new(),
         needs_merge: None,
         assigned: Vec::new(),
-        merge: None,
+        merge_of: None,
+        from: Vec::new(),
+        equal_columns: Vec::new(),
     };
     let mut selection = None;
+    let mut wants_merge = false;
     match &parsed {
         Statement::Query(q) => {
             a.kind = DmlKind::Select;
@@ -307,6 +280,8 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                 SetExpr::Select(s) => {
                     a.target = first_table(&s.from);
                     selection = s.selection.as_ref();
+                    a.from = from_tables(&s.from, &table_ref);
+                    a.equal_columns = equalities(&s.from, &a.from, selection);
                     let grouped =
                         !matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty());
                     let merged = q.order_by.is_some()
@@ -315,9 +290,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                         || s.distinct.is_some()
                         || s.having.is_some()
                         || has_aggregate(&s.projection);
-                    if merged {
-                        a.merge = Some(plan_merge(stmt, &text, q, s));
-                    }
+                    wants_merge = merged;
                 }
                 _ => a.needs_merge = Some("UNION or a nested query"),
             }
@@ -357,21 +330,34 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         }
         _ => {}
     }
-    if a.kind == DmlKind::Select && !matches!(a.merge, Some(Err(_))) {
-        // Each shard would number, rank or total only its own rows; FOUND_ROWS() would count
-        // one shard's.
-        if has_window_function(&parsed) {
-            a.needs_merge = Some("window functions");
-            a.merge = None;
-        } else if mentions_word(stmt, b"SQL_CALC_FOUND_ROWS") {
-            a.needs_merge = Some("SQL_CALC_FOUND_ROWS");
-            a.merge = None;
-        }
-    }
     if let Some(w) = selection {
         scan.conjunction(w, &mut a.keys);
     }
+    if a.kind != DmlKind::Select {
+        a.from.extend(a.target.clone().map(|t| TopTable {
+            qualifier: t.name.to_lowercase(),
+            table: t,
+        }));
+    }
+    if wants_merge {
+        a.merge_of = Some(Box::new(parsed));
+    }
     Ok(a)
+}
+
+impl DmlAnalysis {
+    /// For a SELECT that needs more than concatenation across shards (ORDER BY, LIMIT, GROUP BY,
+    /// aggregates, DISTINCT, HAVING): how to merge it, or what idgate cannot merge. `stmt` is
+    /// the statement analysed.
+    pub fn merge_plan(&self, stmt: &[u8]) -> Option<Result<MergePlan, String>> {
+        let Statement::Query(q) = self.merge_of.as_deref()? else {
+            return None;
+        };
+        let SetExpr::Select(s) = q.body.as_ref() else {
+            return None;
+        };
+        Some(plan_merge(stmt, &sanitize(stmt), q, s))
+    }
 }
 
 #[cfg(test)]
@@ -408,15 +394,14 @@ mod tests {
 
     #[test]
     fn merges_are_planned_only_when_needed() {
-        let a = analyze_dml(b"SELECT * FROM t WHERE x = 1 ORDER BY id DESC, k LIMIT 10").unwrap();
-        let plan = a.merge.unwrap().unwrap();
+        let sql = b"SELECT * FROM t WHERE x = 1 ORDER BY id DESC, k LIMIT 10";
+        let plan = analyze_dml(sql).unwrap().merge_plan(sql).unwrap().unwrap();
         assert_eq!((plan.limit, plan.order.len()), (Some(10), 2));
-        assert!(analyze_dml(b"SELECT * FROM t WHERE x = 1")
-            .unwrap()
-            .merge
-            .is_none());
-        let a = analyze_dml(b"SELECT COUNT(DISTINCT k) FROM t").unwrap();
-        assert!(a.merge.unwrap().is_err());
+        let plain = b"SELECT * FROM t WHERE x = 1";
+        assert!(analyze_dml(plain).unwrap().merge_plan(plain).is_none());
+        let distinct = b"SELECT COUNT(DISTINCT k) FROM t";
+        let a = analyze_dml(distinct).unwrap();
+        assert!(a.merge_plan(distinct).unwrap().is_err());
         let a = analyze_dml(b"SELECT k FROM t UNION SELECT k FROM u").unwrap();
         assert_eq!(a.needs_merge, Some("UNION or a nested query"));
     }

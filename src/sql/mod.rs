@@ -15,6 +15,7 @@ mod dml;
 mod duplicate_update;
 mod error;
 mod insert;
+mod join_keys;
 mod lex;
 mod literal;
 mod merge_plan;
@@ -34,6 +35,7 @@ pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VA
 pub use insert::{
     analyze_insert, Assignment, Column, InsertAnalysis, InsertBody, Row, TableRef, Value,
 };
+pub use join_keys::{QualifiedColumn, TopTable};
 pub use literal::ValueKind;
 pub use merge_plan::{
     AggCol, AggFn, ColRef, Having, HavingOp, MergeMode, MergePlan, SortKey, Weight,

@@ -283,7 +283,7 @@ impl Grouping {
                 .await
                 .map_err(BackendError::ClientGone)?;
         }
-        rows::write_end(client, ends.warnings, out.status);
+        rows::write_end(client, ends.warnings, ends.status(out.status));
         Ok(Ok(Relayed {
             status: out.status,
             ..Relayed::default()

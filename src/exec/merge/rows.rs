@@ -66,11 +66,20 @@ pub async fn read_header(be: &mut BackendConn) -> Result<Start, BackendError> {
     Ok(Start::Columns(defs, be.packet.clone()))
 }
 
-/// What ends the shards' answers: their warnings added up, and the first error.
+/// What ends the shards' answers: their warnings added up, the first error, and whether a
+/// shard reported a scan without (a good) index, which one server would report too.
 #[derive(Default)]
 pub struct Ends {
     pub warnings: u16,
     pub failed: Option<Vec<u8>>,
+    pub index_flags: u16,
+}
+
+impl Ends {
+    /// The status for the merged answer's end: the session's, plus the shards' index flags.
+    pub fn status(&self, session: u16) -> u16 {
+        session | self.index_flags
+    }
 }
 
 /// The next row packet of a shard, or `None` at its end.
@@ -80,9 +89,12 @@ pub async fn next_row(
 ) -> Result<Option<Vec<u8>>, BackendError> {
     be.read().await?;
     if packets::is_eof(&be.packet) {
-        ends.warnings = ends
-            .warnings
-            .saturating_add(packets::parse_eof(&be.packet).0);
+        let (warnings, status) = packets::parse_eof(&be.packet);
+        ends.warnings = ends.warnings.saturating_add(warnings);
+        ends.index_flags |= status.bits()
+            & (StatusFlags::SERVER_STATUS_NO_GOOD_INDEX_USED
+                | StatusFlags::SERVER_STATUS_NO_INDEX_USED)
+                .bits();
         return Ok(None);
     }
     if packets::is_err(&be.packet) {

@@ -144,7 +144,7 @@ pub(super) async fn relay<W: AsyncWrite + Unpin>(
             ..Relayed::default()
         }));
     }
-    rows::write_end(client, ends.warnings, out.status);
+    rows::write_end(client, ends.warnings, ends.status(out.status));
     Ok(Ok(Relayed {
         status: out.status,
         ..Relayed::default()

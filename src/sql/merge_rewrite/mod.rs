@@ -7,14 +7,15 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use sqlparser::ast::{
-    BinaryOperator, Distinct, DuplicateTreatment, Expr, Function, FunctionArguments, GroupByExpr,
-    LimitClause, OrderByKind, OrderBySort, Query, Select, SelectItem, Spanned, UnaryOperator,
-    Value as SqlValue,
+    Distinct, DuplicateTreatment, Expr, Function, FunctionArguments, GroupByExpr, LimitClause,
+    OrderByKind, OrderBySort, Query, Select, SelectItem, Spanned, Value as SqlValue,
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserOptions};
 
 use super::merge_plan::*;
+
+mod having;
 use super::parse::LineIndex;
 use super::select_tokens::SelectText;
 
@@ -57,7 +58,7 @@ fn fn_name(f: &Function) -> String {
 }
 
 /// The first aggregate or window function inside `e` (its name, and whether it is a window).
-fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
+pub(crate) fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
     let mut found = None;
     let _ = sqlparser::ast::visit_expressions(e, |x| {
         if let Expr::Function(f) = x {
@@ -315,85 +316,6 @@ impl<'a> Planner<'a> {
             value,
             weight: Some(self.weight(&t)),
             desc,
-        })
-    }
-
-    fn having(&mut self, e: &Expr) -> Plan<Having> {
-        use HavingOp::*;
-        let b = |h: Having| Box::new(h);
-        Ok(match e {
-            Expr::Nested(x) => self.having(x)?,
-            Expr::Value(v) => match &v.value {
-                SqlValue::Number(n, _) => Having::Num(n.clone()),
-                SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => {
-                    Having::Str(s.as_bytes().to_vec())
-                }
-                SqlValue::Null => Having::Null,
-                SqlValue::Boolean(t) => Having::Num(if *t { "1" } else { "0" }.into()),
-                other => return Err(format!("the literal {other} in HAVING")),
-            },
-            Expr::BinaryOp { left, op, right } => {
-                let op = match op {
-                    BinaryOperator::Eq => Eq,
-                    BinaryOperator::NotEq => NotEq,
-                    BinaryOperator::Lt => Lt,
-                    BinaryOperator::LtEq => LtEq,
-                    BinaryOperator::Gt => Gt,
-                    BinaryOperator::GtEq => GtEq,
-                    BinaryOperator::And => And,
-                    BinaryOperator::Or => Or,
-                    BinaryOperator::Plus => Add,
-                    BinaryOperator::Minus => Sub,
-                    BinaryOperator::Multiply => Mul,
-                    BinaryOperator::Divide => Div,
-                    other => return Err(format!("the operator {other} in HAVING")),
-                };
-                Having::Bin(op, b(self.having(left)?), b(self.having(right)?))
-            }
-            Expr::UnaryOp { op, expr } => match op {
-                UnaryOperator::Not => Having::Not(b(self.having(expr)?)),
-                UnaryOperator::Minus => Having::Neg(b(self.having(expr)?)),
-                UnaryOperator::Plus => self.having(expr)?,
-                other => return Err(format!("the operator {other} in HAVING")),
-            },
-            Expr::IsNull(x) => Having::IsNull(b(self.having(x)?), false),
-            Expr::IsNotNull(x) => Having::IsNull(b(self.having(x)?), true),
-            Expr::Between {
-                expr,
-                negated,
-                low,
-                high,
-            } => Having::Between(
-                b(self.having(expr)?),
-                b(self.having(low)?),
-                b(self.having(high)?),
-                *negated,
-            ),
-            Expr::InList {
-                expr,
-                list,
-                negated,
-            } => Having::In(
-                b(self.having(expr)?),
-                list.iter()
-                    .map(|x| self.having(x))
-                    .collect::<Plan<Vec<_>>>()?,
-                *negated,
-            ),
-            Expr::Function(f) => {
-                let own = self.visible(e, false)?;
-                let r = self.range_of(e)?;
-                Having::Col(self.aggregate(f, r, own)?.col)
-            }
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => match self.visible(e, false)? {
-                Some(i) => Having::Col(ColRef::Visible(i)),
-                None => {
-                    let r = self.range_of(e)?;
-                    let t = self.bytes(&r);
-                    Having::Col(self.column(t))
-                }
-            },
-            other => return Err(format!("`{other}` in HAVING")),
         })
     }
 }
@@ -659,87 +581,4 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use sqlparser::ast::{SetExpr, Statement};
-
-    fn plan(sql: &str) -> Plan<MergePlan> {
-        let parsed = super::super::parse::parse_one(sql).unwrap();
-        let Statement::Query(q) = &parsed else {
-            panic!()
-        };
-        let SetExpr::Select(s) = q.body.as_ref() else {
-            panic!()
-        };
-        plan_merge(sql.as_bytes(), sql, q, s)
-    }
-
-    fn shard(sql: &str) -> String {
-        String::from_utf8(plan(sql).unwrap().shard_sql).unwrap()
-    }
-
-    #[test]
-    fn order_keys_get_weights_and_limits_cover_the_offset() {
-        let p = plan("SELECT id, v AS name FROM t WHERE x = 1 ORDER BY name DESC, 1 LIMIT 5, 10")
-            .unwrap();
-        assert_eq!(
-            String::from_utf8(p.shard_sql.clone()).unwrap(),
-            "SELECT id, v AS name , WEIGHT_STRING(v), WEIGHT_STRING(CONCAT(LEFT(v, 0), ' ')), \
-             WEIGHT_STRING(id), WEIGHT_STRING(CONCAT(LEFT(id, 0), ' ')) FROM t WHERE x = 1 ORDER BY name DESC, 1 LIMIT 15 "
-        );
-        assert_eq!((p.offset, p.limit, p.hidden), (5, Some(10), 4));
-        assert_eq!(p.order[0].value, ColRef::Visible(1));
-        assert!(p.order[0].desc && !p.order[1].desc);
-        let p = plan("SELECT id FROM t ORDER BY lower(v) LIMIT 3 OFFSET 2").unwrap();
-        assert_eq!(p.order[0].value, ColRef::Hidden(0));
-        assert!(String::from_utf8(p.shard_sql)
-            .unwrap()
-            .ends_with("ORDER BY lower(v) LIMIT 5 "));
-    }
-
-    #[test]
-    fn groups_push_aggregates_and_apply_having_here() {
-        let sql = "SELECT k, AVG(q), COUNT(*) AS n FROM t GROUP BY k HAVING SUM(q) > 10 AND n > 1 ORDER BY MAX(q) DESC LIMIT 2";
-        let s = shard(sql);
-        assert_eq!(
-            s,
-            "SELECT k, AVG(q), COUNT(*) AS n , SUM(q), COUNT(q), MAX(q), WEIGHT_STRING(MAX(q)), \
-             WEIGHT_STRING(CONCAT(LEFT(MAX(q), 0), ' ')), WEIGHT_STRING(k), \
-             WEIGHT_STRING(CONCAT(LEFT(k, 0), ' ')) FROM t GROUP BY k    "
-        );
-        let p = plan(sql).unwrap();
-        let MergeMode::Group { keys, aggs, having } = p.mode else {
-            panic!()
-        };
-        assert_eq!(keys[0].value, ColRef::Visible(0));
-        assert!(aggs.iter().any(
-            |a| a.func == AggFn::Avg && a.parts == Some((ColRef::Hidden(0), ColRef::Hidden(1)))
-        ));
-        assert!(matches!(having, Some(Having::Bin(HavingOp::And, ..))));
-    }
-
-    #[test]
-    fn unsupported_shapes_are_named() {
-        for (sql, what) in [
-            ("SELECT COUNT(DISTINCT k) FROM t", "COUNT(DISTINCT"),
-            ("SELECT GROUP_CONCAT(k) FROM t", "GROUP_CONCAT()"),
-            (
-                "SELECT k, SUM(q) + 1 FROM t GROUP BY k",
-                "expression over SUM()",
-            ),
-            (
-                "SELECT ROW_NUMBER() OVER (ORDER BY k) FROM t",
-                "window function ROW_NUMBER()",
-            ),
-            ("SELECT DISTINCT k FROM t ORDER BY q", "DISTINCT"),
-            ("SELECT k FROM t GROUP BY k WITH ROLLUP", "ROLLUP"),
-            (
-                "SELECT k, COUNT(*) FROM t GROUP BY k HAVING k LIKE 'a%'",
-                "HAVING",
-            ),
-        ] {
-            let e = plan(sql).unwrap_err();
-            assert!(e.contains(what), "{sql}: {e}");
-        }
-    }
-}
+mod tests;

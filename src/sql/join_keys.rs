@@ -1,0 +1,130 @@
+//! The tables of a statement's own FROM (not its subqueries), with the names their columns are
+//! qualified by, and the column equalities its join conditions and WHERE state (`a.x = b.y`):
+//! what routing needs to tell whether two sharded tables are joined on their sharding columns.
+
+use sqlparser::ast::{
+    BinaryOperator, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins,
+};
+
+use super::insert::TableRef;
+
+/// A table of the top-level FROM and the name its columns are qualified with (its alias, else
+/// its name), lower-cased.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopTable {
+    pub qualifier: String,
+    pub table: TableRef,
+}
+
+/// `(qualifier, column)`, lower-cased.
+pub type QualifiedColumn = (String, String);
+
+fn factor(
+    f: &TableFactor,
+    table_ref: &dyn Fn(&sqlparser::ast::ObjectName) -> TableRef,
+) -> Option<TopTable> {
+    let TableFactor::Table { name, alias, .. } = f else {
+        return None;
+    };
+    let table = table_ref(name);
+    let qualifier = match alias {
+        Some(a) => a.name.value.to_lowercase(),
+        None => table.name.to_lowercase(),
+    };
+    Some(TopTable { qualifier, table })
+}
+
+/// Every table of the top-level FROM and its joins (derived tables are left out).
+pub(super) fn from_tables(
+    from: &[TableWithJoins],
+    table_ref: &dyn Fn(&sqlparser::ast::ObjectName) -> TableRef,
+) -> Vec<TopTable> {
+    let mut out = Vec::new();
+    for twj in from {
+        out.extend(factor(&twj.relation, table_ref));
+        for j in &twj.joins {
+            out.extend(factor(&j.relation, table_ref));
+        }
+    }
+    out
+}
+
+fn qualified(e: &Expr) -> Option<QualifiedColumn> {
+    match e {
+        Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+            let n = parts.len();
+            Some((
+                parts[n - 2].value.to_lowercase(),
+                parts[n - 1].value.to_lowercase(),
+            ))
+        }
+        Expr::Nested(inner) => qualified(inner),
+        _ => None,
+    }
+}
+
+/// The `a.x = b.y` conjuncts of `e`.
+fn conjuncts(e: &Expr, out: &mut Vec<(QualifiedColumn, QualifiedColumn)>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        Expr::Nested(inner) => conjuncts(inner, out),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => {
+            if let (Some(l), Some(r)) = (qualified(left), qualified(right)) {
+                out.push((l, r));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Column equalities from the joins' ON/USING and the WHERE.
+pub(super) fn equalities(
+    from: &[TableWithJoins],
+    tables: &[TopTable],
+    selection: Option<&Expr>,
+) -> Vec<(QualifiedColumn, QualifiedColumn)> {
+    let mut out = Vec::new();
+    for twj in from {
+        for (k, j) in twj.joins.iter().enumerate() {
+            let constraint = match &j.join_operator {
+                JoinOperator::Join(c)
+                | JoinOperator::Inner(c)
+                | JoinOperator::Left(c)
+                | JoinOperator::LeftOuter(c)
+                | JoinOperator::Right(c)
+                | JoinOperator::RightOuter(c)
+                | JoinOperator::StraightJoin(c) => c,
+                _ => continue,
+            };
+            match constraint {
+                JoinConstraint::On(e) => conjuncts(e, &mut out),
+                // `a JOIN b USING (c)` with one table before: a.c = b.c.
+                JoinConstraint::Using(cols) if k == 0 && from.len() == 1 && tables.len() >= 2 => {
+                    for c in cols {
+                        let col = c.to_string().trim_matches('`').to_lowercase();
+                        out.push((
+                            (tables[0].qualifier.clone(), col.clone()),
+                            (tables[1].qualifier.clone(), col),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(w) = selection {
+        conjuncts(w, &mut out);
+    }
+    out
+}
