@@ -151,6 +151,13 @@ async fn showcase(listen: &str, shards: &[(String, String)]) -> Result<(), mysql
         .query_first(run("SELECT COUNT(*) FROM orders".into()))
         .await?;
     println!("  {}", n.unwrap_or(0));
+    // Each order sits on its user's shard, so the join runs on every shard and merges.
+    let sql = "SELECT u.name, COUNT(*) AS orders FROM users u JOIN orders o ON o.user_id = u.id \
+               GROUP BY u.name ORDER BY orders DESC, u.name";
+    let rows: Vec<(String, u64)> = conn.query(run(sql.into())).await?;
+    for (name, n) in rows {
+        println!("  name={name:<6} orders={n}");
+    }
     let rows: Vec<(u64, u64)> = conn
         .query(run(
             "SELECT user_id, COUNT(*) FROM orders GROUP BY user_id ORDER BY user_id".into(),

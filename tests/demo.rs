@@ -51,6 +51,7 @@ fn demo_shows_ids_landing_on_shards_and_keeps_serving() {
             "shard0:",
             "shard1:",
             "user_id=1000",
+            "name=ada    orders=2",
             "mysql -h127.0.0.1 -P3307 -udemo -pdemo idgate_test",
         ] {
             assert!(out.contains(needle), "`{needle}` missing from:\n{out}");

@@ -75,6 +75,20 @@ impl Algorithm {
         }
     }
 
+    /// True when every integer lands on the same one of `shards` shards under both algorithms:
+    /// the same algorithm, or `mod`/`slot` with 2^slot_bits a multiple of the shard count
+    /// (`x & (2^b - 1)` is then congruent to `x` modulo the shard count).
+    pub fn places_like(&self, other: &Algorithm, shards: usize) -> bool {
+        let modular = |a: &Algorithm| match a {
+            Algorithm::Mod => true,
+            Algorithm::Slot { slot_bits } => {
+                *slot_bits < 64 && shards > 0 && (1u64 << slot_bits) % shards as u64 == 0
+            }
+            _ => false,
+        };
+        self == other || (modular(self) && modular(other))
+    }
+
     /// The index (into the table's shard list) of the shard that owns `value`.
     pub fn shard_of(
         &self,
@@ -132,6 +146,23 @@ mod tests {
             0
         );
         assert!(a.shard_of(&ShardValue::Str(b"x".to_vec()), 2, "c").is_err());
+    }
+
+    #[test]
+    fn mod_and_slot_place_alike_when_the_slots_divide_evenly() {
+        let slot = Algorithm::Slot { slot_bits: 4 };
+        assert!(Algorithm::Mod.places_like(&slot, 2));
+        assert!(Algorithm::Mod.places_like(&slot, 4));
+        assert!(!Algorithm::Mod.places_like(&slot, 3));
+        assert!(!Algorithm::Hash.places_like(&Algorithm::Mod, 2));
+        for x in [-17i128, -1, 0, 5, 1 << 40] {
+            let v = ShardValue::Int(x);
+            assert_eq!(
+                Algorithm::Mod.shard_of(&v, 4, "c").unwrap(),
+                slot.shard_of(&v, 4, "c").unwrap(),
+                "{x}"
+            );
+        }
     }
 
     #[test]

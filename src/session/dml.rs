@@ -84,13 +84,26 @@ pub(super) fn pinned_shards(
 }
 
 /// Where rows of a sharded table live: tables placed alike keep equal sharding values together.
-fn placement_key(rule: &TableRule) -> Option<(&crate::route::Algorithm, &[String], String)> {
+fn placement_key(rule: &TableRule) -> Option<(&crate::route::Algorithm, &[String], Vec<String>)> {
     match &rule.placement {
         Placement::Sharded {
             columns,
             algorithm,
             shards,
-        } => Some((algorithm, shards, columns.first()?.to_lowercase())),
+        } => {
+            // Under `slot` every sharding column carries the same low bits (a biased id and its
+            // bias column), so a join on any of them stays on one shard.
+            let usable = match algorithm {
+                crate::route::Algorithm::Slot { .. } => columns.len(),
+                _ => 1,
+            };
+            let cols = columns
+                .iter()
+                .take(usable)
+                .map(|c| c.to_lowercase())
+                .collect();
+            Some((algorithm, shards, cols))
+        }
         _ => None,
     }
 }
@@ -145,13 +158,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let (Some(ki), Some(kj)) = (placement_key(&top[i].1), placement_key(&top[j].1)) else {
                 return false;
             };
-            let ci = (top[i].0.qualifier.clone(), ki.2.clone());
-            let cj = (top[j].0.qualifier.clone(), kj.2.clone());
-            ki.0 == kj.0
-                && ki.1 == kj.1
-                && a.equal_columns
-                    .iter()
-                    .any(|(l, r)| (*l == ci && *r == cj) || (*l == cj && *r == ci))
+            let on_keys = ki.2.iter().any(|x| {
+                kj.2.iter().any(|y| {
+                    let ci = (top[i].0.qualifier.clone(), x.clone());
+                    let cj = (top[j].0.qualifier.clone(), y.clone());
+                    a.equal_columns
+                        .iter()
+                        .any(|(l, r)| (*l == ci && *r == cj) || (*l == cj && *r == ci))
+                })
+            });
+            ki.0.places_like(kj.0, ki.1.len()) && ki.1 == kj.1 && on_keys
         };
         let mut grew = true;
         while grew {
@@ -171,9 +187,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 top[0].1.name,
                 top[j].1.name,
                 top[0].0.qualifier,
-                placement_key(&top[0].1).map(|k| k.2).unwrap_or_default(),
+                placement_key(&top[0].1).and_then(|k| k.2.first().cloned()).unwrap_or_default(),
                 top[j].0.qualifier,
-                placement_key(&top[j].1).map(|k| k.2).unwrap_or_default(),
+                placement_key(&top[j].1).and_then(|k| k.2.first().cloned()).unwrap_or_default(),
             )));
         }
         Ok(())
