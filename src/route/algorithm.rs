@@ -82,7 +82,7 @@ impl Algorithm {
         let modular = |a: &Algorithm| match a {
             Algorithm::Mod => true,
             Algorithm::Slot { slot_bits } => {
-                *slot_bits < 64 && shards > 0 && (1u64 << slot_bits) % shards as u64 == 0
+                *slot_bits < 64 && shards > 0 && (1u64 << slot_bits).is_multiple_of(shards as u64)
             }
             _ => false,
         };
