@@ -14,6 +14,7 @@ mod classify;
 mod dml;
 mod error;
 mod insert;
+mod insert_fast;
 mod lex;
 mod literal;
 mod params;
@@ -27,7 +28,8 @@ pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKi
 pub use dml::{analyze_dml, placeholder_offsets, Aggregate, DmlAnalysis, DmlKind, KeyValue};
 pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
 pub use insert::{
-    analyze_insert, Assignment, Column, InsertAnalysis, InsertBody, Row, TableRef, Value,
+    analyze_insert, analyze_insert_parsed, Assignment, Column, InsertAnalysis, InsertBody, Row,
+    TableRef, Value,
 };
 pub use literal::ValueKind;
 pub use params::{bind_insert, bind_placeholders, push_literal};
@@ -35,5 +37,7 @@ pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource}
 pub use session_query::{session_query, SessionQuery};
 pub use split::split_statements;
 
+#[cfg(test)]
+mod insert_fast_tests;
 #[cfg(test)]
 mod insert_tests;
