@@ -172,8 +172,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         schema: &str,
         table: &str,
     ) -> Result<Arc<TableMeta>, SqlError> {
-        let backend = rule.backends().first().cloned().unwrap_or_default();
-        let i = self.lease_index(&backend).await?;
+        let backend = rule.backends().first().map_or("", String::as_str);
+        let i = self.lease_index(backend).await?;
         let proxy = self.proxy.clone();
         let meta = proxy
             .metadata
@@ -203,13 +203,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                  so it must see the rows; insert them with VALUES"
             )));
         }
-        let schema = match a.table.schema.clone().or_else(|| {
-            self.db
-                .as_ref()
-                .map(|d| String::from_utf8_lossy(d).into_owned())
-        }) {
-            Some(s) => s,
-            None => return Err(err(1046, b"3D000", "No database selected")),
+        let schema = match (&a.table.schema, &self.db) {
+            (Some(s), _) => s.clone(),
+            (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
+            (None, None) => return Err(err(1046, b"3D000", "No database selected")),
         };
         let meta = self.table_meta(rule, &schema, table).await?;
         let generator = match &rule.generator {
