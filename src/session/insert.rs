@@ -519,6 +519,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             };
             self.join_transaction(i).await?;
+            if plan.first_generated.is_some()
+                && plan.lid_backend.as_deref() == Some(self.proxy.default_pool.name.as_str())
+            {
+                // This INSERT writes LAST_INSERT_ID(id) on the default backend itself: a value
+                // still waiting to be carried there is superseded, and sending it first would
+                // only cost the backend a statement. If the INSERT fails, the session's value
+                // is put back below.
+                self.lid_sync = None;
+            }
             let mut packet = Vec::with_capacity(sql.len() + 1);
             packet.push(mysql_common::constants::Command::COM_QUERY as u8);
             packet.extend_from_slice(sql);
