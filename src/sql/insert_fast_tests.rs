@@ -104,6 +104,57 @@ fn tricky_literals() {
     assert_eq!(spans(s, &a)[11], b"-2.5E-3");
 }
 
+/// Odd literals: whatever the scanner does with them, it never disagrees with the parser.
+#[test]
+fn odd_literals_never_disagree() {
+    for v in [
+        "1.e3",
+        ".5e-1",
+        "00.0",
+        "-0x1f",
+        "+0x1f",
+        "0x",
+        "0xg",
+        "- -1",
+        "-+1",
+        "+-1",
+        "1.5.",
+        "_binary''",
+        "N''",
+        "X''",
+        "b''",
+        "'\\\\'",
+        "'a, '",
+        "\"\"\"\"",
+        "\"'\"",
+        "'\"'",
+        "_utf8mb4\"x\"",
+        "n\"x\"",
+        "x\"ff\"",
+        "1e+",
+        "1e-5",
+        "9e999",
+        "-.5",
+        "+.",
+        "?",
+        "??",
+        "? ?",
+        "NULL NULL",
+        "TRUE1",
+        "_x'a'",
+        "_'a'",
+        "__'a'",
+        "_1'a'",
+    ] {
+        for s in [
+            format!("INSERT INTO t VALUES ({v})"),
+            format!("INSERT INTO t (a, b) VALUES ({v}, 1), (2, {v})"),
+        ] {
+            fast_checked(s.as_bytes());
+        }
+    }
+}
+
 #[test]
 fn raw_bytes_in_strings() {
     let s =
