@@ -254,3 +254,73 @@ fn statements_that_would_bypass_ids_or_shards_are_refused() {
     let rows: Vec<(u64, String)> = c.query("SELECT id, item FROM orders").unwrap();
     assert_eq!(rows, [(id, "updated".to_string())], "one row, where it was");
 }
+
+/// `SELECT LAST_INSERT_ID()` answers the last single-row INSERT whichever shard its row is on,
+/// and the last successful one after an INSERT fails on either shard. An INSERT on the default
+/// shard sets LAST_INSERT_ID() there itself, so an id still waiting to be carried there from the
+/// other shard is not sent ahead of it as an extra SET.
+#[test]
+fn last_insert_id_follows_single_row_inserts_on_either_shard() {
+    let s = common::two_shards(
+        MOD_TABLES,
+        &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20) NOT NULL)"],
+    );
+    let mut c = s.g.conn();
+    let insert = |c: &mut mysql::Conn| {
+        c.query_drop("INSERT INTO orders (item) VALUES ('x')")
+            .unwrap();
+        c.last_insert_id()
+    };
+    let fail = |c: &mut mysql::Conn| match c
+        .query_drop("INSERT INTO orders (item) VALUES (NULL)")
+        .unwrap_err()
+    {
+        mysql::Error::MySqlError(e) => assert_eq!(e.code, 1048, "{e}"),
+        e => panic!("{e}"),
+    };
+    let lid =
+        |c: &mut mysql::Conn| -> u64 { c.query_first("SELECT LAST_INSERT_ID()").unwrap().unwrap() };
+    // SET statements this session's connection to the default shard has run.
+    let sets = |c: &mut mysql::Conn| -> u64 {
+        let (_, n): (String, u64) = c
+            .query_first("SHOW SESSION STATUS LIKE 'Com_set_option'")
+            .unwrap()
+            .unwrap();
+        n
+    };
+
+    // Ids are consecutive: start from an even one, on shard0 (the default backend).
+    let mut even = insert(&mut c);
+    if even % 2 == 1 {
+        assert_eq!(lid(&mut c), even);
+        even = insert(&mut c);
+    }
+    assert_eq!(even % 2, 0);
+    assert_eq!(lid(&mut c), even);
+    let before = sets(&mut c);
+    let odd = insert(&mut c);
+    assert_eq!(odd, even + 1, "shard1");
+    let next = insert(&mut c);
+    assert_eq!(next, even + 2, "shard0");
+    assert_eq!(
+        sets(&mut c),
+        before,
+        "the shard0 INSERT set LAST_INSERT_ID() itself: no SET carried the shard1 id first"
+    );
+    assert_eq!(lid(&mut c), next);
+
+    // A failure on shard1 (id next + 1), then one on shard0 (id next + 3) after a shard1 row.
+    fail(&mut c);
+    assert_eq!(lid(&mut c), next);
+    assert_eq!(insert(&mut c), next + 2, "shard0");
+    assert_eq!(lid(&mut c), next + 2);
+    assert_eq!(insert(&mut c), next + 3, "shard1");
+    fail(&mut c);
+    assert_eq!(
+        lid(&mut c),
+        next + 3,
+        "after a failed INSERT on shard0, the last successful id is put back"
+    );
+    assert_eq!(insert(&mut c), next + 5, "shard1");
+    assert_eq!(lid(&mut c), next + 5);
+}

@@ -30,11 +30,36 @@ impl TableMeta {
 
 #[derive(Default)]
 pub struct MetadataCache {
-    tables: DashMap<(String, String), Arc<TableMeta>>,
+    /// Keyed by [`key`].
+    tables: DashMap<String, Arc<TableMeta>>,
 }
 
-fn key(schema: &str, table: &str) -> (String, String) {
-    (schema.to_ascii_lowercase(), table.to_ascii_lowercase())
+/// `schema` NUL `table`, lower case (NUL is in no identifier).
+fn key(schema: &str, table: &str) -> String {
+    let mut k = String::with_capacity(schema.len() + 1 + table.len());
+    k.push_str(schema);
+    k.push('\0');
+    k.push_str(table);
+    k.make_ascii_lowercase();
+    k
+}
+
+/// Calls `f` with [`key`], built on the stack when short: a lookup on every INSERT then
+/// allocates nothing.
+fn with_key<T>(schema: &str, table: &str, f: impl FnOnce(&str) -> T) -> T {
+    const MAX: usize = 192;
+    let len = schema.len() + 1 + table.len();
+    if len <= MAX {
+        let mut buf = [0u8; MAX];
+        buf[..schema.len()].copy_from_slice(schema.as_bytes());
+        buf[schema.len() + 1..len].copy_from_slice(table.as_bytes());
+        buf[..len].make_ascii_lowercase();
+        // Lowering ASCII letters keeps UTF-8 valid.
+        if let Ok(k) = std::str::from_utf8(&buf[..len]) {
+            return f(k);
+        }
+    }
+    f(&key(schema, table))
 }
 
 /// A string literal for MySQL (backslashes and quotes escaped).
@@ -61,8 +86,8 @@ impl MetadataCache {
         schema: &str,
         table: &str,
     ) -> Result<Option<Arc<TableMeta>>, BackendError> {
-        if let Some(m) = self.tables.get(&key(schema, table)) {
-            return Ok(Some(m.clone()));
+        if let Some(m) = with_key(schema, table, |k| self.tables.get(k).map(|m| m.clone())) {
+            return Ok(Some(m));
         }
         let sql = format!(
             "SELECT COLUMN_NAME, LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS \
@@ -89,5 +114,19 @@ impl MetadataCache {
     /// Forgets every cached table (after DDL on a configured table).
     pub fn clear(&self) {
         self.tables.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_keys_equal_heap_keys() {
+        let long = "x".repeat(300);
+        for (s, t) in [("Db", "T1"), ("", ""), ("é", "ÉtÉ"), (long.as_str(), "t")] {
+            assert_eq!(with_key(s, t, str::to_string), key(s, t));
+        }
+        assert_eq!(key("My", "Tbl"), "my\0tbl");
     }
 }

@@ -1,6 +1,7 @@
 //! The configured tables, looked up by the name a statement uses.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::algorithm::Algorithm;
 use crate::config::tables::ExplicitIds;
@@ -45,7 +46,8 @@ impl TableRule {
 
 #[derive(Default)]
 pub struct Tables {
-    by_name: HashMap<String, Vec<TableRule>>,
+    /// Shared so that a statement can keep its rule without copying it.
+    by_name: HashMap<String, Vec<Arc<TableRule>>>,
     names: Option<TableNames>,
     /// Names of sharded and broadcast tables (those not simply on the default backend).
     placed: Option<TableNames>,
@@ -53,12 +55,12 @@ pub struct Tables {
 
 impl Tables {
     pub fn new(rules: Vec<TableRule>) -> Tables {
-        let mut by_name: HashMap<String, Vec<TableRule>> = HashMap::new();
+        let mut by_name: HashMap<String, Vec<Arc<TableRule>>> = HashMap::new();
         for r in rules {
             by_name
                 .entry(r.name.to_ascii_lowercase())
                 .or_default()
-                .push(r);
+                .push(Arc::new(r));
         }
         let names = (!by_name.is_empty()).then(|| TableNames::new(by_name.keys()));
         let placed_names: Vec<&String> = by_name
@@ -104,21 +106,31 @@ impl Tables {
             .filter(|(name, _)| {
                 crate::sql::identifiers_mention(stmt, &TableNames::new([name.as_str()]))
             })
-            .flat_map(|(_, rules)| rules.iter())
+            .flat_map(|(_, rules)| rules.iter().map(|r| &**r))
             .filter(|r| !matches!(r.placement, Placement::Single { .. }))
             .collect()
     }
 
     /// Every rule, in no particular order.
     pub fn rules(&self) -> impl Iterator<Item = &TableRule> {
-        self.by_name.values().flatten()
+        self.by_name.values().flatten().map(|r| r.as_ref())
     }
 
     /// The rule for `schema.name` (schema from the statement, else the session's database).
     /// Names compare case-insensitively, as MariaDB does with lower_case_table_names=1; a rule
     /// limited to a schema wins over one for any schema.
     pub fn lookup(&self, schema: Option<&str>, name: &str) -> Option<&TableRule> {
-        let rules = self.by_name.get(&name.to_ascii_lowercase())?;
+        self.lookup_shared(schema, name).map(|r| &**r)
+    }
+
+    /// [`Tables::lookup`], as a handle the caller can keep.
+    pub fn lookup_shared(&self, schema: Option<&str>, name: &str) -> Option<&Arc<TableRule>> {
+        // Names are mostly lower case already: lower them only when needed.
+        let rules = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.by_name.get(&name.to_ascii_lowercase())?
+        } else {
+            self.by_name.get(name)?
+        };
         rules
             .iter()
             .find(|r| match (&r.schema, schema) {

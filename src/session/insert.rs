@@ -172,8 +172,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         schema: &str,
         table: &str,
     ) -> Result<Arc<TableMeta>, SqlError> {
-        let backend = rule.backends().first().cloned().unwrap_or_default();
-        let i = self.lease_index(&backend).await?;
+        let backend = rule.backends().first().map_or("", String::as_str);
+        let i = self.lease_index(backend).await?;
         let proxy = self.proxy.clone();
         let meta = proxy
             .metadata
@@ -206,13 +206,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if a.on_duplicate_update {
             refuse_moving_update(stmt, rule)?;
         }
-        let schema = match a.table.schema.clone().or_else(|| {
-            self.db
-                .as_ref()
-                .map(|d| String::from_utf8_lossy(d).into_owned())
-        }) {
-            Some(s) => s,
-            None => return Err(err(1046, b"3D000", "No database selected")),
+        let schema = match (&a.table.schema, &self.db) {
+            (Some(s), _) => s.clone(),
+            (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
+            (None, None) => return Err(err(1046, b"3D000", "No database selected")),
         };
         let meta = self.table_meta(rule, &schema, table).await?;
         let generator = match &rule.generator {
@@ -525,6 +522,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             };
             self.join_transaction(i).await?;
+            if plan.first_generated.is_some()
+                && plan.lid_backend.as_deref() == Some(self.proxy.default_pool.name.as_str())
+            {
+                // This INSERT writes LAST_INSERT_ID(id) on the default backend itself: a value
+                // still waiting to be carried there is superseded, and sending it first would
+                // only cost the backend a statement. If the INSERT fails, the session's value
+                // is put back below.
+                self.lid_sync = None;
+            }
             let mut packet = Vec::with_capacity(sql.len() + 1);
             packet.push(mysql_common::constants::Command::COM_QUERY as u8);
             packet.extend_from_slice(sql);

@@ -1,6 +1,8 @@
 //! COM_QUERY: statements about configured tables are rewritten and routed; sequence functions
 //! are answered by idgate; everything else reaches the default backend as the client's bytes.
 
+use std::sync::Arc;
+
 use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -19,7 +21,7 @@ const MAX_REPLAYED_SETS: usize = 256;
 enum Plan {
     /// Send it to the default backend as it is (its kind, for the bookkeeping after it).
     Forward(StatementKind),
-    Insert(Box<(InsertAnalysis, TableRule)>),
+    Insert(Box<(InsertAnalysis, Arc<TableRule>)>),
     NextValues {
         generator: String,
         count: u64,
@@ -148,12 +150,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Ok(a) => a,
                     Err(e) => return Plan::Refuse(e.into()),
                 };
-                let schema = a.table.schema.clone().or_else(|| {
-                    self.db
-                        .as_ref()
-                        .map(|d| String::from_utf8_lossy(d).into_owned())
-                });
-                match self.proxy.tables.lookup(schema.as_deref(), &a.table.name) {
+                let db = self.db.as_deref().map(String::from_utf8_lossy);
+                let schema = a.table.schema.as_deref().or(db.as_deref());
+                match self.proxy.tables.lookup_shared(schema, &a.table.name) {
                     Some(rule) => {
                         let rule = rule.clone();
                         Plan::Insert(Box::new((a, rule)))

@@ -117,8 +117,18 @@ fn internal(what: &str) -> SqlParseError {
 }
 
 /// Analyses an INSERT or REPLACE statement (MySQL / MariaDB forms). `stmt` is the client's
-/// bytes, which need not be UTF-8.
+/// bytes, which need not be UTF-8. The common `INSERT … VALUES` shapes are read by a scanner
+/// (see `insert_fast`); everything else, errors included, by sqlparser.
 pub fn analyze_insert(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseError> {
+    match super::insert_fast::analyze_insert_fast(stmt) {
+        Some(a) => Ok(a),
+        None => analyze_insert_parsed(stmt),
+    }
+}
+
+/// [`analyze_insert`] through sqlparser alone, whatever the statement's shape (the benchmarks
+/// and differential tests compare the scanner with it).
+pub fn analyze_insert_parsed(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseError> {
     let text = sanitize(stmt);
     let ins = match parse_one(&text)? {
         Statement::Insert(ins) => ins,

@@ -31,6 +31,14 @@ pub(crate) fn quoted_end(s: &[u8], i: usize) -> Option<usize> {
     let backslash = q != b'`';
     let mut j = i + 1;
     while j < s.len() {
+        // Skip to the next byte that can end or escape.
+        match s[j..]
+            .iter()
+            .position(|&b| b == q || (backslash && b == b'\\'))
+        {
+            Some(p) => j += p,
+            None => return None,
+        }
         let b = s[j];
         if backslash && b == b'\\' {
             j += 2;

@@ -73,7 +73,16 @@ fn unescape(body: &[u8], q: u8) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len());
     let mut i = 0;
     while i < body.len() {
-        let b = body[i];
+        // The run up to the next backslash or quote is copied as it is.
+        let run = body[i..]
+            .iter()
+            .position(|&b| b == b'\\' || b == q)
+            .unwrap_or(body.len() - i);
+        out.extend_from_slice(&body[i..i + run]);
+        i += run;
+        let Some(&b) = body.get(i) else {
+            break;
+        };
         if b == b'\\' && i + 1 < body.len() {
             let e = body[i + 1];
             match e {

@@ -15,6 +15,7 @@ mod dml;
 mod duplicate_update;
 mod error;
 mod insert;
+mod insert_fast;
 mod join_keys;
 mod lex;
 mod literal;
@@ -33,7 +34,8 @@ pub use dml::{analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, Dm
 pub use duplicate_update::duplicate_update_columns;
 pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
 pub use insert::{
-    analyze_insert, Assignment, Column, InsertAnalysis, InsertBody, Row, TableRef, Value,
+    analyze_insert, analyze_insert_parsed, Assignment, Column, InsertAnalysis, InsertBody, Row,
+    TableRef, Value,
 };
 pub use join_keys::{QualifiedColumn, TopTable};
 pub use literal::ValueKind;
@@ -45,5 +47,7 @@ pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource}
 pub use session_query::{session_query, SessionQuery};
 pub use split::split_statements;
 
+#[cfg(test)]
+mod insert_fast_tests;
 #[cfg(test)]
 mod insert_tests;

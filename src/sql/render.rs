@@ -73,7 +73,7 @@ pub fn render_insert(
             }
             Piece::Id(k, sep) => {
                 match fill.values[*k] {
-                    IdValue::Literal(n) => out.extend_from_slice(n.to_string().as_bytes()),
+                    IdValue::Literal(n) => push_decimal(&mut out, n),
                     IdValue::Text(t) => out.extend_from_slice(t),
                     IdValue::Placeholder => out.push(b'?'),
                     IdValue::Keep => {
@@ -114,6 +114,21 @@ pub fn placeholder_order(
         }
     }
     Ok(out)
+}
+
+/// Appends `n` in decimal without a temporary string.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 fn internal(what: &str) -> SqlParseError {
@@ -250,5 +265,17 @@ fn push_value(
         p.push(Piece::Orig(within.start..v.start));
         p.push(Piece::Id(k, b""));
         p.push(Piece::Orig(v.end..within.end));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimals() {
+        for n in [0, 7, 10, 1_000_000_007, u64::MAX] {
+            let mut out = b"x".to_vec();
+            super::push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
     }
 }
