@@ -18,6 +18,7 @@ mod insert;
 mod join_keys;
 mod lex;
 mod literal;
+mod load;
 mod merge_plan;
 mod merge_rewrite;
 mod params;
@@ -37,6 +38,7 @@ pub use insert::{
 };
 pub use join_keys::{QualifiedColumn, TopTable};
 pub use literal::ValueKind;
+pub use load::{is_load, is_load_local};
 pub use merge_plan::{
     AggCol, AggFn, ColRef, Having, HavingOp, MergeMode, MergePlan, SortKey, Weight,
 };
