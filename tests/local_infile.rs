@@ -1,4 +1,4 @@
-//! LOAD DATA LOCAL INFILE through idgate: the `mysql` CLI and PyMySQL load files directly and
+//! LOAD DATA LOCAL INFILE through idgate: the `mysql` CLI, PyMySQL and Connector/J load files directly and
 //! through idgate and must see the same output and leave the same table contents; file packets of
 //! 16 MiB and more arrive intact; a client that did not agree to send files gets MariaDB's own
 //! error; a client that vanishes mid-file leaves nothing loaded and no statement running; sharded
@@ -155,6 +155,32 @@ fn pymysql_loads_like_direct() {
     let g = Idgate::start(db);
     let t = py_local_infile(db, &g, "pymysql");
     assert_py_transcript(&t);
+}
+
+#[test]
+fn connector_j_loads_like_direct() {
+    let (java, classpath) = compile_java("JdbcLocalInfile.java");
+    let db = common::shared_db();
+    let g = Idgate::start(db);
+    let t = differential("local_infile", "jdbc", db, &g, CLIENT_TIMEOUT, |t| {
+        let mut cmd = Command::new(&java);
+        cmd.arg("-Dfile.encoding=UTF-8")
+            .arg("-cp")
+            .arg(&classpath)
+            .arg("JdbcLocalInfile");
+        client_args(&mut cmd, t);
+        cmd
+    });
+    for line in [
+        "load count: 5000",
+        "usable: 42",
+        "without allowLocalInfile: error code=4166 sqlstate=HY000",
+        "done",
+    ] {
+        assert_has(&t, line);
+    }
+    let committed = t.lines().find(|l| l.starts_with("after commit: 5007 rows"));
+    assert!(committed.is_some(), "{t}");
 }
 
 /// With a sharded table configured, transactions are XA branches: a LOAD on the default backend
