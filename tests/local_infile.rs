@@ -371,3 +371,69 @@ fn client_vanishing_mid_file_loads_nothing() {
     let mut c = g.conn();
     assert_eq!(c.query_first::<i32, _>("SELECT 5").unwrap(), Some(5));
 }
+
+/// The backend connection breaks while the client is sending its file: the client may finish
+/// sending, then gets an error saying the backend connection was lost; nothing is loaded.
+#[test]
+fn backend_lost_mid_file() {
+    let db = common::shared_db();
+    direct(db)
+        .query_drop("CREATE OR REPLACE TABLE li_cut (id INT PRIMARY KEY, t TEXT) ENGINE=InnoDB")
+        .unwrap();
+    let relay = common::relay::Relay::start(db.port);
+    let relay_port = relay.port;
+    let g = Idgate::start_with(|port| {
+        common::idgate_proc::config_for_ports(port, &[("shard0", relay_port)], "")
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut conn = raw(&rt, g.port, APP_USER, APP_PASSWORD);
+    relay.cut_at(b"CUTHERE");
+    let mut marked = Vec::new();
+    for i in 100_000..110_000 {
+        writeln!(marked, "{i}\tCUTHERE CUTHERE CUTHERE").unwrap();
+    }
+    let answer = rt.block_on(async {
+        conn.write_command(b"\x03LOAD DATA LOCAL INFILE 'cut.tsv' INTO TABLE li_cut");
+        conn.flush().await.unwrap();
+        conn.read().await.unwrap();
+        assert_eq!(conn.packet.first(), Some(&0xfb));
+        conn.begin_file();
+        conn.send_file_packet(&tsv(1, 2000, 100)).await.unwrap();
+        conn.flush_file().await.unwrap();
+        conn.send_file_packet(&marked).await.unwrap();
+        conn.send_file_packet(&tsv(2001, 2000, 100)).await.unwrap();
+        conn.end_file().await.unwrap();
+        conn.read().await.map(|()| conn.packet.clone())
+    });
+    let answer = answer.expect("an error packet, not a dropped connection");
+    assert_eq!(answer.first(), Some(&0xff), "{answer:?}");
+    let code = u16::from_le_bytes([answer[1], answer[2]]);
+    let message = String::from_utf8_lossy(&answer[9..]).into_owned();
+    assert_eq!(code, 2013, "{message}");
+    assert!(message.contains("Lost connection to backend"), "{message}");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let running: u64 = direct(db)
+            .query_first(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                 WHERE INFO LIKE 'LOAD DATA LOCAL INFILE ''cut.tsv''%'",
+            )
+            .unwrap()
+            .unwrap();
+        if running == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cut LOAD still runs on the backend"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(contents(db, "li_cut").0, 0);
+    let mut c = g.conn();
+    assert_eq!(c.query_first::<i32, _>("SELECT 6").unwrap(), Some(6));
+}
