@@ -437,3 +437,32 @@ fn backend_lost_mid_file() {
     let mut c = g.conn();
     assert_eq!(c.query_first::<i32, _>("SELECT 6").unwrap(), Some(6));
 }
+
+/// idgate's own statements (`query_drop`) answer a request for a file with an empty file and stay
+/// in step rather than wait for a result set that never comes.
+#[test]
+fn own_statements_decline_file_requests() {
+    let db = common::shared_db();
+    direct(db)
+        .query_drop("CREATE OR REPLACE TABLE li_own (id INT PRIMARY KEY, t TEXT)")
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut conn = raw(&rt, db.port, USER, PASSWORD);
+    let rows = rt.block_on(async {
+        let guard = Duration::from_secs(60); // against a hang, not a speed check
+        tokio::time::timeout(guard, async {
+            conn.query_drop("LOAD DATA LOCAL INFILE 'own.tsv' INTO TABLE li_own")
+                .await
+                .unwrap();
+            conn.query_rows("SELECT COUNT(*) FROM li_own")
+                .await
+                .unwrap()
+        })
+        .await
+        .expect("query_drop waited for a file it should have declined")
+    });
+    assert_eq!(rows, vec![vec![Some(b"0".to_vec())]]);
+}

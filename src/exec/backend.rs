@@ -404,6 +404,11 @@ impl BackendConn {
                     message: String::from_utf8_lossy(msg).into_owned(),
                 });
             }
+            if self.packet.first() == Some(&packets::LOCAL_INFILE_HEADER) {
+                // idgate's own statements never load files: an empty one keeps the connection in step.
+                self.decline_file().await?;
+                continue;
+            }
             let status = if self.packet.first() == Some(&packets::OK_HEADER) {
                 packets::parse_ok(&self.packet).map_or(0, |o| o.status)
             } else {
