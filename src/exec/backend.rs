@@ -91,7 +91,10 @@ fn capabilities(found_rows: bool) -> CapabilityFlags {
         | C::CLIENT_MULTI_RESULTS
         | C::CLIENT_PS_MULTI_RESULTS
         | C::CLIENT_PLUGIN_AUTH
-        | C::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
+        | C::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
+        // The backend may ask for a LOCAL INFILE file; idgate passes the request on only to a
+        // client that agreed to send files, and otherwise answers with an empty file itself.
+        | C::CLIENT_LOCAL_FILES;
     if found_rows {
         c |= C::CLIENT_FOUND_ROWS;
     }
@@ -284,6 +287,42 @@ impl BackendConn {
         Ok(())
     }
 
+    /// LOCAL INFILE: the packet just read asks for a file. Packets sent with `send_file_packet`
+    /// continue the command's sequence. The connection counts as broken until `end_file` sent
+    /// the closing empty packet, so a transfer cut short is closed, never reused out of step.
+    pub fn begin_file(&mut self) {
+        self.writer.seq = self.reader.seq;
+        self.broken = true;
+    }
+
+    /// Queues one packet of file content; sends when much is queued.
+    pub async fn send_file_packet(&mut self, payload: &[u8]) -> Result<(), BackendError> {
+        self.writer.write(payload);
+        self.writer.maybe_flush().await?;
+        Ok(())
+    }
+
+    /// Sends the file content queued so far.
+    pub async fn flush_file(&mut self) -> Result<(), BackendError> {
+        self.writer.flush().await?;
+        Ok(())
+    }
+
+    /// Sends the closing empty packet; the statement's answer follows.
+    pub async fn end_file(&mut self) -> Result<(), BackendError> {
+        self.writer.write(&[]);
+        self.writer.flush().await?;
+        self.reader.seq = self.writer.seq;
+        self.broken = false;
+        Ok(())
+    }
+
+    /// Answers a request for a file with an empty file (the client was not asked).
+    pub async fn decline_file(&mut self) -> Result<(), BackendError> {
+        self.begin_file();
+        self.end_file().await
+    }
+
     /// Runs a command whose answer is a single OK or ERR (INIT_DB, PING, RESET_CONNECTION, …)
     /// and returns that packet's first byte; the packet stays in `self.packet`.
     pub async fn simple_command(&mut self, payload: &[u8]) -> Result<u8, BackendError> {
@@ -364,6 +403,11 @@ impl BackendConn {
                     code,
                     message: String::from_utf8_lossy(msg).into_owned(),
                 });
+            }
+            if self.packet.first() == Some(&packets::LOCAL_INFILE_HEADER) {
+                // idgate's own statements never load files: an empty one keeps the connection in step.
+                self.decline_file().await?;
+                continue;
             }
             let status = if self.packet.first() == Some(&packets::OK_HEADER) {
                 packets::parse_ok(&self.packet).map_or(0, |o| o.status)

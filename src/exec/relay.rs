@@ -36,6 +36,9 @@ pub struct Relayed {
     /// For COM_STMT_PREPARE: (backend statement id, parameters, columns).
     pub prepared: Option<(u32, u16, u16)>,
     pub error: bool,
+    /// The backend asked for a LOCAL INFILE file (the request is in the connection's packet):
+    /// the caller carries it, then relays the rest of the answer with `relay` again.
+    pub file_request: bool,
 }
 
 pub struct Client<'a, W> {
@@ -55,6 +58,9 @@ pub struct Adjust {
     pub insert_id_needs_rows: bool,
     /// More results follow this response (idgate runs a multi-statement one by one).
     pub more_results: bool,
+    /// A LOCAL INFILE request is handed back to the caller (`Relayed::file_request`); without
+    /// this the backend gets an empty file and the relay goes on.
+    pub local_infile: bool,
 }
 
 impl Adjust {
@@ -182,8 +188,13 @@ async fn relay_inner<W: AsyncWrite + Unpin>(
                     out.error = true;
                     return Ok(out);
                 }
-                Some(0xfb) => {
-                    return Err(protocol("LOCAL INFILE request, which idgate never enables"))
+                Some(&packets::LOCAL_INFILE_HEADER) => {
+                    if adj.local_infile {
+                        out.file_request = true;
+                        return Ok(out);
+                    }
+                    be.decline_file().await?;
+                    continue; // the answer to the statement follows
                 }
                 _ => {
                     out.ok = None;

@@ -5,12 +5,14 @@ use mysql_common::constants::Command;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
+use super::local_infile::{self, CarryError};
 use super::prepared::{packet_stmt_id, Statement};
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
 use crate::exec::relay::{self, Adjust, Client, Reply};
 use crate::exec::BackendError;
 use crate::wire::errors::{self, SqlError};
+use crate::wire::framing::FrameError;
 use crate::wire::handshake;
 use crate::wire::packets;
 
@@ -142,6 +144,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         let client_stmt_id = adj.client_stmt_id;
         let deprecate_eof = self.deprecate_eof();
+        let local_files = self.local_files();
         let sync = if self.leases.held_mut()[i].backend == self.proxy.default_pool.name {
             self.lid_sync.take()
         } else {
@@ -170,7 +173,34 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             writer: &mut self.writer,
             deprecate_eof,
         };
-        match relay::relay(be, &mut client, reply, adj).await {
+        let adj = Adjust {
+            local_infile: true,
+            ..adj
+        };
+        let mut relayed = relay::relay(be, &mut client, reply, adj).await;
+        while let Ok(r) = &relayed {
+            if !r.file_request {
+                break;
+            }
+            let carried = if local_infile::may_ask_for_file(local_files, packet) {
+                let mut buf = Vec::new();
+                local_infile::carry_file(&mut self.reader, client.writer, be, &mut buf).await
+            } else {
+                be.decline_file().await.map_err(CarryError::Backend)
+            };
+            relayed = match carried {
+                Ok(()) => relay::relay(be, &mut client, reply, adj).await,
+                Err(CarryError::Backend(e)) => Err(e),
+                Err(CarryError::Client(FrameError::TooLarge { limit, .. })) => {
+                    // As MySQL does: report it and close; the backend connection, left
+                    // mid-file, is closed with the session.
+                    self.send_error(&errors::packet_too_large(limit));
+                    return Some(End::Fatal("file packet too large".into()));
+                }
+                Err(CarryError::Client(_)) => return Some(End::ClientGone),
+            };
+        }
+        match relayed {
             Ok(r) => {
                 if r.status != 0 || r.ok.is_some() {
                     self.status = r.status;

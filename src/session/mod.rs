@@ -8,6 +8,7 @@ mod emulated;
 mod explain;
 mod insert;
 mod leases;
+mod local_infile;
 mod prepared;
 mod prepared_route;
 mod query;

@@ -18,7 +18,7 @@ use crate::wire::packets;
 const MAX_REPLAYED_SETS: usize = 256;
 
 /// What to do with one statement.
-enum Plan {
+pub(super) enum Plan {
     /// Send it to the default backend as it is (its kind, for the bookkeeping after it).
     Forward(StatementKind),
     Insert(Box<(InsertAnalysis, Arc<TableRule>)>),
@@ -51,6 +51,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if self.proxy.tables.is_empty()
             && self.proxy.idgen.is_empty()
             && super::explain::explain_route_target(&packet[1..]).is_none()
+            && !self.may_refuse_local_load(&packet[1..])
         {
             return self.forward(packet, Reply::Results).await;
         }
@@ -175,9 +176,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             StatementKind::Other if self.proxy.tables.mentioned_in(stmt) => {
                 match self.refuse_bypass(stmt) {
                     Some(e) => Plan::Refuse(e),
-                    None => Plan::Forward(kind),
+                    None => self.plan_other(stmt),
                 }
             }
+            StatementKind::Other => self.plan_other(stmt),
             StatementKind::Show | StatementKind::Explain | StatementKind::Select => {
                 match self.route_metadata(stmt, kind) {
                     Some(super::show::MetaRoute::One(route)) => Plan::Routed(route),

@@ -19,6 +19,7 @@ mod insert_fast;
 mod join_keys;
 mod lex;
 mod literal;
+mod load;
 mod merge_plan;
 mod merge_rewrite;
 mod params;
@@ -39,6 +40,7 @@ pub use insert::{
 };
 pub use join_keys::{QualifiedColumn, TopTable};
 pub use literal::ValueKind;
+pub use load::{is_load, is_load_local};
 pub use merge_plan::{
     AggCol, AggFn, ColRef, Having, HavingOp, MergeMode, MergePlan, SortKey, Weight,
 };

@@ -15,9 +15,10 @@ use super::framing::{FrameError, PacketReader, PacketWriter};
 
 const NATIVE: &[u8] = b"mysql_native_password";
 
-/// What idgate offers. Not offered: SSL (later), LOCAL_FILES (the backend would read idgate's
-/// files), SESSION_TRACK and the MariaDB extended capabilities (bulk execute): idgate would have to
-/// interpret them rather than relay.
+/// What idgate offers. LOCAL_FILES lets the default backend ask the client for a LOAD DATA
+/// LOCAL file, which idgate carries across without reading any file itself. Not offered: SSL
+/// (later), SESSION_TRACK and the MariaDB extended capabilities (bulk execute): idgate would have
+/// to interpret them rather than relay.
 pub fn server_capabilities() -> CapabilityFlags {
     use CapabilityFlags as C;
     C::CLIENT_LONG_PASSWORD
@@ -25,6 +26,7 @@ pub fn server_capabilities() -> CapabilityFlags {
         | C::CLIENT_LONG_FLAG
         | C::CLIENT_CONNECT_WITH_DB
         | C::CLIENT_ODBC
+        | C::CLIENT_LOCAL_FILES
         | C::CLIENT_IGNORE_SPACE
         | C::CLIENT_PROTOCOL_41
         | C::CLIENT_INTERACTIVE

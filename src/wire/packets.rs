@@ -6,6 +6,8 @@ use mysql_common::constants::StatusFlags;
 pub const OK_HEADER: u8 = 0x00;
 pub const EOF_HEADER: u8 = 0xfe;
 pub const ERR_HEADER: u8 = 0xff;
+/// First byte of a server's request for a LOCAL INFILE file (followed by the file name).
+pub const LOCAL_INFILE_HEADER: u8 = 0xfb;
 
 pub fn put_lenenc_int(buf: &mut Vec<u8>, v: u64) {
     if v < 251 {

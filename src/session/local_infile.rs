@@ -1,0 +1,144 @@
+//! LOAD DATA LOCAL INFILE on the default backend: the backend asks for a file, and idgate passes
+//! the request to the client only if the client announced CLIENT_LOCAL_FILES and sent a
+//! `LOAD … LOCAL` statement; the client's file packets are carried to the backend as they come.
+//! idgate never opens a file itself: it only carries bytes the client chose to send.
+
+use mysql_common::constants::{CapabilityFlags, Command};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::query::Plan;
+use super::Session;
+use crate::exec::BackendConn;
+use crate::exec::BackendError;
+use crate::sql::{self, StatementKind};
+use crate::wire::errors::SqlError;
+use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
+
+/// MariaDB's error for LOAD DATA LOCAL from a client that did not agree to send files.
+pub const ER_LOAD_INFILE_CAPABILITY_DISABLED: u16 = 4166;
+
+/// Why carrying a file stopped short.
+pub(super) enum CarryError {
+    /// The client went away or broke the protocol while sending the file.
+    Client(FrameError),
+    /// Writing to the client failed, or the backend failed (after the client finished its file).
+    Backend(BackendError),
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    pub(super) fn local_files(&self) -> bool {
+        self.hello
+            .capabilities
+            .contains(CapabilityFlags::CLIENT_LOCAL_FILES)
+    }
+
+    /// A query that may need planning because this client cannot send files and the query
+    /// might be a `LOAD … LOCAL` (a cheap look, refined by `plan_other`).
+    pub(super) fn may_refuse_local_load(&self, sql: &[u8]) -> bool {
+        !self.local_files() && sql.windows(5).any(|w| w.eq_ignore_ascii_case(b"LOCAL"))
+    }
+
+    /// A statement of kind Other not about a configured table: `LOAD … LOCAL` from a client
+    /// that did not agree to send files gets MariaDB's own refusal (the backend, which idgate
+    /// told it may ask for files, would otherwise ask).
+    pub(super) fn plan_other(&self, stmt: &[u8]) -> Plan {
+        if !self.local_files() && sql::is_load_local(stmt) {
+            return Plan::Refuse(SqlError::new(
+                ER_LOAD_INFILE_CAPABILITY_DISABLED,
+                b"HY000",
+                "The used command is not allowed because the MariaDB server or client has \
+                 disabled the local infile capability",
+            ));
+        }
+        Plan::Forward(StatementKind::Other)
+    }
+}
+
+/// Whether the backend's request for a file, answering the client's command `packet`, may go to
+/// the client: only if the client announced CLIENT_LOCAL_FILES and sent a `LOAD … LOCAL`
+/// statement (a backend asking for a file at any other time is not obeyed).
+pub(super) fn may_ask_for_file(local_files: bool, packet: &[u8]) -> bool {
+    if !local_files || packet.first() != Some(&(Command::COM_QUERY as u8)) {
+        return false;
+    }
+    let sql = &packet[1..];
+    sql::split_statements(sql)
+        .into_iter()
+        .any(|r| sql::is_load_local(&sql[r]))
+}
+
+/// Passes the backend's request (in `be.packet`) to the client, then carries the client's
+/// packets to the backend up to and including the empty one that ends the file. Afterwards both
+/// sides' sequence numbers are where the backend's answer continues them.
+pub(super) async fn carry_file<R, W>(
+    reader: &mut PacketReader<R>,
+    writer: &mut PacketWriter<W>,
+    be: &mut BackendConn,
+    buf: &mut Vec<u8>,
+) -> Result<(), CarryError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    be.begin_file();
+    writer.write(&be.packet);
+    writer
+        .flush()
+        .await
+        .map_err(|e| CarryError::Backend(BackendError::ClientGone(e)))?;
+    reader.seq = writer.seq;
+    // A backend that fails mid-file is reported once the client has finished sending, so the
+    // client reads the error where it expects the answer.
+    let mut backend_failed = None;
+    loop {
+        reader.read(buf).await.map_err(CarryError::Client)?;
+        if backend_failed.is_some() {
+            if buf.is_empty() {
+                break;
+            }
+            continue;
+        }
+        let sent = if buf.is_empty() {
+            be.end_file().await
+        } else {
+            be.send_file_packet(buf).await
+        };
+        if let Err(e) = sent {
+            backend_failed = Some(e);
+        }
+        if buf.is_empty() {
+            break;
+        }
+    }
+    writer.seq = reader.seq;
+    match backend_failed {
+        Some(e) => Err(CarryError::Backend(e)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_ask_for_file;
+
+    #[test]
+    fn the_client_is_asked_only_for_its_own_load_local() {
+        let q = b"\x03LOAD DATA LOCAL INFILE 'f.tsv' INTO TABLE t";
+        assert!(may_ask_for_file(true, q));
+        assert!(!may_ask_for_file(false, q));
+        assert!(may_ask_for_file(
+            true,
+            b"\x03SELECT 1; load xml local infile 'f.xml' into table t; SELECT 2"
+        ));
+        assert!(!may_ask_for_file(
+            true,
+            b"\x03SELECT 'LOAD DATA LOCAL INFILE'"
+        ));
+        assert!(!may_ask_for_file(
+            true,
+            b"\x03LOAD DATA INFILE '/tmp/f.tsv' INTO TABLE t"
+        ));
+        // Prepared statements cannot run LOAD DATA; a request then is not the client's.
+        assert!(!may_ask_for_file(true, b"\x17\x01\x00\x00\x00\x00"));
+    }
+}
