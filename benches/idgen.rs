@@ -70,6 +70,15 @@ fn snowflake() -> GeneratorConfig {
     })
 }
 
+/// A snowflake config whose worker id is leased in the store (lease check on every take).
+fn leased(group: &str) -> SnowflakeConfig {
+    SnowflakeConfig {
+        worker_id: None,
+        lease_group: Some(group.into()),
+        ..SnowflakeConfig::default()
+    }
+}
+
 /// Runs `iters` calls split over `threads` threads; returns the wall time.
 fn threaded(threads: u64, iters: u64, f: impl Fn() + Sync) -> Duration {
     let t = Instant::now();
@@ -96,6 +105,17 @@ fn throughput(c: &mut Criterion) {
             ..SnowflakeConfig::default()
         }),
     );
+    let sf_leased = build(
+        "bench_sf_leased",
+        GeneratorConfig::Snowflake(leased("bench_sf_leased")),
+    );
+    let biased_leased = build(
+        "bench_biased_leased",
+        GeneratorConfig::Biased(SnowflakeConfig {
+            slot_bits: Some(4),
+            ..leased("bench_biased_leased")
+        }),
+    );
     let uuid = build("bench_uuid", GeneratorConfig::Uuidv7(Default::default()));
     let mut g = c.benchmark_group("idgen");
     g.throughput(Throughput::Elements(1));
@@ -114,6 +134,13 @@ fn throughput(c: &mut Criterion) {
                 })
             })
         });
+        g.bench_function(format!("snowflake_leased/{threads}t"), |b| {
+            b.iter_custom(|iters| {
+                threaded(threads, iters, || {
+                    black_box(one(&sf_leased, 1));
+                })
+            })
+        });
         g.bench_function(format!("uuidv7/{threads}t"), |b| {
             b.iter_custom(|iters| {
                 threaded(threads, iters, || {
@@ -128,6 +155,14 @@ fn throughput(c: &mut Criterion) {
         b.iter(|| {
             bias = bias.wrapping_add(0x9E37_79B9_7F4A_7C15);
             black_box(gene.try_next(bias))
+        })
+    });
+    let gene_leased = biased_leased.as_biased().unwrap();
+    g.bench_function("biased_leased/1t", |b| {
+        let mut bias = 0u64;
+        b.iter(|| {
+            bias = bias.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            black_box(gene_leased.try_next(bias))
         })
     });
     g.throughput(Throughput::Elements(100));
