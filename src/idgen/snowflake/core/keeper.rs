@@ -206,7 +206,9 @@ async fn reclaim(core: &Weak<Core>, every: Duration) -> bool {
                 return true;
             }
             Err(e) => {
-                Metrics::add(&c.metrics.store_errors, 1);
+                if !matches!(e, IdGenError::WorkerIdsExhausted { .. }) {
+                    Metrics::add(&c.metrics.store_errors, 1);
+                }
                 tracing::warn!(generator = %c.name, error = %e, retry_in = ?backoff, "could not claim a new worker id yet; retrying");
                 if let LeaseState::Lost { last_error, .. } = &mut *lock(&l.state) {
                     *last_error = e.to_string();
