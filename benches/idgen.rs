@@ -70,6 +70,15 @@ fn snowflake() -> GeneratorConfig {
     })
 }
 
+/// A snowflake config whose worker id is leased in the store (lease check on every take).
+fn leased(group: &str) -> SnowflakeConfig {
+    SnowflakeConfig {
+        worker_id: None,
+        lease_group: Some(group.into()),
+        ..SnowflakeConfig::default()
+    }
+}
+
 /// Runs `iters` calls split over `threads` threads; returns the wall time.
 fn threaded(threads: u64, iters: u64, f: impl Fn() + Sync) -> Duration {
     let t = Instant::now();
@@ -96,6 +105,34 @@ fn throughput(c: &mut Criterion) {
             ..SnowflakeConfig::default()
         }),
     );
+    let sf_leased = build(
+        "bench_sf_leased",
+        GeneratorConfig::Snowflake(leased("bench_sf_leased")),
+    );
+    let biased_leased = build(
+        "bench_biased_leased",
+        GeneratorConfig::Biased(SnowflakeConfig {
+            slot_bits: Some(4),
+            ..leased("bench_biased_leased")
+        }),
+    );
+    // Wide sequences (2^20 per ms): the layout's rate does not cap these, so they show the cost
+    // of a take itself.
+    let wide = SnowflakeConfig {
+        worker_bits: Some(2),
+        sequence_bits: Some(20),
+        ..leased("bench_wide")
+    };
+    let sf_wide = build("bench_wide", GeneratorConfig::Snowflake(wide.clone()));
+    let biased_wide = build(
+        "bench_biased_wide",
+        GeneratorConfig::Biased(SnowflakeConfig {
+            slot_bits: Some(4),
+            sequence_bits: Some(16),
+            lease_group: Some("bench_biased_wide".into()),
+            ..wide
+        }),
+    );
     let uuid = build("bench_uuid", GeneratorConfig::Uuidv7(Default::default()));
     let mut g = c.benchmark_group("idgen");
     g.throughput(Throughput::Elements(1));
@@ -114,6 +151,13 @@ fn throughput(c: &mut Criterion) {
                 })
             })
         });
+        g.bench_function(format!("snowflake_leased/{threads}t"), |b| {
+            b.iter_custom(|iters| {
+                threaded(threads, iters, || {
+                    black_box(one(&sf_leased, 1));
+                })
+            })
+        });
         g.bench_function(format!("uuidv7/{threads}t"), |b| {
             b.iter_custom(|iters| {
                 threaded(threads, iters, || {
@@ -128,6 +172,25 @@ fn throughput(c: &mut Criterion) {
         b.iter(|| {
             bias = bias.wrapping_add(0x9E37_79B9_7F4A_7C15);
             black_box(gene.try_next(bias))
+        })
+    });
+    let gene_leased = biased_leased.as_biased().unwrap();
+    g.bench_function("biased_leased/1t", |b| {
+        let mut bias = 0u64;
+        b.iter(|| {
+            bias = bias.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            black_box(gene_leased.try_next(bias))
+        })
+    });
+    g.bench_function("snowflake_leased_wide/1t", |b| {
+        b.iter(|| black_box(one(&sf_wide, 1)))
+    });
+    let gene_wide = biased_wide.as_biased().unwrap();
+    g.bench_function("biased_leased_wide/1t", |b| {
+        let mut bias = 0u64;
+        b.iter(|| {
+            bias = bias.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            black_box(gene_wide.try_next(bias))
         })
     });
     g.throughput(Throughput::Elements(100));

@@ -436,9 +436,16 @@ async fn lease_loss_stops_issuing_before_takeover_and_exhaustion_is_an_error() {
         !errors.is_empty() && errors.iter().all(|e| e.contains("lease")),
         "{errors:?}"
     );
-    // After the partition heals, A finds its id taken and stays stopped.
+    // After the partition heals, A finds its id taken; B and C hold both ids, so A cannot claim
+    // another one and stays stopped.
     let e = a.next_block(1).await.unwrap_err();
-    assert!(matches!(e, IdGenError::LeaseExpired { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            IdGenError::LeaseExpired { .. } | IdGenError::LeaseLost { .. }
+        ),
+        "{e}"
+    );
     let layout = *b.as_snowflake().unwrap().layout();
     let a_max_tick = a_ids
         .iter()
@@ -455,4 +462,278 @@ async fn lease_loss_stops_issuing_before_takeover_and_exhaustion_is_an_error() {
     b.shutdown().await;
     c.shutdown().await;
     a.shutdown().await;
+}
+
+// ---- re-claiming a worker id after a takeover ----
+
+fn relay_url(db: &idgate::testbed::MariaDb, part: &Partition) -> String {
+    // prefer_socket=false: else mysql_async switches to the server's Unix socket, around the cut.
+    db.url()
+        .replace(&format!(":{}/", db.port), &format!(":{}/", part.port))
+        + "?prefer_socket=false"
+}
+
+async fn build_kind(
+    cfg: &SnowflakeConfig,
+    biased: bool,
+    pool: &mysql_async::Pool,
+    clock: Arc<dyn Clock>,
+) -> idgate::idgen::Result<Arc<Generator>> {
+    let cfg = if biased {
+        GeneratorConfig::Biased(cfg.clone())
+    } else {
+        GeneratorConfig::Snowflake(cfg.clone())
+    };
+    Generator::build("sf", &cfg, Some(pool), clock).await
+}
+
+fn layout_of(g: &Generator) -> Layout {
+    match g.as_biased() {
+        Some(b) => *b.layout(),
+        None => *g.as_snowflake().unwrap().layout(),
+    }
+}
+
+fn worker_of(g: &Generator) -> u64 {
+    match g.as_biased() {
+        Some(b) => b.worker_id(),
+        None => g.as_snowflake().unwrap().worker_id(),
+    }
+}
+
+/// A few IDs: a block of 1..=16 (snowflake) or one per bias value of 1..=16 random ones (biased).
+async fn some_ids(g: &Generator, round: u64, out: &mut Vec<u64>) -> idgate::idgen::Result<()> {
+    let n = round % 16 + 1;
+    if g.as_biased().is_some() {
+        let bias: Vec<u64> = (0..n).map(|_| rand::random::<u64>() >> 1).collect();
+        let at = out.len();
+        g.next_biased(&bias, out).await?;
+        let mask = g.as_biased().unwrap().mask();
+        assert!(out[at..]
+            .iter()
+            .zip(&bias)
+            .all(|(i, b)| i & mask == b & mask));
+    } else {
+        out.extend(g.next_block(n).await?.iter());
+    }
+    Ok(())
+}
+
+/// Tasks that take IDs from one generator until stopped, recording each ID with the time it
+/// was handed out, and every error.
+struct Takers {
+    ids: Arc<Mutex<Vec<(u64, Instant)>>>,
+    errors: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Takers {
+    fn spawn(g: &Arc<Generator>, count: u64) -> Takers {
+        let t = Takers {
+            ids: Arc::default(),
+            errors: Arc::default(),
+            stop: Arc::default(),
+            tasks: Vec::new(),
+        };
+        let tasks = (0..count)
+            .map(|k| {
+                let (g, ids, errors, stop) =
+                    (g.clone(), t.ids.clone(), t.errors.clone(), t.stop.clone());
+                tokio::spawn(async move {
+                    let mut round = k;
+                    let mut out = Vec::new();
+                    while !stop.load(Relaxed) {
+                        out.clear();
+                        match some_ids(&g, round, &mut out).await {
+                            Ok(()) => {
+                                let now = Instant::now();
+                                ids.lock().unwrap().extend(out.iter().map(|&i| (i, now)));
+                            }
+                            Err(e) => errors.lock().unwrap().push(e.to_string()),
+                        }
+                        round += 1;
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                })
+            })
+            .collect();
+        Takers { tasks, ..t }
+    }
+
+    fn count(&self, f: impl Fn(u64) -> bool) -> usize {
+        self.ids
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|&&(i, _)| f(i))
+            .count()
+    }
+
+    async fn stop(self) -> (Vec<(u64, Instant)>, Vec<String>) {
+        self.stop.store(true, Relaxed);
+        for t in self.tasks {
+            t.await.unwrap();
+        }
+        let ids = std::mem::take(&mut *self.ids.lock().unwrap());
+        let errors = std::mem::take(&mut *self.errors.lock().unwrap());
+        (ids, errors)
+    }
+}
+
+/// Polls `cond` until it holds; panics with `what` after a generous deadline.
+async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < deadline, "gave up waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Node A (behind a relay) leases worker 0 and node F worker 1 of a two-id space. A is cut off
+/// while six tasks take IDs from it; B takes A's id over. F, its clock now 1.5 s ahead, then
+/// leaves (before the relay heals, or, with `full_at_reclaim`, only after A found both ids
+/// leased and failed with a clear error). A claims F's id by itself and issues again, after F's
+/// last timestamp; every ID of A, B and F is unique.
+async fn reclaim_after_takeover(group: &str, biased: bool, full_at_reclaim: bool) {
+    let db = common::shared_db();
+    let direct = mysql_async::Pool::new(db.url().as_str());
+    let part = Partition::start(db.port).await;
+    let pool_a = mysql_async::Pool::new(relay_url(db, &part).as_str());
+    let cfg = SnowflakeConfig {
+        worker_bits: Some(1),
+        slot_bits: biased.then_some(4),
+        ..leased(group)
+    };
+    let sys: Arc<dyn Clock> = Arc::new(SystemClock);
+    let a = build_kind(&cfg, biased, &pool_a, sys.clone())
+        .await
+        .unwrap();
+    let f_clock = Arc::new(TestClock::new(SystemClock.wall_ms()));
+    let f = build_kind(&cfg, biased, &direct, f_clock.clone())
+        .await
+        .unwrap();
+    assert_eq!((worker_of(&a), worker_of(&f)), (0, 1));
+    let layout = layout_of(&a);
+    let worker = move |i: u64| layout.decode(i).worker;
+
+    let a_takers = Takers::spawn(&a, 6);
+    wait_for("A issues", || a_takers.count(|_| true) >= 200).await;
+    part.cut();
+    let cut_at = Instant::now();
+    // B claims in a loop; it gets A's id once A's lease expired by the store's clock.
+    let b = loop {
+        match build_kind(&cfg, biased, &direct, sys.clone()).await {
+            Ok(b) => break b,
+            Err(IdGenError::WorkerIdsExhausted { .. }) => {
+                assert!(
+                    cut_at.elapsed() < Duration::from_secs(60),
+                    "A's lease never expired"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let took_over = Instant::now();
+    assert_eq!(worker_of(&b), 0, "B took over A's worker id");
+    let b_takers = Takers::spawn(&b, 2);
+    // F's last IDs lie 1.5 s ahead of the real time; then F leaves, recording them.
+    let mut f_ids = Vec::new();
+    let f_leaves = async {
+        f_clock.set_wall_ms(SystemClock.wall_ms() + 1500);
+        for round in 0..200 {
+            some_ids(&f, round, &mut f_ids).await.unwrap();
+        }
+        f.shutdown().await;
+    };
+
+    if full_at_reclaim {
+        part.heal();
+        // Both ids are leased by live nodes: A fails every take with a clear error.
+        let mut round = 0;
+        let e = loop {
+            let mut out = Vec::new();
+            let e = some_ids(&a, round, &mut out).await.unwrap_err();
+            if e.to_string().contains("all 2 worker ids are leased") {
+                break e;
+            }
+            assert!(
+                matches!(
+                    e,
+                    IdGenError::LeaseExpired { .. } | IdGenError::LeaseLost { .. }
+                ),
+                "{e}"
+            );
+            assert!(
+                cut_at.elapsed() < Duration::from_secs(60),
+                "A never reported the full worker-id space: {e}"
+            );
+            round += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(
+            matches!(e, IdGenError::LeaseLost { worker_id: 0, .. }),
+            "{e}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("lost worker id 0") && text.contains("retry"),
+            "{text}"
+        );
+        assert_eq!(worker_of(&a), 0);
+        assert_eq!(a.metrics().worker_id.load(Relaxed), u64::MAX);
+        assert_eq!(a.metrics().lease_reacquisitions.load(Relaxed), 0);
+        f_leaves.await;
+    } else {
+        f_leaves.await;
+        part.heal();
+    }
+    // A claims the id F gave back, by itself, and its takers get IDs again.
+    wait_for("A issues with a new worker id", || {
+        a_takers.count(|i| worker(i) == 1) >= 2000
+    })
+    .await;
+    assert_eq!(worker_of(&a), 1);
+    assert_eq!(a.metrics().worker_id.load(Relaxed), 1);
+    assert_eq!(a.metrics().lease_reacquisitions.load(Relaxed), 1);
+    let (a_ids, a_errors) = a_takers.stop().await;
+    let (b_ids, b_errors) = b_takers.stop().await;
+    assert!(b_errors.is_empty(), "{b_errors:?}");
+    assert!(
+        !a_errors.is_empty() && a_errors.iter().all(|e| e.contains("lease")),
+        "{a_errors:?}"
+    );
+
+    // A never issued with worker 0 after B took it over, and B started after A's IDs.
+    let (a0, a1): (Vec<_>, Vec<_>) = a_ids.iter().partition(|&&(i, _)| worker(i) == 0);
+    assert!(a0.iter().all(|&&(_, t)| t < took_over));
+    let tick = |i: u64| layout.decode(i).tick;
+    let a0_max = a0.iter().map(|&&(i, _)| tick(i)).max().unwrap();
+    assert!(b_ids
+        .iter()
+        .all(|&(i, _)| worker(i) == 0 && tick(i) > a0_max));
+    // On worker 1, A starts strictly after F's last timestamp (F's clock was ahead).
+    let f_max = f_ids.iter().map(|&i| tick(i)).max().unwrap();
+    assert!(a1.iter().all(|&&(i, _)| tick(i) > f_max));
+    let mut all: Vec<u64> = a_ids.iter().chain(&b_ids).map(|&(i, _)| i).collect();
+    all.extend(&f_ids);
+    assert_unique(&all);
+    b.shutdown().await;
+    a.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taken_over_lease_is_replaced_by_a_new_worker_id() {
+    reclaim_after_takeover("reclaim_sf", false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn biased_generator_replaces_a_taken_over_lease() {
+    reclaim_after_takeover("reclaim_biased", true, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_worker_id_space_at_reclaim_time_is_an_error_until_an_id_frees_up() {
+    reclaim_after_takeover("reclaim_full", false, true).await;
 }

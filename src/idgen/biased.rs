@@ -9,12 +9,11 @@ use super::clock::Clock;
 use super::config::SnowflakeConfig;
 use super::error::Result;
 use super::metrics::Metrics;
-use super::snowflake::core::{Core, Sequencer, Step};
+use super::snowflake::core::{Core, Step};
 use super::snowflake::layout::{Layout, Parts};
 
 pub struct BiasedGen {
     core: Arc<Core>,
-    slots: Box<[Sequencer]>,
     mask: u64,
 }
 
@@ -27,23 +26,20 @@ impl BiasedGen {
         metrics: Arc<Metrics>,
     ) -> Result<BiasedGen> {
         let layout = cfg.validate(name, true)?;
-        let core = Core::start(name, cfg, layout, pool, clock, metrics).await?;
-        let slots = (0..1u64 << layout.slot_bits)
-            .map(|_| Sequencer::after(&core))
-            .collect();
+        let slots = 1usize << layout.slot_bits;
+        let core = Core::start(name, cfg, layout, slots, pool, clock, metrics).await?;
         Ok(BiasedGen {
             core,
-            slots,
             mask: (1u64 << layout.slot_bits) - 1,
         })
     }
 
     fn one(&self, bias: u64) -> std::result::Result<u64, Step> {
         let slot = bias & self.mask;
-        let (tick, sequence) = self.slots[slot as usize].take(&self.core, 1)?;
+        let (tick, worker, sequence) = self.core.take(slot as usize, 1)?;
         Ok(self.core.layout.encode(Parts {
             tick,
-            worker: self.core.worker,
+            worker,
             sequence,
             slot,
         }))
@@ -79,8 +75,9 @@ impl BiasedGen {
         &self.core.layout
     }
 
+    /// The worker id issued under now (a leased one changes after a takeover).
     pub fn worker_id(&self) -> u64 {
-        self.core.worker
+        self.core.worker_id()
     }
 
     pub async fn shutdown(&self) {

@@ -55,8 +55,15 @@ pub enum IdGenError {
     #[error("generator `{name}`: all {capacity} worker ids are leased by live nodes; stop a node, wait for a lease to expire, or widen `worker_bits`")]
     WorkerIdsExhausted { name: String, capacity: u64 },
 
-    #[error("generator `{name}` stopped issuing IDs: its worker-id lease could not be renewed in time (worker {worker_id}); check the sequence store; issuing resumes after a successful renewal")]
+    #[error("generator `{name}` stopped issuing IDs: its worker-id lease could not be renewed in time (worker {worker_id}); check the sequence store; issuing resumes after a successful renewal, or under a new worker id if another node took this one over")]
     LeaseExpired { name: String, worker_id: u64 },
+
+    #[error("generator `{name}` lost worker id {worker_id} to another node (its lease lapsed, e.g. while the sequence store was out of reach) and has not claimed a new worker id yet (last attempt: {last_error}); the statement was not executed, retry it; idgate keeps claiming by itself")]
+    LeaseLost {
+        name: String,
+        worker_id: u64,
+        last_error: String,
+    },
 
     #[error("generator `{name}`: the clock is {behind:?} behind the last issued timestamp, more than `max_borrow` allows; IDs resume when the clock catches up (fix the host's time sync)")]
     ClockBehind { name: String, behind: Duration },

@@ -25,6 +25,8 @@ pub struct Metrics {
     pub borrowed_ticks: AtomicU64,
     /// Successful worker-id lease renewals (counter).
     pub lease_renewals: AtomicU64,
+    /// New worker ids claimed after the lease was taken over by another node (counter).
+    pub lease_reacquisitions: AtomicU64,
     /// Worker id currently leased (gauge; u64::MAX when none).
     pub worker_id: AtomicU64,
 }

@@ -1,5 +1,6 @@
-//! The shared engine of snowflake kinds: the worker identity (fixed or leased, with heartbeat),
-//! the clock checks, and `Sequencer`, a lock-free (tick, next sequence) pair per sequence space.
+//! The shared engine of snowflake kinds: the worker identity (fixed or leased, with heartbeat,
+//! and claimed anew when another node took the lease over), the clock checks, and `Sequencer`,
+//! a lock-free (tick, worker, next sequence) triple per sequence space.
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
@@ -8,12 +9,16 @@ use std::time::Duration;
 use rand::Rng;
 use tokio::task::JoinHandle;
 
+use self::keeper::Leased;
 use super::layout::Layout;
-use super::lease::{Lease, LeaseSettings};
 use crate::idgen::clock::Clock;
 use crate::idgen::config::{SequenceStart, SnowflakeConfig};
 use crate::idgen::error::{IdGenError, Result};
 use crate::idgen::metrics::Metrics;
+
+mod keeper;
+#[cfg(test)]
+mod tests;
 
 /// Why a take did not succeed right away.
 pub enum Step {
@@ -25,53 +30,44 @@ pub enum Step {
 pub struct Core {
     pub name: String,
     pub layout: Layout,
-    pub worker: u64,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<Metrics>,
-    lease: Option<Arc<Lease>>,
+    /// The worker id issued under now (reporting only: takes read it from their sequencer).
+    worker: AtomicU64,
+    /// One sequencer per sequence space (one, or one per slot of a biased generator).
+    seqs: Box<[Sequencer]>,
+    lease: Option<Leased>,
     heartbeat: Mutex<Option<JoinHandle<()>>>,
     /// Highest clock tick seen; a lower reading means the clock went back.
     seen: AtomicU64,
     /// Highest tick issued (persisted with heartbeats and at release).
     high: AtomicU64,
-    /// Tick after which this node may issue (recorded by the previous owner of the worker id).
-    pub start_after: u64,
     max_backward_wait_ms: u64,
     max_borrow_ticks: u64,
     seq_start: SequenceStart,
 }
 
 impl Core {
+    /// Starts a generator's engine with `spaces` sequence spaces.
     pub async fn start(
         name: &str,
         cfg: &SnowflakeConfig,
         layout: Layout,
+        spaces: usize,
         pool: Option<&mysql_async::Pool>,
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
     ) -> Result<Arc<Core>> {
-        let (worker, lease) = match cfg.worker_id {
-            Some(w) => (w, None),
+        let (worker, start_after, lease) = match cfg.worker_id {
+            Some(w) => (w, 0, None),
             None => {
                 let pool = pool.cloned().ok_or_else(|| IdGenError::NoStore {
                     name: name.to_string(),
                 })?;
-                let settings = LeaseSettings {
-                    name: name.to_string(),
-                    group: cfg.lease_group.clone().unwrap_or_else(|| name.to_string()),
-                    capacity: layout.worker_capacity(),
-                    ttl: Duration::from_millis(cfg.lease_ttl_ms),
-                    safety: Duration::from_millis(cfg.lease_safety_ms),
-                    timeout: Duration::from_millis(cfg.store_timeout_ms),
-                };
-                let lease = Lease::claim(pool, clock.clone(), settings).await?;
-                (lease.worker_id, Some(Arc::new(lease)))
+                let (leased, start_after) = Leased::claim(name, cfg, &layout, pool, &clock).await?;
+                (leased.worker(), start_after, Some(leased))
             }
         };
-        let start_after = lease
-            .as_ref()
-            .map(|l| layout.tick_of(l.previous_last_ms))
-            .unwrap_or(0);
         metrics.worker_id.store(worker, Relaxed);
         tracing::info!(
             generator = name,
@@ -79,27 +75,34 @@ impl Core {
             start_after,
             "snowflake worker id acquired"
         );
+        let seqs = (0..spaces)
+            .map(|_| Sequencer::new(&layout, start_after, worker))
+            .collect();
         let core = Arc::new(Core {
             name: name.to_string(),
             layout,
-            worker,
             clock,
             metrics,
+            worker: AtomicU64::new(worker),
+            seqs,
             lease,
             heartbeat: Mutex::new(None),
             seen: AtomicU64::new(start_after),
             high: AtomicU64::new(start_after),
-            start_after,
             max_backward_wait_ms: cfg.max_backward_wait_ms,
             max_borrow_ticks: cfg.max_borrow_ms / layout.unit.ms(),
             seq_start: cfg.sequence_start,
         });
-        if core.lease.is_some() {
-            let every = Duration::from_millis(cfg.heartbeat_ms);
-            let task = tokio::spawn(heartbeat(Arc::downgrade(&core), every));
-            *core.heartbeat.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+        if let Some(l) = &core.lease {
+            let task = tokio::spawn(keeper::keep_lease(Arc::downgrade(&core), l.every));
+            *lock(&core.heartbeat) = Some(task);
         }
         Ok(core)
+    }
+
+    /// The worker id issued under now.
+    pub fn worker_id(&self) -> u64 {
+        self.worker.load(Relaxed)
     }
 
     /// Unix ms of the highest issued tick.
@@ -109,22 +112,25 @@ impl Core {
 
     /// Stops issuing and releases the worker lease (recording the last issued timestamp).
     pub async fn shutdown(&self) {
-        if let Some(t) = self
-            .heartbeat
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+        if let Some(t) = lock(&self.heartbeat).take() {
             t.abort();
         }
         if let Some(l) = &self.lease {
-            l.revoke();
+            l.stop();
             // Let a take that passed the lease check before the revoke finish its CAS.
             tokio::time::sleep(Duration::from_millis(2)).await;
-            if let Err(e) = l.release(self.last_issued_ms()).await {
+            let lease = l.current();
+            if let Err(e) = lease.release(self.last_issued_ms()).await {
                 tracing::warn!(generator = %self.name, error = %e, "could not release the worker lease; it expires by itself");
             }
         }
+    }
+
+    /// Reserves `n` consecutive sequence numbers in one tick of sequence space `space`:
+    /// returns (tick, worker, first sequence).
+    #[inline]
+    pub fn take(&self, space: usize, n: u64) -> std::result::Result<(u64, u64, u64), Step> {
+        self.seqs[space].take(self, n)
     }
 
     fn start_seq(&self, tick: u64, n: u64) -> u64 {
@@ -172,44 +178,55 @@ impl Core {
     }
 }
 
-async fn heartbeat(core: std::sync::Weak<Core>, every: Duration) {
-    loop {
-        tokio::time::sleep(every).await;
-        let Some(core) = core.upgrade() else { return };
-        let Some(lease) = core.lease.clone() else {
-            return;
-        };
-        match lease.renew(core.last_issued_ms()).await {
-            Ok(true) => Metrics::add(&core.metrics.lease_renewals, 1),
-            Ok(false) => {
-                tracing::error!(generator = %core.name, worker = core.worker, "worker lease was taken over by another node; this generator stops issuing");
-                return;
-            }
-            Err(e) => {
-                Metrics::add(&core.metrics.store_errors, 1);
-                tracing::warn!(generator = %core.name, error = %e, "worker lease renewal failed; retrying");
-            }
-        }
-    }
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A (tick, next sequence) pair packed in one atomic: `tick << (sequence_bits + 1) | next`.
+/// A (tick, worker, next sequence) triple packed in one atomic:
+/// `tick << (worker_bits + sequence_bits + 1) | worker << (sequence_bits + 1) | next`
+/// (it fits: the layout's bits sum to at most 63). Keeping the worker id in the same word as
+/// its timeline means a take can never pair one worker's timeline with another worker id.
 pub struct Sequencer {
     state: AtomicU64,
 }
 
+/// Shifts of the packed fields: (tick, worker).
+#[inline]
+fn shifts(l: &Layout) -> (u32, u32) {
+    let w = l.sequence_bits + 1;
+    (w + l.worker_bits, w)
+}
+
 impl Sequencer {
-    /// A sequencer whose next ID lies strictly after `tick`.
-    pub fn after(core: &Core) -> Sequencer {
-        let s = core.layout.sequence_bits + 1;
+    /// A sequencer for `worker` whose next ID lies strictly after `tick`.
+    pub fn new(l: &Layout, tick: u64, worker: u64) -> Sequencer {
         Sequencer {
-            state: AtomicU64::new((core.start_after << s) | core.layout.seq_capacity()),
+            state: AtomicU64::new(Self::spent(l, tick, worker)),
         }
     }
 
-    /// Reserves `n` consecutive sequence numbers in one tick: returns (tick, first sequence).
+    /// The state "tick `tick` of `worker` is used up".
+    fn spent(l: &Layout, tick: u64, worker: u64) -> u64 {
+        let (t, w) = shifts(l);
+        (tick << t) | (worker << w) | l.seq_capacity()
+    }
+
+    /// The last tick reserved.
+    fn tick(&self, l: &Layout) -> u64 {
+        self.state.load(Acquire) >> shifts(l).0
+    }
+
+    /// Moves to `worker`'s timeline, strictly after `tick`. A concurrent take that loaded the
+    /// old state fails its CAS and starts over (the states differ: another worker, or the same
+    /// worker strictly later).
+    fn restart(&self, l: &Layout, tick: u64, worker: u64) {
+        self.state.store(Self::spent(l, tick, worker), Release);
+    }
+
+    /// Reserves `n` consecutive sequence numbers in one tick: returns (tick, worker, first
+    /// sequence).
     #[inline]
-    pub fn take(&self, core: &Core, n: u64) -> std::result::Result<(u64, u64), Step> {
+    pub fn take(&self, core: &Core, n: u64) -> std::result::Result<(u64, u64, u64), Step> {
         let l = &core.layout;
         let cap = l.seq_capacity();
         if n > cap {
@@ -219,14 +236,15 @@ impl Sequencer {
                 max: cap,
             }));
         }
-        let bits = l.sequence_bits + 1;
+        let (tbits, wbits) = shifts(l);
+        let wmask = (1u64 << l.worker_bits) - 1;
         loop {
+            // Load the state before checking the lease: a CAS that succeeds then proves the
+            // state (and its worker id) did not change since a moment the lease was valid.
+            let cur = self.state.load(Acquire);
             if let Some(lease) = &core.lease {
-                if !lease.valid(core.clock.mono_ns()) {
-                    return Err(core.fail(IdGenError::LeaseExpired {
-                        name: core.name.clone(),
-                        worker_id: core.worker,
-                    }));
+                if !lease.window.valid(core.clock.mono_ns()) {
+                    return Err(core.fail(core.closed()));
                 }
             }
             // Load `seen` before reading the clock, so a concurrent reader's later tick is no
@@ -242,8 +260,11 @@ impl Sequencer {
             } else if now > seen {
                 core.seen.fetch_max(now, AcqRel);
             }
-            let cur = self.state.load(Acquire);
-            let (last, next) = (cur >> bits, cur & ((1u64 << bits) - 1));
+            let (last, worker, next) = (
+                cur >> tbits,
+                (cur >> wbits) & wmask,
+                cur & ((1u64 << wbits) - 1),
+            );
             let (mut tick, mut seq) = if now > last {
                 (now, core.start_seq(now, n))
             } else {
@@ -272,7 +293,7 @@ impl Sequencer {
                     ends: super::layout::format_ms(l.end_ms()),
                 }));
             }
-            let new = (tick << bits) | (seq + n);
+            let new = (tick << tbits) | (worker << wbits) | (seq + n);
             if self
                 .state
                 .compare_exchange(cur, new, AcqRel, Acquire)
@@ -287,7 +308,7 @@ impl Sequencer {
                 if waste > 0 {
                     Metrics::add(&core.metrics.wasted_ids, waste);
                 }
-                return Ok((tick, seq));
+                return Ok((tick, worker, seq));
             }
         }
     }

@@ -4,7 +4,7 @@
 //! `ttl - safety` after the start of the last successful renewal, measured on the monotonic
 //! clock, so the node stops issuing before the store could hand the id to another node.
 
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +27,7 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS idgate_workers (
     PRIMARY KEY (lease_group, worker_id)
 ) ENGINE=InnoDB";
 
+#[derive(Clone)]
 pub struct LeaseSettings {
     pub name: String,
     pub group: String,
@@ -36,33 +37,84 @@ pub struct LeaseSettings {
     pub timeout: Duration,
 }
 
+/// Until when (monotonic ns) the node may issue under its current lease. One per generator,
+/// shared by every lease it holds over time, so the take path reads a single atomic.
+#[derive(Debug, Default)]
+pub struct Window {
+    until_ns: AtomicU64,
+}
+
+impl Window {
+    #[inline]
+    pub fn valid(&self, now_ns: u64) -> bool {
+        now_ns < self.until_ns.load(Acquire)
+    }
+
+    /// Stops issuing at once (shutdown, or the lease was taken over).
+    pub fn revoke(&self) {
+        self.until_ns.store(0, Release);
+    }
+
+    fn extend_to(&self, until_ns: u64) {
+        self.until_ns.fetch_max(until_ns, AcqRel);
+    }
+}
+
+/// Claims worker ids for one generator, as often as it needs them.
+pub struct Leaser {
+    pool: Pool,
+    clock: Arc<dyn Clock>,
+    s: LeaseSettings,
+    window: Arc<Window>,
+    table_ready: AtomicBool,
+}
+
 pub struct Lease {
     pub worker_id: u64,
     /// Last issued timestamp (Unix ms) recorded by the previous owner of this worker id.
     pub previous_last_ms: u64,
-    valid_until_ns: AtomicU64,
+    /// Monotonic ns when the claim was sent: the lease runs from there.
+    claimed_ns: u64,
     owner: String,
-    pool: Pool,
-    clock: Arc<dyn Clock>,
-    s: LeaseSettings,
+    leaser: Arc<Leaser>,
 }
 
-impl Lease {
-    pub async fn claim(pool: Pool, clock: Arc<dyn Clock>, s: LeaseSettings) -> Result<Lease> {
+impl Leaser {
+    pub fn new(pool: Pool, clock: Arc<dyn Clock>, s: LeaseSettings) -> Arc<Leaser> {
+        Arc::new(Leaser {
+            pool,
+            clock,
+            s,
+            window: Arc::new(Window::default()),
+            table_ready: AtomicBool::new(false),
+        })
+    }
+
+    pub fn window(&self) -> &Arc<Window> {
+        &self.window
+    }
+
+    /// Claims a free or expired worker id under a fresh owner token. The lease does not count
+    /// locally until [`Lease::open`]: the caller first sets up the id's timeline.
+    pub async fn claim(self: &Arc<Self>) -> Result<Lease> {
+        let s = &self.s;
         let name = s.name.clone();
         let owner = format!(
             "{}-{:016x}",
             std::process::id(),
             rand::rng().random::<u64>()
         );
-        let mut conn = bounded(&name, "connecting", s.timeout, pool.get_conn()).await?;
-        bounded(
-            &name,
-            "creating idgate_workers",
-            s.timeout,
-            conn.query_drop(CREATE),
-        )
-        .await?;
+        let mut conn = bounded(&name, "connecting", s.timeout, self.pool.get_conn()).await?;
+        if !self.table_ready.load(Acquire) {
+            bounded(
+                &name,
+                "creating idgate_workers",
+                s.timeout,
+                conn.query_drop(CREATE),
+            )
+            .await?;
+            self.table_ready.store(true, Release);
+        }
         let claim = format!(
             "UPDATE idgate_workers SET owner = ?, lease_until_ms = {DB_NOW_MS} + ?, \
              renewals = renewals + 1, updated_at = NOW(3) \
@@ -71,7 +123,7 @@ impl Lease {
         );
         let ttl_ms = s.ttl.as_millis() as u64;
         for _ in 0..16 {
-            let sent = clock.mono_ns();
+            let sent = self.clock.mono_ns();
             bounded(
                 &name,
                 "claiming a worker id",
@@ -96,17 +148,13 @@ impl Lease {
                         detail: "the claimed worker id vanished".into(),
                     });
                 };
-                let lease = Lease {
+                return Ok(Lease {
                     worker_id,
                     previous_last_ms: last_ms.max(0) as u64,
-                    valid_until_ns: AtomicU64::new(0),
+                    claimed_ns: sent,
                     owner,
-                    pool: pool.clone(),
-                    clock,
-                    s,
-                };
-                lease.extend_from(sent);
-                return Ok(lease);
+                    leaser: self.clone(),
+                });
             }
             // No free or expired id: add the next one, unless the space is full.
             let next: Option<u64> = bounded(
@@ -145,27 +193,26 @@ impl Lease {
         })
     }
 
-    fn extend_from(&self, sent_ns: u64) {
+    /// How long a renewal sent at `sent_ns` lets the node issue.
+    fn until(&self, sent_ns: u64) -> u64 {
         let ok = self.s.ttl.saturating_sub(self.s.safety).as_nanos() as u64;
-        self.valid_until_ns
-            .fetch_max(sent_ns.saturating_add(ok), AcqRel);
+        sent_ns.saturating_add(ok)
     }
+}
 
-    #[inline]
-    pub fn valid(&self, now_ns: u64) -> bool {
-        now_ns < self.valid_until_ns.load(Acquire)
-    }
-
-    /// Stops issuing at once (shutdown, or the lease was taken over).
-    pub fn revoke(&self) {
-        self.valid_until_ns.store(0, Release);
+impl Lease {
+    /// Lets the node issue under this lease (from the time the claim was sent).
+    pub fn open(&self) {
+        let l = &self.leaser;
+        l.window.extend_to(l.until(self.claimed_ns));
     }
 
     /// Renews the lease and records `last_ms`. `Ok(false)`: another node owns the id now.
     pub async fn renew(&self, last_ms: u64) -> Result<bool> {
-        let sent = self.clock.mono_ns();
-        let name = &self.s.name;
-        let mut conn = bounded(name, "connecting", self.s.timeout, self.pool.get_conn()).await?;
+        let l = &self.leaser;
+        let sent = l.clock.mono_ns();
+        let name = &l.s.name;
+        let mut conn = bounded(name, "connecting", l.s.timeout, l.pool.get_conn()).await?;
         let sql = format!(
             "UPDATE idgate_workers SET lease_until_ms = {DB_NOW_MS} + ?, last_ms = GREATEST(last_ms, ?), \
              renewals = renewals + 1, updated_at = NOW(3) \
@@ -174,13 +221,13 @@ impl Lease {
         bounded(
             name,
             "renewing the worker lease",
-            self.s.timeout,
+            l.s.timeout,
             conn.exec_drop(
                 sql,
                 (
-                    self.s.ttl.as_millis() as u64,
+                    l.s.ttl.as_millis() as u64,
                     last_ms,
-                    &self.s.group,
+                    &l.s.group,
                     self.worker_id,
                     &self.owner,
                 ),
@@ -188,27 +235,28 @@ impl Lease {
         )
         .await?;
         if conn.affected_rows() == 1 {
-            self.extend_from(sent);
+            l.window.extend_to(l.until(sent));
             Ok(true)
         } else {
-            self.revoke();
+            l.window.revoke();
             Ok(false)
         }
     }
 
     /// Gives the id back, recording `last_ms` for its next owner.
     pub async fn release(&self, last_ms: u64) -> Result<()> {
-        self.revoke();
-        let name = &self.s.name;
-        let mut conn = bounded(name, "connecting", self.s.timeout, self.pool.get_conn()).await?;
+        let l = &self.leaser;
+        l.window.revoke();
+        let name = &l.s.name;
+        let mut conn = bounded(name, "connecting", l.s.timeout, l.pool.get_conn()).await?;
         bounded(
             name,
             "releasing the worker lease",
-            self.s.timeout,
+            l.s.timeout,
             conn.exec_drop(
                 "UPDATE idgate_workers SET owner = NULL, lease_until_ms = 0, last_ms = GREATEST(last_ms, ?), \
                  updated_at = NOW(3) WHERE lease_group = ? AND worker_id = ? AND owner = ?",
-                (last_ms, &self.s.group, self.worker_id, &self.owner),
+                (last_ms, &l.s.group, self.worker_id, &self.owner),
             ),
         )
         .await?;

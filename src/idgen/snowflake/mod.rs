@@ -7,7 +7,7 @@ pub(crate) mod lease;
 
 use std::sync::Arc;
 
-use self::core::{Core, Sequencer, Step};
+use self::core::{Core, Step};
 use self::layout::Parts;
 use super::clock::Clock;
 use super::config::SnowflakeConfig;
@@ -19,7 +19,6 @@ pub use self::layout::Layout;
 
 pub struct SnowflakeGen {
     core: Arc<Core>,
-    seq: Sequencer,
 }
 
 impl SnowflakeGen {
@@ -31,17 +30,16 @@ impl SnowflakeGen {
         metrics: Arc<Metrics>,
     ) -> Result<SnowflakeGen> {
         let layout = cfg.validate(name, false)?;
-        let core = Core::start(name, cfg, layout, pool, clock, metrics).await?;
-        let seq = Sequencer::after(&core);
-        Ok(SnowflakeGen { core, seq })
+        let core = Core::start(name, cfg, layout, 1, pool, clock, metrics).await?;
+        Ok(SnowflakeGen { core })
     }
 
     fn take(&self, n: u64) -> std::result::Result<IdBlock, Step> {
-        let (tick, seq) = self.seq.take(&self.core, n)?;
+        let (tick, worker, seq) = self.core.take(0, n)?;
         Metrics::add(&self.core.metrics.ids_issued, n);
         let first = self.core.layout.encode(Parts {
             tick,
-            worker: self.core.worker,
+            worker,
             sequence: seq,
             slot: 0,
         });
@@ -70,8 +68,9 @@ impl SnowflakeGen {
         &self.core.layout
     }
 
+    /// The worker id issued under now (a leased one changes after a takeover).
     pub fn worker_id(&self) -> u64 {
-        self.core.worker
+        self.core.worker_id()
     }
 
     /// Unix ms of the highest timestamp issued so far.
