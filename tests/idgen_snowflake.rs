@@ -431,7 +431,6 @@ async fn lease_loss_stops_issuing_before_takeover_and_exhaustion_is_an_error() {
         a_last < took_over,
         "A issued after B took over its worker id"
     );
-    assert!(a_last.duration_since(cut_at) < Duration::from_millis(1500));
     assert!(
         !errors.is_empty() && errors.iter().all(|e| e.contains("lease")),
         "{errors:?}"
