@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use common::clients::*;
 use common::idgate_proc::{APP_PASSWORD, APP_USER};
 use common::{direct, Idgate, MariaDb, DATABASE, PASSWORD, USER};
-use idgate::config::{Backend, PoolSettings};
 use idgate::exec::relay::{self, Adjust, Client, Reply};
 use idgate::exec::BackendConn;
 use idgate::wire::framing::{PacketWriter, MAX_CHUNK};
@@ -213,25 +212,7 @@ fn sharded_config_xa_transactions_and_refusal() {
 
 /// A raw connection that announces CLIENT_LOCAL_FILES (idgate's own backend client does).
 fn raw(rt: &tokio::runtime::Runtime, port: u16, user: &str, password: &str) -> BackendConn {
-    let cfg = Backend {
-        host: "127.0.0.1".into(),
-        port,
-        user: user.into(),
-        password: password.into(),
-        pool: PoolSettings::default(),
-    };
-    let mut conn = rt
-        .block_on(BackendConn::connect(
-            "raw",
-            &cfg,
-            false,
-            Duration::from_secs(10),
-        ))
-        .unwrap_or_else(|e| panic!("raw connect to {port}: {e}"));
-    let mut init = vec![0x02];
-    init.extend_from_slice(DATABASE.as_bytes());
-    assert_eq!(rt.block_on(conn.simple_command(&init)).unwrap(), 0);
-    conn
+    common::raw::connect_backend(rt, port, user, password, DATABASE)
 }
 
 fn split_packets(mut bytes: &[u8]) -> Vec<Vec<u8>> {

@@ -26,34 +26,47 @@ fn split_packets(mut bytes: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
+/// idgate's own backend client logged in to `port` with `db` selected (it announces
+/// CLIENT_LOCAL_FILES, which tests of LOAD DATA LOCAL rely on).
+pub fn connect_backend(
+    rt: &tokio::runtime::Runtime,
+    port: u16,
+    user: &str,
+    password: &str,
+    db: &str,
+) -> BackendConn {
+    let cfg = Backend {
+        host: "127.0.0.1".into(),
+        port,
+        user: user.into(),
+        password: password.into(),
+        pool: PoolSettings::default(),
+    };
+    let mut conn = rt
+        .block_on(BackendConn::connect(
+            "raw",
+            &cfg,
+            false,
+            Duration::from_secs(10),
+        ))
+        .unwrap_or_else(|e| panic!("raw connect to {port}: {e}"));
+    let mut init = vec![0x02];
+    init.extend_from_slice(db.as_bytes());
+    assert_eq!(
+        rt.block_on(conn.simple_command(&init)).unwrap(),
+        0,
+        "USE {db}"
+    );
+    conn
+}
+
 impl Raw {
     pub fn connect(port: u16, user: &str, password: &str, db: &str) -> Raw {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let cfg = Backend {
-            host: "127.0.0.1".into(),
-            port,
-            user: user.into(),
-            password: password.into(),
-            pool: PoolSettings::default(),
-        };
-        let mut conn = rt
-            .block_on(BackendConn::connect(
-                "raw",
-                &cfg,
-                false,
-                Duration::from_secs(10),
-            ))
-            .unwrap_or_else(|e| panic!("raw connect to {port}: {e}"));
-        let mut init = vec![0x02];
-        init.extend_from_slice(db.as_bytes());
-        assert_eq!(
-            rt.block_on(conn.simple_command(&init)).unwrap(),
-            0,
-            "USE {db}"
-        );
+        let conn = connect_backend(&rt, port, user, password, db);
         Raw { conn, rt }
     }
 
