@@ -9,25 +9,10 @@ fn ids_on(db: &common::MariaDb, sql: &str) -> Vec<u64> {
     common::direct(db).query(sql).unwrap()
 }
 
-const MOD_TABLES: &str = "generators:
-  seq:
-    kind: segment
-    step: 100
-tables:
-  orders:
-    generator: seq
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-  countries:
-    broadcast: true
-";
-
 #[test]
 fn mod_sharding_by_generated_id_and_broadcast() {
     let s = common::two_shards(
-        MOD_TABLES,
+        common::ORDERS_MOD_2,
         &[
             "CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))",
             "CREATE TABLE countries (code CHAR(2) PRIMARY KEY, name VARCHAR(20))",
@@ -85,7 +70,7 @@ fn mod_sharding_by_generated_id_and_broadcast() {
 #[test]
 fn a_duplicate_on_one_shard_leaves_no_row_anywhere() {
     let s = common::two_shards(
-        MOD_TABLES,
+        common::ORDERS_MOD_2,
         &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))"],
     );
     let mut c = s.g.conn();
@@ -215,7 +200,7 @@ tables:
 #[test]
 fn statements_that_would_bypass_ids_or_shards_are_refused() {
     let s = common::two_shards(
-        MOD_TABLES,
+        common::ORDERS_MOD_2,
         &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))"],
     );
     let mut c = s.g.conn();
@@ -262,7 +247,7 @@ fn statements_that_would_bypass_ids_or_shards_are_refused() {
 #[test]
 fn last_insert_id_follows_single_row_inserts_on_either_shard() {
     let s = common::two_shards(
-        MOD_TABLES,
+        common::ORDERS_MOD_2,
         &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20) NOT NULL)"],
     );
     let mut c = s.g.conn();

@@ -6,21 +6,6 @@ mod common;
 
 use mysql::prelude::Queryable;
 
-const TABLES: &str = "generators:
-  seq:
-    kind: segment
-    step: 100
-tables:
-  orders:
-    generator: seq
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-  countries:
-    broadcast: true
-";
-
 fn count(db: &common::MariaDb, sql: &str) -> u64 {
     common::direct(db).query_first(sql).unwrap().unwrap()
 }
@@ -34,7 +19,7 @@ fn code(r: Result<(), mysql::Error>) -> (u16, String) {
 
 #[test]
 fn ddl_reaches_every_shard_and_reads_route_by_key() {
-    let s = common::two_shards(TABLES, &[]);
+    let s = common::two_shards(common::ORDERS_MOD_2, &[]);
     let mut c = s.g.conn();
     c.query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)")
         .unwrap();
@@ -211,7 +196,7 @@ fn ddl_reaches_every_shard_and_reads_route_by_key() {
 
 #[test]
 fn prepared_statements_route_by_their_parameters() {
-    let s = common::two_shards(TABLES, &[]);
+    let s = common::two_shards(common::ORDERS_MOD_2, &[]);
     let mut c = s.g.conn();
     c.query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)")
         .unwrap();
@@ -266,7 +251,7 @@ fn prepared_statements_route_by_their_parameters() {
 #[test]
 fn subqueries_over_a_sharded_table_are_refused() {
     let s = common::two_shards(
-        TABLES,
+        common::ORDERS_MOD_2,
         &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)"],
     );
     let mut c = s.g.conn();

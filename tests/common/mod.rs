@@ -29,6 +29,23 @@ pub fn direct(db: &MariaDb) -> mysql::Conn {
     mysql::Conn::new(mysql::Opts::from_url(&db.url()).expect("url")).expect("direct connection")
 }
 
+/// Tables for two-shard tests: `orders` sharded by a segment-generated id mod 2 over `shard0` and
+/// `shard1`, `countries` on both (broadcast).
+pub const ORDERS_MOD_2: &str = "generators:
+  seq:
+    kind: segment
+    step: 100
+tables:
+  orders:
+    generator: seq
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  countries:
+    broadcast: true
+";
+
 /// Two fresh MariaDB shards (`shard0`, `shard1`; `ddl` run on both directly) and idgate in
 /// front of them with `tables_yaml` appended to its config.
 pub struct TwoShards {
