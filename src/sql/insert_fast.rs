@@ -140,8 +140,9 @@ pub(crate) fn analyze_insert_fast(s: &[u8]) -> Option<InsertAnalysis> {
         i = skip(s, i)?;
         match s.get(i) {
             Some(b',') => i = skip(s, i + 1)?,
-            Some(b';') => {
-                if skip(s, i + 1)? != s.len() {
+            // The end, or a `;` with nothing but trivia after it.
+            None | Some(b';') => {
+                if i < s.len() && skip(s, i + 1)? != s.len() {
                     return None;
                 }
                 return Some(analysis(
@@ -154,18 +155,6 @@ pub(crate) fn analyze_insert_fast(s: &[u8]) -> Option<InsertAnalysis> {
                     column_list_insert_at,
                     after_row,
                 ));
-            }
-            None => {
-                return Some(analysis(
-                    table,
-                    replace,
-                    ignore,
-                    columns,
-                    rows,
-                    placeholders,
-                    column_list_insert_at,
-                    after_row,
-                ))
             }
             Some(_) => return None,
         }
