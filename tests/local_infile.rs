@@ -329,28 +329,33 @@ fn client_vanishing_mid_file_loads_nothing() {
     drop(conn); // the client goes away without ending the file
 
     // idgate closes its backend connection, so the server abandons the statement.
+    wait_until_load_ends(db, "part.tsv", &g);
+    assert_eq!(contents(db, "li_gone").0, 0);
+    let mut c = g.conn();
+    assert_eq!(c.query_first::<i32, _>("SELECT 5").unwrap(), Some(5));
+}
+
+/// Waits until no `LOAD DATA LOCAL INFILE '<file>'` runs on `db` any more.
+fn wait_until_load_ends(db: &MariaDb, file: &str, g: &Idgate) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let running: u64 = direct(db)
-            .query_first(
+            .query_first(format!(
                 "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-                 WHERE INFO LIKE 'LOAD DATA LOCAL INFILE ''part.tsv''%'",
-            )
+                 WHERE INFO LIKE 'LOAD DATA LOCAL INFILE ''{file}''%'"
+            ))
             .unwrap()
             .unwrap();
         if running == 0 {
-            break;
+            return;
         }
         assert!(
             Instant::now() < deadline,
-            "the abandoned LOAD still runs on the backend\nidgate log:\n{}",
+            "the LOAD of {file} still runs on the backend\nidgate log:\n{}",
             g.log()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(contents(db, "li_gone").0, 0);
-    let mut c = g.conn();
-    assert_eq!(c.query_first::<i32, _>("SELECT 5").unwrap(), Some(5));
 }
 
 /// The backend connection breaks while the client is sending its file: the client may finish
@@ -396,24 +401,7 @@ fn backend_lost_mid_file() {
     assert_eq!(code, 2013, "{message}");
     assert!(message.contains("Lost connection to backend"), "{message}");
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let running: u64 = direct(db)
-            .query_first(
-                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-                 WHERE INFO LIKE 'LOAD DATA LOCAL INFILE ''cut.tsv''%'",
-            )
-            .unwrap()
-            .unwrap();
-        if running == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the cut LOAD still runs on the backend"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_load_ends(db, "cut.tsv", &g);
     assert_eq!(contents(db, "li_cut").0, 0);
     let mut c = g.conn();
     assert_eq!(c.query_first::<i32, _>("SELECT 6").unwrap(), Some(6));
