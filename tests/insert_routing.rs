@@ -236,6 +236,12 @@ fn statements_that_would_bypass_ids_or_shards_are_refused() {
     );
     refused(&mut c, "HANDLER orders OPEN", 1235, "HANDLER");
     refused(&mut c, "LOCK TABLES orders WRITE", 1235, "LOCK TABLES");
+    refused(
+        &mut c,
+        "/* bulk */ LOAD DATA INFILE '/nonexistent.tsv' INTO TABLE orders",
+        1235,
+        "LOAD DATA",
+    );
     let rows: Vec<(u64, String)> = c.query("SELECT id, item FROM orders").unwrap();
     assert_eq!(rows, [(id, "updated".to_string())], "one row, where it was");
 }

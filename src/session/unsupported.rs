@@ -9,19 +9,10 @@ use crate::route::Placement;
 use crate::sql::{self, TableNames};
 use crate::wire::errors::SqlError;
 
-/// The first word of `stmt`, uppercased.
-fn first_word(stmt: &[u8]) -> String {
-    String::from_utf8_lossy(stmt)
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .find(|w| !w.is_empty())
-        .unwrap_or("")
-        .to_ascii_uppercase()
-}
-
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// `Some`: the statement names a configured table in a way idgate cannot honour.
     pub(super) fn refuse_bypass(&self, stmt: &[u8]) -> Option<SqlError> {
-        let verb = first_word(stmt);
+        let verb = String::from_utf8_lossy(&sql::first_word(stmt)).into_owned();
         if !matches!(verb.as_str(), "LOAD" | "HANDLER" | "LOCK") {
             return None;
         }

@@ -19,9 +19,9 @@ fn leading_words(stmt: &[u8], n: usize) -> Vec<Vec<u8>> {
     words
 }
 
-/// A `LOAD` statement of any form (DATA, XML, INDEX).
-pub fn is_load(stmt: &[u8]) -> bool {
-    leading_words(stmt, 1).first().map(Vec::as_slice) == Some(b"LOAD")
+/// The statement's first word, uppercased (comments and whitespace before it skipped).
+pub fn first_word(stmt: &[u8]) -> Vec<u8> {
+    leading_words(stmt, 1).pop().unwrap_or_default()
 }
 
 /// `LOAD {DATA|XML} [LOW_PRIORITY|CONCURRENT] LOCAL INFILE …`: the server asks the client for
@@ -60,7 +60,9 @@ mod tests {
         assert!(!is_load_local(b"LOAD INDEX INTO CACHE t"));
         assert!(!is_load_local(b"SELECT 'LOAD DATA LOCAL'"));
         assert!(!is_load_local(b"LOAD"));
-        assert!(is_load(b"load index into cache t"));
-        assert!(!is_load(b"SELECT 1"));
+        assert!(first_word(b"load index into cache t") == b"LOAD");
+        assert!(first_word(b"SELECT 1") != b"LOAD");
+        assert!(first_word(b"/* x */ -- c\n LOAD DATA INFILE 'f' INTO TABLE t") == b"LOAD");
+        assert_eq!(first_word(b"  /*c*/lock tables t write"), b"LOCK");
     }
 }

@@ -40,7 +40,7 @@ pub use insert::{
 };
 pub use join_keys::{QualifiedColumn, TopTable};
 pub use literal::ValueKind;
-pub use load::{is_load, is_load_local};
+pub use load::{first_word, is_load_local};
 pub use merge_plan::{
     AggCol, AggFn, ColRef, Having, HavingOp, MergeMode, MergePlan, SortKey, Weight,
 };
