@@ -315,3 +315,43 @@ fn last_insert_id_follows_single_row_inserts_on_either_shard() {
     assert_eq!(insert(&mut c), next + 5, "shard1");
     assert_eq!(lid(&mut c), next + 5);
 }
+
+/// A client that did not enable multi-statements (PyMySQL's default) cannot slip a second
+/// statement past routing: idgate's backend connection would run it as written.
+#[test]
+fn a_second_statement_without_multi_statements_is_refused() {
+    let python = common::clients::require_tool("python3", "python3");
+    common::clients::require_python_modules("pymysql", "pymysql");
+    let s = common::two_shards(
+        common::ORDERS_MOD_2,
+        &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))"],
+    );
+    let script = format!(
+        "import pymysql\n\
+         c = pymysql.connect(host='127.0.0.1', port={}, user='{}', password='{}', database='{}')\n\
+         cur = c.cursor()\n\
+         try:\n    cur.execute(\"SELECT 1; INSERT INTO orders (id, item) VALUES (7, 'sneaked')\")\n    print('ran')\n\
+         except pymysql.err.ProgrammingError as e:\n    print('refused', e.args[0])\n\
+         cur.execute('SELECT 2')\n\
+         print('then', cur.fetchone()[0])\n",
+        s.g.port,
+        common::idgate_proc::APP_USER,
+        common::idgate_proc::APP_PASSWORD,
+        common::DATABASE
+    );
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("run python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout,
+        "refused 1064\nthen 2\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for db in &s.dbs {
+        assert!(ids_on(db, "SELECT id FROM orders").is_empty());
+    }
+}

@@ -57,6 +57,27 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         let sql = &packet[1..];
         let ranges = sql::split_statements(sql);
+        if ranges.len() > 1 && !self.multi_statements {
+            // The backend connection allows multi-statements, so it would run them all: a
+            // statement after the first must not reach it unrouted. A client without
+            // CLIENT_MULTI_STATEMENTS gets MariaDB's syntax error when idgate would have to act.
+            if ranges[1..]
+                .iter()
+                .any(|r| !matches!(self.plan(&sql[r.clone()]), Plan::Forward(_)))
+            {
+                let near = String::from_utf8_lossy(&sql[ranges[1].clone()]).into_owned();
+                self.send_error(&SqlError::new(
+                    sql::ER_PARSE_ERROR,
+                    b"42000",
+                    format!(
+                        "You have an error in your SQL syntax near '{}': this connection did not \
+                         enable multi-statements; send one statement per query",
+                        near.chars().take(80).collect::<String>()
+                    ),
+                ));
+                return None;
+            }
+        }
         if ranges.len() <= 1 || !self.multi_statements {
             let stmt = ranges.first().map_or(sql, |r| &sql[r.clone()]);
             let plan = self.plan(stmt);
