@@ -35,7 +35,7 @@ pub async fn collect(be: &mut BackendConn) -> Result<Collected, BackendError> {
     let mut p = &be.packet[..];
     let n = packets::get_lenenc_int(&mut p)
         .ok_or_else(|| BackendError::Protocol("column count".into()))?;
-    let mut columns = Vec::with_capacity(n as usize);
+    let mut columns = Vec::with_capacity((n as usize).min(4096)); // n comes from the backend
     for _ in 0..n {
         be.read().await?;
         columns.push(be.packet.clone());

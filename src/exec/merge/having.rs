@@ -179,7 +179,11 @@ impl Ctx<'_> {
             }
             Having::Not(a) => bool_v(truth(self.eval(a)?)?.map(|t| !t)),
             Having::Neg(a) => match self.eval(a)? {
-                V::Dec(m, s) => V::Dec(-m, s),
+                V::Dec(m, s) => V::Dec(
+                    m.checked_neg()
+                        .ok_or("HAVING arithmetic beyond 38 digits")?,
+                    s,
+                ),
                 V::Float(f) => V::Float(-f),
                 V::Null => V::Null,
                 V::Text => return Err(NO_STRINGS.into()),

@@ -57,7 +57,7 @@ pub async fn read_header(be: &mut BackendConn) -> Result<Start, BackendError> {
     let mut p = &be.packet[..];
     let n = packets::get_lenenc_int(&mut p)
         .ok_or_else(|| BackendError::Protocol("column count".into()))?;
-    let mut defs = Vec::with_capacity(n as usize);
+    let mut defs = Vec::with_capacity((n as usize).min(4096)); // n comes from the backend
     for _ in 0..n {
         be.read().await?;
         defs.push(be.packet.clone());
