@@ -269,6 +269,17 @@ fn subqueries_over_a_sharded_table_are_refused() {
         assert_eq!(n, 1235, "{sql}: {m}");
         assert!(m.contains("subquery") || m.contains("join"), "{m}");
     }
+    // HAVING without GROUP BY or aggregates filters rows one by one, as on one server.
+    let mut ids: Vec<u64> = c.query("SELECT id FROM orders HAVING id > 0").unwrap();
+    ids.sort();
+    assert_eq!(ids, [first, first + 1, first + 2]);
+    let top: Vec<u64> = c
+        .query("SELECT id, qty AS q FROM orders HAVING q > 1 ORDER BY id DESC LIMIT 1")
+        .unwrap()
+        .into_iter()
+        .map(|(id, _q): (u64, i32)| id)
+        .collect();
+    assert_eq!(top, [first + 2]);
     // Window functions and FOUND_ROWS() would see one shard's rows.
     for sql in [
         "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM orders",

@@ -449,7 +449,13 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
             aggregated = true;
         }
     }
-    let grouped = aggregated || !group_exprs.is_empty() || s.having.is_some();
+    // HAVING without GROUP BY or any aggregate filters rows one by one (MariaDB does not group
+    // them): each shard applies it as written.
+    let having_aggregates = s
+        .having
+        .as_ref()
+        .is_some_and(|h| find_aggregate(h).is_some());
+    let grouped = aggregated || !group_exprs.is_empty() || having_aggregates;
     if grouped && distinct {
         return Err("DISTINCT together with GROUP BY or aggregates".into());
     }
@@ -550,7 +556,7 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
             continue;
         };
         let keep_order = streaming && clause == "ORDER";
-        if keep_order {
+        if keep_order || (clause == "HAVING" && !grouped) {
             continue;
         }
         let with = match (clause, streaming, limit) {
