@@ -51,6 +51,13 @@ fn ddl_reaches_every_shard_and_reads_route_by_key() {
     all.sort();
     assert_eq!(all.len(), 4);
     assert_eq!(all[0], (first, "a".to_string()));
+    // An aggregate inside a subquery over a broadcast table is that subquery's, on every shard.
+    let mut with_count: Vec<(u64, u64)> = c
+        .query("SELECT o.id, (SELECT COUNT(*) FROM countries) FROM orders o")
+        .unwrap();
+    with_count.sort();
+    assert_eq!(with_count.len(), 4);
+    assert!(with_count.iter().all(|&(_, n)| n == 0), "{with_count:?}");
     // ORDER BY / LIMIT over shards: a merge of sorted answers.
     let ordered: Vec<u64> = c.query("SELECT id FROM orders ORDER BY id DESC").unwrap();
     assert_eq!(ordered, (first..first + 4).rev().collect::<Vec<_>>());

@@ -57,20 +57,48 @@ fn fn_name(f: &Function) -> String {
     f.name.to_string().to_ascii_lowercase()
 }
 
-/// The first aggregate or window function inside `e` (its name, and whether it is a window).
-pub(crate) fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
-    let mut found = None;
-    let _ = sqlparser::ast::visit_expressions(e, |x| {
-        if let Expr::Function(f) = x {
+/// Finds aggregate and window calls of the expression itself, not those of its subqueries
+/// (a subquery's `COUNT(*)` is computed inside that subquery on each shard).
+struct AggregateFinder {
+    depth: usize,
+    found: Option<(String, bool)>,
+}
+
+impl sqlparser::ast::Visitor for AggregateFinder {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
+        self.depth += 1;
+        std::ops::ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
+        self.depth -= 1;
+        std::ops::ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, x: &Expr) -> std::ops::ControlFlow<()> {
+        if let (0, Expr::Function(f)) = (self.depth, x) {
             let name = fn_name(f);
             if f.over.is_some() || AGGREGATES.contains(&name.as_str()) {
-                found = Some((name.to_ascii_uppercase(), f.over.is_some()));
+                self.found = Some((name.to_ascii_uppercase(), f.over.is_some()));
                 return std::ops::ControlFlow::Break(());
             }
         }
         std::ops::ControlFlow::Continue(())
-    });
-    found
+    }
+}
+
+/// The first aggregate or window function inside `e` (its name, and whether it is a window),
+/// outside any subquery.
+pub(crate) fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
+    use sqlparser::ast::Visit;
+    let mut finder = AggregateFinder {
+        depth: 0,
+        found: None,
+    };
+    let _ = e.visit(&mut finder);
+    finder.found
 }
 
 fn parse_expr(text: &str) -> Option<Expr> {
