@@ -58,6 +58,7 @@ const SEQUENCE: &[&str] = &[
     "INSERT INTO gen_t (v) VALUES ('b'), ('c'), ('d')",
     "INSERT INTO gen_t (id, v) VALUES (NULL, 'e')",
     "INSERT INTO gen_t (id, v) VALUES (0, 'f')",
+    "INSERT INTO gen_t (id, v) VALUES ('0', 'f0')",
     "INSERT INTO gen_t (id, v) VALUES (DEFAULT, 'g')",
     "INSERT INTO gen_t VALUES (NULL, 'h', 1)",
     "INSERT INTO gen_t SET v = 'i'",

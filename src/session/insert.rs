@@ -236,7 +236,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let v = existing.and_then(|_| value_of(a, &meta, row, &rule.id_column));
             match v.map(|v| &v.kind) {
                 None | Some(ValueKind::Null) | Some(ValueKind::Default) => *want = true,
-                Some(ValueKind::Int(0)) => {
+                Some(k) if means_zero(k) => {
                     zero_seen = true;
                     *want = true;
                 }
@@ -253,7 +253,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if zero_seen && self.no_auto_value_on_zero().await? {
             for (row, want) in wants.iter_mut().enumerate() {
                 let v = existing.and_then(|_| value_of(a, &meta, row, &rule.id_column));
-                if matches!(v.map(|v| &v.kind), Some(ValueKind::Int(0))) {
+                if v.is_some_and(|v| means_zero(&v.kind)) {
                     *want = false;
                 }
             }
@@ -577,5 +577,20 @@ fn refuse_moving_update(stmt: &[u8], rule: &TableRule) -> Result<(), SqlError> {
             ),
         )),
         None => Ok(()),
+    }
+}
+
+/// A value MySQL stores as 0 in an integer id column, which AUTO_INCREMENT replaces with a new
+/// id: `0`, and strings such as '0' or ' 00' that convert to it.
+fn means_zero(k: &ValueKind) -> bool {
+    match k {
+        ValueKind::Int(0) => true,
+        ValueKind::Str(s) => {
+            std::str::from_utf8(s)
+                .ok()
+                .and_then(|t| t.trim().parse::<i128>().ok())
+                == Some(0)
+        }
+        _ => false,
     }
 }
