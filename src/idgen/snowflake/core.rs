@@ -242,11 +242,6 @@ impl Sequencer {
             // Load the state before checking the lease: a CAS that succeeds then proves the
             // state (and its worker id) did not change since a moment the lease was valid.
             let cur = self.state.load(Acquire);
-            if let Some(lease) = &core.lease {
-                if !lease.window.valid(core.clock.mono_ns()) {
-                    return Err(core.fail(core.closed()));
-                }
-            }
             // Load `seen` before reading the clock, so a concurrent reader's later tick is no
             // false "backwards".
             let seen = core.seen.load(Acquire);
@@ -259,6 +254,13 @@ impl Sequencer {
                 }
             } else if now > seen {
                 core.seen.fetch_max(now, AcqRel);
+            }
+            // The lease is checked after the clock is read: a valid lease then vouches for the
+            // tick too (a take stalled between them cannot stamp a later tick).
+            if let Some(lease) = &core.lease {
+                if !lease.window.valid(core.clock.mono_ns()) {
+                    return Err(core.fail(core.closed()));
+                }
             }
             let (last, worker, next) = (
                 cur >> tbits,
