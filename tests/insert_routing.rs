@@ -355,3 +355,28 @@ fn a_second_statement_without_multi_statements_is_refused() {
         assert!(ids_on(db, "SELECT id FROM orders").is_empty());
     }
 }
+
+/// With `best_effort` commits, a COMMIT inside a multi-statement batch still reaches every shard
+/// that joined the transaction.
+#[test]
+fn commit_in_a_batch_reaches_every_shard() {
+    let yaml = format!(
+        "{}transactions:\n  commit: best_effort\n",
+        common::ORDERS_MOD_2
+    );
+    let s = common::two_shards(
+        &yaml,
+        &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20))"],
+    );
+    let mut c = s.g.conn();
+    c.query_drop("BEGIN").unwrap();
+    c.query_drop("INSERT INTO orders (item) VALUES ('a'), ('b'), ('c'), ('d')")
+        .unwrap();
+    c.query_drop("SELECT 1; COMMIT").unwrap();
+    let total: usize = s
+        .dbs
+        .iter()
+        .map(|db| ids_on(db, "SELECT id FROM orders").len())
+        .sum();
+    assert_eq!(total, 4, "committed on both shards");
+}

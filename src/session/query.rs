@@ -87,8 +87,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             };
         }
         let plans: Vec<Plan> = ranges.iter().map(|r| self.plan(&sql[r.clone()])).collect();
-        // XA mode: transaction statements are idgate's, so such a batch runs one by one.
-        let txn_control = self.xa_mode()
+        // Transaction statements are idgate's in XA mode, and whenever another backend joined
+        // the client's transaction: such a batch runs one by one.
+        let joined = self.leases.held_mut().iter().any(|h| h.in_txn);
+        let txn_control = (self.xa_mode() || joined)
             && plans.iter().any(|p| {
                 matches!(
                     p,
