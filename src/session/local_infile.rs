@@ -35,7 +35,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// A query that may need planning because this client cannot send files and the query
     /// might be a `LOAD … LOCAL` (a cheap look, refined by `plan_other`).
     pub(super) fn may_refuse_local_load(&self, sql: &[u8]) -> bool {
-        !self.local_files() && sql.windows(5).any(|w| w.eq_ignore_ascii_case(b"LOCAL"))
+        // A single statement is one by its leading words; only a multi-statement query needs
+        // the look through its text.
+        !self.local_files()
+            && (sql::is_load_local(sql)
+                || (self.multi_statements
+                    && sql.contains(&b';')
+                    && sql.windows(5).any(|w| w.eq_ignore_ascii_case(b"LOCAL"))))
     }
 
     /// A statement of kind Other not about a configured table: `LOAD … LOCAL` from a client
