@@ -71,6 +71,9 @@ pub struct BackendConn {
     /// The packet last read.
     pub packet: Vec<u8>,
     pub database: CurrentDb,
+    /// Whether the backend runs several `;`-separated statements of one COM_QUERY (`None`:
+    /// unknown, after a COM_CHANGE_USER). Sessions set it to what their client may do.
+    pub multi_statements: Option<bool>,
     /// First sequence id of the answer to each command written but not yet answered (commands
     /// can be pipelined).
     pending: std::collections::VecDeque<u8>,
@@ -140,6 +143,8 @@ impl BackendConn {
             last_used: Instant::now(),
             packet: Vec::new(),
             database: CurrentDb::None,
+            // Logged in with CLIENT_MULTI_STATEMENTS (see `capabilities`).
+            multi_statements: Some(true),
             pending: Default::default(),
             user: cfg.user.clone(),
             password: cfg.password.clone(),
@@ -332,6 +337,29 @@ impl BackendConn {
         Ok(self.packet.first().copied().unwrap_or(0xff))
     }
 
+    /// Turns multi-statement queries on or off (COM_SET_OPTION), so the backend parses a client's
+    /// packet with exactly the powers the client has; a round trip only when the state changes.
+    pub async fn set_multi_statements(&mut self, on: bool) -> Result<(), BackendError> {
+        if self.multi_statements == Some(on) {
+            return Ok(());
+        }
+        // MYSQL_OPTION_MULTI_STATEMENTS_ON is 0, _OFF is 1.
+        let option: u16 = if on { 0 } else { 1 };
+        let mut p = vec![mysql_common::constants::Command::COM_SET_OPTION as u8];
+        p.extend_from_slice(&option.to_le_bytes());
+        // The answer is an EOF packet, or an ERR.
+        if self.simple_command(&p).await? == 0xff {
+            let (code, _, msg) = packets::parse_err(&self.packet);
+            self.broken = true;
+            return Err(BackendError::Server {
+                code,
+                message: String::from_utf8_lossy(msg).into_owned(),
+            });
+        }
+        self.multi_statements = Some(on);
+        Ok(())
+    }
+
     /// COM_CHANGE_USER to idgate's own backend user without a database: a clean session with no
     /// database selected (COM_RESET_CONNECTION keeps the database).
     pub async fn change_user_no_db(&mut self) -> Result<(), BackendError> {
@@ -381,6 +409,7 @@ impl BackendConn {
         }
         self.collation = POOL_COLLATION;
         self.database = CurrentDb::None;
+        self.multi_statements = None;
         Ok(())
     }
 

@@ -60,9 +60,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             STATISTICS => self.forward(packet, Reply::Single).await,
             SET_OPTION => {
                 let end = self.forward(packet, Reply::Eof).await;
-                if self.last_ok {
+                if end.is_none() && self.last_ok {
                     // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF.
-                    self.multi_statements = packet.get(1) == Some(&0);
+                    self.multi_statements = packet.get(1..3) == Some(&[0, 0]);
+                    return self.mirror_multi_statements().await;
                 }
                 end
             }
@@ -298,6 +299,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
         }
+    }
+
+    /// The default backend took the client's COM_SET_OPTION; the session's other connections
+    /// follow, so no backend runs more statements per packet than the client may send.
+    async fn mirror_multi_statements(&mut self) -> Option<End> {
+        let default = self.proxy.default_pool.name.clone();
+        let on = self.multi_statements;
+        let mut failed = None;
+        for h in self.leases.held_mut() {
+            if h.backend == default {
+                h.lease.multi_statements = Some(on);
+            } else if let Err(e) = h.lease.set_multi_statements(on).await {
+                // A connection that may not follow must not be used again.
+                h.lease.broken = true;
+                failed = Some(e);
+            }
+        }
+        if let Some(e) = failed {
+            warn!(error = %e, "a shard connection could not follow COM_SET_OPTION; dropped");
+            self.leases.drop_broken();
+        }
+        None
     }
 
     async fn reset_connection(&mut self) -> Option<End> {

@@ -284,7 +284,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// it is switched, or cleared when this session has none.
     async fn prepare_backend(&self, lease: &mut Lease) -> Result<(), SqlError> {
         self.select_db(lease).await?;
-        self.set_collation(lease).await
+        self.set_collation(lease).await?;
+        // The backend must parse the client's packets with the client's powers: a client without
+        // multi-statements never gets a second statement run, whoever sends it.
+        lease
+            .set_multi_statements(self.multi_statements)
+            .await
+            .map_err(|e| SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}")))
     }
 
     async fn select_db(&self, lease: &mut Lease) -> Result<(), SqlError> {

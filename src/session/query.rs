@@ -58,27 +58,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let sql = &packet[1..];
         let ranges = sql::split_statements(sql);
         if ranges.len() > 1 && !self.multi_statements {
-            // The backend connection allows multi-statements, so it would run them all: a
-            // statement after the first must not reach it unrouted. A client without
-            // CLIENT_MULTI_STATEMENTS gets MariaDB's syntax error when idgate would have to act.
-            if ranges[1..]
-                .iter()
-                .any(|r| !matches!(self.plan(&sql[r.clone()]), Plan::Forward(_)))
-            {
-                let near = String::from_utf8_lossy(&sql[ranges[1].clone()]).into_owned();
-                self.send_error(&SqlError::new(
-                    sql::ER_PARSE_ERROR,
-                    b"42000",
-                    format!(
-                        "You have an error in your SQL syntax near '{}': this connection did not \
-                         enable multi-statements; send one statement per query",
-                        near.chars().take(80).collect::<String>()
-                    ),
-                ));
-                return None;
-            }
+            // A client without CLIENT_MULTI_STATEMENTS gets exactly what MariaDB answers: the
+            // packet goes whole to the default backend, whose connection has multi-statements off
+            // as the client does (`prepare_backend`). MariaDB refuses it with its own 1064 and runs
+            // none of it, or runs it as the one statement it is (a compound `BEGIN … END`).
+            return self.forward(packet, Reply::Results).await;
         }
-        if ranges.len() <= 1 || !self.multi_statements {
+        if ranges.len() <= 1 {
             let stmt = ranges.first().map_or(sql, |r| &sql[r.clone()]);
             let plan = self.plan(stmt);
             return match self.run_step(stmt, plan, packet, false).await {
