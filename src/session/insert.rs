@@ -542,12 +542,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.run_on_shards(&plan, adj).await?
         };
         if let Some(id) = plan.first_generated {
+            let on_default =
+                plan.lid_backend.as_deref() == Some(self.proxy.default_pool.name.as_str());
             if ok {
                 self.last_insert_id = Some(id);
-                if plan.lid_backend.as_deref() != Some(self.proxy.default_pool.name.as_str()) {
-                    self.lid_sync = Some(id);
-                }
-            } else if plan.lid_backend.as_deref() == Some(self.proxy.default_pool.name.as_str()) {
+                // The default backend holds the id already when the first row went there (in a
+                // single- or a multi-shard INSERT); a value still waiting to be carried there is
+                // older and must not overwrite it.
+                self.lid_sync = (!on_default).then_some(id);
+            } else if on_default {
                 // The failed statement may have set LAST_INSERT_ID(id) on the backend; MySQL
                 // leaves it undefined after an error, idgate puts the session's value back.
                 self.lid_sync = self.last_insert_id;
