@@ -17,6 +17,8 @@ pub struct Proxy {
     pub users: UserDb,
     pub pools: HashMap<String, Arc<BackendPool>>,
     pub default_pool: Arc<BackendPool>,
+    /// Pools of users with backend accounts of their own: user name, then backend name.
+    user_pools: HashMap<Vec<u8>, HashMap<String, Arc<BackendPool>>>,
     /// The default backend's version string plus `-idgate`, so drivers enable the same features.
     pub server_version: Vec<u8>,
     /// The configured ID generators.
@@ -53,6 +55,7 @@ impl Proxy {
             .map(|(name, b)| (name.clone(), BackendPool::new(name, &b.value)))
             .collect();
         let default_pool = pools[&config.default_backend.value].clone();
+        let user_pools = account_pools(&config, &pools);
         let mut server_version = backend_version.to_vec();
         server_version.extend_from_slice(b"-idgate");
         let tables = Tables::from_config(&config);
@@ -65,6 +68,7 @@ impl Proxy {
             users,
             pools,
             default_pool,
+            user_pools,
             server_version,
             next_connection_id: AtomicU32::new(1),
         })
@@ -73,6 +77,53 @@ impl Proxy {
     pub fn next_connection_id(&self) -> u32 {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
+
+    /// The pool a session of `user` takes its connections to `backend` from: the user's own
+    /// account there, or the backend's shared one.
+    pub fn pool_for(&self, backend: &str, user: &[u8]) -> Option<&Arc<BackendPool>> {
+        self.user_pools
+            .get(user)
+            .and_then(|p| p.get(backend))
+            .or_else(|| self.pools.get(backend))
+    }
+
+    /// A configured user, by the name a client logs in with.
+    pub fn user(&self, name: &[u8]) -> Option<&crate::config::User> {
+        self.config
+            .users
+            .iter()
+            .map(|u| &u.value)
+            .find(|u| u.name.as_bytes() == name)
+    }
+}
+
+/// One pool per distinct (backend, account) that users name; users naming the same account share
+/// its pool.
+fn account_pools(
+    config: &Config,
+    pools: &HashMap<String, Arc<BackendPool>>,
+) -> HashMap<Vec<u8>, HashMap<String, Arc<BackendPool>>> {
+    let mut shared: HashMap<(String, String, String), Arc<BackendPool>> = HashMap::new();
+    let mut out = HashMap::new();
+    for u in &config.users {
+        let u = &u.value;
+        let mut mine = HashMap::new();
+        for (backend, pool) in pools {
+            let Some(a) = u.account_for(backend) else {
+                continue;
+            };
+            let password = a.password.clone().unwrap_or_default();
+            let key = (backend.clone(), a.user.clone(), password.clone());
+            let p = shared
+                .entry(key)
+                .or_insert_with(|| pool.for_account(&a.user, &password));
+            mine.insert(backend.clone(), p.clone());
+        }
+        if !mine.is_empty() {
+            out.insert(u.name.as_bytes().to_vec(), mine);
+        }
+    }
+    out
 }
 
 /// A mysql_async pool on the sequence store, with its database created if missing.

@@ -2,11 +2,14 @@
 //! and column of the mistake. Nothing here touches the network.
 
 mod schema;
+mod secrets;
 pub mod tables;
 mod validate;
 mod validate_tables;
 
-pub use schema::{Backend, CommitMode, Config, PoolSettings, SequenceStore, Transactions, User};
+pub use schema::{
+    Backend, BackendAccount, CommitMode, Config, PoolSettings, SequenceStore, Transactions, User,
+};
 
 use std::path::Path;
 
@@ -40,6 +43,8 @@ impl Config {
             );
             ConfigError::Yaml(msg)
         })?;
+        let mut cfg = cfg;
+        secrets::resolve(&mut cfg)?;
         validate::validate(&cfg)?;
         validate_tables::validate(&cfg)?;
         Ok(cfg)
@@ -61,9 +66,28 @@ impl Config {
                 b.value.password = "********".into();
             }
         }
+        for b in shown.backends.values_mut() {
+            if b.value.password_env.is_some() || b.value.password_file.is_some() {
+                b.value.password.clear();
+            }
+        }
         for u in shown.users.iter_mut() {
-            if u.value.password.is_some() {
-                u.value.password = Some("********".into());
+            let u = &mut u.value;
+            if u.password.is_some() {
+                u.password = Some("********".into());
+            }
+            if u.password_hash_env.is_some() || u.password_hash_file.is_some() {
+                u.password_hash = None;
+            }
+            let accounts = u
+                .backend_account
+                .iter_mut()
+                .chain(u.backend_accounts.values_mut());
+            for a in accounts {
+                a.password = match (&a.password_env, &a.password_file) {
+                    (None, None) => Some("********".into()),
+                    _ => None,
+                };
             }
         }
         serde_saphyr::to_string(&shown).unwrap_or_else(|e| format!("# cannot render: {e}\n"))

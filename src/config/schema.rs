@@ -109,6 +109,51 @@ pub struct User {
     /// Clear-text password; needs `allow_plaintext_passwords: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    /// `password_hash` read from this environment variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash_env: Option<String>,
+    /// `password_hash` read from this file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash_file: Option<String>,
+    /// The account this user's sessions log in to every backend with, so the backends' GRANTs
+    /// apply to it; without one, the backend's own `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_account: Option<BackendAccount>,
+    /// Accounts for single backends, by backend name (over `backend_account`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub backend_accounts: BTreeMap<String, BackendAccount>,
+    /// Generators this user may call directly (`NEXTVAL`, `NEXT n VALUES`); all when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generators: Option<Vec<String>>,
+}
+
+/// A backend login of a user's own.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendAccount {
+    pub user: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_file: Option<String>,
+}
+
+impl User {
+    /// The account this user's sessions use on `backend`, if it has its own.
+    pub fn account_for(&self, backend: &str) -> Option<&BackendAccount> {
+        self.backend_accounts
+            .get(backend)
+            .or(self.backend_account.as_ref())
+    }
+
+    /// Whether the user may call `generator` directly.
+    pub fn may_call(&self, generator: &str) -> bool {
+        self.generators
+            .as_ref()
+            .is_none_or(|g| g.iter().any(|n| n == generator))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -121,6 +166,12 @@ pub struct Backend {
     pub user: String,
     #[serde(default)]
     pub password: String,
+    /// `password` read from this environment variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+    /// `password` read from this file (one trailing newline dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_file: Option<String>,
     #[serde(default)]
     pub pool: PoolSettings,
 }

@@ -108,6 +108,35 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
+    for u in &cfg.users {
+        let user = &u.value;
+        if let Some(b) = user
+            .backend_accounts
+            .keys()
+            .find(|b| !cfg.backends.contains_key(*b))
+        {
+            return Err(at(
+                &u.referenced,
+                format!(
+                    "user `{}`: backend_accounts names `{b}`, which is not one of the backends",
+                    user.name
+                ),
+            ));
+        }
+        let generators = user.generators.iter().flatten();
+        if let Some(g) = generators
+            .into_iter()
+            .find(|g| !cfg.generators.contains_key(*g))
+        {
+            return Err(at(
+                &u.referenced,
+                format!(
+                    "user `{}`: generators names `{g}`, which is not one of the generators",
+                    user.name
+                ),
+            ));
+        }
+    }
     if let Some(n) = &cfg.transactions.node_id {
         let ok = !n.value.is_empty()
             && n.value.len() <= 32

@@ -31,6 +31,13 @@ pub struct Lease {
     permit: Option<OwnedSemaphorePermit>,
 }
 
+impl Lease {
+    /// The pool the connection goes back to.
+    pub fn pool(&self) -> &Arc<BackendPool> {
+        &self.pool
+    }
+}
+
 impl std::ops::Deref for Lease {
     type Target = BackendConn;
     fn deref(&self) -> &BackendConn {
@@ -75,6 +82,26 @@ impl BackendPool {
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             acquire_timeout: Duration::from_millis(cfg.pool.acquire_timeout_ms),
         })
+    }
+
+    /// A pool on the same backend logging in as another account (a user's own), sharing this
+    /// pool's connection cap so `max_connections` bounds the backend whatever the accounts.
+    pub fn for_account(&self, user: &str, password: &str) -> Arc<BackendPool> {
+        let mut cfg = self.cfg.clone();
+        cfg.user = user.to_string();
+        cfg.password = password.to_string();
+        Arc::new(BackendPool {
+            name: self.name.clone(),
+            cfg,
+            permits: self.permits.clone(),
+            idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
+            acquire_timeout: self.acquire_timeout,
+        })
+    }
+
+    /// The account this pool's connections log in as.
+    pub fn account(&self) -> &str {
+        &self.cfg.user
     }
 
     fn idle_list(&self, found_rows: bool) -> &Mutex<Vec<BackendConn>> {

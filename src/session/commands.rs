@@ -458,6 +458,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.forget_session_state();
         // A new user starts with a clean session, as after COM_CHANGE_USER on MySQL.
         let mut all = std::mem::take(&mut self.leases);
+        // Connections logged in as another account than the new user's go back to their pool
+        // (reset there); the new user takes its own when it needs them.
+        let (proxy, user) = (self.proxy.clone(), self.hello.user.clone());
+        all.retain(|h| {
+            proxy
+                .pool_for(&h.backend, &user)
+                .is_some_and(|p| std::sync::Arc::ptr_eq(p, h.lease.pool()))
+        });
         let mut failed = None;
         for h in all.held_mut() {
             h.leave_txn();

@@ -72,6 +72,11 @@ impl Leases {
         self.held.retain(|h| !h.lease.broken);
     }
 
+    /// Keeps the connections `keep` accepts; the others go back to their pools.
+    pub fn retain(&mut self, keep: impl Fn(&Held) -> bool) {
+        self.held.retain(keep);
+    }
+
     pub fn clear(&mut self) {
         self.held.clear();
     }
@@ -84,7 +89,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some(i) = self.leases.position(backend) {
             return Ok(i);
         }
-        let Some(pool) = self.proxy.pools.get(backend).cloned() else {
+        let Some(pool) = self.proxy.pool_for(backend, &self.hello.user).cloned() else {
             return Err(SqlError::new(
                 errors::ER_UNKNOWN_ERROR,
                 b"HY000",

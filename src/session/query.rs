@@ -130,6 +130,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// MariaDB's refusal of NEXTVAL on a sequence the user may not write, for a generator the
+    /// user's `generators` list leaves out.
+    fn generator_denied(&self, generator: &str) -> Option<SqlError> {
+        let user = self.proxy.user(&self.hello.user)?;
+        if user.may_call(generator) {
+            return None;
+        }
+        Some(SqlError::new(
+            errors::ER_TABLEACCESS_DENIED_ERROR,
+            b"42000",
+            format!(
+                "INSERT command denied to user '{}'@'{}' for generator `{generator}`; \
+                 list it in the user's `generators` in idgate's configuration",
+                user.name, self.peer_host
+            ),
+        ))
+    }
+
     /// Decides what to do with one statement; cheap unless it names a configured table.
     fn plan(&mut self, stmt: &[u8]) -> Plan {
         if let Some(inner) = super::explain::explain_route_target(stmt) {
@@ -145,6 +163,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 ..
             }) = sql::session_query(stmt)
             {
+                if let Some(e) = self.generator_denied(&generator) {
+                    return Plan::Refuse(e);
+                }
                 return Plan::NextValues {
                     generator,
                     count,

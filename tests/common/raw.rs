@@ -40,6 +40,8 @@ pub fn connect_backend(
         port,
         user: user.into(),
         password: password.into(),
+        password_env: None,
+        password_file: None,
         pool: PoolSettings::default(),
     };
     let mut conn = rt
