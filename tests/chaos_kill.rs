@@ -9,13 +9,12 @@
 mod common;
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::clients::{compile_java, require_python_modules, source_dir};
 use common::history;
-use common::idgate_proc::{config_for, Idgate, APP_PASSWORD, APP_USER};
-use common::{start_db, DATABASE};
+use common::idgate_proc::{config_for, Idgate};
+use common::start_db;
+use common::writers::{self, Writers};
 use mysql::prelude::Queryable;
 use rand::Rng;
 
@@ -67,70 +66,16 @@ fn env_number(name: &str, default: u64) -> u64 {
 
 #[test]
 fn idgate_killed_again_and_again_under_insert_load() {
-    require_python_modules("pymysql", "pymysql");
     let kills = env_number("CHAOS_KILLS", 10);
     let threads = env_number("CHAOS_THREADS", 4);
     let dbs = [start_db(), start_db()];
     for db in &dbs {
-        let mut c = common::direct(db);
-        for t in NAMES {
-            c.query_drop(format!(
-                "CREATE TABLE {t} (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, \
-                 note VARCHAR(40) NOT NULL, UNIQUE KEY (note))"
-            ))
-            .unwrap();
-        }
+        writers::create_tables(db, &NAMES);
     }
     let g = Idgate::start_with(|port| {
         config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], TABLES)
     });
-    let dir = std::env::temp_dir().join(format!("idgate-chaos-kill-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let stop = dir.join("stop");
-    let history_path = dir.join("history.jsonl");
-    let _ = std::fs::remove_file(&stop);
-    let mut writer = Command::new("python3")
-        .arg(source_dir().join("py_chaos_writer.py"))
-        .args([
-            "127.0.0.1",
-            &g.port.to_string(),
-            APP_USER,
-            APP_PASSWORD,
-            DATABASE,
-        ])
-        .arg(threads.to_string())
-        .arg(&stop)
-        .args(NAMES)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&history_path).unwrap())
-        .stderr(std::fs::File::create(dir.join("writer.err")).unwrap())
-        .spawn()
-        .expect("start the Python writers");
-
-    // Connector/J threads too, numbered after the Python ones, into their own history file.
-    let (java, classpath) = compile_java("JdbcChaosWriter.java");
-    let jdbc_history = dir.join("history-jdbc.jsonl");
-    let mut jdbc = Command::new(java)
-        .arg("-cp")
-        .arg(&classpath)
-        .arg("JdbcChaosWriter")
-        .args([
-            "127.0.0.1",
-            &g.port.to_string(),
-            APP_USER,
-            APP_PASSWORD,
-            DATABASE,
-        ])
-        .arg(threads.div_ceil(2).to_string())
-        .arg("1000")
-        .arg(&stop)
-        .args(NAMES)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&jdbc_history).unwrap())
-        .stderr(std::fs::File::create(dir.join("jdbc.err")).unwrap())
-        .spawn()
-        .expect("start the JDBC writers");
-
+    let writers = Writers::start("chaos-kill", g.port, &NAMES, threads, threads.div_ceil(2));
     let started = Instant::now();
     let mut rng = rand::rng();
     std::thread::sleep(Duration::from_millis(700));
@@ -142,12 +87,8 @@ fn idgate_killed_again_and_again_under_insert_load() {
         g.restart();
     }
     std::thread::sleep(Duration::from_millis(1000));
-    std::fs::write(&stop, b"").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while writer.try_wait().unwrap().is_none() || jdbc.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "the writers did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (python, jdbc) = (writers.python_threads, writers.jdbc_threads);
+    let attempts = writers.stop();
     let elapsed = started.elapsed();
 
     // The last start recovered every branch the kills left prepared.
@@ -159,13 +100,6 @@ fn idgate_killed_again_and_again_under_insert_load() {
             left.len()
         );
     }
-    let text = std::fs::read_to_string(&history_path).unwrap()
-        + &std::fs::read_to_string(&jdbc_history).unwrap();
-    let attempts = history::parse(&text);
-    assert!(
-        attempts.iter().any(|a| a.c >= 1000 && a.ok) && attempts.iter().any(|a| a.c < 1000 && a.ok),
-        "both Python and JDBC clients wrote"
-    );
     let shards = [&dbs[0], &dbs[1]];
     let rows: HashMap<String, HashMap<String, Vec<history::Row>>> = NAMES
         .iter()
@@ -179,17 +113,15 @@ fn idgate_killed_again_and_again_under_insert_load() {
     };
     let report = history::check(&attempts, &rows, |_, id| (id % 2) as usize, order);
     let summary = report.summary(&format!(
-        "idgate SIGKILL x{kills}, {threads} Python + {} JDBC writers, {:.1} s",
-        threads.div_ceil(2),
+        "idgate SIGKILL x{kills}, {python} Python + {jdbc} JDBC writers, {:.1} s",
         elapsed.as_secs_f64()
     ));
     println!("{summary}");
     assert!(
         report.problems.is_empty(),
-        "{summary}\n{} problems, first ones:\n{}\nhistory: {}",
+        "{summary}\n{} problems, first ones:\n{}",
         report.problems.len(),
         report.problems[..report.problems.len().min(20)].join("\n"),
-        history_path.display()
     );
     assert!(
         report.acknowledged > kills as usize * 5,

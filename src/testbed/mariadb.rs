@@ -241,6 +241,26 @@ impl MariaDb {
         self.spawn()
     }
 
+    /// Stops the server in its tracks (SIGSTOP): its sockets stay open and nothing answers, as
+    /// a hung host or a long stall looks to its clients.
+    pub fn freeze(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Lets a frozen server go on (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        if let Ok(guard) = self.child.lock() {
+            if let Some(c) = guard.as_ref() {
+                // SAFETY: kill(2) on our own child process.
+                unsafe { libc::kill(c.id() as libc::pid_t, sig) };
+            }
+        }
+    }
+
     pub fn url(&self) -> String {
         format!(
             "mysql://{USER}:{PASSWORD}@127.0.0.1:{}/{DATABASE}",

@@ -6,6 +6,7 @@ pub mod history;
 pub mod idgate_proc;
 pub mod raw;
 pub mod relay;
+pub mod writers;
 
 use std::sync::OnceLock;
 
