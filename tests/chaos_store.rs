@@ -110,7 +110,10 @@ fn sequence_store_killed_and_frozen_under_load() {
     // along for the snowflake generator (its worker id is fixed; single-shard INSERTs need no
     // decision log).
     let early = acked(&attempts, "seg_orders", killed, killed + 1.0);
-    assert!(early > 0, "no segment id from the buffers after the kill: {summary}");
+    assert!(
+        early > 0,
+        "no segment id from the buffers after the kill: {summary}"
+    );
     for (what, from, to) in [("killed", killed, restarted), ("frozen", frozen, thawed)] {
         assert!(
             acked(&attempts, "snow_orders", from, to) > 0,
@@ -125,7 +128,9 @@ fn sequence_store_killed_and_frozen_under_load() {
         .filter_map(|a| a.err.as_deref())
         .collect();
     assert!(
-        store_errors.iter().any(|e| e.contains("sequence store") || e.contains("ids")),
+        store_errors
+            .iter()
+            .any(|e| e.contains("sequence store") || e.contains("ids")),
         "no clear error naming the store while it was away: {store_errors:?}"
     );
     assert!(
@@ -134,7 +139,10 @@ fn sequence_store_killed_and_frozen_under_load() {
         report.longest_stall
     );
     // And service came back after each fault without restarting idgate.
-    for (what, from, to) in [("restart", restarted + 1.0, frozen), ("thaw", thawed + 1.0, end)] {
+    for (what, from, to) in [
+        ("restart", restarted + 1.0, frozen),
+        ("thaw", thawed + 1.0, end),
+    ] {
         assert!(
             acked(&attempts, "seg_orders", from, to) > 0,
             "segment INSERTs did not resume after the store's {what}: {summary}"

@@ -19,6 +19,8 @@ pub struct Idgate {
     pub config_path: PathBuf,
     child: Mutex<Option<Child>>,
     log: PathBuf,
+    /// Extra environment for the process (e.g. libfaketime's).
+    env: Vec<(String, String)>,
 }
 
 /// A config with one backend (`db`) and the test user; `extra` is appended as more top-level YAML.
@@ -52,6 +54,11 @@ impl Idgate {
 
     /// idgate on a config built for the port it will listen on.
     pub fn start_with(config: impl FnOnce(u16) -> String) -> Idgate {
+        Self::start_with_env(config, &[])
+    }
+
+    /// As [`Idgate::start_with`], with extra environment variables for the process.
+    pub fn start_with_env(config: impl FnOnce(u16) -> String, env: &[(&str, &str)]) -> Idgate {
         let port = free_port().expect("free port");
         let dir = std::env::temp_dir().join(format!("idgate-proc-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("idgate temp dir");
@@ -64,6 +71,10 @@ impl Idgate {
             config_path,
             child: Mutex::new(None),
             log,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         g.spawn();
         g
@@ -76,6 +87,7 @@ impl Idgate {
             .arg("--config")
             .arg(&self.config_path)
             .env("IDGATE_LOG", "info")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
