@@ -11,6 +11,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 /// continued in the next packet.
 pub const MAX_CHUNK: usize = 0xff_ffff;
 
+/// Payloads up to this size are read into a buffer sized from the header at once; larger ones
+/// grow as their bytes arrive.
+const PRESIZE: usize = 64 * 1024;
+
 /// Buffered bytes after which the writer flushes on its own while a response is being streamed.
 const FLUSH_AT: usize = 64 * 1024;
 
@@ -83,9 +87,18 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                     limit: self.limit,
                 });
             }
-            let start = buf.len();
-            buf.resize(start + len, 0);
-            self.inner.read_exact(&mut buf[start..]).await?;
+            if len <= PRESIZE {
+                let start = buf.len();
+                buf.resize(start + len, 0);
+                self.inner.read_exact(&mut buf[start..]).await?;
+            } else {
+                // The buffer grows with the bytes that arrive, not with what the header claims:
+                // a peer announcing 16 MiB and sending nothing costs no memory.
+                let got = (&mut self.inner).take(len as u64).read_to_end(buf).await?;
+                if got < len {
+                    return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into()));
+                }
+            }
             if len < MAX_CHUNK {
                 return Ok(());
             }
