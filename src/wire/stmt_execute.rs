@@ -28,6 +28,54 @@ fn malformed() -> SqlError {
     errors::malformed("COM_STMT_EXECUTE")
 }
 
+fn unknown_type(ty: u8) -> SqlError {
+    SqlError::new(
+        errors::ER_NET_READ_ERROR,
+        b"08S01",
+        format!(
+            "Malformed COM_STMT_EXECUTE packet: parameter type {ty} is not one a client sends; \
+             bind the parameter as a number, string, date or time"
+        ),
+    )
+}
+
+/// The parameter types of the binary protocol a client may send (the server-only ones, such as
+/// DATETIME2, have no parameter encoding).
+fn sent_by_clients(t: &ColumnType) -> bool {
+    use ColumnType as T;
+    matches!(
+        t,
+        T::MYSQL_TYPE_STRING
+            | T::MYSQL_TYPE_VAR_STRING
+            | T::MYSQL_TYPE_VARCHAR
+            | T::MYSQL_TYPE_BLOB
+            | T::MYSQL_TYPE_TINY_BLOB
+            | T::MYSQL_TYPE_MEDIUM_BLOB
+            | T::MYSQL_TYPE_LONG_BLOB
+            | T::MYSQL_TYPE_SET
+            | T::MYSQL_TYPE_ENUM
+            | T::MYSQL_TYPE_DECIMAL
+            | T::MYSQL_TYPE_NEWDECIMAL
+            | T::MYSQL_TYPE_BIT
+            | T::MYSQL_TYPE_GEOMETRY
+            | T::MYSQL_TYPE_JSON
+            | T::MYSQL_TYPE_TINY
+            | T::MYSQL_TYPE_SHORT
+            | T::MYSQL_TYPE_YEAR
+            | T::MYSQL_TYPE_LONG
+            | T::MYSQL_TYPE_INT24
+            | T::MYSQL_TYPE_LONGLONG
+            | T::MYSQL_TYPE_FLOAT
+            | T::MYSQL_TYPE_DOUBLE
+            | T::MYSQL_TYPE_TIMESTAMP
+            | T::MYSQL_TYPE_DATE
+            | T::MYSQL_TYPE_NEWDATE
+            | T::MYSQL_TYPE_DATETIME
+            | T::MYSQL_TYPE_TIME
+            | T::MYSQL_TYPE_NULL
+    )
+}
+
 /// The `count` parameters of a COM_STMT_EXECUTE packet. Long data sent before replaces a
 /// parameter's value (its value is then absent from the packet).
 pub fn decode_params(
@@ -61,7 +109,10 @@ pub fn decode_params(
     let mut out = Vec::with_capacity(count);
     for i in 0..count {
         let (ty, flags) = state.types[i];
-        let column_type = ColumnType::try_from(ty).map_err(|_| malformed())?;
+        let column_type = ColumnType::try_from(ty)
+            .ok()
+            .filter(sent_by_clients)
+            .ok_or_else(|| unknown_type(ty))?;
         if let Some(data) = state.long_data.remove(&(i as u16)) {
             out.push(Param {
                 value: Value::Bytes(data),
@@ -118,6 +169,16 @@ mod tests {
         assert_eq!(values, params);
         // A later execution without types reuses the bound ones.
         assert_eq!(st.types.len(), params.len());
+    }
+
+    #[test]
+    fn server_only_types_are_errors_not_panics() {
+        // One parameter of type DATETIME2 (18), bound in the packet, 8 bytes of value.
+        let p = [
+            0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 18, 0, 7, 0xe8, 7, 1, 1, 0, 0, 0,
+        ];
+        let e = decode_params(&p, 1, &mut BoundState::default()).unwrap_err();
+        assert!(e.message.contains("parameter type 18"), "{e}");
     }
 
     #[test]
