@@ -4,6 +4,8 @@
 //! Every shard's answer is read to its end whatever happens, so connections stay in step.
 
 mod binary;
+#[cfg(test)]
+mod decode_tests;
 mod group;
 mod having;
 mod number;
