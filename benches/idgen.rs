@@ -3,6 +3,7 @@
 //!
 //! Run: `cargo bench --bench idgen`
 
+use idgate::idgen::store_pool::StorePool;
 use std::hint::black_box;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -29,9 +30,9 @@ fn db() -> &'static idgate::testbed::MariaDb {
     DB.get_or_init(|| idgate::testbed::MariaDb::start().unwrap_or_else(|e| panic!("{e}")))
 }
 
-fn pool() -> &'static mysql_async::Pool {
-    static P: std::sync::OnceLock<mysql_async::Pool> = std::sync::OnceLock::new();
-    P.get_or_init(|| mysql_async::Pool::new(db().url().as_str()))
+fn pool() -> &'static StorePool {
+    static P: std::sync::OnceLock<StorePool> = std::sync::OnceLock::new();
+    P.get_or_init(|| StorePool::single(mysql_async::Pool::new(db().url().as_str())))
 }
 
 fn build(name: &str, cfg: GeneratorConfig) -> Arc<Generator> {

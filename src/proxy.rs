@@ -5,8 +5,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use crate::config::Config;
 use crate::exec::BackendPool;
+use crate::idgen::store_pool::StorePool;
 use crate::idgen::IdGen;
 use crate::route::Tables;
 use crate::wire::auth;
@@ -126,23 +129,44 @@ fn account_pools(
     out
 }
 
-/// A mysql_async pool on the sequence store, with its database created if missing.
-pub async fn sequence_store_pool(config: &Config) -> Result<mysql_async::Pool, mysql_async::Error> {
+/// The sequence store's pool (on its backend and any failover nodes), with its database created
+/// if missing on the first node that answers.
+pub async fn sequence_store_pool(config: &Config) -> Result<StorePool, mysql_async::Error> {
     use mysql_async::prelude::Queryable;
     let b = &config.backends[config.sequence_backend()].value;
     let db = &config.sequence_store.database;
     let base = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(b.host.clone())
-        .tcp_port(b.port)
         .user(Some(b.user.clone()))
         .pass(Some(b.password.clone()));
-    let mut conn = mysql_async::Conn::new(base.clone()).await?;
+    let mut addresses = vec![format!("{}:{}", b.host, b.port)];
+    addresses.extend(b.failover_addresses.iter().cloned());
+    // Validation made sure every address is host:port.
+    let pool_on = |db: Option<String>| {
+        let nodes = addresses
+            .iter()
+            .filter_map(|a| {
+                let (host, port) = a.rsplit_once(':')?;
+                let opts = base
+                    .clone()
+                    .ip_or_hostname(host.to_string())
+                    .tcp_port(port.parse().ok()?)
+                    .db_name(db.clone());
+                Some((a.clone(), mysql_async::Pool::new(opts)))
+            })
+            .collect();
+        StorePool::nodes(nodes, STORE_NODE_ATTEMPT)
+    };
+    let mut conn = pool_on(None).get_conn().await?;
     let quoted = db.replace('`', "``");
     conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS `{quoted}`"))
         .await?;
     conn.disconnect().await?;
-    Ok(mysql_async::Pool::new(base.db_name(Some(db.clone()))))
+    Ok(pool_on(Some(db.clone())))
 }
+
+/// How long one node of the sequence store may take to give a connection before the next is
+/// tried.
+const STORE_NODE_ATTEMPT: Duration = Duration::from_secs(2);
 
 /// Builds every configured generator on the sequence store.
 pub async fn build_idgen(config: &Config) -> Result<IdGen, String> {

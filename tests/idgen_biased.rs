@@ -2,6 +2,7 @@
 
 mod common;
 
+use idgate::idgen::store_pool::StorePool;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,7 @@ fn biased(slot_bits: u32, worker: Option<u64>) -> SnowflakeConfig {
 
 async fn build(
     cfg: SnowflakeConfig,
-    pool: Option<&mysql_async::Pool>,
+    pool: Option<&StorePool>,
     clock: Arc<dyn Clock>,
 ) -> Arc<Generator> {
     Generator::build("gene", &GeneratorConfig::Biased(cfg), pool, clock)
@@ -132,7 +133,7 @@ async fn one_slot_overflows_into_borrowed_ticks_keeping_its_bits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn biased_with_a_leased_worker_id() {
     let db = common::shared_db();
-    let p = mysql_async::Pool::new(db.url().as_str());
+    let p = StorePool::single(mysql_async::Pool::new(db.url().as_str()));
     let cfg = SnowflakeConfig {
         lease_group: Some("gene".into()),
         ..biased(8, None)

@@ -2,6 +2,7 @@
 
 mod common;
 
+use idgate::idgen::store_pool::StorePool;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -13,8 +14,8 @@ use idgate::idgen::{Clock, Generator, IdGenError, SystemClock, TestClock};
 use mysql::prelude::Queryable;
 use rand::Rng;
 
-fn pool(url: &str) -> mysql_async::Pool {
-    mysql_async::Pool::new(url)
+fn pool(url: &str) -> StorePool {
+    StorePool::single(mysql_async::Pool::new(url))
 }
 
 fn seg(tag: &str, step: u32) -> SegmentConfig {
@@ -25,11 +26,7 @@ fn seg(tag: &str, step: u32) -> SegmentConfig {
     }
 }
 
-async fn build(
-    cfg: SegmentConfig,
-    pool: &mysql_async::Pool,
-    clock: Arc<dyn Clock>,
-) -> Arc<Generator> {
+async fn build(cfg: SegmentConfig, pool: &StorePool, clock: Arc<dyn Clock>) -> Arc<Generator> {
     Generator::build("seg", &GeneratorConfig::Segment(cfg), Some(pool), clock)
         .await
         .unwrap()

@@ -2,6 +2,7 @@
 
 mod common;
 
+use idgate::idgen::store_pool::StorePool;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,7 +24,7 @@ fn fixed(worker: u64) -> SnowflakeConfig {
 
 async fn build(
     cfg: SnowflakeConfig,
-    pool: Option<&mysql_async::Pool>,
+    pool: Option<&StorePool>,
     clock: Arc<dyn Clock>,
 ) -> idgate::idgen::Result<Arc<Generator>> {
     Generator::build("sf", &GeneratorConfig::Snowflake(cfg), pool, clock).await
@@ -260,7 +261,7 @@ fn leased(group: &str) -> SnowflakeConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_with_clock_behind_last_issued_timestamp() {
     let db = common::shared_db();
-    let p = mysql_async::Pool::new(db.url().as_str());
+    let p = StorePool::single(mysql_async::Pool::new(db.url().as_str()));
     let clock = Arc::new(TestClock::new(T0));
     let a = build(leased("restart"), Some(&p), clock.clone())
         .await
@@ -346,14 +347,14 @@ impl Partition {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_loss_stops_issuing_before_takeover_and_exhaustion_is_an_error() {
     let db = common::shared_db();
-    let direct = mysql_async::Pool::new(db.url().as_str());
+    let direct = StorePool::single(mysql_async::Pool::new(db.url().as_str()));
     let part = Partition::start(db.port).await;
     // prefer_socket=false: else mysql_async switches to the server's Unix socket, around the cut.
     let url_a = db
         .url()
         .replace(&format!(":{}/", db.port), &format!(":{}/", part.port))
         + "?prefer_socket=false";
-    let pool_a = mysql_async::Pool::new(url_a.as_str());
+    let pool_a = StorePool::single(mysql_async::Pool::new(url_a.as_str()));
     let cfg = SnowflakeConfig {
         worker_bits: Some(1),
         ..leased("takeover")
@@ -475,7 +476,7 @@ fn relay_url(db: &idgate::testbed::MariaDb, part: &Partition) -> String {
 async fn build_kind(
     cfg: &SnowflakeConfig,
     biased: bool,
-    pool: &mysql_async::Pool,
+    pool: &StorePool,
     clock: Arc<dyn Clock>,
 ) -> idgate::idgen::Result<Arc<Generator>> {
     let cfg = if biased {
@@ -596,9 +597,9 @@ async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 /// last timestamp; every ID of A, B and F is unique.
 async fn reclaim_after_takeover(group: &str, biased: bool, full_at_reclaim: bool) {
     let db = common::shared_db();
-    let direct = mysql_async::Pool::new(db.url().as_str());
+    let direct = StorePool::single(mysql_async::Pool::new(db.url().as_str()));
     let part = Partition::start(db.port).await;
-    let pool_a = mysql_async::Pool::new(relay_url(db, &part).as_str());
+    let pool_a = StorePool::single(mysql_async::Pool::new(relay_url(db, &part).as_str()));
     let cfg = SnowflakeConfig {
         worker_bits: Some(1),
         slot_bits: biased.then_some(4),

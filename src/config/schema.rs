@@ -172,6 +172,10 @@ pub struct Backend {
     /// `password` read from this file (one trailing newline dropped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password_file: Option<String>,
+    /// Other nodes holding the same data (`host:port`), tried in order when this one gives no
+    /// connection; for a sequence store on a Galera cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failover_addresses: Vec<String>,
     #[serde(default)]
     pub pool: PoolSettings,
 }

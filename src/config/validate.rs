@@ -88,6 +88,25 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
         ));
     }
     for (name, b) in &cfg.backends {
+        if let Some(a) = b.value.failover_addresses.iter().find(|a| {
+            a.rsplit_once(':')
+                .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+        }) {
+            return Err(at(
+                &b.referenced,
+                format!("backend `{name}`: failover address `{a}` is not host:port"),
+            ));
+        }
+        if !b.value.failover_addresses.is_empty() && name != cfg.sequence_backend() {
+            return Err(at(
+                &b.referenced,
+                format!(
+                    "backend `{name}`: failover_addresses are for the sequence store's backend \
+                     (`{}`) only",
+                    cfg.sequence_backend()
+                ),
+            ));
+        }
         let p = &b.value.pool;
         if p.max_connections == 0 || p.min_connections > p.max_connections {
             return Err(at(

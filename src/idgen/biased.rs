@@ -3,6 +3,7 @@
 //! `id & mask == bias & mask` always, and uniqueness rests on (tick, worker, sequence) within a
 //! slot, never on the copied bits.
 
+use crate::idgen::store_pool::StorePool;
 use std::sync::Arc;
 
 use super::clock::Clock;
@@ -21,7 +22,7 @@ impl BiasedGen {
     pub async fn build(
         name: &str,
         cfg: &SnowflakeConfig,
-        pool: Option<&mysql_async::Pool>,
+        pool: Option<&StorePool>,
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
     ) -> Result<BiasedGen> {

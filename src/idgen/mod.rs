@@ -16,8 +16,10 @@ pub mod metrics;
 pub mod segment;
 pub mod snowflake;
 pub(crate) mod store;
+pub mod store_pool;
 pub mod uuidv7;
 
+use crate::idgen::store_pool::StorePool;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -67,7 +69,7 @@ impl Generator {
     pub async fn build(
         name: &str,
         cfg: &GeneratorConfig,
-        pool: Option<&mysql_async::Pool>,
+        pool: Option<&StorePool>,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Generator>> {
         cfg.validate(name)?;
@@ -211,7 +213,7 @@ impl IdGen {
     /// Builds every configured generator (system clock).
     pub async fn build(
         configs: &BTreeMap<String, GeneratorConfig>,
-        pool: Option<&mysql_async::Pool>,
+        pool: Option<&StorePool>,
     ) -> Result<IdGen> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let mut generators = BTreeMap::new();

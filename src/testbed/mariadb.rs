@@ -24,7 +24,7 @@ pub struct MariaDb {
     child: Mutex<Option<Child>>,
 }
 
-fn find(names: &[&str]) -> Result<PathBuf, String> {
+pub(super) fn find(names: &[&str]) -> Result<PathBuf, String> {
     for name in names {
         for dir in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"] {
             let p = Path::new(dir).join(name);
@@ -45,13 +45,13 @@ pub fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free TCP port on 127.0.0.1: {e}"))
 }
 
-fn is_root() -> bool {
+pub(super) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
 
 /// Initialises (once per machine and MariaDB version) a datadir to copy servers from.
-fn template() -> Result<PathBuf, String> {
+pub(super) fn template() -> Result<PathBuf, String> {
     static T: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     T.get_or_init(make_template).clone()
 }

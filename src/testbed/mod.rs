@@ -1,5 +1,6 @@
 //! Throwaway MariaDB servers that `idgate demo` and the test suite start for themselves.
 
+pub mod galera;
 pub mod mariadb;
 pub mod reaper;
 

@@ -5,8 +5,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::idgen::store_pool::StorePool;
 use mysql_async::prelude::*;
-use mysql_async::Pool;
 
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS idgate_xa_decisions (
     gtrid VARBINARY(64) NOT NULL PRIMARY KEY,
@@ -18,7 +18,7 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS idgate_xa_decisions (
 const TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct DecisionLog {
-    pool: Pool,
+    pool: StorePool,
 }
 
 async fn bounded<T>(
@@ -34,7 +34,7 @@ async fn bounded<T>(
 
 impl DecisionLog {
     /// Opens the log, creating its table if missing.
-    pub async fn open(pool: Pool) -> Result<DecisionLog, String> {
+    pub async fn open(pool: StorePool) -> Result<DecisionLog, String> {
         let mut conn = bounded("connecting to the sequence store", pool.get_conn()).await?;
         bounded("creating idgate_xa_decisions", conn.query_drop(CREATE)).await?;
         Ok(DecisionLog { pool })

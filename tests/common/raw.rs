@@ -42,6 +42,7 @@ pub fn connect_backend(
         password: password.into(),
         password_env: None,
         password_file: None,
+        failover_addresses: Vec::new(),
         pool: PoolSettings::default(),
     };
     let mut conn = rt

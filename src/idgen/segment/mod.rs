@@ -5,6 +5,7 @@ mod buffer;
 mod step;
 mod store;
 
+use crate::idgen::store_pool::StorePool;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -50,7 +51,7 @@ impl SegmentGen {
     pub async fn build(
         name: &str,
         cfg: &SegmentConfig,
-        pool: mysql_async::Pool,
+        pool: StorePool,
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
     ) -> Result<SegmentGen> {

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use crate::idgen::store_pool::StorePool;
 use mysql_async::prelude::*;
-use mysql_async::Pool;
 
 use crate::idgen::error::{IdGenError, Result};
 use crate::idgen::store::bounded;
@@ -18,7 +18,7 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS idgate_segments (
 ) ENGINE=InnoDB";
 
 pub struct SegmentStore {
-    pub pool: Pool,
+    pub pool: StorePool,
     pub name: String,
     pub tag: String,
     pub timeout: Duration,

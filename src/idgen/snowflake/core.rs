@@ -2,6 +2,7 @@
 //! and claimed anew when another node took the lease over), the clock checks, and `Sequencer`,
 //! a lock-free (tick, worker, next sequence) triple per sequence space.
 
+use crate::idgen::store_pool::StorePool;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,7 +55,7 @@ impl Core {
         cfg: &SnowflakeConfig,
         layout: Layout,
         spaces: usize,
-        pool: Option<&mysql_async::Pool>,
+        pool: Option<&StorePool>,
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
     ) -> Result<Arc<Core>> {

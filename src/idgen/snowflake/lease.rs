@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::idgen::store_pool::StorePool;
 use mysql_async::prelude::*;
-use mysql_async::Pool;
 use rand::Rng;
 
 use crate::idgen::clock::Clock;
@@ -62,7 +62,7 @@ impl Window {
 
 /// Claims worker ids for one generator, as often as it needs them.
 pub struct Leaser {
-    pool: Pool,
+    pool: StorePool,
     clock: Arc<dyn Clock>,
     s: LeaseSettings,
     window: Arc<Window>,
@@ -80,7 +80,7 @@ pub struct Lease {
 }
 
 impl Leaser {
-    pub fn new(pool: Pool, clock: Arc<dyn Clock>, s: LeaseSettings) -> Arc<Leaser> {
+    pub fn new(pool: StorePool, clock: Arc<dyn Clock>, s: LeaseSettings) -> Arc<Leaser> {
         Arc::new(Leaser {
             pool,
             clock,

@@ -5,6 +5,7 @@ pub(crate) mod core;
 pub mod layout;
 pub(crate) mod lease;
 
+use crate::idgen::store_pool::StorePool;
 use std::sync::Arc;
 
 use self::core::{Core, Step};
@@ -25,7 +26,7 @@ impl SnowflakeGen {
     pub async fn build(
         name: &str,
         cfg: &SnowflakeConfig,
-        pool: Option<&mysql_async::Pool>,
+        pool: Option<&StorePool>,
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
     ) -> Result<SnowflakeGen> {

@@ -2,6 +2,7 @@
 //! took it over, claiming a new worker id in the background and switching every sequence space
 //! to it.
 
+use crate::idgen::store_pool::StorePool;
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -44,7 +45,7 @@ impl Leased {
         name: &str,
         cfg: &SnowflakeConfig,
         layout: &Layout,
-        pool: mysql_async::Pool,
+        pool: StorePool,
         clock: &Arc<dyn Clock>,
     ) -> Result<(Leased, u64)> {
         let settings = LeaseSettings {
