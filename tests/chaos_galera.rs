@@ -17,10 +17,7 @@ use idgate::testbed::galera::Galera;
 
 const NAMES: [&str; 2] = ["seg_orders", "snow_orders"];
 
-fn tables(failover: &[u16]) -> String {
-    let addresses: Vec<String> = failover.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    format!(
-        "sequence_store:
+const TABLES: &str = "sequence_store:
   backend: store
 generators:
   seg:
@@ -46,9 +43,7 @@ tables:
       columns: [id]
       algorithm: mod
       shards: [shard0, shard1]
-",
-    ) + &format!("#failover\n{}", addresses.join(","))
-}
+";
 
 #[test]
 fn store_on_galera_survives_a_node_kill() {
@@ -58,25 +53,27 @@ fn store_on_galera_survives_a_node_kill() {
         writers::create_tables(db, &NAMES);
     }
     let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    // The store backend is node 0; the other nodes are its failover addresses.
+    let failover: Vec<String> = ports[1..]
+        .iter()
+        .map(|p| format!("\"127.0.0.1:{p}\""))
+        .collect();
     let g = Idgate::start_with(|port| {
-        let yaml = config_for_ports(
+        config_for_ports(
             port,
             &[
                 ("shard0", dbs[0].port),
                 ("shard1", dbs[1].port),
                 ("store", ports[0]),
             ],
-            &tables(&ports[1..]),
-        );
-        // The store backend's other nodes.
-        let (yaml, failover) = yaml.split_once("#failover\n").unwrap();
-        let list: Vec<String> = failover.split(',').map(|a| format!("\"{a}\"")).collect();
-        yaml.replacen(
+            TABLES,
+        )
+        .replacen(
             &format!("port: {}\n", ports[0]),
             &format!(
                 "port: {}\n    failover_addresses: [{}]\n",
                 ports[0],
-                list.join(", ")
+                failover.join(", ")
             ),
             1,
         )
