@@ -22,7 +22,7 @@ const TABLES: &str = "sequence_store:
 generators:
   seg:
     kind: segment
-    step: 300
+    step: 100
     dynamic_step: false
     max_wait_ms: 3000
   snow:
@@ -115,7 +115,7 @@ fn store_on_galera_survives_a_node_kill() {
         .collect();
     let ids: usize = after.iter().map(|a| a.notes.len()).sum();
     assert!(
-        ids > 2 * 300,
+        ids > 2 * 100,
         "only {ids} segment ids after the kill: {summary}\nidgate log:\n{}",
         g.log()
     );
