@@ -27,6 +27,8 @@ pub struct Proxy {
     pub metadata: crate::exec::metadata::MetadataCache,
     /// Two-phase commit across backends (`transactions.commit: xa` with sharded tables).
     pub xa: Option<Arc<crate::xa::Coordinator>>,
+    /// TLS for clients (`tls:`); `None`: plain TCP only.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
     next_connection_id: AtomicU32,
 }
 
@@ -36,6 +38,7 @@ impl Proxy {
         backend_version: &[u8],
         idgen: IdGen,
         xa: Option<Arc<crate::xa::Coordinator>>,
+        tls: Option<tokio_rustls::TlsAcceptor>,
     ) -> Arc<Proxy> {
         let mut users = UserDb::default();
         for u in &config.users {
@@ -46,7 +49,11 @@ impl Proxy {
                 (None, None) => None,
             };
             users.insert(&u.name, hash);
+            if u.require_tls {
+                users.require_tls(&u.name);
+            }
         }
+        users.require_tls_for_all(config.require_secure_transport);
         let pools: HashMap<_, _> = config
             .backends
             .iter()
@@ -61,6 +68,7 @@ impl Proxy {
             tables,
             metadata: Default::default(),
             xa,
+            tls,
             config,
             users,
             pools,
@@ -80,12 +88,19 @@ pub async fn sequence_store_pool(config: &Config) -> Result<mysql_async::Pool, m
     use mysql_async::prelude::Queryable;
     let b = &config.backends[config.sequence_backend()].value;
     let db = &config.sequence_store.database;
-    let base = mysql_async::OptsBuilder::default()
+    let mut base = mysql_async::OptsBuilder::default()
         .ip_or_hostname(b.host.clone())
         .tcp_port(b.port)
         .user(Some(b.user.clone()))
-        .pass(Some(b.password.clone()));
-    let mut conn = mysql_async::Conn::new(base.clone()).await?;
+        .pass(Some(b.password.clone()))
+        .ssl_opts(crate::tls::sequence_store::ssl_opts(&b.tls));
+    let mut conn = match mysql_async::Conn::new(base.clone()).await {
+        Err(e) if crate::tls::sequence_store::retry_plain(&b.tls, &e) => {
+            base = base.ssl_opts(None);
+            mysql_async::Conn::new(base.clone()).await?
+        }
+        r => r?,
+    };
     let quoted = db.replace('`', "``");
     conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS `{quoted}`"))
         .await?;

@@ -3,10 +3,13 @@
 
 mod schema;
 pub mod tables;
+pub mod tls;
 mod validate;
 mod validate_tables;
+mod validate_tls;
 
 pub use schema::{Backend, CommitMode, Config, PoolSettings, SequenceStore, Transactions, User};
+pub use tls::{BackendTls, BackendTlsMode, ServerTls, TlsFiles};
 
 use std::path::Path;
 
@@ -42,6 +45,7 @@ impl Config {
         })?;
         validate::validate(&cfg)?;
         validate_tables::validate(&cfg)?;
+        validate_tls::validate(&cfg)?;
         Ok(cfg)
     }
 

@@ -41,6 +41,7 @@ pub fn connect_backend(
         user: user.into(),
         password: password.into(),
         pool: PoolSettings::default(),
+        tls: Default::default(),
     };
     let mut conn = rt
         .block_on(BackendConn::connect(
