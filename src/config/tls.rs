@@ -93,7 +93,10 @@ pub enum BackendTlsMode {
 
 impl BackendTlsMode {
     pub fn verifies(self) -> bool {
-        matches!(self, BackendTlsMode::VerifyCa | BackendTlsMode::VerifyIdentity)
+        matches!(
+            self,
+            BackendTlsMode::VerifyCa | BackendTlsMode::VerifyIdentity
+        )
     }
 
     /// The name used in the configuration, for messages.

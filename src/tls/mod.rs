@@ -4,8 +4,8 @@
 
 pub mod backend;
 pub mod files;
-pub mod server;
 pub mod sequence_store;
+pub mod server;
 pub mod stream;
 
 use std::sync::Arc;

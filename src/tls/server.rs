@@ -38,11 +38,7 @@ pub fn load(
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
     let chain = files::certificates(&f.cert)?;
     let key = files::private_key(&f.key)?;
-    let what = format!(
-        "{} with {}",
-        f.cert.display(),
-        f.key.display()
-    );
+    let what = format!("{} with {}", f.cert.display(), f.key.display());
     server_config(chain.clone(), key.clone_key(), &what)?;
     Ok((chain, key))
 }

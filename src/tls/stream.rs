@@ -27,7 +27,10 @@ pub enum NetWrite {
 }
 
 fn detached() -> io::Error {
-    io::Error::new(io::ErrorKind::NotConnected, "connection closed during TLS setup")
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        "connection closed during TLS setup",
+    )
 }
 
 impl AsyncRead for NetRead {

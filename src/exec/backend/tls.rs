@@ -22,8 +22,8 @@ impl BackendConn {
             backend: name.to_string(),
             message,
         };
-        let Some(client) = crate::tls::backend::client_config(&cfg.tls)
-            .map_err(|e| fail(format!("tls: {e}")))?
+        let Some(client) =
+            crate::tls::backend::client_config(&cfg.tls).map_err(|e| fail(format!("tls: {e}")))?
         else {
             return Ok(CapabilityFlags::empty());
         };
