@@ -717,3 +717,31 @@ fn check_config_reports_a_bad_certificate_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn sequence_store_pool_verifies_the_backend_certificate() {
+    let db = tls_db();
+    let p = pki();
+    let pool = |tls: &str| {
+        let cfg = Config::from_yaml(&with_backend_tls(
+            config_for(3307, &[("shard0", db)], ""),
+            tls,
+        ))
+        .unwrap();
+        rt().block_on(async {
+            let r = idgate::proxy::sequence_store_pool(&cfg).await;
+            r.map(|_| ()).map_err(|e| e.to_string())
+        })
+    };
+    pool(&format!("{{mode: verify_ca, ca: {}}}", p.ca.display()))
+        .expect("verify_ca with the right CA");
+    pool("{mode: required}").expect("required");
+    let wrong = pool(&format!(
+        "{{mode: verify_ca, ca: {}}}",
+        p.other_ca.display()
+    ));
+    assert!(
+        wrong.as_ref().is_err_and(|e| e.contains("UnknownIssuer")),
+        "wrong CA: {wrong:?}"
+    );
+}
