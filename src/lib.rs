@@ -11,5 +11,6 @@ pub mod server;
 pub mod session;
 pub mod sql;
 pub mod testbed;
+pub mod tls;
 pub mod wire;
 pub mod xa;

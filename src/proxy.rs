@@ -32,6 +32,8 @@ pub struct Proxy {
     pub metadata: crate::exec::metadata::MetadataCache,
     /// Two-phase commit across backends (`transactions.commit: xa` with sharded tables).
     pub xa: Option<Arc<crate::xa::Coordinator>>,
+    /// TLS for clients (`tls:`); `None`: plain TCP only.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
     next_connection_id: AtomicU32,
 }
 
@@ -41,6 +43,7 @@ impl Proxy {
         backend_version: &[u8],
         idgen: IdGen,
         xa: Option<Arc<crate::xa::Coordinator>>,
+        tls: Option<tokio_rustls::TlsAcceptor>,
     ) -> Arc<Proxy> {
         let mut users = UserDb::default();
         for u in &config.users {
@@ -51,7 +54,11 @@ impl Proxy {
                 (None, None) => None,
             };
             users.insert(&u.name, hash);
+            if u.require_tls {
+                users.require_tls(&u.name);
+            }
         }
+        users.require_tls_for_all(config.require_secure_transport);
         let pools: HashMap<_, _> = config
             .backends
             .iter()
@@ -67,6 +74,7 @@ impl Proxy {
             tables,
             metadata: Default::default(),
             xa,
+            tls,
             config,
             users,
             pools,
@@ -135,13 +143,14 @@ pub async fn sequence_store_pool(config: &Config) -> Result<StorePool, mysql_asy
     use mysql_async::prelude::Queryable;
     let b = &config.backends[config.sequence_backend()].value;
     let db = &config.sequence_store.database;
-    let base = mysql_async::OptsBuilder::default()
+    let mut base = mysql_async::OptsBuilder::default()
         .user(Some(b.user.clone()))
-        .pass(Some(b.password.clone()));
+        .pass(Some(b.password.clone()))
+        .ssl_opts(crate::tls::sequence_store::ssl_opts(&b.tls));
     let mut addresses = vec![format!("{}:{}", b.host, b.port)];
     addresses.extend(b.failover_addresses.iter().cloned());
     // Validation made sure every address is host:port.
-    let pool_on = |db: Option<String>| {
+    let pool_on = |base: &mysql_async::OptsBuilder, db: Option<String>| {
         let nodes = addresses
             .iter()
             .filter_map(|a| {
@@ -156,12 +165,19 @@ pub async fn sequence_store_pool(config: &Config) -> Result<StorePool, mysql_asy
             .collect();
         StorePool::nodes(nodes, STORE_NODE_ATTEMPT)
     };
-    let mut conn = pool_on(None).get_conn().await?;
+    let mut conn = match pool_on(&base, None).get_conn().await {
+        // `preferred` TLS falls back to plain TCP with a server that offers none.
+        Err(e) if crate::tls::sequence_store::retry_plain(&b.tls, &e) => {
+            base = base.ssl_opts(None);
+            pool_on(&base, None).get_conn().await?
+        }
+        r => r?,
+    };
     let quoted = db.replace('`', "``");
     conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS `{quoted}`"))
         .await?;
     conn.disconnect().await?;
-    Ok(pool_on(Some(db.clone())))
+    Ok(pool_on(&base, Some(db.clone())))
 }
 
 /// How long one node of the sequence store may take to give a connection before the next is

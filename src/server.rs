@@ -26,6 +26,8 @@ pub enum StartError {
     IdGen(String),
     #[error("cannot start XA transaction recovery: {0}")]
     Xa(String),
+    #[error("tls: {0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// Reads the default backend's version string, which idgate shows clients (with `-idgate`).
@@ -41,6 +43,7 @@ async fn backend_version(config: &Config) -> Result<Vec<u8>, StartError> {
 
 /// Binds, then serves until `stop` turns true (or a signal arrives).
 pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), StartError> {
+    let tls = crate::tls::server::acceptor(&config)?;
     let version = backend_version(&config).await?;
     let listener =
         TcpListener::bind(&config.listen)
@@ -57,7 +60,7 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
     let xa = crate::proxy::start_xa(&config)
         .await
         .map_err(StartError::Xa)?;
-    let proxy = Proxy::new(config, &version, idgen, xa);
+    let proxy = Proxy::new(config, &version, idgen, xa, tls);
     for pool in proxy.pools.values() {
         if let Err(e) = pool.warm_up().await {
             warn!(backend = %pool.name, error = %e, "could not open min_connections at startup");

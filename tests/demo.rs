@@ -72,6 +72,27 @@ fn demo_shows_ids_landing_on_shards_and_keeps_serving() {
             .query_first(format!("SELECT name FROM users WHERE id = {id}"))
             .expect("read back");
         assert_eq!(name.as_deref(), Some("tester"));
+        // conf/demo.yaml has `tls: auto`: the mysql CLI connects encrypted.
+        let cli = Command::new("mysql")
+            .args([
+                "--no-defaults",
+                "--protocol=TCP",
+                "-h127.0.0.1",
+                "-P3307",
+                "-udemo",
+                "-pdemo",
+                "--ssl",
+                "-e",
+                "\\s",
+            ])
+            .output()
+            .expect("run the mysql CLI (Debian package mariadb-client)");
+        let status = String::from_utf8_lossy(&cli.stdout);
+        assert!(
+            status.contains("Cipher in use is"),
+            "mysql --ssl to the demo is not encrypted:\n{status}{}",
+            String::from_utf8_lossy(&cli.stderr)
+        );
     });
     // SIGTERM: the demo stops idgate and removes its shards.
     unsafe {

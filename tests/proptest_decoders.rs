@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use idgate::tls::stream::{NetRead, NetWrite};
 use idgate::wire::framing::{PacketReader, PacketWriter};
 use idgate::wire::handshake::{self, ServerGreeting, UserDb};
 use idgate::wire::packets;
@@ -132,9 +133,12 @@ proptest! {
     fn handshake_never_panics(first in bytes(120), second in bytes(60), valid_header in any::<bool>()) {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
-            let (client, server) = tokio::io::duplex(1 << 16);
-            let (sr, sw) = tokio::io::split(server);
-            let (_cr, mut cw) = tokio::io::split(client);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+                .await
+                .unwrap();
+            let (server, _) = listener.accept().await.unwrap();
+            let (sr, sw) = server.into_split();
             let mut input = Vec::new();
             for (i, p) in [&first, &second].into_iter().enumerate() {
                 if valid_header {
@@ -143,14 +147,19 @@ proptest! {
                 }
                 input.extend_from_slice(p);
             }
-            tokio::io::AsyncWriteExt::write_all(&mut cw, &input).await.unwrap();
-            drop(cw);
+            tokio::io::AsyncWriteExt::write_all(&mut client, &input).await.unwrap();
+            tokio::io::AsyncWriteExt::shutdown(&mut client).await.unwrap();
             let mut users = UserDb::default();
             users.insert("app", idgate::wire::auth::hash_password("pw"));
-            let mut r = PacketReader::new(sr, 64 * 1024);
-            let mut w = PacketWriter::new(sw);
-            let greeting = ServerGreeting { version: b"10.11-idgate", connection_id: 1, collation: 45 };
-            let run = handshake::accept(&mut r, &mut w, &greeting, &users, "127.0.0.1");
+            let mut r = PacketReader::new(NetRead::Plain(sr), 64 * 1024);
+            let mut w = PacketWriter::new(NetWrite::Plain(sw));
+            let greeting = ServerGreeting {
+                version: b"10.11-idgate",
+                connection_id: 1,
+                collation: 45,
+                tls: false,
+            };
+            let run = handshake::accept(&mut r, &mut w, &greeting, &users, "127.0.0.1", None);
             let out = tokio::time::timeout(Duration::from_secs(5), run).await;
             assert!(out.is_ok(), "the handshake waited although the client had hung up");
         });

@@ -4,12 +4,15 @@
 mod schema;
 mod secrets;
 pub mod tables;
+pub mod tls;
 mod validate;
 mod validate_tables;
+mod validate_tls;
 
 pub use schema::{
     Backend, BackendAccount, CommitMode, Config, PoolSettings, SequenceStore, Transactions, User,
 };
+pub use tls::{BackendTls, BackendTlsMode, ServerTls, TlsFiles};
 
 use std::path::Path;
 
@@ -47,6 +50,7 @@ impl Config {
         secrets::resolve(&mut cfg)?;
         validate::validate(&cfg)?;
         validate_tables::validate(&cfg)?;
+        validate_tls::validate(&cfg)?;
         Ok(cfg)
     }
 

@@ -42,6 +42,12 @@ pub struct Config {
     /// How a transaction that wrote on several backends commits.
     #[serde(default)]
     pub transactions: Transactions,
+    /// TLS for clients: `auto` or `{cert, key}`; absent = clients connect in plain TCP only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<Spanned<super::tls::ServerTls>>,
+    /// Refuse every client that did not connect with TLS (MariaDB's require_secure_transport).
+    #[serde(default)]
+    pub require_secure_transport: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -125,6 +131,9 @@ pub struct User {
     /// Generators this user may call directly (`NEXTVAL`, `NEXT n VALUES`); all when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generators: Option<Vec<String>>,
+    /// Log in only over TLS (as a MariaDB account with REQUIRE SSL).
+    #[serde(default)]
+    pub require_tls: bool,
 }
 
 /// A backend login of a user's own.
@@ -178,6 +187,9 @@ pub struct Backend {
     pub failover_addresses: Vec<String>,
     #[serde(default)]
     pub pool: PoolSettings,
+    /// TLS to this backend (default: disabled).
+    #[serde(default)]
+    pub tls: super::tls::BackendTls,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -6,12 +6,14 @@ use std::time::{Duration, Instant};
 use mysql_common::constants::{CapabilityFlags, StatusFlags};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, AuthSwitchRequest, HandshakePacket};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
 use crate::config::Backend;
+use crate::tls::{NetRead, NetWrite};
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
 use crate::wire::packets;
+
+mod tls;
 
 /// utf8mb4_general_ci: what every pooled connection starts with; sessions that asked for another
 /// collation get `SET NAMES` when they take the connection.
@@ -36,6 +38,9 @@ pub enum BackendError {
     Protocol(String),
     #[error("backend error {code}: {message}")]
     Server { code: u16, message: String },
+    /// TLS to the backend was required and could not be set up (or its certificate failed).
+    #[error("backend `{backend}`: {message}")]
+    Tls { backend: String, message: String },
     #[error("timed out connecting to backend `{0}`")]
     Timeout(String),
     /// Writing to the client failed while relaying; the client is gone.
@@ -58,8 +63,8 @@ pub enum CurrentDb {
 }
 
 pub struct BackendConn {
-    reader: PacketReader<OwnedReadHalf>,
-    writer: PacketWriter<OwnedWriteHalf>,
+    reader: PacketReader<NetRead>,
+    writer: PacketWriter<NetWrite>,
     pub connection_id: u32,
     pub server_version: Vec<u8>,
     pub found_rows: bool,
@@ -133,8 +138,8 @@ impl BackendConn {
         let _ = stream.set_nodelay(true);
         let (r, w) = stream.into_split();
         let mut conn = BackendConn {
-            reader: PacketReader::new(r, BACKEND_PACKET_LIMIT),
-            writer: PacketWriter::new(w),
+            reader: PacketReader::new(NetRead::Plain(r), BACKEND_PACKET_LIMIT),
+            writer: PacketWriter::new(NetWrite::Plain(w)),
             connection_id: 0,
             server_version: Vec::new(),
             found_rows,
@@ -169,6 +174,7 @@ impl BackendConn {
             .parse(())
             .map_err(|e| BackendError::Protocol(format!("handshake: {e}")))?;
         self.connection_id = hs.connection_id();
+        let server_caps = hs.capabilities();
         self.server_version = hs.server_version_ref().to_vec();
         let nonce = hs.nonce();
         self.nonce = nonce.clone();
@@ -187,8 +193,8 @@ impl BackendConn {
             .unwrap_or_default();
 
         // HandshakeResponse41, written out so the collation is ours.
-        let caps = capabilities(self.found_rows);
         self.writer.seq = self.reader.seq;
+        let caps = capabilities(self.found_rows) | self.start_tls(name, cfg, server_caps).await?;
         let start = self.writer.begin();
         let b = self.writer.payload();
         b.extend_from_slice(&caps.bits().to_le_bytes());

@@ -26,6 +26,7 @@ use tracing::debug;
 use crate::exec::backend::CurrentDb;
 use crate::exec::Lease;
 use crate::proxy::Proxy;
+use crate::tls::{NetRead, NetWrite};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
 use crate::wire::handshake::{self, ClientHello, Login, ServerGreeting};
@@ -86,26 +87,23 @@ pub enum End {
 }
 
 /// Runs a client connection from the handshake to its end.
-pub async fn run<R, W>(
+pub async fn run(
     proxy: Arc<Proxy>,
-    reader: R,
-    writer: W,
+    reader: tokio::net::tcp::OwnedReadHalf,
+    writer: tokio::net::tcp::OwnedWriteHalf,
     peer_host: String,
     shutdown: tokio::sync::watch::Receiver<bool>,
-) -> End
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
+) -> End {
     let connection_id = proxy.next_connection_id();
     let limit = proxy.config.max_packet_size as usize;
     // Handshake packets are small; a client cannot make idgate buffer a huge one before login.
-    let mut reader = PacketReader::new(reader, 64 * 1024);
-    let mut writer = PacketWriter::new(writer);
+    let mut reader = PacketReader::new(NetRead::Plain(reader), 64 * 1024);
+    let mut writer = PacketWriter::new(NetWrite::Plain(writer));
     let greeting = ServerGreeting {
         version: &proxy.server_version,
         connection_id,
         collation: crate::exec::backend::POOL_COLLATION,
+        tls: proxy.tls.is_some(),
     };
     let login = handshake::accept(
         &mut reader,
@@ -113,6 +111,7 @@ where
         &greeting,
         &proxy.users,
         &peer_host,
+        proxy.tls.as_ref(),
     )
     .await;
     let hello = match login {
@@ -127,7 +126,7 @@ where
         user = %String::from_utf8_lossy(&hello.user)
     );
     let _enter = span.enter();
-    debug!(peer = %peer_host, "logged in");
+    debug!(peer = %peer_host, tls = hello.secure, "logged in");
     let multi_statements = hello
         .capabilities
         .contains(mysql_common::constants::CapabilityFlags::CLIENT_MULTI_STATEMENTS);

@@ -22,6 +22,8 @@ pub struct MariaDb {
     pub port: u16,
     pub dir: PathBuf,
     child: Mutex<Option<Child>>,
+    /// More server options (`--ssl-cert=…`, `--require-secure-transport=ON`).
+    extra_args: Vec<String>,
 }
 
 pub(super) fn find(names: &[&str]) -> Result<PathBuf, String> {
@@ -114,6 +116,11 @@ impl MariaDb {
 
     /// Starts a fresh server on `port`.
     pub fn start_on(port: u16) -> Result<MariaDb, String> {
+        Self::start_with_args(port, &[])
+    }
+
+    /// Starts a fresh server on `port` with more command-line options, e.g. for TLS.
+    pub fn start_with_args(port: u16, extra_args: &[String]) -> Result<MariaDb, String> {
         let base =
             std::env::temp_dir().join(format!("idgate-mariadb-{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
@@ -141,6 +148,7 @@ impl MariaDb {
             port,
             dir: base,
             child: Mutex::new(None),
+            extra_args: extra_args.to_vec(),
         };
         db.spawn()?;
         Ok(db)
@@ -171,6 +179,7 @@ impl MariaDb {
                 "--character-set-server=utf8mb4",
                 "--collation-server=utf8mb4_general_ci",
             ])
+            .args(&self.extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());

@@ -105,6 +105,55 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         }
     }
 
+    /// Reads one packet straight from the stream, never past its end, so whatever follows stays
+    /// in the socket (the TLS ClientHello a client sends right after its SSLRequest). Only for a
+    /// packet under the limit with nothing buffered; anything else is an error.
+    pub async fn read_unbuffered(&mut self, buf: &mut Vec<u8>) -> Result<(), FrameError> {
+        if !self.inner.buffer().is_empty() {
+            return Err(FrameError::Io(io::Error::other(
+                "bytes already buffered before an unbuffered read",
+            )));
+        }
+        let stream = self.inner.get_mut();
+        let mut header = [0u8; 4];
+        if let Err(e) = stream.read_exact(&mut header).await {
+            return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
+                FrameError::Closed
+            } else {
+                FrameError::Io(e)
+            });
+        }
+        let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+        if header[3] != self.seq {
+            return Err(FrameError::OutOfOrder {
+                expected: self.seq,
+                got: header[3],
+            });
+        }
+        if len > self.limit || len == MAX_CHUNK {
+            return Err(FrameError::TooLarge {
+                size: len,
+                limit: self.limit,
+            });
+        }
+        self.seq = self.seq.wrapping_add(1);
+        buf.clear();
+        buf.resize(len, 0);
+        stream.read_exact(buf).await?;
+        Ok(())
+    }
+
+    /// The stream underneath, to replace it (by an encrypted one) between packets; `buffered`
+    /// must be 0 then.
+    pub fn stream_mut(&mut self) -> &mut R {
+        self.inner.get_mut()
+    }
+
+    /// Bytes read from the stream and not yet returned as packets.
+    pub fn buffered(&self) -> usize {
+        self.inner.buffer().len()
+    }
+
     async fn skip(&mut self, mut len: usize) -> Result<(), FrameError> {
         let mut sink = [0u8; 8192];
         while len > 0 {
@@ -130,6 +179,11 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
             buf: Vec::with_capacity(16 * 1024),
             seq: 0,
         }
+    }
+
+    /// The stream underneath, to replace it between packets (flush first).
+    pub fn stream_mut(&mut self) -> &mut W {
+        &mut self.inner
     }
 
     /// The underlying stream (tests read what was written to a `Vec<u8>`).

@@ -2,7 +2,7 @@
 //! response, the switch to mysql_native_password for clients that open with another plugin, and
 //! the same check again for COM_CHANGE_USER.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use mysql_common::constants::{CapabilityFlags, StatusFlags};
 use mysql_common::io::ParseBuf;
@@ -12,12 +12,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::auth::{self, NativeHash};
 use super::errors::{self, SqlError};
 use super::framing::{FrameError, PacketReader, PacketWriter};
+use crate::tls::{NetRead, NetWrite};
 
 const NATIVE: &[u8] = b"mysql_native_password";
 
 /// What idgate offers. LOCAL_FILES lets the default backend ask the client for a LOAD DATA
-/// LOCAL file, which idgate carries across without reading any file itself. Not offered: SSL
-/// (later), SESSION_TRACK and the MariaDB extended capabilities (bulk execute): idgate would have
+/// LOCAL file, which idgate carries across without reading any file itself. SSL is added when
+/// TLS is configured (see `ServerGreeting::tls`). Not offered: SESSION_TRACK and the MariaDB extended capabilities (bulk execute): idgate would have
 /// to interpret them rather than relay.
 pub fn server_capabilities() -> CapabilityFlags {
     use CapabilityFlags as C;
@@ -46,11 +47,28 @@ pub fn server_capabilities() -> CapabilityFlags {
 #[derive(Default)]
 pub struct UserDb {
     users: HashMap<Vec<u8>, Option<NativeHash>>,
+    /// Users who may log in only over TLS (`require_tls`).
+    tls_only: HashSet<Vec<u8>>,
+    /// Everyone must (`require_secure_transport`).
+    all_tls_only: bool,
 }
 
 impl UserDb {
     pub fn insert(&mut self, name: &str, hash: Option<NativeHash>) {
         self.users.insert(name.as_bytes().to_vec(), hash);
+    }
+
+    pub fn require_tls(&mut self, name: &str) {
+        self.tls_only.insert(name.as_bytes().to_vec());
+    }
+
+    pub fn require_tls_for_all(&mut self, yes: bool) {
+        self.all_tls_only = yes;
+    }
+
+    /// Whether `user` must be connected over TLS to log in.
+    pub fn needs_tls(&self, user: &[u8]) -> bool {
+        self.all_tls_only || self.tls_only.contains(user)
     }
 
     fn check(&self, user: &[u8], scramble: &[u8; 20], answer: &[u8]) -> bool {
@@ -69,12 +87,16 @@ pub struct ClientHello {
     pub capabilities: CapabilityFlags,
     pub collation: u8,
     pub scramble: [u8; 20],
+    /// The connection is encrypted (TLS): a password may travel in clear inside it.
+    pub secure: bool,
 }
 
 pub struct ServerGreeting<'a> {
     pub version: &'a [u8],
     pub connection_id: u32,
     pub collation: u8,
+    /// TLS is configured: offer CLIENT_SSL.
+    pub tls: bool,
 }
 
 fn write_greeting<W: AsyncWrite + Unpin>(
@@ -82,7 +104,10 @@ fn write_greeting<W: AsyncWrite + Unpin>(
     g: &ServerGreeting,
     scramble: &[u8; 20],
 ) {
-    let caps = server_capabilities().bits();
+    let mut caps = server_capabilities().bits();
+    if g.tls {
+        caps |= CapabilityFlags::CLIENT_SSL.bits();
+    }
     let start = w.begin();
     let b = w.payload();
     b.push(10);
@@ -137,26 +162,23 @@ pub enum Login {
     Refused,
 }
 
-/// Runs the connection phase; on success the caller sends the OK (after checking the database).
-pub async fn accept<R, W>(
-    r: &mut PacketReader<R>,
-    w: &mut PacketWriter<W>,
+/// Runs the connection phase (switching to TLS when the client asks and `tls` is configured); on
+/// success the caller sends the OK (after checking the database).
+pub async fn accept(
+    r: &mut PacketReader<NetRead>,
+    w: &mut PacketWriter<NetWrite>,
     greeting: &ServerGreeting<'_>,
     users: &UserDb,
     peer_host: &str,
-) -> Result<Login, FrameError>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
+    tls: Option<&tokio_rustls::TlsAcceptor>,
+) -> Result<Login, FrameError> {
     let scramble = auth::new_scramble();
     w.seq = 0;
     write_greeting(w, greeting, &scramble);
     w.flush().await?;
     r.seq = w.seq;
     let mut buf = Vec::new();
-    r.read(&mut buf).await?;
-    w.seq = r.seq;
+    let secure = super::tls_login::read_response(r, w, tls, &mut buf).await?;
 
     let parsed = ParseBuf(&buf).parse::<HandshakeResponse>(());
     let Ok(resp) = parsed else {
@@ -182,7 +204,9 @@ where
     if !native {
         answer = switch_to_native(r, w, &scramble, &mut buf).await?;
     }
-    if !users.check(&user, &scramble, &answer) {
+    // Without TLS a require_tls user is refused exactly like a wrong password, after the
+    // password exchange, as MariaDB refuses REQUIRE SSL and require_secure_transport.
+    if !users.check(&user, &scramble, &answer) || (!secure && users.needs_tls(&user)) {
         return refuse(
             w,
             errors::access_denied(&user, peer_host, !answer.is_empty()),
@@ -195,6 +219,7 @@ where
         capabilities,
         collation,
         scramble,
+        secure,
     }))
 }
 
@@ -246,7 +271,7 @@ where
         let mut buf = Vec::new();
         answer = switch_to_native(r, w, &hello.scramble, &mut buf).await?;
     }
-    if !users.check(&user, &hello.scramble, &answer) {
+    if !users.check(&user, &hello.scramble, &answer) || (!hello.secure && users.needs_tls(&user)) {
         refuse(
             w,
             errors::access_denied(&user, peer_host, !answer.is_empty()),

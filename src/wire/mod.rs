@@ -8,3 +8,4 @@ pub mod framing;
 pub mod handshake;
 pub mod packets;
 pub mod stmt_execute;
+pub mod tls_login;

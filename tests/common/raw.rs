@@ -44,6 +44,7 @@ pub fn connect_backend(
         password_file: None,
         failover_addresses: Vec::new(),
         pool: PoolSettings::default(),
+        tls: Default::default(),
     };
     let mut conn = rt
         .block_on(BackendConn::connect(

@@ -1,0 +1,146 @@
+//! A connection's read and write halves, plain TCP or TLS. Plain halves are tokio's owned TCP
+//! halves (no lock between them); only a TLS stream, which reads and writes one shared state, is
+//! split with a lock. Sessions and backend connections are one type either way, so the code
+//! above is compiled once.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf, ReadHalf, WriteHalf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio_rustls::{TlsAcceptor, TlsConnector, TlsStream};
+
+pub enum NetRead {
+    Plain(OwnedReadHalf),
+    Tls(ReadHalf<TlsStream<TcpStream>>),
+    /// Only while the connection is being switched to TLS (or after that failed).
+    Detached,
+}
+
+pub enum NetWrite {
+    Plain(OwnedWriteHalf),
+    Tls(WriteHalf<TlsStream<TcpStream>>),
+    Detached,
+}
+
+fn detached() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        "connection closed during TLS setup",
+    )
+}
+
+impl AsyncRead for NetRead {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            NetRead::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            NetRead::Tls(s) => Pin::new(s).poll_read(cx, buf),
+            NetRead::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+}
+
+impl AsyncWrite for NetWrite {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            NetWrite::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            NetWrite::Tls(s) => Pin::new(s).poll_write(cx, buf),
+            NetWrite::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            NetWrite::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            NetWrite::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            NetWrite::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            NetWrite::Plain(s) => s.is_write_vectored(),
+            NetWrite::Tls(s) => s.is_write_vectored(),
+            NetWrite::Detached => false,
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            NetWrite::Plain(s) => Pin::new(s).poll_flush(cx),
+            NetWrite::Tls(s) => Pin::new(s).poll_flush(cx),
+            NetWrite::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            NetWrite::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            NetWrite::Tls(s) => Pin::new(s).poll_shutdown(cx),
+            NetWrite::Detached => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl NetRead {
+    pub fn is_tls(&self) -> bool {
+        matches!(self, NetRead::Tls(_))
+    }
+}
+
+/// Takes the plain halves back out as one socket; both ends are left `Detached`.
+fn take_tcp(r: &mut NetRead, w: &mut NetWrite) -> io::Result<TcpStream> {
+    match (
+        std::mem::replace(r, NetRead::Detached),
+        std::mem::replace(w, NetWrite::Detached),
+    ) {
+        (NetRead::Plain(r), NetWrite::Plain(w)) => r
+            .reunite(w)
+            .map_err(|_| io::Error::other("read and write halves of different sockets")),
+        _ => Err(io::Error::other("the connection is not plain TCP")),
+    }
+}
+
+fn put_tls(r: &mut NetRead, w: &mut NetWrite, tls: TlsStream<TcpStream>) {
+    let (tr, tw) = tokio::io::split(tls);
+    *r = NetRead::Tls(tr);
+    *w = NetWrite::Tls(tw);
+}
+
+/// Server side: runs the TLS handshake on the socket, which then carries the rest encrypted.
+/// Nothing may be buffered above the halves (the client's ClientHello must still be in the
+/// socket).
+pub async fn accept(r: &mut NetRead, w: &mut NetWrite, acceptor: &TlsAcceptor) -> io::Result<()> {
+    let tcp = take_tcp(r, w)?;
+    let tls = acceptor.accept(tcp).await?;
+    put_tls(r, w, TlsStream::Server(tls));
+    Ok(())
+}
+
+/// Client side (to a backend), as `accept`.
+pub async fn connect(
+    r: &mut NetRead,
+    w: &mut NetWrite,
+    connector: &TlsConnector,
+    name: ServerName<'static>,
+) -> io::Result<()> {
+    let tcp = take_tcp(r, w)?;
+    let tls = connector.connect(name, tcp).await?;
+    put_tls(r, w, TlsStream::Client(tls));
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! The switch to TLS during the connection phase: a client that saw CLIENT_SSL in the greeting
+//! may answer with an SSLRequest (the first 32 bytes of a HandshakeResponse, CLIENT_SSL set),
+//! run the TLS handshake on the socket, and send its real HandshakeResponse encrypted, with the
+//! sequence ids continuing.
+
+use std::io;
+use std::time::Duration;
+
+use mysql_common::constants::CapabilityFlags;
+use tokio_rustls::TlsAcceptor;
+
+use super::framing::{FrameError, PacketReader, PacketWriter};
+use crate::tls::{stream, NetRead, NetWrite};
+
+/// A client gets this long for its TLS handshake.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Length of an SSLRequest: capabilities, max packet size, collation, 23 reserved bytes.
+const SSL_REQUEST_LEN: usize = 32;
+
+pub fn is_ssl_request(packet: &[u8]) -> bool {
+    packet.len() == SSL_REQUEST_LEN
+        && CapabilityFlags::from_bits_truncate(u32::from_le_bytes([
+            packet[0], packet[1], packet[2], packet[3],
+        ]))
+        .contains(CapabilityFlags::CLIENT_SSL)
+}
+
+/// Reads the client's first answer to the greeting into `buf`: with TLS offered, an SSLRequest
+/// is followed by the handshake and the HandshakeResponse read over TLS. Returns whether the
+/// connection is now encrypted.
+pub async fn read_response(
+    r: &mut PacketReader<NetRead>,
+    w: &mut PacketWriter<NetWrite>,
+    tls: Option<&TlsAcceptor>,
+    buf: &mut Vec<u8>,
+) -> Result<bool, FrameError> {
+    let Some(acceptor) = tls else {
+        r.read(buf).await?;
+        w.seq = r.seq;
+        return Ok(false);
+    };
+    // Not through the read buffer: the ClientHello behind an SSLRequest must stay in the socket.
+    r.read_unbuffered(buf).await?;
+    w.seq = r.seq;
+    if !is_ssl_request(buf) {
+        return Ok(false);
+    }
+    w.flush().await?;
+    let handshake = stream::accept(r.stream_mut(), w.stream_mut(), acceptor);
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(done) => done?,
+        Err(_) => {
+            return Err(FrameError::Io(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "TLS handshake not finished in time",
+            )))
+        }
+    }
+    r.read(buf).await?;
+    w.seq = r.seq;
+    Ok(true)
+}
