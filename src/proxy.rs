@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::config::Config;
+use crate::config::{AuthPluginName, Config};
 use crate::exec::BackendPool;
 use crate::idgen::IdGen;
 use crate::route::Tables;
@@ -37,16 +37,7 @@ impl Proxy {
         idgen: IdGen,
         xa: Option<Arc<crate::xa::Coordinator>>,
     ) -> Arc<Proxy> {
-        let mut users = UserDb::default();
-        for u in &config.users {
-            let u = &u.value;
-            let hash = match (&u.password_hash, &u.password) {
-                (Some(h), _) => auth::parse_native_hash(h).flatten(),
-                (None, Some(p)) => auth::hash_password(p),
-                (None, None) => None,
-            };
-            users.insert(&u.name, hash);
-        }
+        let users = auth_users(&config);
         let pools: HashMap<_, _> = config
             .backends
             .iter()
@@ -73,6 +64,38 @@ impl Proxy {
     pub fn next_connection_id(&self) -> u32 {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
+}
+
+/// The configured users with their hashes (both derived from a clear-text password), the
+/// greeting's plugin, and the RSA key, prepared in the background when a user may need it.
+fn auth_users(config: &Config) -> UserDb {
+    let mut users = UserDb::default();
+    users.default_plugin = match config.default_auth_plugin {
+        AuthPluginName::MysqlNativePassword => auth::Plugin::Native,
+        AuthPluginName::CachingSha2Password => auth::Plugin::CachingSha2,
+    };
+    users.key = auth::rsa::KeySource::new(config.rsa_key.as_ref().map(|k| k.value.clone().into()));
+    for u in &config.users {
+        let u = &u.value;
+        let entry = match &u.password {
+            Some(p) => auth::UserAuth {
+                native: Some(auth::hash_password(p)),
+                caching_sha2: Some(auth::hash_password_sha2(p)),
+            },
+            None => auth::UserAuth {
+                native: u.password_hash.as_deref().and_then(auth::parse_native_hash),
+                caching_sha2: u
+                    .caching_sha2_hash
+                    .as_deref()
+                    .and_then(auth::parse_sha2_hash),
+            },
+        };
+        users.insert(&u.name, entry);
+    }
+    if users.any_caching_sha2() {
+        users.key.prepare();
+    }
+    users
 }
 
 /// A mysql_async pool on the sequence store, with its database created if missing.

@@ -6,7 +6,9 @@ pub mod tables;
 mod validate;
 mod validate_tables;
 
-pub use schema::{Backend, CommitMode, Config, PoolSettings, SequenceStore, Transactions, User};
+pub use schema::{
+    AuthPluginName, Backend, CommitMode, Config, PoolSettings, SequenceStore, Transactions, User,
+};
 
 use std::path::Path;
 

@@ -42,6 +42,24 @@ pub struct Config {
     /// How a transaction that wrote on several backends commits.
     #[serde(default)]
     pub transactions: Transactions,
+    /// The authentication plugin idgate's greeting names; clients whose user has no hash for
+    /// the plugin they answer with are switched to one it has.
+    #[serde(default)]
+    pub default_auth_plugin: AuthPluginName,
+    /// PEM file with the RSA private key for caching_sha2_password without TLS; generated at
+    /// start (2048 bits) when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rsa_key: Option<Spanned<String>>,
+}
+
+/// Authentication plugins idgate can check as a server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthPluginName {
+    /// What MariaDB names, whose version idgate shows.
+    #[default]
+    MysqlNativePassword,
+    CachingSha2Password,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -106,6 +124,10 @@ pub struct User {
     /// `SELECT PASSWORD('secret')` on MariaDB prints it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password_hash: Option<String>,
+    /// caching_sha2_password hash: 64 hex digits of SHA256(SHA256(password)), as
+    /// `idgate hash-password` prints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caching_sha2_hash: Option<String>,
     /// Clear-text password; needs `allow_plaintext_passwords: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,

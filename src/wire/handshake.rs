@@ -1,19 +1,17 @@
 //! Connection phase, server side: the initial handshake with a fresh scramble, the client's
-//! response, the switch to mysql_native_password for clients that open with another plugin, and
-//! the same check again for COM_CHANGE_USER.
-
-use std::collections::HashMap;
+//! response, the authentication exchange (`auth::conversation`: plugin switch, caching_sha2
+//! fast and full paths), and the same again for COM_CHANGE_USER.
 
 use mysql_common::constants::{CapabilityFlags, StatusFlags};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::HandshakeResponse;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::auth::{self, NativeHash};
+use super::auth::conversation::{self, Attempt, Verdict};
+pub use super::auth::UserDb;
+use super::auth::{self, Plugin};
 use super::errors::{self, SqlError};
 use super::framing::{FrameError, PacketReader, PacketWriter};
-
-const NATIVE: &[u8] = b"mysql_native_password";
 
 /// What idgate offers. LOCAL_FILES lets the default backend ask the client for a LOAD DATA
 /// LOCAL file, which idgate carries across without reading any file itself. Not offered: SSL
@@ -42,25 +40,6 @@ pub fn server_capabilities() -> CapabilityFlags {
         | C::CLIENT_DEPRECATE_EOF
 }
 
-/// The users clients may log in as, by name.
-#[derive(Default)]
-pub struct UserDb {
-    users: HashMap<Vec<u8>, Option<NativeHash>>,
-}
-
-impl UserDb {
-    pub fn insert(&mut self, name: &str, hash: Option<NativeHash>) {
-        self.users.insert(name.as_bytes().to_vec(), hash);
-    }
-
-    fn check(&self, user: &[u8], scramble: &[u8; 20], answer: &[u8]) -> bool {
-        match self.users.get(user) {
-            Some(stored) => auth::verify_native(scramble, stored.as_ref(), answer),
-            None => false,
-        }
-    }
-}
-
 /// What a client said about itself when it logged in.
 #[derive(Debug, Clone)]
 pub struct ClientHello {
@@ -69,6 +48,8 @@ pub struct ClientHello {
     pub capabilities: CapabilityFlags,
     pub collation: u8,
     pub scramble: [u8; 20],
+    /// The connection runs over TLS (full authentication may send the password in clear).
+    pub secure: bool,
 }
 
 pub struct ServerGreeting<'a> {
@@ -81,6 +62,7 @@ fn write_greeting<W: AsyncWrite + Unpin>(
     w: &mut PacketWriter<W>,
     g: &ServerGreeting,
     scramble: &[u8; 20],
+    plugin: Plugin,
 ) {
     let caps = server_capabilities().bits();
     let start = w.begin();
@@ -99,35 +81,9 @@ fn write_greeting<W: AsyncWrite + Unpin>(
     b.extend_from_slice(&[0; 10]);
     b.extend_from_slice(&scramble[8..]);
     b.push(0);
-    b.extend_from_slice(NATIVE);
+    b.extend_from_slice(plugin.name());
     b.push(0);
     w.end(start);
-}
-
-/// Asks the client to answer the scramble again with mysql_native_password; returns its answer.
-async fn switch_to_native<R, W>(
-    r: &mut PacketReader<R>,
-    w: &mut PacketWriter<W>,
-    scramble: &[u8; 20],
-    buf: &mut Vec<u8>,
-) -> Result<Vec<u8>, FrameError>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let start = w.begin();
-    let b = w.payload();
-    b.push(0xfe);
-    b.extend_from_slice(NATIVE);
-    b.push(0);
-    b.extend_from_slice(scramble);
-    b.push(0);
-    w.end(start);
-    w.flush().await?;
-    r.seq = w.seq;
-    r.read(buf).await?;
-    w.seq = r.seq;
-    Ok(buf.clone())
 }
 
 /// Outcome of the connection phase.
@@ -150,8 +106,10 @@ where
     W: AsyncWrite + Unpin,
 {
     let scramble = auth::new_scramble();
+    // Set once the connection has been upgraded to TLS.
+    let secure = false;
     w.seq = 0;
-    write_greeting(w, greeting, &scramble);
+    write_greeting(w, greeting, &scramble, users.default_plugin);
     w.flush().await?;
     r.seq = w.seq;
     let mut buf = Vec::new();
@@ -175,19 +133,21 @@ where
     let db = resp.db_name().filter(|d| !d.is_empty()).map(<[u8]>::to_vec);
     let collation = resp.collation();
     let client_plugin = resp.auth_plugin().map(|p| p.as_bytes().to_vec());
-    let mut answer = resp.scramble_buf().to_vec();
+    let answer = resp.scramble_buf().to_vec();
     drop(resp);
 
-    let native = client_plugin.as_deref().is_none_or(|p| p == NATIVE);
-    if !native {
-        answer = switch_to_native(r, w, &scramble, &mut buf).await?;
-    }
-    if !users.check(&user, &scramble, &answer) {
-        return refuse(
-            w,
-            errors::access_denied(&user, peer_host, !answer.is_empty()),
-        )
-        .await;
+    let attempt = Attempt {
+        user: &user,
+        scramble: &scramble,
+        client_plugin: client_plugin.as_deref(),
+        answer,
+        can_switch: capabilities.contains(CapabilityFlags::CLIENT_PLUGIN_AUTH),
+        secure,
+    };
+    if let Verdict::Denied { used_password } =
+        conversation::authenticate(r, w, users, attempt).await?
+    {
+        return refuse(w, errors::access_denied(&user, peer_host, used_password)).await;
     }
     Ok(Login::Accepted(ClientHello {
         user,
@@ -195,6 +155,7 @@ where
         capabilities,
         collation,
         scramble,
+        secure,
     }))
 }
 
@@ -236,22 +197,25 @@ where
     };
     let ParsedChangeUser {
         user,
-        mut answer,
+        answer,
         db,
         collation,
         plugin,
     } = cu;
-    let native = plugin.as_deref().is_none_or(|p| p == NATIVE);
-    if !native {
-        let mut buf = Vec::new();
-        answer = switch_to_native(r, w, &hello.scramble, &mut buf).await?;
-    }
-    if !users.check(&user, &hello.scramble, &answer) {
-        refuse(
-            w,
-            errors::access_denied(&user, peer_host, !answer.is_empty()),
-        )
-        .await?;
+    let attempt = Attempt {
+        user: &user,
+        scramble: &hello.scramble,
+        client_plugin: plugin.as_deref(),
+        answer,
+        can_switch: hello
+            .capabilities
+            .contains(CapabilityFlags::CLIENT_PLUGIN_AUTH),
+        secure: hello.secure,
+    };
+    if let Verdict::Denied { used_password } =
+        conversation::authenticate(r, w, users, attempt).await?
+    {
+        refuse(w, errors::access_denied(&user, peer_host, used_password)).await?;
         return Ok(None);
     }
     Ok(Some(ChangedUser {
