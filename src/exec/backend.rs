@@ -249,7 +249,11 @@ impl BackendConn {
                     Some(a) => a,
                     None => continue,
                 },
-                _ => return Err(BackendError::Protocol("unexpected packet during login".into())),
+                _ => {
+                    return Err(BackendError::Protocol(
+                        "unexpected packet during login".into(),
+                    ))
+                }
             };
             self.writer.write(&answer);
             self.writer.flush().await?;

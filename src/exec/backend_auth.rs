@@ -88,13 +88,11 @@ impl ClientAuth {
             Plugin::Sha256 if self.secure => self.clear_password(),
             Plugin::Sha256 => vec![SHA256_KEY_REQUEST],
             Plugin::Clear if self.secure => self.clear_password(),
-            Plugin::Clear => {
-                return Err(
-                    "the backend asks for the password in clear (mysql_clear_password), which idgate \
+            Plugin::Clear => return Err(
+                "the backend asks for the password in clear (mysql_clear_password), which idgate \
                      sends only over TLS"
-                        .into(),
-                )
-            }
+                    .into(),
+            ),
         })
     }
 
@@ -160,10 +158,12 @@ mod tests {
         assert_eq!(s.first_answer().unwrap(), vec![1]);
         let empty = ClientAuth::new(b"sha256_password", &nonce, "", false).unwrap();
         assert_eq!(empty.first_answer().unwrap(), vec![0]);
-        assert!(ClientAuth::new(b"mysql_clear_password", &nonce, "pw", false)
-            .unwrap()
-            .first_answer()
-            .is_err());
+        assert!(
+            ClientAuth::new(b"mysql_clear_password", &nonce, "pw", false)
+                .unwrap()
+                .first_answer()
+                .is_err()
+        );
         assert!(ClientAuth::new(b"client_ed25519", &nonce, "pw", false).is_err());
     }
 }
