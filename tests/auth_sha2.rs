@@ -409,3 +409,35 @@ fn backend_login_full_auth_and_sha256_password_over_rsa() {
         }
     }
 }
+
+#[test]
+fn change_user_runs_the_same_exchange() {
+    let g = start("caching_sha2_password");
+    let opts = |user: &str, pw: &str| {
+        mysql::OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(g.port)
+            .user(Some(user))
+            .pass(Some(pw))
+    };
+    // The mysql crate fetches the RSA key: full authentication, then COM_CHANGE_USER to the
+    // same user takes the fast path, to a native-only user a switch, and a wrong password 1045.
+    let mut c =
+        mysql::Conn::new(opts(SHA_USER, SHA_PW)).unwrap_or_else(|e| panic!("{e}\n{}", g.log()));
+    let one = |c: &mut mysql::Conn| c.query_first::<u32, _>("SELECT 41 + 1").unwrap();
+    assert_eq!(one(&mut c), Some(42));
+    c.change_user(Default::default())
+        .unwrap_or_else(|e| panic!("{e}\n{}", g.log()));
+    assert_eq!(one(&mut c), Some(42));
+    let to = |user: &str, pw: &str| {
+        mysql::ChangeUserOpts::default()
+            .with_user(Some(user.into()))
+            .with_pass(Some(pw.into()))
+    };
+    c.change_user(to(NAT_USER, NAT_PW)).unwrap();
+    assert_eq!(one(&mut c), Some(42));
+    c.change_user(to(SHA_USER, SHA_PW)).unwrap();
+    assert_eq!(one(&mut c), Some(42));
+    let e = c.change_user(to(SHA_USER, "wrong")).unwrap_err();
+    assert!(e.to_string().contains(&denied(SHA_USER)), "{e}");
+}
