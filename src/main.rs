@@ -27,6 +27,8 @@ enum Cmd {
     CheckConfig,
     /// Start throwaway MariaDB shards and idgate on the embedded demo configuration.
     Demo,
+    /// Read a password (one line) on stdin and print its hashes for a user in idgate.yaml.
+    HashPassword,
 }
 
 fn main() -> ExitCode {
@@ -60,7 +62,30 @@ fn main() -> ExitCode {
             serve(cfg)
         }
         Cmd::Demo => idgate::demo::run(),
+        Cmd::HashPassword => hash_password(),
     }
+}
+
+/// Prints both hashes as YAML keys of a user entry.
+fn hash_password() -> ExitCode {
+    let mut line = String::new();
+    if let Err(e) = std::io::stdin().read_line(&mut line) {
+        eprintln!("cannot read the password from stdin: {e}");
+        return ExitCode::FAILURE;
+    }
+    let password = line
+        .strip_suffix('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .unwrap_or(&line);
+    let native = idgate::wire::auth::hash_password(password)
+        .map(|h| format!("*{}", idgate::wire::auth::to_hex(&h)))
+        .unwrap_or_default();
+    let sha2 = idgate::wire::auth::hash_password_sha2(password)
+        .map(|h| idgate::wire::auth::to_hex(&h))
+        .unwrap_or_default();
+    println!("    password_hash: \"{native}\"");
+    println!("    caching_sha2_hash: \"{sha2}\"");
+    ExitCode::SUCCESS
 }
 
 fn serve(cfg: Config) -> ExitCode {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use crate::config::Config;
+use crate::config::{AuthPluginName, Config};
 use crate::exec::BackendPool;
 use crate::idgen::store_pool::StorePool;
 use crate::idgen::IdGen;
@@ -45,17 +45,10 @@ impl Proxy {
         xa: Option<Arc<crate::xa::Coordinator>>,
         tls: Option<tokio_rustls::TlsAcceptor>,
     ) -> Arc<Proxy> {
-        let mut users = UserDb::default();
+        let mut users = auth_users(&config);
         for u in &config.users {
-            let u = &u.value;
-            let hash = match (&u.password_hash, &u.password) {
-                (Some(h), _) => auth::parse_native_hash(h).flatten(),
-                (None, Some(p)) => auth::hash_password(p),
-                (None, None) => None,
-            };
-            users.insert(&u.name, hash);
-            if u.require_tls {
-                users.require_tls(&u.name);
+            if u.value.require_tls {
+                users.require_tls(&u.value.name);
             }
         }
         users.require_tls_for_all(config.require_secure_transport);
@@ -135,6 +128,38 @@ fn account_pools(
         }
     }
     out
+}
+
+/// The configured users with their hashes (both derived from a clear-text password), the
+/// greeting's plugin, and the RSA key, prepared in the background when a user may need it.
+fn auth_users(config: &Config) -> UserDb {
+    let mut users = UserDb::default();
+    users.default_plugin = match config.default_auth_plugin {
+        AuthPluginName::MysqlNativePassword => auth::Plugin::Native,
+        AuthPluginName::CachingSha2Password => auth::Plugin::CachingSha2,
+    };
+    users.key = auth::rsa::KeySource::new(config.rsa_key.as_ref().map(|k| k.value.clone().into()));
+    for u in &config.users {
+        let u = &u.value;
+        let entry = match &u.password {
+            Some(p) => auth::UserAuth {
+                native: Some(auth::hash_password(p)),
+                caching_sha2: Some(auth::hash_password_sha2(p)),
+            },
+            None => auth::UserAuth {
+                native: u.password_hash.as_deref().and_then(auth::parse_native_hash),
+                caching_sha2: u
+                    .caching_sha2_hash
+                    .as_deref()
+                    .and_then(auth::parse_sha2_hash),
+            },
+        };
+        users.insert(&u.name, entry);
+    }
+    if users.any_caching_sha2() {
+        users.key.prepare();
+    }
+    users
 }
 
 /// The sequence store's pool (on its backend and any failover nodes), with its database created

@@ -150,7 +150,13 @@ proptest! {
             tokio::io::AsyncWriteExt::write_all(&mut client, &input).await.unwrap();
             tokio::io::AsyncWriteExt::shutdown(&mut client).await.unwrap();
             let mut users = UserDb::default();
-            users.insert("app", idgate::wire::auth::hash_password("pw"));
+            users.insert(
+                "app",
+                idgate::wire::auth::UserAuth {
+                    native: Some(idgate::wire::auth::hash_password("pw")),
+                    caching_sha2: Some(idgate::wire::auth::hash_password_sha2("pw")),
+                },
+            );
             let mut r = PacketReader::new(NetRead::Plain(sr), 64 * 1024);
             let mut w = PacketWriter::new(NetWrite::Plain(sw));
             let greeting = ServerGreeting {

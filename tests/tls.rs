@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::clients::{compile_java, require_python_modules, require_tool, run, source_dir, Run};
 use common::idgate_proc::{config_for, APP_PASSWORD, APP_USER};
 use common::{Idgate, MariaDb, DATABASE, PASSWORD, USER};
-use idgate::config::{Backend, BackendTls, BackendTlsMode, Config, PoolSettings};
+use idgate::config::{Backend, BackendTls, BackendTlsMode, Config};
 use idgate::exec::{BackendConn, BackendError};
 use mysql::prelude::Queryable;
 
@@ -91,15 +91,8 @@ fn socket_conn(db: &MariaDb) -> mysql::Conn {
 
 fn backend_cfg(port: u16, user: &str, password: &str, tls: BackendTls) -> Backend {
     Backend {
-        host: "127.0.0.1".into(),
-        port,
-        user: user.into(),
-        password: password.into(),
-        password_env: None,
-        password_file: None,
-        failover_addresses: Vec::new(),
-        pool: PoolSettings::default(),
         tls,
+        ..Backend::new("127.0.0.1", port, user, password)
     }
 }
 

@@ -10,7 +10,8 @@ mod validate_tables;
 mod validate_tls;
 
 pub use schema::{
-    Backend, BackendAccount, CommitMode, Config, PoolSettings, SequenceStore, Transactions, User,
+    AuthPluginName, Backend, BackendAccount, CommitMode, Config, PoolSettings, SequenceStore,
+    Transactions, User,
 };
 pub use tls::{BackendTls, BackendTlsMode, ServerTls, TlsFiles};
 

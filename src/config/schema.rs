@@ -48,6 +48,24 @@ pub struct Config {
     /// Refuse every client that did not connect with TLS (MariaDB's require_secure_transport).
     #[serde(default)]
     pub require_secure_transport: bool,
+    /// The authentication plugin idgate's greeting names; clients whose user has no hash for
+    /// the plugin they answer with are switched to one it has.
+    #[serde(default)]
+    pub default_auth_plugin: AuthPluginName,
+    /// PEM file with the RSA private key for caching_sha2_password without TLS; generated at
+    /// start (2048 bits) when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rsa_key: Option<Spanned<String>>,
+}
+
+/// Authentication plugins idgate can check as a server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthPluginName {
+    /// What MariaDB names, whose version idgate shows.
+    #[default]
+    MysqlNativePassword,
+    CachingSha2Password,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -112,6 +130,10 @@ pub struct User {
     /// `SELECT PASSWORD('secret')` on MariaDB prints it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password_hash: Option<String>,
+    /// caching_sha2_password hash: 64 hex digits of SHA256(SHA256(password)), as
+    /// `idgate hash-password` prints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caching_sha2_hash: Option<String>,
     /// Clear-text password; needs `allow_plaintext_passwords: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
@@ -190,6 +212,24 @@ pub struct Backend {
     /// TLS to this backend (default: disabled).
     #[serde(default)]
     pub tls: super::tls::BackendTls,
+}
+
+impl Backend {
+    /// A backend at `host:port` logged in to as `user`, every other setting at its default (as an
+    /// entry with only those keys would be read).
+    pub fn new(host: &str, port: u16, user: &str, password: &str) -> Backend {
+        Backend {
+            host: host.into(),
+            port,
+            user: user.into(),
+            password: password.into(),
+            password_env: None,
+            password_file: None,
+            failover_addresses: Vec::new(),
+            pool: PoolSettings::default(),
+            tls: Default::default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

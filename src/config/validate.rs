@@ -39,47 +39,13 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
                 format!("user `{}` is listed twice", user.name),
             ));
         }
-        match (&user.password_hash, &user.password) {
-            (Some(_), Some(_)) => {
-                return Err(at(
-                    &u.referenced,
-                    format!(
-                        "user `{}`: give password_hash or password, not both",
-                        user.name
-                    ),
-                ))
-            }
-            (None, None) => {
-                return Err(at(
-                    &u.referenced,
-                    format!(
-                        "user `{}`: set password_hash (`SELECT PASSWORD('…')` prints it)",
-                        user.name
-                    ),
-                ))
-            }
-            (Some(h), None) => {
-                if crate::wire::auth::parse_native_hash(h).is_none() {
-                    return Err(at(
-                        &u.referenced,
-                        format!(
-                            "user `{}`: password_hash must be `*` and 40 hex digits, as `SELECT PASSWORD('…')` prints",
-                            user.name
-                        ),
-                    ));
-                }
-            }
-            (None, Some(_)) => {
-                if !cfg.allow_plaintext_passwords {
-                    return Err(at(
-                        &u.referenced,
-                        format!(
-                            "user `{}`: clear-text password needs allow_plaintext_passwords: true; use password_hash instead",
-                            user.name
-                        ),
-                    ));
-                }
-            }
+        if let Err(message) = check_user_secrets(user, cfg.allow_plaintext_passwords) {
+            return Err(at(&u.referenced, message));
+        }
+    }
+    if let Some(k) = &cfg.rsa_key {
+        if let Err(e) = crate::wire::auth::rsa::ServerKey::load(std::path::Path::new(&k.value)) {
+            return Err(at(&k.referenced, format!("rsa_key: {e}")));
         }
     }
     if cfg.backends.is_empty() {
@@ -166,6 +132,45 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
             return Err(at(
                 &n.referenced,
                 "transactions.node_id: use 1 to 32 letters, digits, `-`, `_` or `.`".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A user needs a native hash, a caching_sha2 hash (or both), or a clear-text password (demos).
+fn check_user_secrets(user: &super::User, plaintext_allowed: bool) -> Result<(), String> {
+    let name = &user.name;
+    let hashed = user.password_hash.is_some() || user.caching_sha2_hash.is_some();
+    match (&user.password, hashed) {
+        (Some(_), true) => {
+            return Err(format!(
+                "user `{name}`: give password_hash / caching_sha2_hash or password, not both"
+            ))
+        }
+        (None, false) => {
+            return Err(format!(
+                "user `{name}`: set password_hash or caching_sha2_hash (`idgate hash-password` prints both)"
+            ))
+        }
+        (Some(_), false) if !plaintext_allowed => {
+            return Err(format!(
+                "user `{name}`: clear-text password needs allow_plaintext_passwords: true; use password_hash or caching_sha2_hash instead"
+            ))
+        }
+        _ => {}
+    }
+    if let Some(h) = &user.password_hash {
+        if crate::wire::auth::parse_native_hash(h).is_none() {
+            return Err(format!(
+                "user `{name}`: password_hash must be `*` and 40 hex digits, as `SELECT PASSWORD('…')` prints"
+            ));
+        }
+    }
+    if let Some(h) = &user.caching_sha2_hash {
+        if crate::wire::auth::parse_sha2_hash(h).is_none() {
+            return Err(format!(
+                "user `{name}`: caching_sha2_hash must be 64 hex digits of SHA256(SHA256(password)), as `idgate hash-password` prints"
             ));
         }
     }

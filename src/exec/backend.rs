@@ -5,9 +5,10 @@ use std::time::{Duration, Instant};
 
 use mysql_common::constants::{CapabilityFlags, StatusFlags};
 use mysql_common::io::ParseBuf;
-use mysql_common::packets::{AuthPlugin, AuthSwitchRequest, HandshakePacket};
+use mysql_common::packets::{AuthSwitchRequest, HandshakePacket};
 use tokio::net::TcpStream;
 
+use super::backend_auth::ClientAuth;
 use crate::config::Backend;
 use crate::tls::{NetRead, NetWrite};
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
@@ -86,6 +87,10 @@ pub struct BackendConn {
     user: String,
     password: String,
     nonce: Vec<u8>,
+    /// The plugin the login ended with, for COM_CHANGE_USER.
+    auth_plugin: Vec<u8>,
+    /// The connection runs over TLS: full authentication may send the password in clear.
+    secure: bool,
 }
 
 fn capabilities(found_rows: bool) -> CapabilityFlags {
@@ -154,6 +159,8 @@ impl BackendConn {
             user: cfg.user.clone(),
             password: cfg.password.clone(),
             nonce: Vec::new(),
+            auth_plugin: Vec::new(),
+            secure: false,
         };
         conn.login(name, cfg).await?;
         Ok(conn)
@@ -178,23 +185,26 @@ impl BackendConn {
         self.server_version = hs.server_version_ref().to_vec();
         let nonce = hs.nonce();
         self.nonce = nonce.clone();
-        let mut plugin = hs
-            .auth_plugin()
-            .map(|p| p.into_owned())
-            .unwrap_or(AuthPlugin::MysqlNativePassword);
-        let pass = (!cfg.password.is_empty()).then_some(cfg.password.as_str());
-        let data = plugin
-            .gen_data(pass, &nonce)
-            .map(|d| {
-                let mut v = Vec::new();
-                mysql_common::proto::MySerialize::serialize(&d, &mut v);
-                v
-            })
-            .unwrap_or_default();
+        let greeting_plugin = hs.auth_plugin().map(|p| p.as_bytes().to_vec());
+        drop(hs);
+
+        self.writer.seq = self.reader.seq;
+        let tls = self.start_tls(name, cfg, server_caps).await?;
+        // Inside TLS a password may go in clear (caching_sha2 full authentication).
+        self.secure = tls.contains(CapabilityFlags::CLIENT_SSL);
+        // A greeting plugin idgate does not speak is answered with mysql_native_password, as
+        // MySQL clients do with their default; the server switches if the user needs another.
+        let auth = greeting_plugin
+            .and_then(|p| ClientAuth::new(&p, &nonce, &cfg.password, self.secure).ok())
+            .map_or_else(
+                || ClientAuth::new(b"mysql_native_password", &nonce, &cfg.password, self.secure),
+                Ok,
+            )
+            .map_err(login_err)?;
+        let data = auth.first_answer().map_err(login_err)?;
 
         // HandshakeResponse41, written out so the collation is ours.
-        self.writer.seq = self.reader.seq;
-        let caps = capabilities(self.found_rows) | self.start_tls(name, cfg, server_caps).await?;
+        let caps = capabilities(self.found_rows) | tls;
         let start = self.writer.begin();
         let b = self.writer.payload();
         b.extend_from_slice(&caps.bits().to_le_bytes());
@@ -204,48 +214,66 @@ impl BackendConn {
         b.extend_from_slice(cfg.user.as_bytes());
         b.push(0);
         packets::put_lenenc_str(b, &data);
-        b.extend_from_slice(plugin.as_bytes());
+        b.extend_from_slice(auth.plugin_name());
         b.push(0);
         self.writer.end(start);
         self.writer.flush().await?;
         self.reader.seq = self.writer.seq;
+        self.finish_auth(auth).await.map_err(|e| match e {
+            BackendError::Server { message, .. } | BackendError::Protocol(message) => {
+                login_err(message)
+            }
+            other => other,
+        })
+    }
 
+    /// Follows the server through the rest of the authentication (plugin switches, more-data
+    /// messages) up to its OK. A refusal is `Server`, a message idgate cannot answer `Protocol`.
+    async fn finish_auth(&mut self, mut auth: ClientAuth) -> Result<(), BackendError> {
         loop {
             self.reader.read(&mut self.packet).await?;
             self.writer.seq = self.reader.seq;
-            match self.packet.first() {
-                Some(0x00) => return Ok(()),
+            let answer = match self.packet.first() {
+                Some(0x00) => {
+                    self.auth_plugin = auth.plugin_name().to_vec();
+                    return Ok(());
+                }
                 Some(0xff) => {
-                    let (_, _, msg) = packets::parse_err(&self.packet);
-                    return Err(login_err(String::from_utf8_lossy(msg).into_owned()));
+                    let (code, _, msg) = packets::parse_err(&self.packet);
+                    return Err(BackendError::Server {
+                        code,
+                        message: String::from_utf8_lossy(msg).into_owned(),
+                    });
                 }
                 Some(0xfe) => {
                     let sw: AuthSwitchRequest = ParseBuf(&self.packet)
                         .parse(())
                         .map_err(|e| BackendError::Protocol(format!("auth switch: {e}")))?;
-                    plugin = sw.auth_plugin().into_owned();
-                    let nonce = sw.plugin_data().to_vec();
-                    let mut v = Vec::new();
-                    if let Some(d) = plugin.gen_data(pass, &nonce) {
-                        mysql_common::proto::MySerialize::serialize(&d, &mut v);
-                    }
-                    self.writer.write(&v);
-                    self.writer.flush().await?;
-                    self.reader.seq = self.writer.seq;
+                    auth = ClientAuth::new(
+                        sw.auth_plugin().as_bytes(),
+                        sw.plugin_data(),
+                        &self.password,
+                        self.secure,
+                    )
+                    .map_err(BackendError::Protocol)?;
+                    auth.first_answer().map_err(BackendError::Protocol)?
                 }
-                Some(0x01) => match self.packet.get(1) {
-                    // caching_sha2_password: 3 = fast auth succeeded, OK follows.
-                    Some(3) => continue,
-                    _ => {
-                        return Err(login_err(
-                            "the backend wants caching_sha2_password full authentication, which needs TLS; \
-                             give idgate's backend user mysql_native_password or warm the server's auth cache"
-                                .into(),
-                        ))
-                    }
+                Some(0x01) => match auth
+                    .more_data(&self.packet[1..])
+                    .map_err(BackendError::Protocol)?
+                {
+                    Some(a) => a,
+                    None => continue,
                 },
-                _ => return Err(BackendError::Protocol("unexpected packet during login".into())),
-            }
+                _ => {
+                    return Err(BackendError::Protocol(
+                        "unexpected packet during login".into(),
+                    ))
+                }
+            };
+            self.writer.write(&answer);
+            self.writer.flush().await?;
+            self.reader.seq = self.writer.seq;
         }
     }
 
@@ -369,15 +397,15 @@ impl BackendConn {
     /// COM_CHANGE_USER to idgate's own backend user without a database: a clean session with no
     /// database selected (COM_RESET_CONNECTION keeps the database).
     pub async fn change_user_no_db(&mut self) -> Result<(), BackendError> {
-        let password = self.password.clone();
-        let scramble = |nonce: &[u8]| {
-            (!password.is_empty())
-                .then(|| mysql_common::scramble::scramble_native(nonce, password.as_bytes()))
-                .flatten()
-                .map(|s| s.to_vec())
-                .unwrap_or_default()
+        // The plugin the login ended with, on the handshake's scramble, as MySQL clients do.
+        let plugin = if self.auth_plugin.is_empty() {
+            b"mysql_native_password".to_vec()
+        } else {
+            self.auth_plugin.clone()
         };
-        let answer = scramble(&self.nonce);
+        let auth = ClientAuth::new(&plugin, &self.nonce, &self.password, self.secure)
+            .map_err(BackendError::Protocol)?;
+        let answer = auth.first_answer().map_err(BackendError::Protocol)?;
         let mut p = vec![mysql_common::constants::Command::COM_CHANGE_USER as u8];
         p.extend_from_slice(self.user.clone().as_bytes());
         p.push(0);
@@ -385,33 +413,13 @@ impl BackendConn {
         p.extend_from_slice(&answer);
         p.push(0); // no database
         p.extend_from_slice(&(POOL_COLLATION as u16).to_le_bytes());
-        p.extend_from_slice(b"mysql_native_password\0");
+        p.extend_from_slice(&plugin);
+        p.push(0);
         self.write_command(&p);
         self.flush().await?;
-        loop {
-            self.read().await?;
-            match self.packet.first() {
-                Some(0x00) => break,
-                Some(0xfe) => {
-                    let sw: AuthSwitchRequest = ParseBuf(&self.packet)
-                        .parse(())
-                        .map_err(|e| BackendError::Protocol(format!("auth switch: {e}")))?;
-                    let nonce = sw.plugin_data().to_vec();
-                    let answer = scramble(&nonce);
-                    self.writer.seq = self.reader.seq;
-                    self.writer.write(&answer);
-                    self.writer.flush().await?;
-                    self.reader.seq = self.writer.seq;
-                }
-                _ => {
-                    let (code, _, msg) = packets::parse_err(&self.packet);
-                    self.broken = true;
-                    return Err(BackendError::Server {
-                        code,
-                        message: String::from_utf8_lossy(msg).into_owned(),
-                    });
-                }
-            }
+        if let Err(e) = self.finish_auth(auth).await {
+            self.broken = true;
+            return Err(e);
         }
         self.collation = POOL_COLLATION;
         self.database = CurrentDb::None;

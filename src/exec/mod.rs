@@ -2,6 +2,7 @@
 //! and merging answers from several shards.
 
 pub mod backend;
+pub mod backend_auth;
 pub mod collect;
 pub mod merge;
 pub mod metadata;

@@ -1,20 +1,19 @@
 //! Connection phase, server side: the initial handshake with a fresh scramble, the client's
-//! response, the switch to mysql_native_password for clients that open with another plugin, and
-//! the same check again for COM_CHANGE_USER.
-
-use std::collections::{HashMap, HashSet};
+//! response (over TLS after an SSLRequest when configured), the authentication exchange
+//! (`auth::conversation`: plugin switch, caching_sha2 fast and full paths), and the same again
+//! for COM_CHANGE_USER.
 
 use mysql_common::constants::{CapabilityFlags, StatusFlags};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::HandshakeResponse;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::auth::{self, NativeHash};
+use super::auth::conversation::{self, Attempt, Verdict};
+pub use super::auth::UserDb;
+use super::auth::{self, Plugin};
 use super::errors::{self, SqlError};
 use super::framing::{FrameError, PacketReader, PacketWriter};
 use crate::tls::{NetRead, NetWrite};
-
-const NATIVE: &[u8] = b"mysql_native_password";
 
 /// What idgate offers. LOCAL_FILES lets the default backend ask the client for a LOAD DATA
 /// LOCAL file, which idgate carries across without reading any file itself. SSL is added when
@@ -43,42 +42,6 @@ pub fn server_capabilities() -> CapabilityFlags {
         | C::CLIENT_DEPRECATE_EOF
 }
 
-/// The users clients may log in as, by name.
-#[derive(Default)]
-pub struct UserDb {
-    users: HashMap<Vec<u8>, Option<NativeHash>>,
-    /// Users who may log in only over TLS (`require_tls`).
-    tls_only: HashSet<Vec<u8>>,
-    /// Everyone must (`require_secure_transport`).
-    all_tls_only: bool,
-}
-
-impl UserDb {
-    pub fn insert(&mut self, name: &str, hash: Option<NativeHash>) {
-        self.users.insert(name.as_bytes().to_vec(), hash);
-    }
-
-    pub fn require_tls(&mut self, name: &str) {
-        self.tls_only.insert(name.as_bytes().to_vec());
-    }
-
-    pub fn require_tls_for_all(&mut self, yes: bool) {
-        self.all_tls_only = yes;
-    }
-
-    /// Whether `user` must be connected over TLS to log in.
-    pub fn needs_tls(&self, user: &[u8]) -> bool {
-        self.all_tls_only || self.tls_only.contains(user)
-    }
-
-    fn check(&self, user: &[u8], scramble: &[u8; 20], answer: &[u8]) -> bool {
-        match self.users.get(user) {
-            Some(stored) => auth::verify_native(scramble, stored.as_ref(), answer),
-            None => false,
-        }
-    }
-}
-
 /// What a client said about itself when it logged in.
 #[derive(Debug, Clone)]
 pub struct ClientHello {
@@ -87,7 +50,7 @@ pub struct ClientHello {
     pub capabilities: CapabilityFlags,
     pub collation: u8,
     pub scramble: [u8; 20],
-    /// The connection is encrypted (TLS): a password may travel in clear inside it.
+    /// The connection runs over TLS (full authentication may send the password in clear).
     pub secure: bool,
 }
 
@@ -103,6 +66,7 @@ fn write_greeting<W: AsyncWrite + Unpin>(
     w: &mut PacketWriter<W>,
     g: &ServerGreeting,
     scramble: &[u8; 20],
+    plugin: Plugin,
 ) {
     let mut caps = server_capabilities().bits();
     if g.tls {
@@ -124,35 +88,9 @@ fn write_greeting<W: AsyncWrite + Unpin>(
     b.extend_from_slice(&[0; 10]);
     b.extend_from_slice(&scramble[8..]);
     b.push(0);
-    b.extend_from_slice(NATIVE);
+    b.extend_from_slice(plugin.name());
     b.push(0);
     w.end(start);
-}
-
-/// Asks the client to answer the scramble again with mysql_native_password; returns its answer.
-async fn switch_to_native<R, W>(
-    r: &mut PacketReader<R>,
-    w: &mut PacketWriter<W>,
-    scramble: &[u8; 20],
-    buf: &mut Vec<u8>,
-) -> Result<Vec<u8>, FrameError>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let start = w.begin();
-    let b = w.payload();
-    b.push(0xfe);
-    b.extend_from_slice(NATIVE);
-    b.push(0);
-    b.extend_from_slice(scramble);
-    b.push(0);
-    w.end(start);
-    w.flush().await?;
-    r.seq = w.seq;
-    r.read(buf).await?;
-    w.seq = r.seq;
-    Ok(buf.clone())
 }
 
 /// Outcome of the connection phase.
@@ -174,7 +112,7 @@ pub async fn accept(
 ) -> Result<Login, FrameError> {
     let scramble = auth::new_scramble();
     w.seq = 0;
-    write_greeting(w, greeting, &scramble);
+    write_greeting(w, greeting, &scramble, users.default_plugin);
     w.flush().await?;
     r.seq = w.seq;
     let mut buf = Vec::new();
@@ -197,21 +135,28 @@ pub async fn accept(
     let db = resp.db_name().filter(|d| !d.is_empty()).map(<[u8]>::to_vec);
     let collation = resp.collation();
     let client_plugin = resp.auth_plugin().map(|p| p.as_bytes().to_vec());
-    let mut answer = resp.scramble_buf().to_vec();
+    let answer = resp.scramble_buf().to_vec();
     drop(resp);
 
-    let native = client_plugin.as_deref().is_none_or(|p| p == NATIVE);
-    if !native {
-        answer = switch_to_native(r, w, &scramble, &mut buf).await?;
-    }
+    let used_password = !answer.is_empty();
+    let attempt = Attempt {
+        user: &user,
+        scramble: &scramble,
+        client_plugin: client_plugin.as_deref(),
+        answer,
+        can_switch: capabilities.contains(CapabilityFlags::CLIENT_PLUGIN_AUTH),
+        secure,
+    };
+    let verdict = conversation::authenticate(r, w, users, attempt).await?;
     // Without TLS a require_tls user is refused exactly like a wrong password, after the
     // password exchange, as MariaDB refuses REQUIRE SSL and require_secure_transport.
-    if !users.check(&user, &scramble, &answer) || (!secure && users.needs_tls(&user)) {
-        return refuse(
-            w,
-            errors::access_denied(&user, peer_host, !answer.is_empty()),
-        )
-        .await;
+    let denied = match verdict {
+        Verdict::Denied { used_password } => Some(used_password),
+        Verdict::Accepted if !secure && users.needs_tls(&user) => Some(used_password),
+        Verdict::Accepted => None,
+    };
+    if let Some(used_password) = denied {
+        return refuse(w, errors::access_denied(&user, peer_host, used_password)).await;
     }
     Ok(Login::Accepted(ClientHello {
         user,
@@ -261,22 +206,30 @@ where
     };
     let ParsedChangeUser {
         user,
-        mut answer,
+        answer,
         db,
         collation,
         plugin,
     } = cu;
-    let native = plugin.as_deref().is_none_or(|p| p == NATIVE);
-    if !native {
-        let mut buf = Vec::new();
-        answer = switch_to_native(r, w, &hello.scramble, &mut buf).await?;
-    }
-    if !users.check(&user, &hello.scramble, &answer) || (!hello.secure && users.needs_tls(&user)) {
-        refuse(
-            w,
-            errors::access_denied(&user, peer_host, !answer.is_empty()),
-        )
-        .await?;
+    let used_password = !answer.is_empty();
+    let attempt = Attempt {
+        user: &user,
+        scramble: &hello.scramble,
+        client_plugin: plugin.as_deref(),
+        answer,
+        can_switch: hello
+            .capabilities
+            .contains(CapabilityFlags::CLIENT_PLUGIN_AUTH),
+        secure: hello.secure,
+    };
+    let verdict = conversation::authenticate(r, w, users, attempt).await?;
+    let denied = match verdict {
+        Verdict::Denied { used_password } => Some(used_password),
+        Verdict::Accepted if !hello.secure && users.needs_tls(&user) => Some(used_password),
+        Verdict::Accepted => None,
+    };
+    if let Some(used_password) = denied {
+        refuse(w, errors::access_denied(&user, peer_host, used_password)).await?;
         return Ok(None);
     }
     Ok(Some(ChangedUser {

@@ -2,6 +2,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod clients;
+pub mod fake_auth;
 pub mod history;
 pub mod idgate_proc;
 pub mod raw;

@@ -35,17 +35,7 @@ pub fn connect_backend(
     password: &str,
     db: &str,
 ) -> BackendConn {
-    let cfg = Backend {
-        host: "127.0.0.1".into(),
-        port,
-        user: user.into(),
-        password: password.into(),
-        password_env: None,
-        password_file: None,
-        failover_addresses: Vec::new(),
-        pool: PoolSettings::default(),
-        tls: Default::default(),
-    };
+    let cfg = Backend::new("127.0.0.1", port, user, password);
     let mut conn = rt
         .block_on(BackendConn::connect(
             "raw",

@@ -4,6 +4,8 @@
 use rand::Rng;
 use sha1::{Digest, Sha1};
 
+use super::ct_eq;
+
 /// SHA1(SHA1(password)), the value MySQL keeps in `mysql.user`.
 pub type NativeHash = [u8; 20];
 
@@ -61,12 +63,7 @@ pub fn verify_native(scramble: &[u8; 20], stored: Option<&NativeHash>, answer: &
         stage1[i] = answer[i] ^ mask[i];
     }
     let candidate: [u8; 20] = Sha1::digest(stage1).into();
-    // Constant-time compare: no early exit on the first differing byte.
-    candidate
-        .iter()
-        .zip(stored)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
+    ct_eq(&candidate, stored)
 }
 
 #[cfg(test)]

@@ -1,0 +1,117 @@
+//! The users clients may log in as, with the hashes each can be checked against, and what every
+//! login shares: the plugin the greeting names, the full-authentication cache and the RSA key.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use rand::Rng;
+
+use super::caching_sha2::{FullAuthCache, Sha2Hash};
+use super::native::NativeHash;
+use super::rsa::KeySource;
+
+/// The authentication plugins idgate speaks as a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plugin {
+    Native,
+    CachingSha2,
+}
+
+impl Plugin {
+    pub fn name(self) -> &'static [u8] {
+        match self {
+            Plugin::Native => b"mysql_native_password",
+            Plugin::CachingSha2 => b"caching_sha2_password",
+        }
+    }
+
+    pub fn from_name(name: &[u8]) -> Option<Plugin> {
+        [Plugin::Native, Plugin::CachingSha2]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+}
+
+/// What idgate stores for one user: per plugin, `None` when the user has no hash for it, and
+/// `Some(None)` for the empty password.
+#[derive(Debug, Clone, Default)]
+pub struct UserAuth {
+    pub native: Option<Option<NativeHash>>,
+    pub caching_sha2: Option<Option<Sha2Hash>>,
+}
+
+impl UserAuth {
+    pub fn supports(&self, p: Plugin) -> bool {
+        match p {
+            Plugin::Native => self.native.is_some(),
+            Plugin::CachingSha2 => self.caching_sha2.is_some(),
+        }
+    }
+
+    /// Stands in for a user that does not exist: random hashes for both plugins, so the login
+    /// runs the same exchange as for a real user (no hint which names exist) and then fails.
+    fn decoy() -> UserAuth {
+        let mut rng = rand::rng();
+        UserAuth {
+            native: Some(Some(rng.random())),
+            caching_sha2: Some(Some(rng.random())),
+        }
+    }
+}
+
+pub struct UserDb {
+    users: HashMap<Vec<u8>, UserAuth>,
+    /// The plugin the greeting names.
+    pub default_plugin: Plugin,
+    pub cache: FullAuthCache,
+    pub key: Arc<KeySource>,
+    /// Users who may log in only over TLS (`require_tls`).
+    tls_only: HashSet<Vec<u8>>,
+    /// Everyone must (`require_secure_transport`).
+    all_tls_only: bool,
+}
+
+impl Default for UserDb {
+    fn default() -> Self {
+        UserDb {
+            users: HashMap::new(),
+            default_plugin: Plugin::Native,
+            cache: FullAuthCache::default(),
+            key: KeySource::new(None),
+            tls_only: HashSet::new(),
+            all_tls_only: false,
+        }
+    }
+}
+
+impl UserDb {
+    pub fn insert(&mut self, name: &str, auth: UserAuth) {
+        self.users.insert(name.as_bytes().to_vec(), auth);
+    }
+
+    /// The user's hashes, and whether the user exists (a decoy stands in when not).
+    pub fn lookup(&self, user: &[u8]) -> (UserAuth, bool) {
+        match self.users.get(user) {
+            Some(a) => (a.clone(), true),
+            None => (UserAuth::decoy(), false),
+        }
+    }
+
+    pub fn require_tls(&mut self, name: &str) {
+        self.tls_only.insert(name.as_bytes().to_vec());
+    }
+
+    pub fn require_tls_for_all(&mut self, yes: bool) {
+        self.all_tls_only = yes;
+    }
+
+    /// Whether `user` must be connected over TLS to log in.
+    pub fn needs_tls(&self, user: &[u8]) -> bool {
+        self.all_tls_only || self.tls_only.contains(user)
+    }
+
+    /// Whether any user can log in with caching_sha2_password (and so may need the RSA key).
+    pub fn any_caching_sha2(&self) -> bool {
+        self.users.values().any(|u| u.caching_sha2.is_some())
+    }
+}
