@@ -435,3 +435,64 @@ fn change_user_runs_the_same_exchange() {
     let e = c.change_user(to(SHA_USER, "wrong")).unwrap_err();
     assert!(e.to_string().contains(&denied(SHA_USER)), "{e}");
 }
+
+/// Full authentication in clear once the connection is encrypted, on both sides: a TLS client
+/// logs in to an idgate whose cache is empty, and an idgate reaches another over TLS.
+#[test]
+fn full_authentication_in_clear_inside_tls() {
+    let db = shared_db();
+    let inner = Idgate::start_with(|port| {
+        with_users(
+            config_for(port, &[("shard0", db)], ""),
+            "default_auth_plugin: caching_sha2_password\ntls: auto\n",
+        )
+    });
+    // mysql-connector-python cannot fetch the RSA key: over plain TCP it is refused while the
+    // cache is empty, over TLS it sends the password in clear and gets in.
+    assert_eq!(
+        py(&inner, "connector", SHA_USER, SHA_PW),
+        format!("error 1045 {}", denied(SHA_USER))
+    );
+    assert_eq!(
+        py(&inner, "connector-tls", SHA_USER, "wrong"),
+        format!("error 1045 {}", denied(SHA_USER))
+    );
+    assert_eq!(
+        py(&inner, "connector-tls", SHA_USER, SHA_PW),
+        "ok 42",
+        "{}",
+        inner.log()
+    );
+    // Now cached: the fast path works without TLS.
+    assert_eq!(py(&inner, "connector", SHA_USER, SHA_PW), "ok 42");
+
+    // idgate in front of it logs in over TLS as the caching_sha2 user.
+    let inner2 = Idgate::start_with(|port| {
+        with_users(
+            config_for(port, &[("shard0", db)], ""),
+            "default_auth_plugin: caching_sha2_password\ntls: auto\n",
+        )
+    });
+    let outer = Idgate::start_with(|port| {
+        config_for_ports(port, &[("inner", inner2.port)], "")
+            .replace(
+                &format!("user: {}\n", idgate::testbed::mariadb::USER),
+                &format!("user: {SHA_USER}\n    tls:\n      mode: required\n"),
+            )
+            .replace(
+                &format!("password: {}\n", idgate::testbed::mariadb::PASSWORD),
+                &format!("password: {SHA_PW}\n"),
+            )
+    });
+    let mut c = outer.conn_to("");
+    let cipher: Option<(String, String)> = c.query_first("SHOW STATUS LIKE 'Ssl_cipher'").unwrap();
+    assert!(
+        cipher.is_some_and(|(_, v)| !v.is_empty()),
+        "the outer idgate reaches the inner one over TLS"
+    );
+    assert_eq!(
+        py(&inner2, "connector", SHA_USER, SHA_PW),
+        "ok 42",
+        "cached by the outer login"
+    );
+}

@@ -2,10 +2,11 @@
 """Logs in with one Python driver and runs one query; prints `ok 42` or `error CODE MESSAGE`.
 
 mysql-connector-python answers with caching_sha2_password (its default plugin) and cannot fetch
-a server's RSA key, so without TLS it logs in only by the fast path. PyMySQL fetches the key
+a server's RSA key, so without TLS it logs in only by the fast path; with TLS
+(`connector-tls`) it sends the password in clear inside it for full authentication. PyMySQL fetches the key
 (the `cryptography` package does the RSA) and can do full authentication.
 
-Usage: py_auth.py connector|pymysql HOST PORT USER PASSWORD
+Usage: py_auth.py connector|connector-tls|pymysql HOST PORT USER PASSWORD
 """
 
 import sys
@@ -23,6 +24,14 @@ def main():
             return m.connect(host=host, port=int(port), user=user, password=password,
                              auth_plugin="caching_sha2_password", ssl_disabled=True,
                              use_pure=True)
+        errors = (m.Error,)
+    elif driver == "connector-tls":
+        import mysql.connector as m
+
+        def connect():
+            return m.connect(host=host, port=int(port), user=user, password=password,
+                             auth_plugin="caching_sha2_password", ssl_disabled=False,
+                             ssl_verify_cert=False, use_pure=True)
         errors = (m.Error,)
     elif driver == "pymysql":
         import pymysql as m
