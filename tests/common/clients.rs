@@ -94,10 +94,13 @@ pub fn run_diagnosed(
     diagnose: impl Fn(u32) -> String,
 ) -> Run {
     let dir = scratch_dir("client_runs", "runs");
+    // Tests of one binary run in parallel threads: each run gets files of its own.
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let stamp = format!(
-        "{}-{}",
+        "{}-{}-{}",
         what.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
-        std::process::id()
+        std::process::id(),
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
     let out_path = dir.join(format!("{stamp}.out"));
     let err_path = dir.join(format!("{stamp}.err"));
