@@ -38,6 +38,9 @@ pub enum BackendError {
     Server { code: u16, message: String },
     #[error("timed out connecting to backend `{0}`")]
     Timeout(String),
+    /// No answer within the backend's query_timeout_ms; the connection was given up.
+    #[error("backend `{backend}` did not answer within query_timeout_ms ({ms} ms)")]
+    QueryTimeout { backend: String, ms: u64 },
     /// Writing to the client failed while relaying; the client is gone.
     #[error("client connection lost: {0}")]
     ClientGone(std::io::Error),
@@ -78,6 +81,9 @@ pub struct BackendConn {
     user: String,
     password: String,
     nonce: Vec<u8>,
+    /// The backend's name and query_timeout_ms: the longest wait for any packet or send.
+    name: String,
+    deadline: Duration,
 }
 
 fn capabilities(found_rows: bool) -> CapabilityFlags {
@@ -128,6 +134,7 @@ impl BackendConn {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
+        keepalive(&stream);
         let (r, w) = stream.into_split();
         let mut conn = BackendConn {
             reader: PacketReader::new(r, BACKEND_PACKET_LIMIT),
@@ -144,6 +151,8 @@ impl BackendConn {
             user: cfg.user.clone(),
             password: cfg.password.clone(),
             nonce: Vec::new(),
+            name: name.to_string(),
+            deadline: Duration::from_millis(cfg.query_timeout_ms),
         };
         conn.login(name, cfg).await?;
         Ok(conn)
@@ -264,11 +273,39 @@ impl BackendConn {
     pub async fn flush(&mut self) -> Result<(), BackendError> {
         self.next_response();
         self.last_used = Instant::now();
-        if let Err(e) = self.writer.flush().await {
-            self.broken = true;
-            return Err(e.into());
+        match tokio::time::timeout(self.deadline, self.writer.flush()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                self.broken = true;
+                Err(e.into())
+            }
+            Err(_) => Err(self.timed_out()),
         }
-        Ok(())
+    }
+
+    /// Sends queued packets (all, or only when much is queued) within query_timeout_ms.
+    async fn bounded_send(&mut self, all: bool) -> Result<(), BackendError> {
+        let sent = if all {
+            tokio::time::timeout(self.deadline, self.writer.flush()).await
+        } else {
+            tokio::time::timeout(self.deadline, self.writer.maybe_flush()).await
+        };
+        match sent {
+            Ok(r) => r.map_err(|e| {
+                self.broken = true;
+                e.into()
+            }),
+            Err(_) => Err(self.timed_out()),
+        }
+    }
+
+    /// The connection waited longer than query_timeout_ms: it is never used again.
+    fn timed_out(&mut self) -> BackendError {
+        self.broken = true;
+        BackendError::QueryTimeout {
+            backend: self.name.clone(),
+            ms: self.deadline.as_millis() as u64,
+        }
     }
 
     /// Moves on to the answer of the next pipelined command.
@@ -279,12 +316,16 @@ impl BackendConn {
     }
 
     /// Reads the next packet of the response into `self.packet`.
+    /// Every wait for a backend's answer passes here, bounded by query_timeout_ms.
     pub async fn read(&mut self) -> Result<(), BackendError> {
-        if let Err(e) = self.reader.read(&mut self.packet).await {
-            self.broken = true;
-            return Err(e.into());
+        match tokio::time::timeout(self.deadline, self.reader.read(&mut self.packet)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                self.broken = true;
+                Err(e.into())
+            }
+            Err(_) => Err(self.timed_out()),
         }
-        Ok(())
     }
 
     /// LOCAL INFILE: the packet just read asks for a file. Packets sent with `send_file_packet`
@@ -298,20 +339,20 @@ impl BackendConn {
     /// Queues one packet of file content; sends when much is queued.
     pub async fn send_file_packet(&mut self, payload: &[u8]) -> Result<(), BackendError> {
         self.writer.write(payload);
-        self.writer.maybe_flush().await?;
+        self.bounded_send(false).await?;
         Ok(())
     }
 
     /// Sends the file content queued so far.
     pub async fn flush_file(&mut self) -> Result<(), BackendError> {
-        self.writer.flush().await?;
+        self.bounded_send(true).await?;
         Ok(())
     }
 
     /// Sends the closing empty packet; the statement's answer follows.
     pub async fn end_file(&mut self) -> Result<(), BackendError> {
         self.writer.write(&[]);
-        self.writer.flush().await?;
+        self.bounded_send(true).await?;
         self.reader.seq = self.writer.seq;
         self.broken = false;
         Ok(())
@@ -366,7 +407,7 @@ impl BackendConn {
                     let answer = scramble(&nonce);
                     self.writer.seq = self.reader.seq;
                     self.writer.write(&answer);
-                    self.writer.flush().await?;
+                    self.bounded_send(true).await?;
                     self.reader.seq = self.writer.seq;
                 }
                 _ => {
@@ -498,5 +539,16 @@ impl BackendConn {
     pub async fn close(mut self) {
         self.write_command(&[mysql_common::constants::Command::COM_QUIT as u8]);
         let _ = self.writer.shutdown().await;
+    }
+}
+
+/// TCP keepalive on a backend socket, so a backend host that vanished (no FIN, no RST) is
+/// noticed by the kernel even while the connection sits idle in the pool.
+fn keepalive(stream: &TcpStream) {
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(60))
+        .with_interval(Duration::from_secs(10));
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_keepalive(&ka) {
+        tracing::debug!(error = %e, "cannot enable TCP keepalive on a backend socket");
     }
 }

@@ -227,6 +227,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The backend connection failed mid-command: its session state is gone, so tell the client
     /// and end the session (as a direct connection would end).
     pub(super) fn backend_lost(&mut self, e: BackendError) -> End {
+        if let BackendError::QueryTimeout { backend, ms } = &e {
+            return self.backend_timed_out(&backend.clone(), *ms);
+        }
         warn!(error = %e, "backend connection lost");
         self.leases.clear();
         let name = self.proxy.default_pool.name.clone();
@@ -348,6 +351,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.last_insert_id = None;
         self.lid_sync = None;
         self.no_auto_value_on_zero = None;
+        self.idle.reset();
     }
 
     /// Resets and re-prepares every held connection except the default backend's.
@@ -426,6 +430,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(None) => return Some(End::LoginRefused),
             Err(_) => return Some(End::ClientGone),
         };
+        if let Err(e) = self.slot.switch_user(&changed.user) {
+            self.send_error(&e);
+            return Some(End::LoginRefused);
+        }
         self.hello.user = changed.user;
         if let Some(c) = changed.collation {
             self.hello.collation = c;

@@ -1,6 +1,7 @@
 //! One client connection: its login, its state (database, collation, prepared statements, the
 //! backend connection it holds) and the dispatch of each command it sends.
 
+mod backend_timeout;
 mod commands;
 mod commit;
 mod dml;
@@ -8,7 +9,9 @@ mod emulated;
 mod explain;
 mod insert;
 mod leases;
+mod idle;
 mod local_infile;
+mod login;
 mod prepared;
 mod prepared_route;
 mod query;
@@ -28,7 +31,7 @@ use crate::exec::Lease;
 use crate::proxy::Proxy;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
-use crate::wire::handshake::{self, ClientHello, Login, ServerGreeting};
+use crate::wire::handshake::{ClientHello, ServerGreeting};
 use crate::wire::packets;
 
 pub struct Session<R, W> {
@@ -71,6 +74,10 @@ pub struct Session<R, W> {
     no_join: bool,
     packet: Vec<u8>,
     shutdown: tokio::sync::watch::Receiver<bool>,
+    /// How long the session may sit idle (wait_timeout).
+    idle: idle::IdleTimeout,
+    /// The session's place under max_connections, given back when the session ends.
+    slot: crate::limits::Slot,
 }
 
 /// Why a session ended.
@@ -83,6 +90,13 @@ pub enum End {
     Fatal(String),
     /// idgate is shutting down and the session was idle.
     Shutdown,
+    /// The handshake did not finish within connect_timeout.
+    ConnectTimeout,
+    /// The session sat idle longer than its wait_timeout.
+    IdleTimeout,
+    /// A backend did not answer within its query_timeout_ms; the client was told and the
+    /// session goes on without that connection.
+    BackendTimeout,
 }
 
 /// Runs a client connection from the handshake to its end.
@@ -107,19 +121,11 @@ where
         connection_id,
         collation: crate::exec::backend::POOL_COLLATION,
     };
-    let login = handshake::accept(
-        &mut reader,
-        &mut writer,
-        &greeting,
-        &proxy.users,
-        &peer_host,
-    )
-    .await;
-    let hello = match login {
-        Ok(Login::Accepted(h)) => h,
-        Ok(Login::Refused) => return End::LoginRefused,
-        Err(_) => return End::ClientGone,
-    };
+    let (hello, slot) =
+        match login::login(&proxy, &mut reader, &mut writer, &greeting, &peer_host).await {
+            Ok(x) => x,
+            Err(end) => return end,
+        };
     reader.set_limit(limit);
     let span = tracing::info_span!(
         "session",
@@ -128,9 +134,13 @@ where
     );
     let _enter = span.enter();
     debug!(peer = %peer_host, "logged in");
+    let interactive = hello
+        .capabilities
+        .contains(mysql_common::constants::CapabilityFlags::CLIENT_INTERACTIVE);
     let multi_statements = hello
         .capabilities
         .contains(mysql_common::constants::CapabilityFlags::CLIENT_MULTI_STATEMENTS);
+    let idle_timeout = idle::IdleTimeout::new(&proxy.config, interactive);
     let mut s = Session {
         reader,
         writer,
@@ -155,6 +165,8 @@ where
         no_join: false,
         packet: Vec::with_capacity(1024),
         shutdown,
+        idle: idle_timeout,
+        slot,
     };
     // A database named at login must exist, as on MySQL: check it now.
     if s.db.is_some() {
@@ -177,9 +189,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.reader.seq = 0;
             let mut packet = std::mem::take(&mut self.packet);
             // Only an idle session is interrupted by shutdown; a running command finishes.
+            self.refresh_idle_timeout().await;
             let read = tokio::select! {
                 r = self.reader.read(&mut packet) => r,
                 _ = crate::server::stopped(&mut self.shutdown) => return End::Shutdown,
+                // As MariaDB: the connection is closed without a word.
+                _ = tokio::time::sleep(self.idle.current()) => return End::IdleTimeout,
             };
             self.writer.seq = self.reader.seq;
             match read {
@@ -196,6 +211,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.packet = packet;
             if let Some(end) = end {
                 let _ = self.writer.flush().await;
+                if matches!(end, End::BackendTimeout) {
+                    continue;
+                }
                 return end;
             }
             if self.writer.flush().await.is_err() {

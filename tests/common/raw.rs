@@ -41,6 +41,7 @@ pub fn connect_backend(
         user: user.into(),
         password: password.into(),
         pool: PoolSettings::default(),
+        query_timeout_ms: 3_600_000,
     };
     let mut conn = rt
         .block_on(BackendConn::connect(
