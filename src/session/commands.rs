@@ -213,6 +213,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                             Statement {
                                 backend_id,
                                 emulated: None,
+                                long_data: Default::default(),
                             },
                         );
                     }
@@ -242,6 +243,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn prepare(&mut self, packet: &[u8]) -> Option<End> {
+        if self.prepared_count_exceeded() {
+            return None;
+        }
         let id = self.stmts.next_id();
         let adj = Adjust {
             client_stmt_id: Some(id),
@@ -275,6 +279,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             return None; // SEND_LONG_DATA and CLOSE have no answer, even for unknown ids
         };
+        match what {
+            "mysqld_stmt_send_long_data" if !self.long_data_fits(client_id, packet) => {
+                return None;
+            }
+            "mysqld_stmt_execute" => {
+                if let Some(end) = self
+                    .refuse_overflowed_long_data(client_id, backend_id, emulated)
+                    .await
+                {
+                    return end;
+                }
+            }
+            "mysqld_stmt_reset" => {
+                if let Some(st) = self.stmts.get_mut(client_id) {
+                    st.long_data.clear();
+                }
+            }
+            _ => {}
+        }
         if emulated {
             match what {
                 "mysqld_stmt_execute" => return self.execute_emulated(client_id, packet).await,

@@ -12,6 +12,7 @@ mod leases;
 mod idle;
 mod local_infile;
 mod login;
+mod long_data;
 mod prepared;
 mod prepared_route;
 mod query;
