@@ -52,7 +52,9 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
         ("interactive_timeout", cfg.interactive_timeout),
     ] {
         if !(1..=MAX_TIMEOUT_S).contains(&v) {
-            return bad(format!("{key}: {v} is outside 1 ..= {MAX_TIMEOUT_S} seconds"));
+            return bad(format!(
+                "{key}: {v} is outside 1 ..= {MAX_TIMEOUT_S} seconds"
+            ));
         }
     }
     if cfg.max_prepared_stmt_count == 0 {

@@ -23,7 +23,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let in_txn = self.in_transaction()
             || self.status & StatusFlags::SERVER_STATUS_IN_TRANS.bits() != 0
             || self.leases.held_mut().iter().any(|h| h.in_txn);
-        warn!(backend, query_timeout_ms = ms, in_txn, "backend did not answer in time");
+        warn!(
+            backend,
+            query_timeout_ms = ms,
+            in_txn,
+            "backend did not answer in time"
+        );
         let abandoned: Vec<(String, u32)> = self
             .leases
             .held_mut()
@@ -80,8 +85,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .await;
             match killed {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => warn!(backend = %name, connection_id, error = %e, "could not kill an abandoned backend thread"),
-                Err(_) => warn!(backend = %name, connection_id, "killing an abandoned backend thread timed out"),
+                Ok(Err(e)) => {
+                    warn!(backend = %name, connection_id, error = %e, "could not kill an abandoned backend thread")
+                }
+                Err(_) => {
+                    warn!(backend = %name, connection_id, "killing an abandoned backend thread timed out")
+                }
             }
         });
     }

@@ -30,9 +30,10 @@ where
 {
     let deadline = Duration::from_secs(proxy.config.connect_timeout);
     if let Err(e) = proxy.auth_throttle.check(peer_host) {
-        // As MariaDB answers a blocked host: an ERR in place of the greeting.
+        // As MariaDB answers a blocked host: an ERR in place of the greeting, without the
+        // SQLSTATE marker (the client has not said it speaks protocol 4.1 yet).
         writer.seq = 0;
-        let _ = tokio::time::timeout(deadline, send(writer, &e)).await;
+        let _ = tokio::time::timeout(deadline, send_pre_greeting(writer, &e)).await;
         return Err(End::LoginRefused);
     }
     let accepted = tokio::time::timeout(
@@ -67,6 +68,16 @@ where
 async fn send<W: AsyncWrite + Unpin>(w: &mut PacketWriter<W>, e: &SqlError) {
     let start = w.begin();
     e.encode(w.payload());
+    w.end(start);
+    let _ = w.flush().await;
+}
+
+async fn send_pre_greeting<W: AsyncWrite + Unpin>(w: &mut PacketWriter<W>, e: &SqlError) {
+    let start = w.begin();
+    let b = w.payload();
+    b.push(0xff);
+    b.extend_from_slice(&e.code.to_le_bytes());
+    b.extend_from_slice(e.message.as_bytes());
     w.end(start);
     let _ = w.flush().await;
 }

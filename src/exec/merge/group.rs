@@ -311,7 +311,11 @@ impl Grouping {
     }
 
     /// Folds a shard row into its group; returns the bytes a new group takes (0 for a known one).
-    fn add(&self, groups: &mut BTreeMap<Vec<KeyPart>, Group>, packet: &[u8]) -> Result<u64, String> {
+    fn add(
+        &self,
+        groups: &mut BTreeMap<Vec<KeyPart>, Group>,
+        packet: &[u8],
+    ) -> Result<u64, String> {
         let row = rows::parse_text_row(packet).ok_or("a shard sent a malformed row")?;
         let key = Key::parts(&self.keys, &row)?;
         match groups.get_mut(&key) {

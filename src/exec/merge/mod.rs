@@ -188,7 +188,10 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
     };
     match grouping {
         None => sorted::relay(shards, client, &order, &out, ends).await,
-        Some(g) => g.relay(shards, client, &order, &out, ends, memory_limit).await,
+        Some(g) => {
+            g.relay(shards, client, &order, &out, ends, memory_limit)
+                .await
+        }
     }
 }
 
