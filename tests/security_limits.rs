@@ -283,11 +283,17 @@ fn wait_timeout_from_config_and_from_set_closes_idle_sessions_only() {
 
 /// Logs in as `nopw` (empty password) by hand and returns the socket after the OK.
 fn raw_login(port: u16) -> TcpStream {
+    raw_login_with(port, 0)
+}
+
+/// As [`raw_login`], announcing `extra` capabilities too and selecting the test database.
+fn raw_login_with(port: u16, extra: u32) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let greeting = read_packet(&mut s);
     assert_eq!(greeting[0], 10, "greeting");
-    let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000; // PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH
+    // PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH, CONNECT_WITH_DB
+    let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0000_0008 | extra;
     let mut p = Vec::new();
     p.extend_from_slice(&caps.to_le_bytes());
     p.extend_from_slice(&(1u32 << 24).to_le_bytes());
@@ -295,6 +301,8 @@ fn raw_login(port: u16) -> TcpStream {
     p.extend_from_slice(&[0; 23]);
     p.extend_from_slice(b"nopw\0");
     p.push(0); // no auth data
+    p.extend_from_slice(DATABASE.as_bytes());
+    p.push(0);
     p.extend_from_slice(b"mysql_native_password\0");
     write_packet(&mut s, 1, &p);
     let ok = read_packet(&mut s);
@@ -619,4 +627,47 @@ fn group_by_past_merge_memory_limit_fails_clearly_and_the_session_goes_on() {
     assert_eq!(small, (0..10).map(|k| (k, 1)).collect::<Vec<_>>());
     assert_eq!(one(&mut c, "SELECT COUNT(*) FROM orders"), 3000);
     assert_alive(&s.g);
+}
+
+#[test]
+fn clients_that_stop_reading_or_sending_mid_command_are_given_up() {
+    let db = shared_db();
+    direct(db)
+        .query_drop("CREATE TABLE IF NOT EXISTS stalled_load (v VARCHAR(10))")
+        .unwrap();
+    let g =
+        Idgate::start_with(|port| config(port, db, "net_read_timeout: 1\nnet_write_timeout: 1\n"));
+    // A client that asks for about 200 MB and reads none of it.
+    let mut reader_gone = raw_login(g.port);
+    let mut q = vec![0x03];
+    q.extend_from_slice(b"SELECT REPEAT('x', 1000000) AS unread_answer FROM seq_1_to_200");
+    write_packet(&mut reader_gone, 0, &q);
+    // A client that starts LOAD DATA LOCAL and never sends the file.
+    let mut sender_gone = raw_login_with(g.port, 0x0000_0080); // LOCAL_FILES
+    let mut q = vec![0x03];
+    q.extend_from_slice(b"LOAD DATA LOCAL INFILE 'never.txt' INTO TABLE stalled_load");
+    write_packet(&mut sender_gone, 0, &q);
+    let request = read_packet(&mut sender_gone);
+    assert_eq!(request[0], 0xfb, "file request {request:?}");
+    std::thread::sleep(Duration::from_millis(3000));
+    let got = read_to_eof(&mut reader_gone, Duration::from_secs(20))
+        .expect("a client that stopped reading is closed");
+    assert!(got.len() < 100_000_000, "{} bytes were sent", got.len());
+    read_to_eof(&mut sender_gone, Duration::from_secs(5))
+        .expect("a client that stopped sending is closed");
+    // Their backend connections were given up: nothing of theirs runs any more.
+    let mut direct = direct(db);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let running: Vec<String> = direct
+            .query("SELECT COALESCE(info, '') FROM information_schema.processlist WHERE (info LIKE '%unread_answer%' OR info LIKE '%stalled_load%') AND info NOT LIKE '%processlist%'")
+            .unwrap();
+        if running.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still running: {running:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(one(&mut g.conn(), "SELECT 1"), 1);
+    assert_alive(&g);
 }

@@ -28,6 +28,14 @@ pub fn default_max_auth_failures() -> u32 {
 pub fn default_auth_backoff_ms() -> u64 {
     1_000
 }
+/// MariaDB's default net_read_timeout.
+pub fn default_net_read_timeout() -> u64 {
+    30
+}
+/// MariaDB's default net_write_timeout.
+pub fn default_net_write_timeout() -> u64 {
+    60
+}
 /// One hour: long enough for reports and batch jobs, short enough that a hung backend ends.
 pub fn default_query_timeout_ms() -> u64 {
     3_600_000
@@ -50,6 +58,8 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
     for (key, v) in [
         ("wait_timeout", cfg.wait_timeout),
         ("interactive_timeout", cfg.interactive_timeout),
+        ("net_read_timeout", cfg.net_read_timeout),
+        ("net_write_timeout", cfg.net_write_timeout),
     ] {
         if !(1..=MAX_TIMEOUT_S).contains(&v) {
             return bad(format!(

@@ -66,6 +66,14 @@ pub struct Config {
     /// First wait imposed on a host past `max_auth_failures`; doubles per further failure.
     #[serde(default = "super::limits::default_auth_backoff_ms")]
     pub auth_backoff_ms: u64,
+    /// Seconds idgate waits for the rest of what a client is sending mid-command (a LOAD DATA
+    /// LOCAL file, a COM_CHANGE_USER answer); MariaDB's net_read_timeout.
+    #[serde(default = "super::limits::default_net_read_timeout")]
+    pub net_read_timeout: u64,
+    /// Seconds a client may leave an answer unread before idgate gives up on it; MariaDB's
+    /// net_write_timeout.
+    #[serde(default = "super::limits::default_net_write_timeout")]
+    pub net_write_timeout: u64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

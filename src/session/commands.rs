@@ -184,7 +184,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             let carried = if local_infile::may_ask_for_file(local_files, packet) {
                 let mut buf = Vec::new();
-                local_infile::carry_file(&mut self.reader, client.writer, be, &mut buf).await
+                let t = std::time::Duration::from_secs(self.proxy.config.net_read_timeout);
+                local_infile::carry_file(&mut self.reader, client.writer, be, &mut buf, t).await
             } else {
                 be.decline_file().await.map_err(CarryError::Backend)
             };
@@ -439,19 +440,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn change_user(&mut self, packet: &[u8]) -> Option<End> {
-        let changed = handshake::change_user(
-            &mut self.reader,
-            &mut self.writer,
-            &self.hello,
-            packet,
-            &self.proxy.users,
-            &self.peer_host,
+        // The client may be asked to answer again (auth switch): bounded by net_read_timeout.
+        let changed = tokio::time::timeout(
+            std::time::Duration::from_secs(self.proxy.config.net_read_timeout),
+            handshake::change_user(
+                &mut self.reader,
+                &mut self.writer,
+                &self.hello,
+                packet,
+                &self.proxy.users,
+                &self.peer_host,
+            ),
         )
         .await;
         let changed = match changed {
-            Ok(Some(c)) => c,
-            Ok(None) => return Some(End::LoginRefused),
-            Err(_) => return Some(End::ClientGone),
+            Ok(Ok(Some(c))) => c,
+            Ok(Ok(None)) => return Some(End::LoginRefused),
+            Ok(Err(_)) | Err(_) => return Some(End::ClientGone),
         };
         if let Err(e) = self.slot.switch_user(&changed.user) {
             self.send_error(&e);

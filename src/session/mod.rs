@@ -117,6 +117,10 @@ where
     // Handshake packets are small; a client cannot make idgate buffer a huge one before login.
     let mut reader = PacketReader::new(reader, 64 * 1024);
     let mut writer = PacketWriter::new(writer);
+    // A client that stops reading its answers is given up (net_write_timeout).
+    writer.set_timeout(std::time::Duration::from_secs(
+        proxy.config.net_write_timeout,
+    ));
     let greeting = ServerGreeting {
         version: &proxy.server_version,
         connection_id,
