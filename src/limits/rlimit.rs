@@ -22,5 +22,5 @@ pub fn raise_nofile() -> Result<(u64, u64), std::io::Error> {
         }
         lim = want;
     }
-    Ok((lim.rlim_cur as u64, lim.rlim_max as u64))
+    Ok((lim.rlim_cur, lim.rlim_max))
 }
