@@ -106,3 +106,41 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn with(extra: &str, user_extra: &str) -> Result<Config, String> {
+        let y = format!(
+            "{extra}users:\n  - name: app\n    password_hash: \"*14E65567ABDB5135D0CFD9A70B3032C179A49EE7\"\n{user_extra}\
+             backends:\n  main:\n    user: u\ndefault_backend: main\n"
+        );
+        Config::from_yaml(&y).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_mariadbs_and_bad_values_are_named() {
+        let c = with("", "").expect("defaults");
+        assert_eq!(
+            (c.max_connections, c.connect_timeout, c.wait_timeout),
+            (151, 10, 28_800)
+        );
+        assert_eq!(c.backends["main"].value.query_timeout_ms, 3_600_000);
+        for (extra, key) in [
+            ("connect_timeout: 0\n", "connect_timeout"),
+            ("wait_timeout: 0\n", "wait_timeout"),
+            ("max_connections: 0\n", "max_connections"),
+            ("merge_memory_limit: 10\n", "merge_memory_limit"),
+            ("max_auth_failures: 0\n", "max_auth_failures"),
+        ] {
+            let e = with(extra, "").expect_err(key);
+            assert!(e.contains(key), "{e}");
+        }
+        let e = with("", "    max_connections: 0\n").expect_err("user cap 0");
+        assert!(
+            e.starts_with("line ") && e.contains("max_connections"),
+            "{e}"
+        );
+    }
+}
