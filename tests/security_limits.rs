@@ -671,3 +671,28 @@ fn clients_that_stop_reading_or_sending_mid_command_are_given_up() {
     assert_eq!(one(&mut g.conn(), "SELECT 1"), 1);
     assert_alive(&g);
 }
+
+#[test]
+fn backend_sockets_use_tcp_keepalive() {
+    let ss = common::clients::require_tool("ss", "iproute2");
+    let db = shared_db();
+    let g = Idgate::start(db);
+    let mut c = g.conn();
+    assert_eq!(one(&mut c, "SELECT 1"), 1);
+    let out = std::process::Command::new(ss)
+        .args(["-tnpo", "state", "established"])
+        .arg(format!("( dport = :{} )", db.port))
+        .output()
+        .expect("run ss");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pid = format!("pid={},", g.pid());
+    let idgate_lines: Vec<&str> = text.lines().filter(|l| l.contains(&pid)).collect();
+    assert!(
+        !idgate_lines.is_empty(),
+        "no backend socket of idgate in:\n{text}"
+    );
+    for l in &idgate_lines {
+        assert!(l.contains("timer:(keepalive"), "no keepalive: {l}");
+    }
+    assert_alive(&g);
+}
