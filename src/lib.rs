@@ -5,6 +5,7 @@ pub mod config;
 pub mod demo;
 pub mod exec;
 pub mod idgen;
+pub mod limits;
 pub mod proxy;
 pub mod route;
 pub mod server;

@@ -34,6 +34,10 @@ pub struct Proxy {
     pub xa: Option<Arc<crate::xa::Coordinator>>,
     /// TLS for clients (`tls:`); `None`: plain TCP only.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Logged-in sessions, in all and per user (`max_connections`).
+    pub admission: Arc<crate::limits::Admission>,
+    /// Failed logins per client host (`max_auth_failures`).
+    pub auth_throttle: crate::limits::AuthThrottle,
     next_connection_id: AtomicU32,
 }
 
@@ -62,7 +66,19 @@ impl Proxy {
         let mut server_version = backend_version.to_vec();
         server_version.extend_from_slice(b"-idgate");
         let tables = Tables::from_config(&config);
+        let user_caps = config
+            .users
+            .iter()
+            .filter_map(|u| Some((u.value.name.as_bytes().to_vec(), u.value.max_connections?)))
+            .collect();
+        let admission = crate::limits::Admission::new(config.max_connections, user_caps);
+        let auth_throttle = crate::limits::AuthThrottle::new(
+            config.max_auth_failures,
+            std::time::Duration::from_millis(config.auth_backoff_ms),
+        );
         Arc::new(Proxy {
+            admission,
+            auth_throttle,
             idgen,
             tables,
             metadata: Default::default(),

@@ -43,6 +43,11 @@ async fn backend_version(config: &Config) -> Result<Vec<u8>, StartError> {
 
 /// Binds, then serves until `stop` turns true (or a signal arrives).
 pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), StartError> {
+    // Thousands of clients, each with backend connections, need more than the usual 1024 fds.
+    match crate::limits::rlimit::raise_nofile() {
+        Ok((soft, hard)) => info!(soft, hard, "open file limit (RLIMIT_NOFILE)"),
+        Err(e) => warn!(error = %e, "cannot raise the open file limit"),
+    }
     let tls = crate::tls::server::acceptor(&config)?;
     let version = backend_version(&config).await?;
     let listener =

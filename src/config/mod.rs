@@ -1,6 +1,7 @@
 //! idgate's YAML configuration: the schema, its defaults, and validation that points at the line
 //! and column of the mistake. Nothing here touches the network.
 
+mod limits;
 mod schema;
 mod secrets;
 pub mod tables;
@@ -52,6 +53,7 @@ impl Config {
         validate::validate(&cfg)?;
         validate_tables::validate(&cfg)?;
         validate_tls::validate(&cfg)?;
+        limits::validate(&cfg)?;
         Ok(cfg)
     }
 

@@ -42,6 +42,38 @@ pub struct Config {
     /// How a transaction that wrote on several backends commits.
     #[serde(default)]
     pub transactions: Transactions,
+    /// Most logged-in client sessions at once (MariaDB's max_connections); more get ERROR 1040.
+    #[serde(default = "super::limits::default_max_connections")]
+    pub max_connections: usize,
+    /// Seconds a client has from connecting to finishing its login; then the socket is closed.
+    #[serde(default = "super::limits::default_connect_timeout")]
+    pub connect_timeout: u64,
+    /// Seconds an idle session stays open (clients may `SET SESSION wait_timeout`).
+    #[serde(default = "super::limits::default_wait_timeout")]
+    pub wait_timeout: u64,
+    /// wait_timeout for clients that log in with CLIENT_INTERACTIVE (the mysql CLI).
+    #[serde(default = "super::limits::default_wait_timeout")]
+    pub interactive_timeout: u64,
+    /// Prepared statements one session may hold; more get ERROR 1461.
+    #[serde(default = "super::limits::default_max_prepared_stmt_count")]
+    pub max_prepared_stmt_count: usize,
+    /// Bytes a GROUP BY / DISTINCT merge across shards may hold for one statement.
+    #[serde(default = "super::limits::default_merge_memory_limit")]
+    pub merge_memory_limit: u64,
+    /// Failed logins from one host before it must wait (`auth_backoff_ms`, doubling per failure).
+    #[serde(default = "super::limits::default_max_auth_failures")]
+    pub max_auth_failures: u32,
+    /// First wait imposed on a host past `max_auth_failures`; doubles per further failure.
+    #[serde(default = "super::limits::default_auth_backoff_ms")]
+    pub auth_backoff_ms: u64,
+    /// Seconds idgate waits for the rest of what a client is sending mid-command (a LOAD DATA
+    /// LOCAL file, a COM_CHANGE_USER answer); MariaDB's net_read_timeout.
+    #[serde(default = "super::limits::default_net_read_timeout")]
+    pub net_read_timeout: u64,
+    /// Seconds a client may leave an answer unread before idgate gives up on it; MariaDB's
+    /// net_write_timeout.
+    #[serde(default = "super::limits::default_net_write_timeout")]
+    pub net_write_timeout: u64,
     /// TLS for clients: `auto` or `{cert, key}`; absent = clients connect in plain TCP only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<Spanned<super::tls::ServerTls>>,
@@ -137,6 +169,9 @@ pub struct User {
     /// Clear-text password; needs `allow_plaintext_passwords: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    /// Most sessions this user may hold at once (MariaDB's MAX_USER_CONNECTIONS); unset: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u32>,
     /// `password_hash` read from this environment variable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password_hash_env: Option<String>,
@@ -209,6 +244,10 @@ pub struct Backend {
     pub failover_addresses: Vec<String>,
     #[serde(default)]
     pub pool: PoolSettings,
+    /// Longest wait for any answer from this backend (a statement's run included); then the
+    /// connection is closed and the client gets an error naming this setting.
+    #[serde(default = "super::limits::default_query_timeout_ms")]
+    pub query_timeout_ms: u64,
     /// TLS to this backend (default: disabled).
     #[serde(default)]
     pub tls: super::tls::BackendTls,
@@ -227,6 +266,7 @@ impl Backend {
             password_file: None,
             failover_addresses: Vec::new(),
             pool: PoolSettings::default(),
+            query_timeout_ms: super::limits::default_query_timeout_ms(),
             tls: Default::default(),
         }
     }

@@ -44,6 +44,9 @@ pub enum BackendError {
     Tls { backend: String, message: String },
     #[error("timed out connecting to backend `{0}`")]
     Timeout(String),
+    /// No answer within the backend's query_timeout_ms; the connection was given up.
+    #[error("backend `{backend}` did not answer within query_timeout_ms ({ms} ms)")]
+    QueryTimeout { backend: String, ms: u64 },
     /// Writing to the client failed while relaying; the client is gone.
     #[error("client connection lost: {0}")]
     ClientGone(std::io::Error),
@@ -91,6 +94,9 @@ pub struct BackendConn {
     auth_plugin: Vec<u8>,
     /// The connection runs over TLS: full authentication may send the password in clear.
     secure: bool,
+    /// The backend's name and query_timeout_ms: the longest wait for any packet or send.
+    name: String,
+    deadline: Duration,
 }
 
 fn capabilities(found_rows: bool) -> CapabilityFlags {
@@ -141,6 +147,7 @@ impl BackendConn {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
+        keepalive(&stream);
         let (r, w) = stream.into_split();
         let mut conn = BackendConn {
             reader: PacketReader::new(NetRead::Plain(r), BACKEND_PACKET_LIMIT),
@@ -161,6 +168,8 @@ impl BackendConn {
             nonce: Vec::new(),
             auth_plugin: Vec::new(),
             secure: false,
+            name: name.to_string(),
+            deadline: Duration::from_millis(cfg.query_timeout_ms),
         };
         conn.login(name, cfg).await?;
         Ok(conn)
@@ -303,11 +312,39 @@ impl BackendConn {
     pub async fn flush(&mut self) -> Result<(), BackendError> {
         self.next_response();
         self.last_used = Instant::now();
-        if let Err(e) = self.writer.flush().await {
-            self.broken = true;
-            return Err(e.into());
+        match tokio::time::timeout(self.deadline, self.writer.flush()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                self.broken = true;
+                Err(e.into())
+            }
+            Err(_) => Err(self.timed_out()),
         }
-        Ok(())
+    }
+
+    /// Sends queued packets (all, or only when much is queued) within query_timeout_ms.
+    async fn bounded_send(&mut self, all: bool) -> Result<(), BackendError> {
+        let sent = if all {
+            tokio::time::timeout(self.deadline, self.writer.flush()).await
+        } else {
+            tokio::time::timeout(self.deadline, self.writer.maybe_flush()).await
+        };
+        match sent {
+            Ok(r) => r.map_err(|e| {
+                self.broken = true;
+                e.into()
+            }),
+            Err(_) => Err(self.timed_out()),
+        }
+    }
+
+    /// The connection waited longer than query_timeout_ms: it is never used again.
+    fn timed_out(&mut self) -> BackendError {
+        self.broken = true;
+        BackendError::QueryTimeout {
+            backend: self.name.clone(),
+            ms: self.deadline.as_millis() as u64,
+        }
     }
 
     /// Moves on to the answer of the next pipelined command.
@@ -318,12 +355,16 @@ impl BackendConn {
     }
 
     /// Reads the next packet of the response into `self.packet`.
+    /// Every wait for a backend's answer passes here, bounded by query_timeout_ms.
     pub async fn read(&mut self) -> Result<(), BackendError> {
-        if let Err(e) = self.reader.read(&mut self.packet).await {
-            self.broken = true;
-            return Err(e.into());
+        match tokio::time::timeout(self.deadline, self.reader.read(&mut self.packet)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                self.broken = true;
+                Err(e.into())
+            }
+            Err(_) => Err(self.timed_out()),
         }
-        Ok(())
     }
 
     /// LOCAL INFILE: the packet just read asks for a file. Packets sent with `send_file_packet`
@@ -337,20 +378,20 @@ impl BackendConn {
     /// Queues one packet of file content; sends when much is queued.
     pub async fn send_file_packet(&mut self, payload: &[u8]) -> Result<(), BackendError> {
         self.writer.write(payload);
-        self.writer.maybe_flush().await?;
+        self.bounded_send(false).await?;
         Ok(())
     }
 
     /// Sends the file content queued so far.
     pub async fn flush_file(&mut self) -> Result<(), BackendError> {
-        self.writer.flush().await?;
+        self.bounded_send(true).await?;
         Ok(())
     }
 
     /// Sends the closing empty packet; the statement's answer follows.
     pub async fn end_file(&mut self) -> Result<(), BackendError> {
         self.writer.write(&[]);
-        self.writer.flush().await?;
+        self.bounded_send(true).await?;
         self.reader.seq = self.writer.seq;
         self.broken = false;
         Ok(())
@@ -417,7 +458,12 @@ impl BackendConn {
         p.push(0);
         self.write_command(&p);
         self.flush().await?;
-        if let Err(e) = self.finish_auth(auth).await {
+        // At login the connect timeout bounds the exchange; here the query timeout does.
+        let finished = match tokio::time::timeout(self.deadline, self.finish_auth(auth)).await {
+            Ok(r) => r,
+            Err(_) => Err(self.timed_out()),
+        };
+        if let Err(e) = finished {
             self.broken = true;
             return Err(e);
         }
@@ -541,5 +587,16 @@ impl BackendConn {
     pub async fn close(mut self) {
         self.write_command(&[mysql_common::constants::Command::COM_QUIT as u8]);
         let _ = self.writer.shutdown().await;
+    }
+}
+
+/// TCP keepalive on a backend socket, so a backend host that vanished (no FIN, no RST) is
+/// noticed by the kernel even while the connection sits idle in the pool.
+fn keepalive(stream: &TcpStream) {
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(60))
+        .with_interval(Duration::from_secs(10));
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_keepalive(&ka) {
+        tracing::debug!(error = %e, "cannot enable TCP keepalive on a backend socket");
     }
 }

@@ -185,7 +185,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             let carried = if local_infile::may_ask_for_file(local_files, packet) {
                 let mut buf = Vec::new();
-                local_infile::carry_file(&mut self.reader, client.writer, be, &mut buf).await
+                let t = std::time::Duration::from_secs(self.proxy.config.net_read_timeout);
+                local_infile::carry_file(&mut self.reader, client.writer, be, &mut buf, t).await
             } else {
                 be.decline_file().await.map_err(CarryError::Backend)
             };
@@ -214,6 +215,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                             Statement {
                                 backend_id,
                                 emulated: None,
+                                long_data: Default::default(),
                             },
                         );
                     }
@@ -228,6 +230,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The backend connection failed mid-command: its session state is gone, so tell the client
     /// and end the session (as a direct connection would end).
     pub(super) fn backend_lost(&mut self, e: BackendError) -> End {
+        if let BackendError::QueryTimeout { backend, ms } = &e {
+            return self.backend_timed_out(&backend.clone(), *ms);
+        }
         warn!(error = %e, "backend connection lost");
         self.leases.clear();
         let name = self.proxy.default_pool.name.clone();
@@ -240,6 +245,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn prepare(&mut self, packet: &[u8]) -> Option<End> {
+        if self.prepared_count_exceeded() {
+            return None;
+        }
         let id = self.stmts.next_id();
         let adj = Adjust {
             client_stmt_id: Some(id),
@@ -273,6 +281,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             return None; // SEND_LONG_DATA and CLOSE have no answer, even for unknown ids
         };
+        match what {
+            "mysqld_stmt_send_long_data" if !self.long_data_fits(client_id, packet) => {
+                return None;
+            }
+            "mysqld_stmt_execute" => {
+                if let Some(end) = self
+                    .refuse_overflowed_long_data(client_id, backend_id, emulated)
+                    .await
+                {
+                    return end;
+                }
+            }
+            "mysqld_stmt_reset" => {
+                if let Some(st) = self.stmts.get_mut(client_id) {
+                    st.long_data.clear();
+                }
+            }
+            _ => {}
+        }
         if emulated {
             match what {
                 "mysqld_stmt_execute" => return self.execute_emulated(client_id, packet).await,
@@ -371,6 +398,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.last_insert_id = None;
         self.lid_sync = None;
         self.no_auto_value_on_zero = None;
+        self.idle.reset();
     }
 
     /// Resets and re-prepares every held connection except the default backend's.
@@ -435,20 +463,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn change_user(&mut self, packet: &[u8]) -> Option<End> {
-        let changed = handshake::change_user(
-            &mut self.reader,
-            &mut self.writer,
-            &self.hello,
-            packet,
-            &self.proxy.users,
-            &self.peer_host,
+        // The client may be asked to answer again (auth switch): bounded by net_read_timeout.
+        let changed = tokio::time::timeout(
+            std::time::Duration::from_secs(self.proxy.config.net_read_timeout),
+            handshake::change_user(
+                &mut self.reader,
+                &mut self.writer,
+                &self.hello,
+                packet,
+                &self.proxy.users,
+                &self.peer_host,
+            ),
         )
         .await;
         let changed = match changed {
-            Ok(Some(c)) => c,
-            Ok(None) => return Some(End::LoginRefused),
-            Err(_) => return Some(End::ClientGone),
+            Ok(Ok(Some(c))) => c,
+            Ok(Ok(None)) => return Some(End::LoginRefused),
+            Ok(Err(_)) | Err(_) => return Some(End::ClientGone),
         };
+        if let Err(e) = self.slot.switch_user(&changed.user) {
+            self.send_error(&e);
+            return Some(End::LoginRefused);
+        }
         self.hello.user = changed.user;
         if let Some(c) = changed.collation {
             self.hello.collation = c;

@@ -467,8 +467,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             writer: &mut self.writer,
             deprecate_eof,
         };
-        match crate::exec::merge::relay_merged(&mut conns, &mut client, plan, status, binary).await
-        {
+        let memory_limit = self.proxy.config.merge_memory_limit;
+        let merged = crate::exec::merge::relay_merged(
+            &mut conns,
+            &mut client,
+            plan,
+            status,
+            binary,
+            memory_limit,
+        )
+        .await;
+        match merged {
             Ok(Ok(r)) => {
                 self.last_ok = !r.error;
                 Ok(!r.error)

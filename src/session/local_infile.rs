@@ -81,6 +81,7 @@ pub(super) async fn carry_file<R, W>(
     writer: &mut PacketWriter<W>,
     be: &mut BackendConn,
     buf: &mut Vec<u8>,
+    read_timeout: std::time::Duration,
 ) -> Result<(), CarryError>
 where
     R: AsyncRead + Unpin,
@@ -97,7 +98,16 @@ where
     // client reads the error where it expects the answer.
     let mut backend_failed = None;
     loop {
-        reader.read(buf).await.map_err(CarryError::Client)?;
+        // A client that stops sending mid-file is given up after net_read_timeout.
+        match tokio::time::timeout(read_timeout, reader.read(buf)).await {
+            Ok(r) => r.map_err(CarryError::Client)?,
+            Err(_) => {
+                return Err(CarryError::Client(FrameError::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no file data within net_read_timeout",
+                ))))
+            }
+        }
         if backend_failed.is_some() {
             if buf.is_empty() {
                 break;

@@ -1,14 +1,18 @@
 //! One client connection: its login, its state (database, collation, prepared statements, the
 //! backend connection it holds) and the dispatch of each command it sends.
 
+mod backend_timeout;
 mod commands;
 mod commit;
 mod dml;
 mod emulated;
 mod explain;
+mod idle;
 mod insert;
 mod leases;
 mod local_infile;
+mod login;
+mod long_data;
 mod prepared;
 mod prepared_route;
 mod query;
@@ -29,7 +33,7 @@ use crate::proxy::Proxy;
 use crate::tls::{NetRead, NetWrite};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
-use crate::wire::handshake::{self, ClientHello, Login, ServerGreeting};
+use crate::wire::handshake::{ClientHello, ServerGreeting};
 use crate::wire::packets;
 
 pub struct Session<R, W> {
@@ -72,6 +76,10 @@ pub struct Session<R, W> {
     no_join: bool,
     packet: Vec<u8>,
     shutdown: tokio::sync::watch::Receiver<bool>,
+    /// How long the session may sit idle (wait_timeout).
+    idle: idle::IdleTimeout,
+    /// The session's place under max_connections, given back when the session ends.
+    slot: crate::limits::Slot,
 }
 
 /// Why a session ended.
@@ -84,6 +92,13 @@ pub enum End {
     Fatal(String),
     /// idgate is shutting down and the session was idle.
     Shutdown,
+    /// The handshake did not finish within connect_timeout.
+    ConnectTimeout,
+    /// The session sat idle longer than its wait_timeout.
+    IdleTimeout,
+    /// A backend did not answer within its query_timeout_ms; the client was told and the
+    /// session goes on without that connection.
+    BackendTimeout,
 }
 
 /// Runs a client connection from the handshake to its end.
@@ -99,26 +114,21 @@ pub async fn run(
     // Handshake packets are small; a client cannot make idgate buffer a huge one before login.
     let mut reader = PacketReader::new(NetRead::Plain(reader), 64 * 1024);
     let mut writer = PacketWriter::new(NetWrite::Plain(writer));
+    // A client that stops reading its answers is given up (net_write_timeout).
+    writer.set_timeout(std::time::Duration::from_secs(
+        proxy.config.net_write_timeout,
+    ));
     let greeting = ServerGreeting {
         version: &proxy.server_version,
         connection_id,
         collation: crate::exec::backend::POOL_COLLATION,
         tls: proxy.tls.is_some(),
     };
-    let login = handshake::accept(
-        &mut reader,
-        &mut writer,
-        &greeting,
-        &proxy.users,
-        &peer_host,
-        proxy.tls.as_ref(),
-    )
-    .await;
-    let hello = match login {
-        Ok(Login::Accepted(h)) => h,
-        Ok(Login::Refused) => return End::LoginRefused,
-        Err(_) => return End::ClientGone,
-    };
+    let (hello, slot) =
+        match login::login(&proxy, &mut reader, &mut writer, &greeting, &peer_host).await {
+            Ok(x) => x,
+            Err(end) => return end,
+        };
     reader.set_limit(limit);
     let span = tracing::info_span!(
         "session",
@@ -127,9 +137,13 @@ pub async fn run(
     );
     let _enter = span.enter();
     debug!(peer = %peer_host, tls = hello.secure, "logged in");
+    let interactive = hello
+        .capabilities
+        .contains(mysql_common::constants::CapabilityFlags::CLIENT_INTERACTIVE);
     let multi_statements = hello
         .capabilities
         .contains(mysql_common::constants::CapabilityFlags::CLIENT_MULTI_STATEMENTS);
+    let idle_timeout = idle::IdleTimeout::new(&proxy.config, interactive);
     let mut s = Session {
         reader,
         writer,
@@ -154,6 +168,8 @@ pub async fn run(
         no_join: false,
         packet: Vec::with_capacity(1024),
         shutdown,
+        idle: idle_timeout,
+        slot,
     };
     // A database named at login must exist, as on MySQL: check it now.
     if s.db.is_some() {
@@ -176,9 +192,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.reader.seq = 0;
             let mut packet = std::mem::take(&mut self.packet);
             // Only an idle session is interrupted by shutdown; a running command finishes.
+            self.refresh_idle_timeout().await;
             let read = tokio::select! {
                 r = self.reader.read(&mut packet) => r,
                 _ = crate::server::stopped(&mut self.shutdown) => return End::Shutdown,
+                // As MariaDB: the connection is closed without a word.
+                _ = tokio::time::sleep(self.idle.current()) => return End::IdleTimeout,
             };
             self.writer.seq = self.reader.seq;
             match read {
@@ -195,6 +214,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.packet = packet;
             if let Some(end) = end {
                 let _ = self.writer.flush().await;
+                if matches!(end, End::BackendTimeout) {
+                    continue;
+                }
                 return end;
             }
             if self.writer.flush().await.is_err() {

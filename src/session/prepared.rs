@@ -9,6 +9,8 @@ pub struct Statement {
     /// Set for statements idgate executes itself instead of relaying: INSERTs into tables whose
     /// ids it generates, and statements about sharded or broadcast tables.
     pub emulated: Option<Box<Emulated>>,
+    /// COM_STMT_SEND_LONG_DATA bytes counted against max_packet_size.
+    pub long_data: super::long_data::LongDataTally,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +63,10 @@ impl Statements {
 
     pub fn get_mut(&mut self, client_id: u32) -> Option<&mut Statement> {
         self.by_client_id.get_mut(&client_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_client_id.len()
     }
 
     pub fn remove(&mut self, client_id: u32) -> Option<Statement> {

@@ -253,6 +253,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     fn after_forward(&mut self, stmt: &[u8], kind: StatementKind) {
         match kind {
             StatementKind::Set => {
+                self.idle.note_set(stmt);
                 if sql::mentions_sql_mode(stmt) {
                     self.no_auto_value_on_zero = None;
                 }

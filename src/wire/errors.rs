@@ -94,3 +94,8 @@ pub fn malformed(what: &str) -> SqlError {
         format!("Malformed {what} packet; the client sent bytes idgate cannot decode"),
     )
 }
+
+pub const ER_HOST_IS_BLOCKED: u16 = 1129;
+pub const ER_USER_LIMIT_REACHED: u16 = 1226;
+pub const ER_MAX_PREPARED_STMT_COUNT_REACHED: u16 = 1461;
+pub const ER_OUTOFMEMORY: u16 = 1037;

@@ -170,6 +170,8 @@ pub struct PacketWriter<W> {
     buf: Vec<u8>,
     /// Sequence id of the next packet written.
     pub seq: u8,
+    /// Longest a flush may wait for the peer to take the bytes (MariaDB's net_write_timeout).
+    timeout: Option<std::time::Duration>,
 }
 
 impl<W: AsyncWrite + Unpin> PacketWriter<W> {
@@ -178,12 +180,19 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
             inner,
             buf: Vec::with_capacity(16 * 1024),
             seq: 0,
+            timeout: None,
         }
     }
 
     /// The stream underneath, to replace it between packets (flush first).
     pub fn stream_mut(&mut self) -> &mut W {
         &mut self.inner
+    }
+
+    /// Bounds every flush: a peer that stops reading gets a `TimedOut` error instead of
+    /// holding the writer forever.
+    pub fn set_timeout(&mut self, timeout: std::time::Duration) {
+        self.timeout = Some(timeout);
     }
 
     /// The underlying stream (tests read what was written to a `Vec<u8>`).
@@ -251,6 +260,19 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     }
 
     pub async fn flush(&mut self) -> io::Result<()> {
+        match self.timeout {
+            None => self.flush_now().await,
+            Some(t) => match tokio::time::timeout(t, self.flush_now()).await {
+                Ok(r) => r,
+                Err(_) => Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("the peer took nothing for {} s", t.as_secs()),
+                )),
+            },
+        }
+    }
+
+    async fn flush_now(&mut self) -> io::Result<()> {
         if !self.buf.is_empty() {
             self.inner.write_all(&self.buf).await?;
             self.buf.clear();

@@ -11,7 +11,22 @@ use tracing::{debug, info, warn};
 
 use super::xid::{idgate_branches, parse_gtrid, xid_sql, Branch};
 use super::Coordinator;
-use crate::exec::BackendConn;
+use crate::exec::{BackendConn, BackendError};
+
+/// The longest one recovery statement (XA RECOVER, XA COMMIT, XA ROLLBACK) may wait for its
+/// backend, whatever the backend's query_timeout_ms: recovery must not stall on a frozen backend.
+const BACKEND_IO: Duration = Duration::from_secs(30);
+
+const TIMED_OUT: &str = "no answer in time";
+
+async fn on_backend<T>(
+    f: impl std::future::Future<Output = Result<T, BackendError>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(BACKEND_IO, f).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("{} s: {TIMED_OUT}", BACKEND_IO.as_secs())),
+    }
+}
 
 /// What one recovery pass did.
 #[derive(Debug, Default)]
@@ -77,7 +92,7 @@ impl Coordinator {
                     continue;
                 }
             };
-            let rows = match conn.query_rows("XA RECOVER").await {
+            let rows = match on_backend(conn.query_rows("XA RECOVER")).await {
                 Ok(r) => r,
                 Err(e) => {
                     warn!(backend = %name, error = %e, "XA RECOVER failed");
@@ -86,6 +101,11 @@ impl Coordinator {
                 }
             };
             for b in idgate_branches(&rows) {
+                if conn.broken {
+                    out.left += 1;
+                    remaining.insert(b.gtrid.clone());
+                    continue;
+                }
                 let action = match self.action(&b).await {
                     Ok(a) => a,
                     Err(e) => {
@@ -112,7 +132,7 @@ impl Coordinator {
                         continue;
                     }
                 };
-                match conn.query_drop(&sql).await {
+                match on_backend(conn.query_drop(&sql)).await {
                     Ok(()) => {
                         info!(backend = %name, %gtrid, "XA recovery {what} a prepared branch");
                         match action {
@@ -125,10 +145,14 @@ impl Coordinator {
                         warn!(backend = %name, %gtrid, error = %e, "XA recovery could not finish a branch");
                         out.left += 1;
                         remaining.insert(b.gtrid.clone());
+                        if e.ends_with(TIMED_OUT) {
+                            // The connection is out of step; the next pass starts afresh.
+                            conn.broken = true;
+                        }
                     }
                 }
             }
-            conn.close().await;
+            let _ = tokio::time::timeout(BACKEND_IO, conn.close()).await;
         }
         if let (Some(decisions), true) = (decisions, out.unreachable.is_empty()) {
             for g in decisions.iter().filter(|g| !remaining.contains(*g)) {

@@ -239,21 +239,41 @@ impl Grouping {
         order: &[Key],
         out: &Output<'_>,
         mut ends: Ends,
+        memory_limit: u64,
     ) -> Result<Result<Relayed, String>, BackendError> {
         let mut groups: BTreeMap<Vec<KeyPart>, Group> = BTreeMap::new();
         let mut problem: Option<String> = None;
+        // Bytes the groups hold (estimated per group when it is created).
+        let mut held: u64 = 0;
+        let mut over = false;
         for be in shards.iter_mut() {
             while let Some(packet) = rows::next_row(be, &mut ends).await? {
-                if problem.is_some() {
-                    continue;
+                if problem.is_some() || over {
+                    continue; // read to the end so the connections stay usable
                 }
-                if let Err(m) = self.add(&mut groups, &packet) {
-                    problem = Some(m);
+                match self.add(&mut groups, &packet) {
+                    Ok(added) => {
+                        held = held.saturating_add(added);
+                        if held > memory_limit {
+                            over = true;
+                            groups = BTreeMap::new();
+                        }
+                    }
+                    Err(m) => problem = Some(m),
                 }
             }
         }
         if let Some(e) = ends.failed {
             client.writer.write(&e);
+            return Ok(Ok(Relayed {
+                error: true,
+                ..Relayed::default()
+            }));
+        }
+        if over {
+            let start = client.writer.begin();
+            super::memory_limit_error(memory_limit).encode(client.writer.payload());
+            client.writer.end(start);
             return Ok(Ok(Relayed {
                 error: true,
                 ..Relayed::default()
@@ -290,11 +310,16 @@ impl Grouping {
         }))
     }
 
-    fn add(&self, groups: &mut BTreeMap<Vec<KeyPart>, Group>, packet: &[u8]) -> Result<(), String> {
+    /// Folds a shard row into its group; returns the bytes a new group takes (0 for a known one).
+    fn add(
+        &self,
+        groups: &mut BTreeMap<Vec<KeyPart>, Group>,
+        packet: &[u8],
+    ) -> Result<u64, String> {
         let row = rows::parse_text_row(packet).ok_or("a shard sent a malformed row")?;
         let key = Key::parts(&self.keys, &row)?;
         match groups.get_mut(&key) {
-            Some(g) => self.fold(g, &row, false),
+            Some(g) => self.fold(g, &row, false).map(|()| 0),
             None => {
                 let mut g = Group {
                     accs: self.start(),
@@ -302,7 +327,10 @@ impl Grouping {
                 };
                 self.fold(&mut g, &row, true)?;
                 groups.insert(key, g);
-                Ok(())
+                // The row's values and its key (each about the packet's size), a vector header
+                // per column, the accumulators and the map's node.
+                let bytes = 2 * packet.len() + 32 * row.len() + 48 * self.aggs.len() + 96;
+                Ok(bytes as u64)
             }
         }
     }

@@ -106,6 +106,7 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
     plan: &MergePlan,
     status: u16,
     binary: bool,
+    memory_limit: u64,
 ) -> Result<Result<Relayed, String>, BackendError> {
     let mut ends = Ends::default();
     let mut header = None;
@@ -189,8 +190,22 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
     };
     match grouping {
         None => sorted::relay(shards, client, &order, &out, ends).await,
-        Some(g) => g.relay(shards, client, &order, &out, ends).await,
+        Some(g) => {
+            g.relay(shards, client, &order, &out, ends, memory_limit)
+                .await
+        }
     }
+}
+
+/// A GROUP BY / DISTINCT merge needed more than `merge_memory_limit`.
+fn memory_limit_error(limit: u64) -> crate::wire::errors::SqlError {
+    crate::wire::errors::SqlError::new(
+        crate::wire::errors::ER_OUTOFMEMORY,
+        b"HY001",
+        format!(
+            "Out of memory: merging the shards' groups needs more than idgate's merge_memory_limit ({limit} bytes); narrow the query (WHERE, fewer groups, LIMIT on one shard) or raise merge_memory_limit"
+        ),
+    )
 }
 
 /// What the merged answer looks like to the client.

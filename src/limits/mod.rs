@@ -1,0 +1,9 @@
+//! Limits that protect idgate from its clients: how many sessions may be logged in (in all and per
+//! user), how often a host may fail to log in, and the process's own file-descriptor limit.
+
+pub mod admission;
+pub mod rlimit;
+pub mod throttle;
+
+pub use admission::{Admission, Slot};
+pub use throttle::AuthThrottle;

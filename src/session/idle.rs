@@ -1,0 +1,110 @@
+//! wait_timeout: how long a session may sit idle between commands before idgate closes it, as
+//! MariaDB does (nothing is sent; the connection just ends). Starts at `wait_timeout`, or
+//! `interactive_timeout` for CLIENT_INTERACTIVE clients, and follows the client's own
+//! `SET [SESSION] wait_timeout = …` as the default backend evaluated it.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::debug;
+
+use super::Session;
+
+pub struct IdleTimeout {
+    /// The value a session starts with (and returns to after a reset).
+    initial: Duration,
+    current: Duration,
+    /// A SET naming wait_timeout ran: read the session's value back before waiting again.
+    recheck: bool,
+}
+
+impl IdleTimeout {
+    pub fn new(config: &crate::config::Config, interactive: bool) -> IdleTimeout {
+        let s = if interactive {
+            config.interactive_timeout
+        } else {
+            config.wait_timeout
+        };
+        let initial = Duration::from_secs(s);
+        IdleTimeout {
+            initial,
+            current: initial,
+            recheck: false,
+        }
+    }
+
+    pub fn current(&self) -> Duration {
+        self.current
+    }
+
+    /// A successful SET ran on the default backend.
+    pub fn note_set(&mut self, stmt: &[u8]) {
+        if mentions_wait_timeout(stmt) {
+            self.recheck = true;
+        }
+    }
+
+    /// COM_RESET_CONNECTION / COM_CHANGE_USER: back to the value the session started with.
+    pub fn reset(&mut self) {
+        self.current = self.initial;
+        self.recheck = false;
+    }
+}
+
+/// Whether a SET may have changed wait_timeout (case-insensitive; false positives only cost a
+/// read-back).
+pub fn mentions_wait_timeout(stmt: &[u8]) -> bool {
+    const NAME: &[u8] = b"wait_timeout";
+    stmt.windows(NAME.len())
+        .any(|w| w.eq_ignore_ascii_case(NAME))
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// After a SET naming wait_timeout: the session's value as the default backend now holds it
+    /// (it evaluated the expression, scope and clamping exactly as MariaDB does).
+    pub(super) async fn refresh_idle_timeout(&mut self) {
+        if !std::mem::take(&mut self.idle.recheck) {
+            return;
+        }
+        let Some(i) = self.leases.position(&self.proxy.default_pool.name) else {
+            return;
+        };
+        let lease = self.leases.get_mut(i);
+        match lease.query_rows("SELECT @@session.wait_timeout").await {
+            Ok(rows) => {
+                let v = rows
+                    .first()
+                    .and_then(|r| r.first())
+                    .and_then(|v| v.as_deref())
+                    .and_then(|v| std::str::from_utf8(v).ok())
+                    .and_then(|v| v.parse::<u64>().ok());
+                if let Some(s) = v {
+                    debug!(wait_timeout = s, "session wait_timeout changed");
+                    self.idle.current = Duration::from_secs(s.max(1));
+                }
+            }
+            Err(e) => {
+                debug!(error = %e, "could not read the session's wait_timeout back");
+                lease.broken = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mentions_wait_timeout;
+
+    #[test]
+    fn finds_the_variable_in_any_spelling() {
+        for s in [
+            &b"SET SESSION wait_timeout=1"[..],
+            b"set @@WAIT_TIMEOUT = 5",
+            b"SET @@session.wait_timeout=2, sql_mode=''",
+            b"SET LOCAL Wait_Timeout := 3",
+        ] {
+            assert!(mentions_wait_timeout(s), "{}", String::from_utf8_lossy(s));
+        }
+        assert!(!mentions_wait_timeout(b"SET NAMES utf8mb4"));
+    }
+}

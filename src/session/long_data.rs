@@ -1,0 +1,115 @@
+//! COM_STMT_SEND_LONG_DATA under `max_packet_size`: the bytes sent for one parameter of one
+//! statement are counted, and past the cap the rest is dropped and the next EXECUTE fails with
+//! MariaDB's own error for a parameter longer than max_allowed_packet. Holds for statements
+//! relayed to the backend and for those idgate executes itself (which keep the data in memory).
+
+use std::collections::HashMap;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{End, Session};
+use crate::wire::errors::{self, SqlError};
+
+/// Long-data bytes per parameter since the statement last executed or was reset.
+#[derive(Debug, Clone, Default)]
+pub struct LongDataTally {
+    bytes: HashMap<u16, u64>,
+    /// A parameter went past the cap: the next EXECUTE fails.
+    overflowed: bool,
+}
+
+impl LongDataTally {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.overflowed = false;
+    }
+}
+
+/// The error MariaDB 10.11 gives at EXECUTE (checked against a real server).
+pub fn too_long(limit: u64) -> SqlError {
+    SqlError::new(
+        errors::ER_UNKNOWN_ERROR,
+        b"HY000",
+        format!(
+            "Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes (idgate's max_packet_size, {limit})"
+        ),
+    )
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// Counts a SEND_LONG_DATA packet; `false`: past the cap, drop it.
+    pub(super) fn long_data_fits(&mut self, client_id: u32, packet: &[u8]) -> bool {
+        let limit = self.proxy.config.max_packet_size;
+        let Some(st) = self.stmts.get_mut(client_id) else {
+            return true;
+        };
+        let Some(p) = packet.get(5..7) else {
+            return true;
+        };
+        let param = u16::from_le_bytes([p[0], p[1]]);
+        let len = packet.len().saturating_sub(7) as u64;
+        let tally = &mut st.long_data;
+        if tally.overflowed {
+            return false;
+        }
+        let total = tally.bytes.entry(param).or_default();
+        *total = total.saturating_add(len);
+        if *total > limit {
+            tally.overflowed = true;
+            if let Some(e) = st.emulated.as_mut() {
+                // Whatever was kept is of no use any more.
+                e.bound.long_data.clear();
+            }
+            return false;
+        }
+        true
+    }
+
+    /// At EXECUTE: `Some` when the statement's long data went past the cap. The error is sent
+    /// and the backend's half-received data is discarded (COM_STMT_RESET), as MariaDB forgets
+    /// it after the failed execution.
+    pub(super) async fn refuse_overflowed_long_data(
+        &mut self,
+        client_id: u32,
+        backend_id: u32,
+        emulated: bool,
+    ) -> Option<Option<End>> {
+        let st = self.stmts.get_mut(client_id)?;
+        if !st.long_data.overflowed {
+            st.long_data.clear();
+            return None;
+        }
+        st.long_data.clear();
+        if !emulated {
+            if let Some(i) = self.leases.position(&self.proxy.default_pool.name) {
+                let mut reset = vec![mysql_common::constants::Command::COM_STMT_RESET as u8];
+                reset.extend_from_slice(&backend_id.to_le_bytes());
+                let be = self.leases.get_mut(i);
+                if let Err(e) = be.simple_command(&reset).await {
+                    return Some(Some(self.backend_lost(e)));
+                }
+            }
+        } else {
+            self.clear_long_data(client_id);
+        }
+        let limit = self.proxy.config.max_packet_size;
+        self.send_error(&too_long(limit));
+        Some(None)
+    }
+
+    /// COM_STMT_PREPARE past `max_prepared_stmt_count` gets MariaDB's ERROR 1461.
+    pub(super) fn prepared_count_exceeded(&mut self) -> bool {
+        let max = self.proxy.config.max_prepared_stmt_count;
+        if self.stmts.len() < max {
+            return false;
+        }
+        self.send_error(&SqlError::new(
+            errors::ER_MAX_PREPARED_STMT_COUNT_REACHED,
+            b"42000",
+            format!(
+                "Can't create more than max_prepared_stmt_count statements (current value: {max}); close statements the session no longer uses (idgate counts them per session)"
+            ),
+        ));
+        true
+    }
+}
