@@ -3,6 +3,7 @@
 
 pub mod clients;
 pub mod fake_auth;
+pub mod fault_relay;
 pub mod history;
 pub mod idgate_proc;
 pub mod raw;

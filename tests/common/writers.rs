@@ -150,3 +150,38 @@ impl Drop for Writers {
         }
     }
 }
+
+/// A client that runs one statement over and over through idgate, timing each answer: the
+/// scenarios use it to show that what a fault does not touch keeps working promptly.
+pub struct Canary {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<(f64, Duration, Result<(), String>)>>,
+}
+
+impl Canary {
+    pub fn start(port: u16, sql: &'static str) -> Canary {
+        use mysql::prelude::Queryable;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let url = format!("mysql://{APP_USER}:{APP_PASSWORD}@127.0.0.1:{port}/{DATABASE}");
+        let thread = std::thread::spawn(move || {
+            let mut c = mysql::Conn::new(mysql::Opts::from_url(&url).expect("url"))
+                .expect("the canary connects");
+            let mut seen = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let t = Instant::now();
+                let r = c.query_drop(sql).map_err(|e| e.to_string());
+                seen.push((monotonic_now(), t.elapsed(), r));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            seen
+        });
+        Canary { stop, thread }
+    }
+
+    /// Stops it; returns every answer: when it came, how long it took, and any error.
+    pub fn stop(self) -> Vec<(f64, Duration, Result<(), String>)> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().expect("the canary thread")
+    }
+}

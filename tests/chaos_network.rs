@@ -1,0 +1,154 @@
+//! Fault scenario: the network between idgate and one shard misbehaves under insert load, through
+//! a fault relay: every packet delayed, every connection reset, then a half-open path that keeps
+//! connections up but carries nothing. Clients get answers or errors within the configured
+//! timeouts (never a stuck session), the pool recovers when the path does, recovery finishes
+//! every XA branch, and the history check finds nothing lost and no id twice.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::fault_relay::FaultRelay;
+use common::history::{self, IdOrder};
+use common::idgate_proc::{config_for_ports, Idgate};
+use common::start_db;
+use common::writers::{self, monotonic_now, Canary, Writers};
+use mysql::prelude::Queryable;
+
+const TABLES: &str = "generators:
+  seg:
+    kind: segment
+    step: 500
+tables:
+  seg_orders:
+    generator: seg
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+";
+
+const NAMES: [&str; 1] = ["seg_orders"];
+
+fn acked_on(attempts: &[history::Attempt], shard: u64, from: f64, to: f64) -> usize {
+    attempts
+        .iter()
+        .filter(|a| a.ok && a.ts >= from && a.ts < to)
+        .filter(|a| a.id.is_some_and(|id| id % 2 == shard) && a.notes.len() == 1)
+        .count()
+}
+
+#[test]
+fn delays_resets_and_a_half_open_path_to_a_shard() {
+    let dbs = [start_db(), start_db()];
+    for db in &dbs {
+        writers::create_tables(db, &NAMES);
+    }
+    let relay = FaultRelay::start(dbs[1].port);
+    let g = Idgate::start_with(|port| {
+        config_for_ports(
+            port,
+            &[("shard0", dbs[0].port), ("shard1", relay.port)],
+            TABLES,
+        )
+        // Short bounds, so a dead path shows within the scenario.
+        .replace("acquire_timeout_ms: 10000", "acquire_timeout_ms: 2000")
+        .replace("    pool:\n", "    query_timeout_ms: 1500\n    pool:\n")
+    });
+    let w = Writers::start("chaos-network", g.port, &NAMES, 4, 2);
+    // Only ever on shard0 (id 2 is even): it must not notice shard1's trouble.
+    let canary = Canary::start(g.port, "SELECT note FROM seg_orders WHERE id = 2");
+    let pause = |ms| std::thread::sleep(Duration::from_millis(ms));
+    pause(1500);
+    let delayed = monotonic_now();
+    relay.delay(100);
+    pause(3000);
+    relay.pass();
+    let reset = monotonic_now();
+    relay.reset_all();
+    pause(2000);
+    let cut = monotonic_now();
+    relay.blackhole();
+    pause(5000);
+    let restored = monotonic_now();
+    relay.pass();
+    relay.reset_all();
+    pause(3000);
+    let end = monotonic_now();
+    let attempts = w.stop();
+    let canary = canary.stop();
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (i, db) in dbs.iter().enumerate() {
+        loop {
+            let left: Vec<mysql::Row> = common::direct(db).query("XA RECOVER").unwrap();
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "shard {i} still has {} prepared XA branches; idgate log:\n{}",
+                left.len(),
+                g.log()
+            );
+            pause(200);
+        }
+    }
+    let shards = [&dbs[0], &dbs[1]];
+    let rows: HashMap<_, _> = NAMES
+        .iter()
+        .map(|t| (t.to_string(), history::read_rows(&shards, t)))
+        .collect();
+    let report = history::check(
+        &attempts,
+        &rows,
+        |_, id| (id % 2) as usize,
+        |_| IdOrder::Block,
+    );
+    let summary = report.summary("shard1's path delayed 100 ms, reset, half-open 5 s");
+    println!("{summary}");
+    assert!(
+        report.problems.is_empty(),
+        "{summary}\n{}",
+        report.problems[..report.problems.len().min(20)].join("\n")
+    );
+    assert!(
+        acked_on(&attempts, 1, delayed, reset) > 0,
+        "nothing got through the delay: {summary}"
+    );
+    assert!(
+        acked_on(&attempts, 1, reset + 0.5, cut) > 0,
+        "no recovery after the reset: {summary}"
+    );
+    let worst = canary
+        .iter()
+        .map(|(_, took, _)| *took)
+        .max()
+        .unwrap_or_default();
+    assert!(
+        canary.iter().all(|(_, _, r)| r.is_ok()) && worst < Duration::from_millis(500),
+        "a session on shard0 only was disturbed (slowest {worst:?}): {:?}",
+        canary
+            .iter()
+            .filter(|(_, _, r)| r.is_err())
+            .take(3)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        attempts
+            .iter()
+            .any(|a| !a.ok && a.ts >= cut && a.ts < restored + 1.0),
+        "no client noticed the half-open path: {summary}"
+    );
+    assert!(
+        acked_on(&attempts, 1, restored + 1.0, end) > 0,
+        "no recovery after the path came back: {summary}"
+    );
+    // The longest wait for an answer: a query timeout plus a pool acquire at most.
+    assert!(
+        report.longest_stall < 4.5,
+        "a client waited {:.2} s: {summary}",
+        report.longest_stall
+    );
+}
