@@ -155,8 +155,11 @@ impl Drop for Writers {
 /// scenarios use it to show that what a fault does not touch keeps working promptly.
 pub struct Canary {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<Vec<(f64, Duration, Result<(), String>)>>,
+    thread: std::thread::JoinHandle<Vec<CanaryAnswer>>,
 }
+
+/// When an answer came (the writers' clock), how long it took, and its error if any.
+pub type CanaryAnswer = (f64, Duration, Result<(), String>);
 
 impl Canary {
     pub fn start(port: u16, sql: &'static str) -> Canary {
@@ -179,8 +182,8 @@ impl Canary {
         Canary { stop, thread }
     }
 
-    /// Stops it; returns every answer: when it came, how long it took, and any error.
-    pub fn stop(self) -> Vec<(f64, Duration, Result<(), String>)> {
+    /// Stops it; returns every answer.
+    pub fn stop(self) -> Vec<CanaryAnswer> {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.thread.join().expect("the canary thread")
     }
