@@ -86,6 +86,9 @@ impl Config {
             if u.password_hash_env.is_some() || u.password_hash_file.is_some() {
                 u.password_hash = None;
             }
+            if u.caching_sha2_hash_env.is_some() || u.caching_sha2_hash_file.is_some() {
+                u.caching_sha2_hash = None;
+            }
             let accounts = u
                 .backend_account
                 .iter_mut()

@@ -178,6 +178,12 @@ pub struct User {
     /// `password_hash` read from this file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password_hash_file: Option<String>,
+    /// `caching_sha2_hash` read from this environment variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caching_sha2_hash_env: Option<String>,
+    /// `caching_sha2_hash` read from this file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caching_sha2_hash_file: Option<String>,
     /// The account this user's sessions log in to every backend with, so the backends' GRANTs
     /// apply to it; without one, the backend's own `user`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

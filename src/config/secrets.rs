@@ -86,6 +86,13 @@ pub(super) fn resolve(cfg: &mut Config) -> Result<(), ConfigError> {
             file: &user.password_hash_file,
         };
         user.password_hash = src.resolve(&owner, &loc)?;
+        let src = Source {
+            key: "caching_sha2_hash",
+            literal: &user.caching_sha2_hash,
+            env: &user.caching_sha2_hash_env,
+            file: &user.caching_sha2_hash_file,
+        };
+        user.caching_sha2_hash = src.resolve(&owner, &loc)?;
         let accounts = user
             .backend_account
             .iter_mut()
@@ -142,6 +149,16 @@ mod tests {
             !shown.contains("from-env") && !shown.contains("from-file"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn hashes_come_from_the_environment_or_a_file() {
+        let sha = "A".repeat(64);
+        std::env::set_var("IDGATE_TEST_SECRET_SHA2", &sha);
+        let text = cfg("    caching_sha2_hash_env: IDGATE_TEST_SECRET_SHA2\n", "");
+        let c = Config::from_yaml(&text.replace("    password_hash: \"\"\n", "")).unwrap();
+        assert_eq!(c.users[0].value.caching_sha2_hash.as_deref(), Some(sha.as_str()));
+        assert!(!c.to_effective_yaml().contains(&sha));
     }
 
     #[test]
