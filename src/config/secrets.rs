@@ -157,7 +157,10 @@ mod tests {
         std::env::set_var("IDGATE_TEST_SECRET_SHA2", &sha);
         let text = cfg("    caching_sha2_hash_env: IDGATE_TEST_SECRET_SHA2\n", "");
         let c = Config::from_yaml(&text.replace("    password_hash: \"\"\n", "")).unwrap();
-        assert_eq!(c.users[0].value.caching_sha2_hash.as_deref(), Some(sha.as_str()));
+        assert_eq!(
+            c.users[0].value.caching_sha2_hash.as_deref(),
+            Some(sha.as_str())
+        );
         assert!(!c.to_effective_yaml().contains(&sha));
     }
 
