@@ -29,6 +29,8 @@ pub struct Proxy {
     pub metadata: crate::exec::metadata::MetadataCache,
     /// Two-phase commit across backends (`transactions.commit: xa` with sharded tables).
     pub xa: Option<Arc<crate::xa::Coordinator>>,
+    /// Prometheus metrics (served by the admin listener).
+    pub metrics: Arc<crate::admin::Metrics>,
     next_connection_id: AtomicU32,
 }
 
@@ -59,7 +61,8 @@ impl Proxy {
         let mut server_version = backend_version.to_vec();
         server_version.extend_from_slice(b"-idgate");
         let tables = Tables::from_config(&config);
-        Arc::new(Proxy {
+        Arc::new_cyclic(|me| Proxy {
+            metrics: Arc::new(crate::admin::Metrics::new(me.clone())),
             idgen,
             tables,
             metadata: Default::default(),
@@ -85,6 +88,14 @@ impl Proxy {
             .get(user)
             .and_then(|p| p.get(backend))
             .or_else(|| self.pools.get(backend))
+    }
+
+    /// The pools of users' own accounts on `backend`.
+    pub fn account_pools<'a>(
+        &'a self,
+        backend: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<BackendPool>> + 'a {
+        self.user_pools.values().filter_map(move |p| p.get(backend))
     }
 
     /// A configured user, by the name a client logs in with.

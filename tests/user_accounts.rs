@@ -134,7 +134,10 @@ fn users_reach_the_backends_with_their_own_accounts_and_grants() {
         format!("{USER}@%")
     );
     assert_eq!(
-        current_user(&mut mixed, "SELECT CURRENT_USER() FROM orders WHERE id = 100001"),
+        current_user(
+            &mut mixed,
+            "SELECT CURRENT_USER() FROM orders WHERE id = 100001"
+        ),
         "ro_acct@%",
         "a routed statement on shard1 runs as the user's shard1 account"
     );
@@ -171,7 +174,10 @@ fn users_reach_the_backends_with_their_own_accounts_and_grants() {
     .unwrap();
     assert_eq!(current_user(&mut app, "SELECT CURRENT_USER()"), "ro_acct@%");
     assert_eq!(
-        current_user(&mut app, "SELECT CURRENT_USER() FROM orders WHERE id = 100001"),
+        current_user(
+            &mut app,
+            "SELECT CURRENT_USER() FROM orders WHERE id = 100001"
+        ),
         "ro_acct@%"
     );
     assert!(app.query_drop("INSERT INTO plain VALUES (4)").is_err());
@@ -184,7 +190,10 @@ fn users_reach_the_backends_with_their_own_accounts_and_grants() {
     )
     .unwrap();
     assert_eq!(
-        current_user(&mut app, "SELECT CURRENT_USER() FROM orders WHERE id = 100001"),
+        current_user(
+            &mut app,
+            "SELECT CURRENT_USER() FROM orders WHERE id = 100001"
+        ),
         format!("{USER}@%")
     );
     app.query_drop("INSERT INTO plain VALUES (5)").unwrap();

@@ -1,6 +1,7 @@
 //! idgate's YAML configuration: the schema, its defaults, and validation that points at the line
 //! and column of the mistake. Nothing here touches the network.
 
+pub mod ops;
 mod schema;
 mod secrets;
 pub mod tables;

@@ -42,6 +42,12 @@ pub struct Config {
     /// How a transaction that wrote on several backends commits.
     #[serde(default)]
     pub transactions: Transactions,
+    /// The admin HTTP listener (/health, /ready, /generators, /metrics); off when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<super::ops::AdminConfig>,
+    /// The ID service over HTTP and the Redis protocol; off when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_service: Option<super::ops::IdServiceConfig>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
