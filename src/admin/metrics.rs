@@ -69,6 +69,14 @@ impl Metrics {
             "Redis-protocol ID-service connections open now",
             m.id_service_connections_open.clone(),
         );
+        // Every series exists from the start, so rates work from the first scrape.
+        for protocol in ["http", "resp"] {
+            for outcome in ["ok", "denied", "refused", "failed"] {
+                let _ = m
+                    .id_service_requests
+                    .get_or_create(&IdServiceLabels { protocol, outcome });
+            }
+        }
         registry.register_collector(Box::new(ProxyCollector { proxy }));
         Metrics { registry, ..m }
     }
@@ -197,19 +205,21 @@ fn encode_fetch_histogram(
     )?;
     for (gname, g) in gens.iter().filter(|(_, g)| g.kind() == "segment") {
         let gm = g.metrics();
-        let mut cumulative = 0;
+        // Per-bucket counts: the encoder accumulates them.
+        let mut count = 0;
         let mut buckets = Vec::with_capacity(FETCH_BUCKETS_US.len() + 1);
         for (i, b) in gm.fetch_latency_buckets.iter().enumerate() {
-            cumulative += b.load(Relaxed);
+            let n = b.load(Relaxed);
+            count += n;
             let upper = FETCH_BUCKETS_US
                 .get(i)
                 .map_or(f64::INFINITY, |&us| us as f64 / 1e6);
-            buckets.push((upper, cumulative));
+            buckets.push((upper, n));
         }
         let sum = GenMetrics::get(&gm.fetch_latency_us_sum) as f64 / 1e6;
         let labels = [("generator", *gname), ("kind", g.kind())];
         m.encode_family(&labels)?
-            .encode_histogram::<NoLabelSet>(sum, cumulative, &buckets, None)?;
+            .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
     }
     Ok(())
 }
