@@ -134,6 +134,9 @@ fn leaf_api_and_id_blocks_over_http() {
     assert!(body.contains("may not call generator `seq`"), "{body}");
     let (code, body) = curl(p, "/api/segment/get/seq", Some(&limited));
     assert_eq!(code, 403, "{body}");
+    // Names outside the user's list are refused alike, existing or not.
+    let (code, body) = curl(p, "/api/segment/get/nope", Some(&limited));
+    assert_eq!(code, 403, "{body}");
     let (code, _) = curl(p, "/ids/snow?count=3", Some(&limited));
     assert_eq!(code, 200);
 

@@ -154,6 +154,11 @@ async fn leaf(s: &HttpState, headers: &HeaderMap, uri: &Uri, key: &str, kind: &s
         Ok(g) => s.serve(headers, &g, 1).await,
         Err(e) => match s.caller(headers) {
             Err(r) => Err(r),
+            // Users with a list learn nothing about names outside it.
+            Ok(u) if !u.may_call(key) => Err(Refusal::Id(IdError::Denied {
+                user: u.name.clone(),
+                generator: key.to_string(),
+            })),
             Ok(_) => Err(Refusal::Id(e)),
         },
     };

@@ -48,6 +48,7 @@ impl Config {
         secrets::resolve(&mut cfg)?;
         validate::validate(&cfg)?;
         validate_tables::validate(&cfg)?;
+        ops::validate(&cfg)?;
         Ok(cfg)
     }
 
