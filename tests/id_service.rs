@@ -348,6 +348,26 @@ fn resp_limits_frames_and_connections() {
         out.starts_with("+OK\r\n:") && out.ends_with("\r\n+OK\r\n"),
         "{out}"
     );
+
+    // HTTP: two silent connections fill the slots; a request waits until the idle timeout
+    // frees one, then is served.
+    let silent: Vec<_> = (0..2)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", s.http)).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let t0 = std::time::Instant::now();
+    let (code, body) = curl(s.http, "/ids/seq?count=2", app());
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    for c in silent {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert_eq!(read_all(c), "", "a silent HTTP connection is closed");
+    }
 }
 
 #[test]

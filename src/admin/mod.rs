@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod generators;
 pub mod http;
+mod http_conn;
 pub mod id_http;
 pub mod ids;
 pub mod metrics;
@@ -18,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::info;
 
+use self::http_conn::BoundedListener;
 pub use self::metrics::Metrics;
 use crate::proxy::Proxy;
 use crate::server::StartError;
@@ -31,6 +33,7 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
         let checker = ready::Checker::new(cfg, Duration::from_millis(admin.check_timeout_ms));
         let app = http::router(proxy.clone(), checker);
         info!(listen = %admin.listen, "admin HTTP listener ready");
+        let listener = BoundedListener::new(listener, ADMIN_CONNECTIONS, ADMIN_IDLE);
         tokio::spawn(serve_http(listener, app, stop.clone()));
     }
     if let Some(ids) = &cfg.id_service {
@@ -38,6 +41,8 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
             let listener = bind(addr).await?;
             let app = id_http::router(proxy.clone(), ids.max_count);
             info!(listen = %addr, "ID service HTTP listener ready");
+            let idle = Duration::from_millis(ids.idle_timeout_ms);
+            let listener = BoundedListener::new(listener, ids.max_connections, idle);
             tokio::spawn(serve_http(listener, app, stop.clone()));
         }
         if let Some(addr) = &ids.resp {
@@ -63,7 +68,11 @@ async fn bind(addr: &str) -> Result<TcpListener, StartError> {
         })
 }
 
-async fn serve_http(listener: TcpListener, app: axum::Router, mut stop: watch::Receiver<bool>) {
+/// Scrapers and probes need few connections; a stuck one is dropped after this long.
+const ADMIN_CONNECTIONS: usize = 64;
+const ADMIN_IDLE: Duration = Duration::from_secs(30);
+
+async fn serve_http(listener: BoundedListener, app: axum::Router, mut stop: watch::Receiver<bool>) {
     let shutdown = async move { crate::server::stopped(&mut stop).await };
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
