@@ -13,6 +13,9 @@ use redis_protocol::resp3::types::{FrameMap, OwnedFrame as Frame3};
 /// Most arguments one request may carry (the longest command here has six).
 pub const MAX_ARGS: usize = 64;
 
+/// A complete request: its arguments and the bytes it took from the buffer.
+pub type Parsed = (Vec<Vec<u8>>, usize);
+
 /// A request that cannot be read; the connection is answered with the message and closed,
 /// as Redis does with protocol errors.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +24,7 @@ pub struct ProtocolError(pub String);
 
 /// Parses one request from the front of `buf`: `Ok(None)` until it is complete, then the
 /// arguments and the bytes it took. Empty inline lines yield an empty argument list.
-pub fn parse(buf: &[u8], max_frame: usize) -> Result<Option<(Vec<Vec<u8>>, usize)>, ProtocolError> {
+pub fn parse(buf: &[u8], max_frame: usize) -> Result<Option<Parsed>, ProtocolError> {
     let Some(&first) = buf.first() else {
         return Ok(None);
     };
@@ -71,10 +74,7 @@ fn args_of(frame: Frame2) -> Result<Vec<Vec<u8>>, ProtocolError> {
         .collect()
 }
 
-fn parse_inline(
-    buf: &[u8],
-    max_frame: usize,
-) -> Result<Option<(Vec<Vec<u8>>, usize)>, ProtocolError> {
+fn parse_inline(buf: &[u8], max_frame: usize) -> Result<Option<Parsed>, ProtocolError> {
     let Some(end) = buf.iter().position(|&b| b == b'\n') else {
         return if buf.len() > max_frame {
             Err(ProtocolError("too big inline request".into()))
