@@ -1,6 +1,7 @@
 //! idgate: a MySQL-wire proxy that fills id columns with globally unique 64-bit IDs and routes
 //! every row and query to the shard that owns it.
 
+pub mod admin;
 pub mod config;
 pub mod demo;
 pub mod exec;

@@ -38,6 +38,8 @@ pub struct Proxy {
     pub admission: Arc<crate::limits::Admission>,
     /// Failed logins per client host (`max_auth_failures`).
     pub auth_throttle: crate::limits::AuthThrottle,
+    /// Prometheus metrics (served by the admin listener).
+    pub metrics: Arc<crate::admin::Metrics>,
     next_connection_id: AtomicU32,
 }
 
@@ -76,7 +78,8 @@ impl Proxy {
             config.max_auth_failures,
             std::time::Duration::from_millis(config.auth_backoff_ms),
         );
-        Arc::new(Proxy {
+        Arc::new_cyclic(|me| Proxy {
+            metrics: Arc::new(crate::admin::Metrics::new(me.clone())),
             admission,
             auth_throttle,
             idgen,
@@ -105,6 +108,14 @@ impl Proxy {
             .get(user)
             .and_then(|p| p.get(backend))
             .or_else(|| self.pools.get(backend))
+    }
+
+    /// The pools of users' own accounts on `backend`.
+    pub fn account_pools<'a>(
+        &'a self,
+        backend: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<BackendPool>> + 'a {
+        self.user_pools.values().filter_map(move |p| p.get(backend))
     }
 
     /// A configured user, by the name a client logs in with.

@@ -66,6 +66,7 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
         .await
         .map_err(StartError::Xa)?;
     let proxy = Proxy::new(config, &version, idgen, xa, tls);
+    crate::admin::start(&proxy, stop.clone()).await?;
     for pool in proxy.pools.values() {
         if let Err(e) = pool.warm_up().await {
             warn!(backend = %pool.name, error = %e, "could not open min_connections at startup");
@@ -87,7 +88,9 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
                     let _ = stream.set_nodelay(true);
                     let proxy = proxy.clone();
                     let rx = rx.clone();
+                    let open = proxy.metrics.client_connected();
                     let serve = move |stream: TcpStream| async move {
+                        let _open = open;
                         let (r, w) = stream.into_split();
                         let end = session::run(proxy, r, w, peer.ip().to_string(), rx).await;
                         debug!(?end, "session ended");

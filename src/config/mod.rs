@@ -2,6 +2,7 @@
 //! and column of the mistake. Nothing here touches the network.
 
 mod limits;
+pub mod ops;
 mod schema;
 mod secrets;
 pub mod tables;
@@ -54,6 +55,7 @@ impl Config {
         validate_tables::validate(&cfg)?;
         validate_tls::validate(&cfg)?;
         limits::validate(&cfg)?;
+        ops::validate(&cfg)?;
         Ok(cfg)
     }
 

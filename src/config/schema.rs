@@ -88,6 +88,12 @@ pub struct Config {
     /// start (2048 bits) when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rsa_key: Option<Spanned<String>>,
+    /// The admin HTTP listener (/health, /ready, /generators, /metrics); off when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<super::ops::AdminConfig>,
+    /// The ID service over HTTP and the Redis protocol; off when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_service: Option<super::ops::IdServiceConfig>,
 }
 
 /// Authentication plugins idgate can check as a server.

@@ -208,6 +208,19 @@ impl BackendPool {
             .sum()
     }
 
+    /// Connections leased to sessions now, over every account sharing this backend's cap.
+    pub fn in_use_count(&self) -> usize {
+        self.cfg
+            .pool
+            .max_connections
+            .saturating_sub(self.permits.available_permits())
+    }
+
+    /// The backend's connection cap (`pool.max_connections`).
+    pub fn max_connections(&self) -> usize {
+        self.cfg.pool.max_connections
+    }
+
     /// Opens `min_connections` at startup so the first sessions do not pay for the logins.
     pub async fn warm_up(self: &Arc<Self>) -> Result<(), BackendError> {
         for _ in 0..self.cfg.pool.min_connections {

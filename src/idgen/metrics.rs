@@ -29,7 +29,17 @@ pub struct Metrics {
     pub lease_reacquisitions: AtomicU64,
     /// Worker id currently leased (gauge; u64::MAX when none).
     pub worker_id: AtomicU64,
+    /// Range fetches per latency bucket (upper bounds in [`FETCH_BUCKETS_US`], last = +Inf).
+    pub fetch_latency_buckets: [AtomicU64; FETCH_BUCKETS_US.len() + 1],
+    /// Latency (µs) and wall-clock time (Unix ms) of the last range fetch (segment).
+    pub last_fetch_us: AtomicU64,
+    pub last_fetch_unix_ms: AtomicU64,
 }
+
+/// Upper bounds (µs) of the range-fetch latency histogram: 0.5 ms to 2.5 s.
+pub const FETCH_BUCKETS_US: [u64; 10] = [
+    500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 250_000, 1_000_000, 2_500_000,
+];
 
 impl Metrics {
     pub(crate) fn add(c: &AtomicU64, v: u64) {
@@ -39,6 +49,16 @@ impl Metrics {
         self.ranges_fetched.fetch_add(1, Relaxed);
         self.fetch_latency_us_sum.fetch_add(us, Relaxed);
         self.fetch_latency_us_max.fetch_max(us, Relaxed);
+        let bucket = FETCH_BUCKETS_US
+            .iter()
+            .position(|&b| us <= b)
+            .unwrap_or(FETCH_BUCKETS_US.len());
+        self.fetch_latency_buckets[bucket].fetch_add(1, Relaxed);
+        self.last_fetch_us.store(us, Relaxed);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.last_fetch_unix_ms.store(now, Relaxed);
     }
     pub fn get(c: &AtomicU64) -> u64 {
         c.load(Relaxed)

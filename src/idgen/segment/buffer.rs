@@ -108,4 +108,13 @@ impl Buffers {
     pub fn standby_ready(&self) -> bool {
         self.standby_ready.load(Acquire)
     }
+
+    /// IDs left in the current range and in the standby range (`None` when none is ready).
+    pub fn left(&self) -> (u64, Option<u64>) {
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let left = |s: &Slot| s.end.load(Acquire).saturating_sub(s.next.load(Acquire));
+        let i = self.cur.load(Acquire);
+        let standby = self.standby_ready().then(|| left(&self.slots[1 - i]));
+        (left(&self.slots[i]), standby)
+    }
 }

@@ -144,6 +144,25 @@ impl SegmentGen {
         self.inner.metrics.current_step.load(Relaxed)
     }
 
+    /// IDs left in the current range and in the standby range (`None`: not fetched yet).
+    pub fn buffered(&self) -> (u64, Option<u64>) {
+        self.inner.buf.left()
+    }
+
+    /// The tag's row in `idgate_segments`.
+    pub fn tag(&self) -> &str {
+        &self.inner.store.tag
+    }
+
+    /// The last error fetching a range, empty when the last fetch succeeded.
+    pub fn last_error(&self) -> String {
+        self.inner
+            .last_error
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default()
+    }
+
     pub fn shutdown(&self) {
         self.inner.shut.store(true, Release);
         self.inner.wake_fetcher.notify_one();

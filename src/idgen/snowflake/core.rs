@@ -106,6 +106,24 @@ impl Core {
         self.worker.load(Relaxed)
     }
 
+    /// A leased worker id's state: ms left before the node must stop issuing (0 when it may not
+    /// issue now) and, when it may not, why. `None` for a fixed worker id.
+    pub fn lease_status(&self) -> Option<(u64, Option<String>)> {
+        let l = self.lease.as_ref()?;
+        let now = self.clock.mono_ns();
+        let left_ms = l.window.until_ns().saturating_sub(now) / 1_000_000;
+        let why = (!l.window.valid(now)).then(|| self.closed().to_string());
+        Some((left_ms, why))
+    }
+
+    /// How far (ms) the highest issued timestamp runs ahead of the clock: ticks borrowed from
+    /// the future after a burst or a clock that went back.
+    pub fn borrowed_ms(&self) -> u64 {
+        let now = self.layout.tick_of(self.clock.wall_ms());
+        self.layout
+            .ticks_ms(self.high.load(Acquire).saturating_sub(now))
+    }
+
     /// Unix ms of the highest issued tick.
     pub fn last_issued_ms(&self) -> u64 {
         self.layout.epoch_ms + self.layout.ticks_ms(self.high.load(Acquire))

@@ -50,6 +50,11 @@ impl Window {
         now_ns < self.until_ns.load(Acquire)
     }
 
+    /// Monotonic ns until which the node may issue (0 when revoked).
+    pub fn until_ns(&self) -> u64 {
+        self.until_ns.load(Acquire)
+    }
+
     /// Stops issuing at once (shutdown, or the lease was taken over).
     pub fn revoke(&self) {
         self.until_ns.store(0, Release);

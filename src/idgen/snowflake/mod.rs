@@ -79,6 +79,16 @@ impl SnowflakeGen {
         self.core.last_issued_ms()
     }
 
+    /// For a leased worker id: ms of lease left and, when it may not issue now, why.
+    pub fn lease_status(&self) -> Option<(u64, Option<String>)> {
+        self.core.lease_status()
+    }
+
+    /// How far (ms) issued timestamps run ahead of the clock.
+    pub fn borrowed_ms(&self) -> u64 {
+        self.core.borrowed_ms()
+    }
+
     pub async fn shutdown(&self) {
         self.core.shutdown().await;
     }

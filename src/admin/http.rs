@@ -1,0 +1,58 @@
+//! The admin HTTP listener: `/health`, `/ready`, `/generators`, `/metrics`.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+
+use super::ready::Checker;
+use crate::proxy::Proxy;
+
+struct AdminState {
+    proxy: Arc<Proxy>,
+    checker: Checker,
+}
+
+pub fn router(proxy: Arc<Proxy>, checker: Checker) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/generators", get(generators))
+        .route("/metrics", get(metrics))
+        .with_state(Arc::new(AdminState { proxy, checker }))
+}
+
+async fn health() -> &'static str {
+    "ok\n"
+}
+
+async fn ready(State(s): State<Arc<AdminState>>) -> Response {
+    let r = s.checker.check(&s.proxy).await;
+    let status = if r.ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(r.to_json())).into_response()
+}
+
+async fn generators(State(s): State<Arc<AdminState>>) -> Response {
+    Json(super::generators::report(&s.proxy.idgen)).into_response()
+}
+
+async fn metrics(State(s): State<Arc<AdminState>>) -> Response {
+    match s.proxy.metrics.render() {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n").into_response(),
+    }
+}

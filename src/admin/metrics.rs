@@ -1,0 +1,334 @@
+//! The Prometheus registry of one idgate process. Counters the statement path or the listeners
+//! bump live in [`Metrics`] as typed families; figures other modules already keep (generator
+//! counters, pool sizes) are read at scrape time by [`ProxyCollector`], so serving an id or a
+//! statement never touches the registry.
+
+use std::fmt;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Weak};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::idgen::metrics::{Metrics as GenMetrics, FETCH_BUCKETS_US};
+use crate::idgen::Generator;
+use crate::proxy::Proxy;
+
+/// Which ID-service front end answered, and how.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IdServiceLabels {
+    /// `http` or `resp`.
+    pub protocol: &'static str,
+    /// `ok`, `denied` (authentication or rights), `refused` (bad request, unknown generator)
+    /// or `failed` (the generator could not serve).
+    pub outcome: &'static str,
+}
+
+/// The metrics of one idgate process, shared through [`Proxy::metrics`].
+pub struct Metrics {
+    registry: Registry,
+    pub client_connections_accepted: Counter,
+    pub client_connections_open: Gauge,
+    pub id_service_requests: Family<IdServiceLabels, Counter>,
+    pub id_service_connections_open: Gauge,
+}
+
+impl Metrics {
+    /// A registry reading generator and pool figures from `proxy` at scrape time.
+    pub fn new(proxy: Weak<Proxy>) -> Metrics {
+        let mut registry = Registry::with_prefix("idgate");
+        let m = Metrics {
+            registry: Registry::default(),
+            client_connections_accepted: Counter::default(),
+            client_connections_open: Gauge::default(),
+            id_service_requests: Family::default(),
+            id_service_connections_open: Gauge::default(),
+        };
+        registry.register(
+            "client_connections_accepted",
+            "MySQL client connections accepted",
+            m.client_connections_accepted.clone(),
+        );
+        registry.register(
+            "client_connections_open",
+            "MySQL client connections open now",
+            m.client_connections_open.clone(),
+        );
+        registry.register(
+            "id_service_requests",
+            "ID-service requests (HTTP and Redis protocol) by outcome",
+            m.id_service_requests.clone(),
+        );
+        registry.register(
+            "id_service_connections_open",
+            "Redis-protocol ID-service connections open now",
+            m.id_service_connections_open.clone(),
+        );
+        // Every series exists from the start, so rates work from the first scrape.
+        for protocol in ["http", "resp"] {
+            for outcome in ["ok", "denied", "refused", "failed"] {
+                let _ = m
+                    .id_service_requests
+                    .get_or_create(&IdServiceLabels { protocol, outcome });
+            }
+        }
+        registry.register_collector(Box::new(ProxyCollector { proxy }));
+        Metrics { registry, ..m }
+    }
+
+    /// Prometheus text exposition of every metric.
+    pub fn render(&self) -> Result<String, fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+
+    /// Counts a MySQL client connection until the returned guard drops.
+    pub fn client_connected(self: &Arc<Self>) -> OpenGuard {
+        self.client_connections_accepted.inc();
+        OpenGuard::new(&self.client_connections_open)
+    }
+}
+
+/// Decrements an "open" gauge when dropped.
+pub struct OpenGuard(Gauge);
+
+impl OpenGuard {
+    pub fn new(g: &Gauge) -> OpenGuard {
+        g.inc();
+        OpenGuard(g.clone())
+    }
+}
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Reads what the generators and pools already count, at scrape time.
+struct ProxyCollector {
+    proxy: Weak<Proxy>,
+}
+
+impl fmt::Debug for ProxyCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProxyCollector")
+    }
+}
+
+type Read = fn(&GenMetrics) -> u64;
+
+/// Generator counters: name (without `_total`), help, field.
+const GEN_COUNTERS: [(&str, &str, Read); 9] = [
+    ("generator_ids_issued", "IDs handed out", |m| {
+        GenMetrics::get(&m.ids_issued)
+    }),
+    (
+        "generator_range_fetches",
+        "Ranges reserved in the sequence store (segment)",
+        |m| GenMetrics::get(&m.ranges_fetched),
+    ),
+    (
+        "generator_store_errors",
+        "Failed range reservations or lease renewals",
+        |m| GenMetrics::get(&m.store_errors),
+    ),
+    (
+        "generator_empty_buffer_waits",
+        "Requests that found both buffers empty and waited (segment)",
+        |m| GenMetrics::get(&m.empty_buffer_waits),
+    ),
+    (
+        "generator_wasted_ids",
+        "IDs reserved but skipped (range or tick tails)",
+        |m| GenMetrics::get(&m.wasted_ids),
+    ),
+    (
+        "generator_clock_backwards",
+        "Times the clock was found behind the last issued timestamp",
+        |m| GenMetrics::get(&m.clock_backwards),
+    ),
+    (
+        "generator_borrowed_ticks",
+        "Timestamps issued ahead of the clock",
+        |m| GenMetrics::get(&m.borrowed_ticks),
+    ),
+    (
+        "generator_lease_renewals",
+        "Worker-id lease renewals",
+        |m| GenMetrics::get(&m.lease_renewals),
+    ),
+    (
+        "generator_lease_losses",
+        "Worker-id leases taken over by another node and replaced",
+        |m| GenMetrics::get(&m.lease_reacquisitions),
+    ),
+];
+
+impl Collector for ProxyCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let Some(proxy) = self.proxy.upgrade() else {
+            return Ok(());
+        };
+        let gens: Vec<(&str, &Arc<Generator>)> =
+            proxy.idgen.iter().map(|(n, g)| (n.as_str(), g)).collect();
+        for (name, help, read) in GEN_COUNTERS {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (gname, g) in &gens {
+                let labels = [("generator", *gname), ("kind", g.kind())];
+                m.encode_family(&labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(&read(g.metrics()), None)?;
+            }
+        }
+        encode_fetch_histogram(&mut enc, &gens)?;
+        encode_generator_gauges(&mut enc, &gens)?;
+        encode_pool_gauges(&mut enc, &proxy)?;
+        Ok(())
+    }
+}
+
+fn encode_fetch_histogram(
+    enc: &mut DescriptorEncoder,
+    gens: &[(&str, &Arc<Generator>)],
+) -> Result<(), fmt::Error> {
+    let mut m = enc.encode_descriptor(
+        "generator_range_fetch_duration",
+        "Time to reserve a range in the sequence store (segment)",
+        Some(&Unit::Seconds),
+        MetricType::Histogram,
+    )?;
+    for (gname, g) in gens.iter().filter(|(_, g)| g.kind() == "segment") {
+        let gm = g.metrics();
+        // Per-bucket counts: the encoder accumulates them.
+        let mut count = 0;
+        let mut buckets = Vec::with_capacity(FETCH_BUCKETS_US.len() + 1);
+        for (i, b) in gm.fetch_latency_buckets.iter().enumerate() {
+            let n = b.load(Relaxed);
+            count += n;
+            let upper = FETCH_BUCKETS_US
+                .get(i)
+                .map_or(f64::INFINITY, |&us| us as f64 / 1e6);
+            buckets.push((upper, n));
+        }
+        let sum = GenMetrics::get(&gm.fetch_latency_us_sum) as f64 / 1e6;
+        let labels = [("generator", *gname), ("kind", g.kind())];
+        m.encode_family(&labels)?
+            .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+    }
+    Ok(())
+}
+
+fn encode_generator_gauges(
+    enc: &mut DescriptorEncoder,
+    gens: &[(&str, &Arc<Generator>)],
+) -> Result<(), fmt::Error> {
+    let mut m = enc.encode_descriptor(
+        "generator_step",
+        "Size of the last range reserved (segment)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (gname, g) in gens {
+        if let Some(s) = g.as_segment() {
+            m.encode_family(&[("generator", *gname)])?
+                .encode_gauge(&s.current_step())?;
+        }
+    }
+    let mut m = enc.encode_descriptor(
+        "generator_buffered_ids",
+        "IDs left in the current and standby ranges (segment)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (gname, g) in gens {
+        if let Some(s) = g.as_segment() {
+            let (cur, standby) = s.buffered();
+            m.encode_family(&[("generator", *gname)])?
+                .encode_gauge(&(cur + standby.unwrap_or(0)))?;
+        }
+    }
+    let mut m = enc.encode_descriptor(
+        "generator_worker_id",
+        "Worker id the generator issues under (snowflake kinds)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (gname, g) in gens {
+        if let Some(w) = super::generators::worker_id(g) {
+            m.encode_family(&[("generator", *gname)])?
+                .encode_gauge(&w)?;
+        }
+    }
+    let mut m = enc.encode_descriptor(
+        "generator_lease_remaining",
+        "Time left on the worker-id lease before the node must stop issuing",
+        Some(&Unit::Seconds),
+        MetricType::Gauge,
+    )?;
+    for (gname, g) in gens {
+        if let Some((left_ms, _)) = super::generators::lease_status(g) {
+            m.encode_family(&[("generator", *gname)])?
+                .encode_gauge(&(left_ms as f64 / 1e3))?;
+        }
+    }
+    let mut m = enc.encode_descriptor(
+        "generator_clock_borrow",
+        "How far issued timestamps run ahead of the clock",
+        Some(&Unit::Seconds),
+        MetricType::Gauge,
+    )?;
+    for (gname, g) in gens {
+        if let Some(ms) = super::generators::borrowed_ms(g) {
+            m.encode_family(&[("generator", *gname)])?
+                .encode_gauge(&(ms as f64 / 1e3))?;
+        }
+    }
+    Ok(())
+}
+
+fn encode_pool_gauges(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Error> {
+    let mut pools: Vec<_> = proxy.pools.iter().collect();
+    pools.sort_by(|a, b| a.0.cmp(b.0));
+    let mut m = enc.encode_descriptor(
+        "backend_connections_in_use",
+        "Backend connections leased to sessions now",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (name, p) in &pools {
+        m.encode_family(&[("backend", name.as_str())])?
+            .encode_gauge(&p.in_use_count())?;
+    }
+    let mut m = enc.encode_descriptor(
+        "backend_connections_idle",
+        "Backend connections idle in the pool now",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (name, p) in &pools {
+        let idle = p.idle_count()
+            + proxy
+                .account_pools(name)
+                .map(|a| a.idle_count())
+                .sum::<usize>();
+        m.encode_family(&[("backend", name.as_str())])?
+            .encode_gauge(&idle)?;
+    }
+    let mut m = enc.encode_descriptor(
+        "backend_connections_max",
+        "The backend's pool.max_connections",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (name, p) in &pools {
+        m.encode_family(&[("backend", name.as_str())])?
+            .encode_gauge(&p.max_connections())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! The operator's side of idgate: the admin HTTP listener (`/health`, `/ready`, `/generators`,
+//! `/metrics`), the Prometheus registry, and the ID service (HTTP, Leaf-compatible, and the
+//! Redis protocol) that hands out ids from the same generators to the same users as SQL.
+
+pub mod auth;
+pub mod generators;
+pub mod http;
+mod http_conn;
+pub mod id_http;
+pub mod ids;
+pub mod metrics;
+pub mod ready;
+pub mod resp;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::info;
+
+use self::http_conn::BoundedListener;
+pub use self::metrics::Metrics;
+use crate::proxy::Proxy;
+use crate::server::StartError;
+
+/// Binds every configured admin and ID-service listener (so a taken port fails startup) and
+/// serves them in the background until `stop` turns true.
+pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<(), StartError> {
+    let cfg = &proxy.config;
+    if let Some(admin) = &cfg.admin {
+        let listener = bind(&admin.listen).await?;
+        let checker = ready::Checker::new(cfg, Duration::from_millis(admin.check_timeout_ms));
+        let app = http::router(proxy.clone(), checker);
+        info!(listen = %admin.listen, "admin HTTP listener ready");
+        let listener = BoundedListener::new(listener, ADMIN_CONNECTIONS, ADMIN_IDLE);
+        tokio::spawn(serve_http(listener, app, stop.clone()));
+    }
+    if let Some(ids) = &cfg.id_service {
+        if let Some(addr) = &ids.http {
+            let listener = bind(addr).await?;
+            let app = id_http::router(proxy.clone(), ids.max_count);
+            info!(listen = %addr, "ID service HTTP listener ready");
+            let idle = Duration::from_millis(ids.idle_timeout_ms);
+            let listener = BoundedListener::new(listener, ids.max_connections, idle);
+            tokio::spawn(serve_http(listener, app, stop.clone()));
+        }
+        if let Some(addr) = &ids.resp {
+            let listener = bind(addr).await?;
+            info!(listen = %addr, "ID service Redis-protocol listener ready");
+            tokio::spawn(resp::serve(
+                listener,
+                proxy.clone(),
+                ids.clone(),
+                stop.clone(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+async fn bind(addr: &str) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+/// Scrapers and probes need few connections; a stuck one is dropped after this long.
+const ADMIN_CONNECTIONS: usize = 64;
+const ADMIN_IDLE: Duration = Duration::from_secs(30);
+
+async fn serve_http(listener: BoundedListener, app: axum::Router, mut stop: watch::Receiver<bool>) {
+    let shutdown = async move { crate::server::stopped(&mut stop).await };
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
+        tracing::warn!(error = %e, "HTTP listener stopped");
+    }
+}

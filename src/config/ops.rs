@@ -1,0 +1,175 @@
+//! Settings of the operator-facing listeners: the admin HTTP endpoints and the ID service.
+
+use serde::{Deserialize, Serialize};
+
+/// `admin:` the HTTP listener for /health, /ready, /generators and /metrics.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Address of the admin HTTP listener, e.g. `127.0.0.1:9104`.
+    pub listen: String,
+    /// Time each readiness check (a backend ping, the sequence store) may take.
+    #[serde(default = "default_check_timeout")]
+    pub check_timeout_ms: u64,
+}
+
+/// `id_service:` ids for callers that are not SQL clients, from the same generators and users.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdServiceConfig {
+    /// Address of the HTTP listener (Leaf-compatible paths and `/ids/{generator}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
+    /// Address of the Redis-protocol listener (`INCR gen`, `INCRBY gen n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resp: Option<String>,
+    /// Most ids one request may ask for (`count=` over HTTP, `INCRBY` over RESP).
+    #[serde(default = "default_max_count")]
+    pub max_count: u64,
+    /// Most Redis-protocol connections open at once; more are refused with an error.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// A Redis-protocol connection silent this long is closed.
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout_ms: u64,
+    /// Largest Redis-protocol request (bytes); larger gets an error and the connection closes.
+    #[serde(default = "default_max_frame")]
+    pub max_frame_bytes: usize,
+}
+
+fn default_check_timeout() -> u64 {
+    1_000
+}
+fn default_max_count() -> u64 {
+    100_000
+}
+fn default_max_connections() -> usize {
+    1_024
+}
+fn default_idle_timeout() -> u64 {
+    300_000
+}
+fn default_max_frame() -> usize {
+    64 << 10
+}
+
+/// Checks the listeners' settings (addresses, bounds).
+pub(super) fn validate(cfg: &super::Config) -> Result<(), super::ConfigError> {
+    let bad = |m: String| Err(super::ConfigError::Yaml(m));
+    let addr = |key: &str, a: &str| {
+        if a.parse::<std::net::SocketAddr>().is_err() {
+            return bad(format!(
+                "{key}: `{a}` is not an address:port such as 127.0.0.1:9104"
+            ));
+        }
+        Ok(())
+    };
+    if let Some(a) = &cfg.admin {
+        addr("admin.listen", &a.listen)?;
+        if !(1..=60_000).contains(&a.check_timeout_ms) {
+            return bad(format!(
+                "admin.check_timeout_ms: {} is outside 1 ..= 60000",
+                a.check_timeout_ms
+            ));
+        }
+    }
+    let Some(s) = &cfg.id_service else {
+        return Ok(());
+    };
+    if s.http.is_none() && s.resp.is_none() {
+        return bad("id_service: give `http`, `resp` or both (the addresses to listen on)".into());
+    }
+    if let Some(h) = &s.http {
+        addr("id_service.http", h)?;
+    }
+    if let Some(r) = &s.resp {
+        addr("id_service.resp", r)?;
+    }
+    let max_block = crate::idgen::segment::MAX_BLOCK;
+    if !(1..=max_block).contains(&s.max_count) {
+        return bad(format!(
+            "id_service.max_count: {} is outside 1 ..= {max_block}",
+            s.max_count
+        ));
+    }
+    if s.max_connections == 0 {
+        return bad("id_service.max_connections: must be at least 1".into());
+    }
+    if !(256..=(16 << 20)).contains(&s.max_frame_bytes) {
+        return bad(format!(
+            "id_service.max_frame_bytes: {} is outside 256 ..= 16777216",
+            s.max_frame_bytes
+        ));
+    }
+    if s.idle_timeout_ms < 100 {
+        return bad(format!(
+            "id_service.idle_timeout_ms: {} is below 100",
+            s.idle_timeout_ms
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    const BASE: &str = "users: [{name: a, password_hash: ''}]
+backends: {b: {user: u}}
+default_backend: b
+";
+
+    fn check(extra: &str) -> Result<Config, String> {
+        Config::from_yaml(&format!("{BASE}{extra}")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_and_bounds() {
+        let c =
+            check("admin: {listen: 127.0.0.1:9104}\nid_service: {resp: 127.0.0.1:6380}\n").unwrap();
+        assert_eq!(c.admin.unwrap().check_timeout_ms, 1000);
+        let s = c.id_service.unwrap();
+        assert_eq!(
+            (
+                s.max_count,
+                s.max_connections,
+                s.max_frame_bytes,
+                s.idle_timeout_ms
+            ),
+            (100_000, 1024, 65536, 300_000)
+        );
+        assert!(check("").unwrap().admin.is_none());
+        for (yaml, says) in [
+            (
+                "admin: {listen: nowhere}\n",
+                "admin.listen: `nowhere` is not an address",
+            ),
+            (
+                "admin: {listen: 127.0.0.1:1, check_timeout_ms: 0}\n",
+                "check_timeout_ms: 0",
+            ),
+            ("id_service: {}\n", "give `http`, `resp` or both"),
+            ("id_service: {http: x}\n", "id_service.http: `x`"),
+            (
+                "id_service: {resp: 127.0.0.1:1, max_count: 0}\n",
+                "max_count: 0",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, max_connections: 0}\n",
+                "max_connections",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, max_frame_bytes: 10}\n",
+                "max_frame_bytes: 10",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, idle_timeout_ms: 5}\n",
+                "idle_timeout_ms: 5",
+            ),
+            ("admin: {listen: 127.0.0.1:1, port: 3}\n", "port"),
+        ] {
+            let e = check(yaml).unwrap_err();
+            assert!(e.contains(says), "{yaml}: {e}");
+        }
+    }
+}
