@@ -6,18 +6,20 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
 use common::history::{self, IdOrder};
 use common::idgate_proc::{config_for, Idgate};
+use common::scenario;
 use common::start_db;
 use common::writers::{self, monotonic_now, Writers};
 
 const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
-const TABLES: &str = "generators:
+/// The generators, and the tables sharded by id over shard0 and shard1.
+fn tables() -> String {
+    let generators = "generators:
   snow:
     kind: snowflake
     max_borrow_ms: 2000
@@ -27,20 +29,15 @@ const TABLES: &str = "generators:
     slot_bits: 4
     bias_column: user_id
     max_borrow_ms: 2000
-tables:
-  snow_orders:
-    generator: snow
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-  bias_orders:
-    generator: bias
-    sharding:
-      columns: [id, user_id]
-      algorithm: slot
-      shards: [shard0, shard1]
 ";
+    format!(
+        "{generators}{}",
+        scenario::tables_mod2(&[
+            ("snow_orders", "snow", false),
+            ("bias_orders", "bias", true)
+        ])
+    )
+}
 
 const NAMES: [&str; 2] = ["snow_orders", "bias_orders"];
 
@@ -68,7 +65,7 @@ fn wall_clock_stepped_back_and_forward_under_load() {
     set_offset("+0");
     let offset_path = offset_file.display().to_string();
     let g = Idgate::start_with_env(
-        |port| config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], TABLES),
+        |port| config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], &tables()),
         &[
             ("LD_PRELOAD", FAKETIME_LIB),
             ("FAKETIME_TIMESTAMP_FILE", &offset_path),
@@ -94,22 +91,16 @@ fn wall_clock_stepped_back_and_forward_under_load() {
     let end = monotonic_now();
     let attempts = w.stop();
 
-    let shards = [&dbs[0], &dbs[1]];
-    let rows: HashMap<_, _> = NAMES
-        .iter()
-        .map(|t| (t.to_string(), history::read_rows(&shards, t)))
-        .collect();
     let order = |t: &str| match t {
         "snow_orders" => IdOrder::Increasing,
         _ => IdOrder::Any,
     };
-    let report = history::check(&attempts, &rows, |_, id| (id % 2) as usize, order);
-    let summary = report.summary("wall clock stepped back 5 ms, 1 s, 10 s, forward 1 h");
-    println!("{summary}");
-    assert!(
-        report.problems.is_empty(),
-        "{summary}\n{}",
-        report.problems[..report.problems.len().min(20)].join("\n")
+    let (report, summary) = scenario::check_history(
+        "wall clock stepped back 5 ms, 1 s, 10 s, forward 1 h",
+        &attempts,
+        &[&dbs[0], &dbs[1]],
+        &NAMES,
+        order,
     );
 
     let at = |i: usize| marks[i].1;

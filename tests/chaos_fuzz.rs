@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::idgate_proc::{config_for, Idgate, APP_PASSWORD, APP_USER};
+use common::scenario;
 use common::{start_db, DATABASE};
 use mysql::prelude::Queryable;
 use rand::rngs::StdRng;
@@ -190,17 +191,6 @@ fn login(port: u16) -> Option<TcpStream> {
     (ok.first() == Some(&0)).then_some(s)
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn random_and_mutated_packets_before_and_after_login() {
     let seconds: u64 = std::env::var("CHAOS_FUZZ_SECONDS")
@@ -297,7 +287,7 @@ fn random_and_mutated_packets_before_and_after_login() {
         assert_eq!(n, Some(rounds + 1), "the canary's rows are there");
         rounds += 1;
         worst = worst.max(t.elapsed());
-        max_rss = max_rss.max(rss_kib(pid));
+        max_rss = max_rss.max(scenario::rss_kib(pid));
         std::thread::sleep(Duration::from_millis(40));
     }
     stop.store(true, Ordering::Relaxed);
@@ -333,7 +323,7 @@ fn announced_packet_sizes_are_not_allocated_up_front() {
     let db = common::shared_db();
     let g = Idgate::start(db);
     let pid = g.pid();
-    let before = rss_kib(pid);
+    let before = scenario::rss_kib(pid);
     let mut held = Vec::new();
     for _ in 0..20 {
         let mut s = login(g.port).expect("login");
@@ -341,7 +331,7 @@ fn announced_packet_sizes_are_not_allocated_up_front() {
         held.push(s);
     }
     std::thread::sleep(Duration::from_millis(500));
-    let grown = rss_kib(pid).saturating_sub(before);
+    let grown = scenario::rss_kib(pid).saturating_sub(before);
     // A canary still works meanwhile.
     let mut c = g.conn();
     c.query_drop("SELECT 1").unwrap();

@@ -6,18 +6,20 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use common::history::{self, IdOrder};
 use common::idgate_proc::{config_for_ports, Idgate};
+use common::scenario;
 use common::start_db;
 use common::writers::{self, monotonic_now, Writers};
 use idgate::testbed::galera::Galera;
 
 const NAMES: [&str; 2] = ["seg_orders", "snow_orders"];
 
-const TABLES: &str = "sequence_store:
+/// The generators, and the tables sharded by id over shard0 and shard1.
+fn tables() -> String {
+    let generators = "sequence_store:
   backend: store
 generators:
   seg:
@@ -30,20 +32,12 @@ generators:
     lease_ttl_ms: 8000
     heartbeat_ms: 1000
     lease_safety_ms: 2000
-tables:
-  seg_orders:
-    generator: seg
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-  snow_orders:
-    generator: snow
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
 ";
+    format!(
+        "{generators}{}",
+        scenario::tables_mod2(&[("seg_orders", "seg", false), ("snow_orders", "snow", false)])
+    )
+}
 
 #[test]
 fn store_on_galera_survives_a_node_kill() {
@@ -66,7 +60,7 @@ fn store_on_galera_survives_a_node_kill() {
                 ("shard1", dbs[1].port),
                 ("store", ports[0]),
             ],
-            TABLES,
+            &tables(),
         )
         .replacen(
             &format!("port: {}\n", ports[0]),
@@ -91,22 +85,16 @@ fn store_on_galera_survives_a_node_kill() {
     pause(2000);
     let attempts = w.stop();
 
-    let shards = [&dbs[0], &dbs[1]];
-    let rows: HashMap<_, _> = NAMES
-        .iter()
-        .map(|t| (t.to_string(), history::read_rows(&shards, t)))
-        .collect();
     let order = |t: &str| match t {
         "seg_orders" => IdOrder::Block,
         _ => IdOrder::Increasing,
     };
-    let report = history::check(&attempts, &rows, |_, id| (id % 2) as usize, order);
-    let summary = report.summary("Galera store node killed for 7 s, then rejoined");
-    println!("{summary}");
-    assert!(
-        report.problems.is_empty(),
-        "{summary}\n{}",
-        report.problems[..report.problems.len().min(20)].join("\n")
+    let (_, summary) = scenario::check_history(
+        "Galera store node killed for 7 s, then rejoined",
+        &attempts,
+        &[&dbs[0], &dbs[1]],
+        &NAMES,
+        order,
     );
     // Segment ranges kept coming from the other nodes: far more ids than two buffers hold.
     let after: Vec<&history::Attempt> = attempts

@@ -8,17 +8,19 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::history;
 use common::idgate_proc::{config_for, Idgate};
+use common::scenario;
 use common::start_db;
 use common::writers::{self, Writers};
 use mysql::prelude::Queryable;
 use rand::Rng;
 
-const TABLES: &str = "generators:
+/// The generators, and the tables sharded by id over shard0 and shard1.
+fn tables() -> String {
+    let generators = "generators:
   seg:
     kind: segment
     step: 50
@@ -34,26 +36,16 @@ const TABLES: &str = "generators:
     lease_ttl_ms: 6000
     heartbeat_ms: 1000
     lease_safety_ms: 2000
-tables:
-  seg_orders:
-    generator: seg
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-  snow_orders:
-    generator: snow
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-  bias_orders:
-    generator: bias
-    sharding:
-      columns: [id, user_id]
-      algorithm: slot
-      shards: [shard0, shard1]
 ";
+    format!(
+        "{generators}{}",
+        scenario::tables_mod2(&[
+            ("seg_orders", "seg", false),
+            ("snow_orders", "snow", false),
+            ("bias_orders", "bias", true)
+        ])
+    )
+}
 
 const NAMES: [&str; 3] = ["seg_orders", "snow_orders", "bias_orders"];
 
@@ -73,7 +65,7 @@ fn idgate_killed_again_and_again_under_insert_load() {
         writers::create_tables(db, &NAMES);
     }
     let g = Idgate::start_with(|port| {
-        config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], TABLES)
+        config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], &tables())
     });
     let writers = Writers::start("chaos-kill", g.port, &NAMES, threads, threads.div_ceil(2));
     let started = Instant::now();
@@ -100,28 +92,20 @@ fn idgate_killed_again_and_again_under_insert_load() {
             left.len()
         );
     }
-    let shards = [&dbs[0], &dbs[1]];
-    let rows: HashMap<String, HashMap<String, Vec<history::Row>>> = NAMES
-        .iter()
-        .map(|t| (t.to_string(), history::read_rows(&shards, t)))
-        .collect();
-    // Every table is sharded by the id's low bit (mod 2; slot of a biased id with 4 slot bits).
     let order = |t: &str| match t {
         "seg_orders" => history::IdOrder::Block,
         "snow_orders" => history::IdOrder::Increasing,
         _ => history::IdOrder::Any,
     };
-    let report = history::check(&attempts, &rows, |_, id| (id % 2) as usize, order);
-    let summary = report.summary(&format!(
-        "idgate SIGKILL x{kills}, {python} Python + {jdbc} JDBC writers, {:.1} s",
-        elapsed.as_secs_f64()
-    ));
-    println!("{summary}");
-    assert!(
-        report.problems.is_empty(),
-        "{summary}\n{} problems, first ones:\n{}",
-        report.problems.len(),
-        report.problems[..report.problems.len().min(20)].join("\n"),
+    let (report, summary) = scenario::check_history(
+        &format!(
+            "idgate SIGKILL x{kills}, {python} Python + {jdbc} JDBC writers, {:.1} s",
+            elapsed.as_secs_f64()
+        ),
+        &attempts,
+        &[&dbs[0], &dbs[1]],
+        &NAMES,
+        order,
     );
     assert!(
         report.acknowledged > kills as usize * 5,

@@ -6,38 +6,29 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::fault_relay::FaultRelay;
-use common::history::{self, IdOrder};
+use common::history::IdOrder;
 use common::idgate_proc::{config_for_ports, Idgate};
+use common::scenario;
 use common::start_db;
 use common::writers::{self, monotonic_now, Canary, Writers};
-use mysql::prelude::Queryable;
 
-const TABLES: &str = "generators:
+/// The generators, and the tables sharded by id over shard0 and shard1.
+fn tables() -> String {
+    let generators = "generators:
   seg:
     kind: segment
     step: 500
-tables:
-  seg_orders:
-    generator: seg
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
 ";
+    format!(
+        "{generators}{}",
+        scenario::tables_mod2(&[("seg_orders", "seg", false)])
+    )
+}
 
 const NAMES: [&str; 1] = ["seg_orders"];
-
-fn acked_on(attempts: &[history::Attempt], shard: u64, from: f64, to: f64) -> usize {
-    attempts
-        .iter()
-        .filter(|a| a.ok && a.ts >= from && a.ts < to)
-        .filter(|a| a.id.is_some_and(|id| id % 2 == shard) && a.notes.len() == 1)
-        .count()
-}
 
 #[test]
 fn delays_resets_and_a_half_open_path_to_a_shard() {
@@ -50,7 +41,7 @@ fn delays_resets_and_a_half_open_path_to_a_shard() {
         config_for_ports(
             port,
             &[("shard0", dbs[0].port), ("shard1", relay.port)],
-            TABLES,
+            &tables(),
         )
         // Short bounds, so a dead path shows within the scenario.
         .replace("acquire_timeout_ms: 10000", "acquire_timeout_ms: 2000")
@@ -79,46 +70,20 @@ fn delays_resets_and_a_half_open_path_to_a_shard() {
     let attempts = w.stop();
     let canary = canary.stop();
 
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for (i, db) in dbs.iter().enumerate() {
-        loop {
-            let left: Vec<mysql::Row> = common::direct(db).query("XA RECOVER").unwrap();
-            if left.is_empty() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "shard {i} still has {} prepared XA branches; idgate log:\n{}",
-                left.len(),
-                g.log()
-            );
-            pause(200);
-        }
-    }
-    let shards = [&dbs[0], &dbs[1]];
-    let rows: HashMap<_, _> = NAMES
-        .iter()
-        .map(|t| (t.to_string(), history::read_rows(&shards, t)))
-        .collect();
-    let report = history::check(
+    scenario::wait_xa_recovered(&[&dbs[0], &dbs[1]], &g);
+    let (report, summary) = scenario::check_history(
+        "shard1's path delayed 100 ms, reset, half-open 5 s",
         &attempts,
-        &rows,
-        |_, id| (id % 2) as usize,
+        &[&dbs[0], &dbs[1]],
+        &NAMES,
         |_| IdOrder::Block,
     );
-    let summary = report.summary("shard1's path delayed 100 ms, reset, half-open 5 s");
-    println!("{summary}");
     assert!(
-        report.problems.is_empty(),
-        "{summary}\n{}",
-        report.problems[..report.problems.len().min(20)].join("\n")
-    );
-    assert!(
-        acked_on(&attempts, 1, delayed, reset) > 0,
+        scenario::acked_on(&attempts, 1, delayed, reset) > 0,
         "nothing got through the delay: {summary}"
     );
     assert!(
-        acked_on(&attempts, 1, reset + 0.5, cut) > 0,
+        scenario::acked_on(&attempts, 1, reset + 0.5, cut) > 0,
         "no recovery after the reset: {summary}"
     );
     let worst = canary
@@ -142,7 +107,7 @@ fn delays_resets_and_a_half_open_path_to_a_shard() {
         "no client noticed the half-open path: {summary}"
     );
     assert!(
-        acked_on(&attempts, 1, restored + 1.0, end) > 0,
+        scenario::acked_on(&attempts, 1, restored + 1.0, end) > 0,
         "no recovery after the path came back: {summary}"
     );
     // The longest wait for an answer: a query timeout plus a pool acquire at most.

@@ -13,30 +13,25 @@ use std::time::{Duration, Instant};
 
 use common::history::{self, IdOrder};
 use common::idgate_proc::{config_for, Idgate};
+use common::scenario;
 use common::start_db;
 use common::writers::{self, Canary, Writers};
 use mysql::prelude::Queryable;
 
-const TABLES: &str = "generators:
+/// The generators, and the tables sharded by id over shard0 and shard1.
+fn tables() -> String {
+    let generators = "generators:
   seg:
     kind: segment
     step: 1000
   snow:
     kind: snowflake
-tables:
-  seg_orders:
-    generator: seg
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-  snow_orders:
-    generator: snow
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
 ";
+    format!(
+        "{generators}{}",
+        scenario::tables_mod2(&[("seg_orders", "seg", false), ("snow_orders", "snow", false)])
+    )
+}
 
 const NAMES: [&str; 2] = ["seg_orders", "snow_orders"];
 
@@ -45,17 +40,6 @@ struct Sample {
     rss_kib: u64,
     fds: u64,
     backend_conns: u64,
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn fds(pid: u32) -> u64 {
@@ -80,7 +64,7 @@ fn mixed_load_keeps_memory_files_and_connections_flat() {
         writers::create_tables(db, &NAMES);
     }
     let g = Idgate::start_with(|port| {
-        config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], TABLES)
+        config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], &tables())
     });
     let pid = g.pid();
     let w = Writers::start("chaos-soak", g.port, &NAMES, 3, 1);
@@ -125,7 +109,7 @@ fn mixed_load_keeps_memory_files_and_connections_flat() {
             })
             .sum();
         samples.push(Sample {
-            rss_kib: rss_kib(pid),
+            rss_kib: scenario::rss_kib(pid),
             fds: fds(pid),
             backend_conns,
         });

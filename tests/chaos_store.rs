@@ -7,15 +7,17 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use common::history::{self, IdOrder};
 use common::idgate_proc::{config_for, Idgate};
+use common::scenario;
 use common::start_db;
 use common::writers::{self, monotonic_now, Writers};
 
-const TABLES: &str = "sequence_store:
+/// The generators, and the tables sharded by id over shard0 and shard1.
+fn tables() -> String {
+    let generators = "sequence_store:
   backend: store
 generators:
   seg:
@@ -27,20 +29,12 @@ generators:
   snow:
     kind: snowflake
     worker_id: 7
-tables:
-  seg_orders:
-    generator: seg
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-  snow_orders:
-    generator: snow
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
 ";
+    format!(
+        "{generators}{}",
+        scenario::tables_mod2(&[("seg_orders", "seg", false), ("snow_orders", "snow", false)])
+    )
+}
 
 const NAMES: [&str; 2] = ["seg_orders", "snow_orders"];
 
@@ -63,7 +57,7 @@ fn sequence_store_killed_and_frozen_under_load() {
         config_for(
             port,
             &[("shard0", &dbs[0]), ("shard1", &dbs[1]), ("store", &store)],
-            TABLES,
+            &tables(),
         )
     });
     let w = Writers::start("chaos-store", g.port, &NAMES, 4, 2);
@@ -88,22 +82,16 @@ fn sequence_store_killed_and_frozen_under_load() {
     let end = monotonic_now();
     let attempts = w.stop();
 
-    let shards = [&dbs[0], &dbs[1]];
-    let rows: HashMap<_, _> = NAMES
-        .iter()
-        .map(|t| (t.to_string(), history::read_rows(&shards, t)))
-        .collect();
     let order = |t: &str| match t {
         "seg_orders" => IdOrder::Block,
         _ => IdOrder::Increasing,
     };
-    let report = history::check(&attempts, &rows, |_, id| (id % 2) as usize, order);
-    let summary = report.summary("store killed 4 s, then frozen 7 s");
-    println!("{summary}");
-    assert!(
-        report.problems.is_empty(),
-        "{summary}\n{}",
-        report.problems[..report.problems.len().min(20)].join("\n")
+    let (report, summary) = scenario::check_history(
+        "store killed 4 s, then frozen 7 s",
+        &attempts,
+        &[&dbs[0], &dbs[1]],
+        &NAMES,
+        order,
     );
 
     // While the store was down, ids kept coming: from the buffered ranges at first, and all

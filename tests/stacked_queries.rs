@@ -20,24 +20,11 @@ use mysql::prelude::Queryable;
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
 
-const TABLES: &str = "generators:
-  seq:
-    kind: segment
-    step: 100
-tables:
-  orders:
-    generator: seq
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-";
-
 const ORDERS: &str =
     "CREATE TABLE orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(40)) ENGINE=InnoDB";
 
 fn setup() -> TwoShards {
-    common::two_shards(TABLES, &[ORDERS])
+    common::two_shards(common::ORDERS_MOD_2, &[ORDERS])
 }
 
 /// Every attack of a run without multi-statements ended in MariaDB's 1064 with nothing run.

@@ -8,6 +8,7 @@ pub mod history;
 pub mod idgate_proc;
 pub mod raw;
 pub mod relay;
+pub mod scenario;
 pub mod writers;
 
 use std::sync::OnceLock;
