@@ -14,19 +14,6 @@ use common::scenario;
 use common::start_db;
 use common::writers::{self, monotonic_now, Canary, Writers};
 
-/// The generators, and the tables sharded by id over shard0 and shard1.
-fn tables() -> String {
-    let generators = "generators:
-  seg:
-    kind: segment
-    step: 500
-";
-    format!(
-        "{generators}{}",
-        scenario::tables_mod2(&[("seg_orders", "seg", false)])
-    )
-}
-
 const NAMES: [&str; 1] = ["seg_orders"];
 
 #[test]
@@ -36,9 +23,11 @@ fn a_shard_frozen_then_resumed_under_load() {
         writers::create_tables(db, &NAMES);
     }
     let g = Idgate::start_with(|port| {
-        config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], &tables())
-            .replace("acquire_timeout_ms: 10000", "acquire_timeout_ms: 2000")
-            .replace("    pool:\n", "    query_timeout_ms: 1500\n    pool:\n")
+        scenario::short_backend_bounds(config_for(
+            port,
+            &[("shard0", &dbs[0]), ("shard1", &dbs[1])],
+            &scenario::seg_orders_config(),
+        ))
     });
     let w = Writers::start("chaos-freeze", g.port, &NAMES, 4, 2);
     // Only ever on shard0 (id 2 is even): it must not notice shard1's trouble.

@@ -15,19 +15,6 @@ use common::scenario;
 use common::start_db;
 use common::writers::{self, monotonic_now, Canary, Writers};
 
-/// The generators, and the tables sharded by id over shard0 and shard1.
-fn tables() -> String {
-    let generators = "generators:
-  seg:
-    kind: segment
-    step: 500
-";
-    format!(
-        "{generators}{}",
-        scenario::tables_mod2(&[("seg_orders", "seg", false)])
-    )
-}
-
 const NAMES: [&str; 1] = ["seg_orders"];
 
 #[test]
@@ -38,14 +25,11 @@ fn delays_resets_and_a_half_open_path_to_a_shard() {
     }
     let relay = FaultRelay::start(dbs[1].port);
     let g = Idgate::start_with(|port| {
-        config_for_ports(
+        scenario::short_backend_bounds(config_for_ports(
             port,
             &[("shard0", dbs[0].port), ("shard1", relay.port)],
-            &tables(),
-        )
-        // Short bounds, so a dead path shows within the scenario.
-        .replace("acquire_timeout_ms: 10000", "acquire_timeout_ms: 2000")
-        .replace("    pool:\n", "    query_timeout_ms: 1500\n    pool:\n")
+            &scenario::seg_orders_config(),
+        ))
     });
     let w = Writers::start("chaos-network", g.port, &NAMES, 4, 2);
     // Only ever on shard0 (id 2 is even): it must not notice shard1's trouble.

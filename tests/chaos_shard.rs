@@ -14,19 +14,6 @@ use common::scenario;
 use common::start_db;
 use common::writers::{self, monotonic_now, Writers};
 
-/// The generators, and the tables sharded by id over shard0 and shard1.
-fn tables() -> String {
-    let generators = "generators:
-  seg:
-    kind: segment
-    step: 500
-";
-    format!(
-        "{generators}{}",
-        scenario::tables_mod2(&[("seg_orders", "seg", false)])
-    )
-}
-
 const NAMES: [&str; 1] = ["seg_orders"];
 
 /// Acknowledged INSERTs answered between `from` and `to` whose rows all went to `shard`.
@@ -38,7 +25,11 @@ fn a_shard_killed_and_restarted_under_load() {
         writers::create_tables(db, &NAMES);
     }
     let g = Idgate::start_with(|port| {
-        config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], &tables())
+        config_for(
+            port,
+            &[("shard0", &dbs[0]), ("shard1", &dbs[1])],
+            &scenario::seg_orders_config(),
+        )
     });
     let w = Writers::start("chaos-shard", g.port, &NAMES, 4, 2);
     let pause = |ms| std::thread::sleep(Duration::from_millis(ms));

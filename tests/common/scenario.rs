@@ -28,6 +28,22 @@ pub fn tables_mod2(tables: &[(&str, &str, bool)]) -> String {
     y
 }
 
+/// The config of the single-table scenarios: `seg_orders`, segment ids, sharded by id mod 2.
+pub fn seg_orders_config() -> String {
+    format!(
+        "generators:\n  seg:\n    kind: segment\n    step: 500\n{}",
+        tables_mod2(&[("seg_orders", "seg", false)])
+    )
+}
+
+/// Short backend bounds (acquire 2 s, queries 1.5 s) for a config from `config_for*`, so a
+/// dead or frozen path shows within a scenario.
+pub fn short_backend_bounds(config: String) -> String {
+    config
+        .replace("acquire_timeout_ms: 10000", "acquire_timeout_ms: 2000")
+        .replace("    pool:\n", "    query_timeout_ms: 1500\n    pool:\n")
+}
+
 /// Waits (30 s at most) until no shard holds a prepared XA branch.
 pub fn wait_xa_recovered(dbs: &[&MariaDb], g: &Idgate) {
     let deadline = Instant::now() + Duration::from_secs(30);
