@@ -52,19 +52,10 @@ fn a_shard_frozen_then_resumed_under_load() {
         &NAMES,
         |_| IdOrder::Block,
     );
-    let worst = canary
-        .iter()
-        .map(|(_, took, _)| *took)
-        .max()
-        .unwrap_or_default();
-    assert!(
-        canary.iter().all(|(_, _, r)| r.is_ok()) && worst < Duration::from_millis(500),
-        "a session on the live shard only was disturbed (slowest {worst:?}): {:?}",
-        canary
-            .iter()
-            .filter(|(_, _, r)| r.is_err())
-            .take(3)
-            .collect::<Vec<_>>()
+    writers::assert_undisturbed(
+        &canary,
+        Duration::from_millis(500),
+        "a session on the live shard only",
     );
     assert!(
         canary

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::history::{self, IdOrder};
+use common::history::{self};
 use common::idgate_proc::{config_for_ports, Idgate};
 use common::scenario;
 use common::start_db;
@@ -85,16 +85,12 @@ fn store_on_galera_survives_a_node_kill() {
     pause(2000);
     let attempts = w.stop();
 
-    let order = |t: &str| match t {
-        "seg_orders" => IdOrder::Block,
-        _ => IdOrder::Increasing,
-    };
     let (_, summary) = scenario::check_history(
         "Galera store node killed for 7 s, then rejoined",
         &attempts,
         &[&dbs[0], &dbs[1]],
         &NAMES,
-        order,
+        scenario::seg_snow_order,
     );
     // Segment ranges kept coming from the other nodes: far more ids than two buffers hold.
     let after: Vec<&history::Attempt> = attempts

@@ -70,19 +70,10 @@ fn delays_resets_and_a_half_open_path_to_a_shard() {
         scenario::acked_on(&attempts, 1, reset + 0.5, cut) > 0,
         "no recovery after the reset: {summary}"
     );
-    let worst = canary
-        .iter()
-        .map(|(_, took, _)| *took)
-        .max()
-        .unwrap_or_default();
-    assert!(
-        canary.iter().all(|(_, _, r)| r.is_ok()) && worst < Duration::from_millis(500),
-        "a session on shard0 only was disturbed (slowest {worst:?}): {:?}",
-        canary
-            .iter()
-            .filter(|(_, _, r)| r.is_err())
-            .take(3)
-            .collect::<Vec<_>>()
+    writers::assert_undisturbed(
+        &canary,
+        Duration::from_millis(500),
+        "a session on shard0 only",
     );
     assert!(
         attempts

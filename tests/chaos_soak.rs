@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::history::{self, IdOrder};
+use common::history;
 use common::idgate_proc::{config_for, Idgate};
 use common::scenario;
 use common::start_db;
@@ -128,11 +128,12 @@ fn mixed_load_keeps_memory_files_and_connections_flat() {
         .iter()
         .map(|t| (t.to_string(), history::read_rows(&shards, t)))
         .collect();
-    let order = |t: &str| match t {
-        "seg_orders" => IdOrder::Block,
-        _ => IdOrder::Increasing,
-    };
-    let report = history::check(&attempts, &rows, |_, id| (id % 2) as usize, order);
+    let report = history::check(
+        &attempts,
+        &rows,
+        |_, id| (id % 2) as usize,
+        scenario::seg_snow_order,
+    );
     let third = samples.len() / 3;
     let (first, last) = (&samples[..third], &samples[samples.len() - third..]);
     let m = |s: &[Sample], f: fn(&Sample) -> u64| median(s, f);

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::history::{self, IdOrder};
+use common::history::{self};
 use common::idgate_proc::{config_for, Idgate};
 use common::scenario;
 use common::start_db;
@@ -82,16 +82,12 @@ fn sequence_store_killed_and_frozen_under_load() {
     let end = monotonic_now();
     let attempts = w.stop();
 
-    let order = |t: &str| match t {
-        "seg_orders" => IdOrder::Block,
-        _ => IdOrder::Increasing,
-    };
     let (report, summary) = scenario::check_history(
         "store killed 4 s, then frozen 7 s",
         &attempts,
         &[&dbs[0], &dbs[1]],
         &NAMES,
-        order,
+        scenario::seg_snow_order,
     );
 
     // While the store was down, ids kept coming: from the buffered ranges at first, and all

@@ -44,6 +44,14 @@ pub fn short_backend_bounds(config: String) -> String {
         .replace("    pool:\n", "    query_timeout_ms: 1500\n    pool:\n")
 }
 
+/// How the ids of one INSERT relate in the `seg_orders` / `snow_orders` tables of the scenarios.
+pub fn seg_snow_order(table: &str) -> IdOrder {
+    match table {
+        "seg_orders" => IdOrder::Block,
+        _ => IdOrder::Increasing,
+    }
+}
+
 /// Waits (30 s at most) until no shard holds a prepared XA branch.
 pub fn wait_xa_recovered(dbs: &[&MariaDb], g: &Idgate) {
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -188,3 +188,21 @@ impl Canary {
         self.thread.join().expect("the canary thread")
     }
 }
+
+/// Fails unless every canary answer was a success within `limit`.
+pub fn assert_undisturbed(answers: &[CanaryAnswer], limit: Duration, what: &str) {
+    let worst = answers
+        .iter()
+        .map(|(_, took, _)| *took)
+        .max()
+        .unwrap_or_default();
+    let failed: Vec<_> = answers
+        .iter()
+        .filter(|(_, _, r)| r.is_err())
+        .take(3)
+        .collect();
+    assert!(
+        failed.is_empty() && worst < limit,
+        "{what} was disturbed (slowest {worst:?}): {failed:?}"
+    );
+}
