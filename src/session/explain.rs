@@ -11,22 +11,6 @@ use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
-/// The statement after `EXPLAIN ROUTE`, if `stmt` is one.
-pub(super) fn explain_route_target(stmt: &[u8]) -> Option<&[u8]> {
-    let text = stmt.trim_ascii_start();
-    let head = text.get(..7)?;
-    if !head.eq_ignore_ascii_case(b"explain") {
-        return None;
-    }
-    let rest = text[7..].trim_ascii_start();
-    let word = rest.get(..5)?;
-    if !word.eq_ignore_ascii_case(b"route") || rest.get(5).is_some_and(|b| !b.is_ascii_whitespace())
-    {
-        return None;
-    }
-    Some(rest[5..].trim_ascii())
-}
-
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The (backend, sql, merge) rows of the plan for `stmt`.
     fn explain_rows(&self, stmt: &[u8]) -> Result<Vec<[String; 3]>, SqlError> {
@@ -130,28 +114,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let status = self.status_with(more);
         self.send_result_set(&columns, packed.iter().map(Vec::as_slice), 0, status);
         true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::explain_route_target;
-
-    #[test]
-    fn recognises_explain_route() {
-        assert_eq!(
-            explain_route_target(b"EXPLAIN ROUTE SELECT 1"),
-            Some(&b"SELECT 1"[..])
-        );
-        assert_eq!(
-            explain_route_target(b"  explain\nroute  DELETE FROM t "),
-            Some(&b"DELETE FROM t"[..])
-        );
-        assert_eq!(
-            explain_route_target(b"explain  route\tDELETE FROM t "),
-            Some(&b"DELETE FROM t"[..])
-        );
-        assert_eq!(explain_route_target(b"EXPLAIN SELECT 1"), None);
-        assert_eq!(explain_route_target(b"EXPLAIN routes"), None);
     }
 }

@@ -39,7 +39,8 @@ impl IdleTimeout {
 
     /// A successful SET ran on the default backend.
     pub fn note_set(&mut self, stmt: &[u8]) {
-        if mentions_wait_timeout(stmt) {
+        // False positives only cost a read-back.
+        if crate::sql::mentions(stmt, b"wait_timeout") {
             self.recheck = true;
         }
     }
@@ -49,14 +50,6 @@ impl IdleTimeout {
         self.current = self.initial;
         self.recheck = false;
     }
-}
-
-/// Whether a SET may have changed wait_timeout (case-insensitive; false positives only cost a
-/// read-back).
-pub fn mentions_wait_timeout(stmt: &[u8]) -> bool {
-    const NAME: &[u8] = b"wait_timeout";
-    stmt.windows(NAME.len())
-        .any(|w| w.eq_ignore_ascii_case(NAME))
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
@@ -88,23 +81,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 lease.broken = true;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mentions_wait_timeout;
-
-    #[test]
-    fn finds_the_variable_in_any_spelling() {
-        for s in [
-            &b"SET SESSION wait_timeout=1"[..],
-            b"set @@WAIT_TIMEOUT = 5",
-            b"SET @@session.wait_timeout=2, sql_mode=''",
-            b"SET LOCAL Wait_Timeout := 3",
-        ] {
-            assert!(mentions_wait_timeout(s), "{}", String::from_utf8_lossy(s));
-        }
-        assert!(!mentions_wait_timeout(b"SET NAMES utf8mb4"));
     }
 }

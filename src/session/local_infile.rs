@@ -39,9 +39,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // the look through its text.
         !self.local_files()
             && (sql::is_load_local(sql)
-                || (self.multi_statements
-                    && sql.contains(&b';')
-                    && sql.windows(5).any(|w| w.eq_ignore_ascii_case(b"LOCAL"))))
+                || (self.multi_statements && sql.contains(&b';') && sql::mentions(sql, b"LOCAL")))
     }
 
     /// A statement of kind Other not about a configured table: `LOAD … LOCAL` from a client

@@ -50,7 +50,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) async fn query(&mut self, packet: &[u8]) -> Option<End> {
         if self.proxy.tables.is_empty()
             && self.proxy.idgen.is_empty()
-            && super::explain::explain_route_target(&packet[1..]).is_none()
+            && sql::explain_route_target(&packet[1..]).is_none()
             && !self.may_refuse_local_load(&packet[1..])
         {
             return self.forward(packet, Reply::Results).await;
@@ -150,7 +150,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Decides what to do with one statement; cheap unless it names a configured table.
     fn plan(&mut self, stmt: &[u8]) -> Plan {
-        if let Some(inner) = super::explain::explain_route_target(stmt) {
+        if let Some(inner) = sql::explain_route_target(stmt) {
             let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
             return Plan::ExplainRoute(start..start + inner.len());
         }
@@ -269,7 +269,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
             StatementKind::Use => {
-                if let Some(db) = use_target(stmt) {
+                if let Some(db) = sql::use_target(stmt) {
                     self.db = Some(db);
                     self.pending_follow_db = true;
                 }
@@ -468,26 +468,4 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packets::put_lenenc_str(&mut row, value.to_string().as_bytes());
         self.send_result_set(&[def], [row.as_slice()], 0, status);
     }
-}
-
-/// The database of `USE db` (backticks and a trailing `;` allowed).
-fn use_target(stmt: &[u8]) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(stmt)
-        .ok()?
-        .trim()
-        .trim_end_matches(';')
-        .trim();
-    let rest = text.get(3..)?;
-    if !text.get(..3)?.eq_ignore_ascii_case("use")
-        || !rest.starts_with(|c: char| c.is_whitespace() || c == '`')
-    {
-        return None;
-    }
-    let name = rest.trim();
-    let name = match name.strip_prefix('`').and_then(|n| n.strip_suffix('`')) {
-        Some(q) => q.replace("``", "`"),
-        None if !name.contains(char::is_whitespace) => name.to_string(),
-        None => return None,
-    };
-    Some(name.into_bytes())
 }

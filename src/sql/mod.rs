@@ -29,6 +29,7 @@ mod scan;
 mod select_tokens;
 mod session_query;
 mod split;
+mod words;
 
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
 pub use dml::{analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyValue};
@@ -48,6 +49,11 @@ pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use session_query::{session_query, SessionQuery};
 pub use split::split_statements;
+pub use words::{
+    chain_or_release, explain_route_target, is_temporary_ddl, lists_tables, mentions, push_name,
+    savepoint, sets_autocommit_on, starts_read_only, string_literal_is, use_target,
+    SavepointAction,
+};
 
 #[cfg(test)]
 mod insert_fast_tests;

@@ -1,0 +1,346 @@
+//! The few words idgate reads from statements it otherwise passes on: `USE db`, savepoint names,
+//! `COMMIT AND CHAIN`, `SET autocommit`, `CREATE TEMPORARY`, `SHOW TABLES`, `EXPLAIN ROUTE`.
+//! Read through [`Tokens`], which knows comments, quotes and executable comments, so a word
+//! inside a string or a comment never counts.
+
+use std::ops::Range;
+
+use super::lex::{is_ident_byte, quoted_end, skip_trivia, word_end};
+
+/// One token of a statement; whitespace and comments are skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Token<'a> {
+    /// An unquoted word: a keyword, an identifier or a number.
+    Word(&'a [u8]),
+    /// A `` `backticked` `` identifier, quotes included.
+    Ident(&'a [u8]),
+    /// A '…' or "…" string literal, quotes included (unterminated: to the end).
+    Str(&'a [u8]),
+    /// Any other byte.
+    Punct(u8),
+}
+
+impl Token<'_> {
+    fn is_word(&self, w: &str) -> bool {
+        matches!(self, Token::Word(x) if x.eq_ignore_ascii_case(w.as_bytes()))
+    }
+
+    /// The name a word or a backticked identifier stands for.
+    fn name(&self) -> Option<Vec<u8>> {
+        match self {
+            Token::Word(w) => Some(w.to_vec()),
+            Token::Ident(q) => Some(unquote(q)),
+            _ => None,
+        }
+    }
+}
+
+/// The tokens of a statement with their byte ranges.
+pub(crate) struct Tokens<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Tokens<'a> {
+    pub(crate) fn new(s: &'a [u8]) -> Tokens<'a> {
+        Tokens { s, i: 0 }
+    }
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = (Range<usize>, Token<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let s = self.s;
+        let i = skip_trivia(s, self.i);
+        let &b = s.get(i)?;
+        let end = match b {
+            b'`' | b'\'' | b'"' => quoted_end(s, i).unwrap_or(s.len()),
+            _ if is_ident_byte(b) => word_end(s, i),
+            _ => i + 1,
+        };
+        self.i = end;
+        let text = &s[i..end];
+        let t = match b {
+            b'`' => Token::Ident(text),
+            b'\'' | b'"' => Token::Str(text),
+            _ if is_ident_byte(b) => Token::Word(text),
+            _ => Token::Punct(b),
+        };
+        Some((i..end, t))
+    }
+}
+
+fn tokens(s: &[u8]) -> impl Iterator<Item = Token<'_>> {
+    Tokens::new(s).map(|(_, t)| t)
+}
+
+/// A backticked identifier without its quotes, doubled backticks undone.
+fn unquote(q: &[u8]) -> Vec<u8> {
+    let inner = q
+        .strip_prefix(b"`")
+        .map(|r| r.strip_suffix(b"`").unwrap_or(r))
+        .unwrap_or(q);
+    let mut out = Vec::with_capacity(inner.len());
+    let mut k = 0;
+    while k < inner.len() {
+        out.push(inner[k]);
+        k += if inner[k] == b'`' && inner.get(k + 1) == Some(&b'`') {
+            2
+        } else {
+            1
+        };
+    }
+    out
+}
+
+/// Appends `name` as a backticked identifier (inner backticks doubled): the inverse of
+/// [`unquote`], for names read by this module and written into statements idgate sends.
+pub fn push_name(out: &mut Vec<u8>, name: &[u8]) {
+    out.push(b'`');
+    for &b in name {
+        if b == b'`' {
+            out.push(b'`');
+        }
+        out.push(b);
+    }
+    out.push(b'`');
+}
+
+/// Only `;` may follow.
+fn at_end<'a>(mut rest: impl Iterator<Item = Token<'a>>) -> bool {
+    rest.all(|t| t == Token::Punct(b';'))
+}
+
+/// The database `USE db` switches to (`` `quoted` `` names unquoted).
+pub fn use_target(stmt: &[u8]) -> Option<Vec<u8>> {
+    let mut t = tokens(stmt);
+    if !t.next()?.is_word("USE") {
+        return None;
+    }
+    let name = t.next()?.name()?;
+    at_end(t).then_some(name)
+}
+
+/// `CREATE TEMPORARY …` / `DROP TEMPORARY …`: DDL that does not end a transaction.
+pub fn is_temporary_ddl(stmt: &[u8]) -> bool {
+    tokens(stmt).nth(1).is_some_and(|t| t.is_word("TEMPORARY"))
+}
+
+/// A SET that turns the session's autocommit on (which commits an open transaction):
+/// `SET autocommit = 1`, `SET @@session.autocommit := ON`, not `SET GLOBAL autocommit = 1`.
+pub fn sets_autocommit_on(stmt: &[u8]) -> bool {
+    let t: Vec<Token> = tokens(stmt).collect();
+    t.iter().enumerate().any(|(k, x)| {
+        if !x.is_word("AUTOCOMMIT") {
+            return false;
+        }
+        let global = t[..k]
+            .iter()
+            .rev()
+            .find(|p| matches!(p, Token::Word(_)))
+            .is_some_and(|p| p.is_word("GLOBAL"));
+        let mut v = k + 1;
+        if t.get(v) == Some(&Token::Punct(b':')) {
+            v += 1;
+        }
+        if t.get(v) != Some(&Token::Punct(b'=')) {
+            return false;
+        }
+        let on = t
+            .get(v + 1)
+            .is_some_and(|w| w.is_word("1") || w.is_word("ON") || w.is_word("TRUE"));
+        on && !global
+    })
+}
+
+/// `COMMIT AND CHAIN`, `ROLLBACK RELEASE` (not `AND NO CHAIN`, `NO RELEASE`).
+pub fn chain_or_release(stmt: &[u8]) -> bool {
+    let t: Vec<Token> = tokens(stmt).collect();
+    t.iter().enumerate().any(|(k, x)| {
+        (x.is_word("CHAIN") || x.is_word("RELEASE")) && (k == 0 || !t[k - 1].is_word("NO"))
+    })
+}
+
+/// `START TRANSACTION READ ONLY` (among other characteristics, in any order).
+pub fn starts_read_only(stmt: &[u8]) -> bool {
+    let t: Vec<Token> = tokens(stmt).collect();
+    t.windows(2)
+        .any(|p| p[0].is_word("READ") && p[1].is_word("ONLY"))
+}
+
+/// What a savepoint statement does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SavepointAction {
+    /// `SAVEPOINT name`
+    Set,
+    /// `RELEASE SAVEPOINT name`
+    Release,
+    /// `ROLLBACK [WORK] TO [SAVEPOINT] name`
+    RollbackTo,
+}
+
+/// The action and the (unquoted) name of a savepoint statement.
+pub fn savepoint(stmt: &[u8]) -> Option<(SavepointAction, Vec<u8>)> {
+    let t: Vec<Token> = tokens(stmt)
+        .take_while(|t| *t != Token::Punct(b';'))
+        .collect();
+    let action = match t.first()? {
+        w if w.is_word("SAVEPOINT") => SavepointAction::Set,
+        w if w.is_word("RELEASE") => SavepointAction::Release,
+        w if w.is_word("ROLLBACK") => SavepointAction::RollbackTo,
+        _ => return None,
+    };
+    Some((action, t.last()?.name()?))
+}
+
+/// `SHOW [FULL] TABLES …` or `SHOW TABLE STATUS …`: the first column of each row is a table.
+pub fn lists_tables(stmt: &[u8]) -> bool {
+    let mut t = tokens(stmt);
+    if !t.next().is_some_and(|w| w.is_word("SHOW")) {
+        return false;
+    }
+    match (t.next(), t.next()) {
+        (Some(a), _) if a.is_word("TABLES") => true,
+        (Some(a), Some(b)) => {
+            (a.is_word("FULL") && b.is_word("TABLES"))
+                || (a.is_word("TABLE") && b.is_word("STATUS"))
+        }
+        _ => false,
+    }
+}
+
+/// True when a '…' string literal in `stmt` holds exactly `name` (ASCII case-insensitively):
+/// how information_schema lookups name a table.
+pub fn string_literal_is(stmt: &[u8], name: &str) -> bool {
+    tokens(stmt).any(|t| match t {
+        Token::Str(s) if s.len() >= 2 && s[0] == s[s.len() - 1] => {
+            s[1..s.len() - 1].eq_ignore_ascii_case(name.as_bytes())
+        }
+        _ => false,
+    })
+}
+
+/// Whether `needle` occurs anywhere in `stmt`, ASCII case-insensitively: a cheap pre-check whose
+/// false positives only cost the caller a closer look.
+pub fn mentions(stmt: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty()
+        && stmt
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// The statement after `EXPLAIN ROUTE`, if `stmt` is one.
+pub fn explain_route_target(stmt: &[u8]) -> Option<&[u8]> {
+    let mut t = Tokens::new(stmt);
+    if !t.next()?.1.is_word("EXPLAIN") {
+        return None;
+    }
+    let (route, w) = t.next()?;
+    if !w.is_word("ROUTE") {
+        return None;
+    }
+    Some(stmt[route.end..].trim_ascii())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn use_targets() {
+        assert_eq!(use_target(b"USE app").unwrap(), b"app");
+        assert_eq!(use_target(b" use `my``db` ; ").unwrap(), b"my`db");
+        assert_eq!(use_target(b"/* x */ USE`a b`").unwrap(), b"a b");
+        assert_eq!(use_target(b"USE a b"), None);
+        assert_eq!(use_target(b"USER"), None);
+        assert_eq!(use_target(b"USE"), None);
+    }
+
+    #[test]
+    fn transaction_words() {
+        assert!(!is_temporary_ddl(b"CREATE TABLE t (a int)"));
+        assert!(is_temporary_ddl(
+            b"create /* c */ temporary table t (a int)"
+        ));
+        assert!(sets_autocommit_on(b"SET autocommit = 1"));
+        assert!(sets_autocommit_on(b"set @@session.autocommit=ON"));
+        assert!(sets_autocommit_on(b"SET sql_mode='', autocommit := true"));
+        assert!(!sets_autocommit_on(b"SET autocommit=0"));
+        assert!(!sets_autocommit_on(b"SET autocommit := 0"));
+        assert!(!sets_autocommit_on(b"SET GLOBAL autocommit = 1"));
+        assert!(!sets_autocommit_on(b"SET @@global.autocommit = 1"));
+        assert!(!sets_autocommit_on(b"SET @x = 'autocommit = 1'"));
+        assert!(starts_read_only(
+            b"START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+        ));
+        assert!(!starts_read_only(
+            b"START TRANSACTION READ WRITE /* READ ONLY */"
+        ));
+        assert!(chain_or_release(b"COMMIT AND CHAIN"));
+        assert!(chain_or_release(b"ROLLBACK RELEASE"));
+        assert!(!chain_or_release(b"COMMIT AND NO CHAIN NO RELEASE"));
+        assert!(!chain_or_release(b"COMMIT /* AND CHAIN */"));
+    }
+
+    #[test]
+    fn savepoints() {
+        assert_eq!(
+            savepoint(b"SAVEPOINT a1;"),
+            Some((SavepointAction::Set, b"a1".to_vec()))
+        );
+        assert_eq!(
+            savepoint(b"ROLLBACK WORK TO SAVEPOINT `a b`"),
+            Some((SavepointAction::RollbackTo, b"a b".to_vec()))
+        );
+        assert_eq!(
+            savepoint(b"release savepoint x -- done"),
+            Some((SavepointAction::Release, b"x".to_vec()))
+        );
+        assert_eq!(savepoint(b"COMMIT"), None);
+        let mut out = Vec::new();
+        push_name(&mut out, b"a`b");
+        assert_eq!(
+            savepoint(&[b"SAVEPOINT ", &out[..]].concat()).unwrap().1,
+            b"a`b"
+        );
+    }
+
+    #[test]
+    fn table_lists_and_literals() {
+        assert!(lists_tables(b"SHOW TABLES"));
+        assert!(lists_tables(b"show full tables from app like 'o%'"));
+        assert!(lists_tables(b"SHOW TABLE STATUS LIKE 'orders'"));
+        assert!(!lists_tables(b"SHOW CREATE TABLE orders"));
+        assert!(!lists_tables(b"SHOW TABLE_STATISTICS"));
+        let q = b"SELECT * FROM information_schema.COLUMNS WHERE TABLE_NAME = 'Orders'";
+        assert!(string_literal_is(q, "orders"));
+        assert!(!string_literal_is(q, "order"));
+        assert!(string_literal_is(
+            b"x LIKE 'a\\'b' OR t = 'orders'",
+            "orders"
+        ));
+        assert!(!string_literal_is(b"SELECT 'unterminated", "orders"));
+        assert!(!string_literal_is(b"SELECT 1 -- 'orders'", "orders"));
+        assert!(mentions(b"SET @@WAIT_TIMEOUT = 5", b"wait_timeout"));
+        assert!(!mentions(b"SET NAMES utf8mb4", b"wait_timeout"));
+    }
+
+    #[test]
+    fn explain_route() {
+        assert_eq!(
+            explain_route_target(b"EXPLAIN ROUTE SELECT 1"),
+            Some(&b"SELECT 1"[..])
+        );
+        assert_eq!(
+            explain_route_target(b"  explain\nroute  DELETE FROM t "),
+            Some(&b"DELETE FROM t"[..])
+        );
+        assert_eq!(
+            explain_route_target(b"/* app */ EXPLAIN ROUTE SELECT 1"),
+            Some(&b"SELECT 1"[..])
+        );
+        assert_eq!(explain_route_target(b"EXPLAIN SELECT 1"), None);
+        assert_eq!(explain_route_target(b"EXPLAIN routes"), None);
+    }
+}
