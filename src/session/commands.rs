@@ -1,99 +1,77 @@
 //! Dispatch of each client command: relayed to the session's backend connection as it came (with
 //! statement ids translated), or answered by idgate where it owns the state.
 
-use mysql_common::constants::Command;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
 use super::local_infile::{self, CarryError};
-use super::prepared::{packet_stmt_id, Statement};
+use super::prepared::Statement;
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
 use crate::exec::relay::{self, Adjust, Client, Reply};
 use crate::exec::BackendError;
+use crate::wire::command::{self, Command, StmtCommand};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::framing::FrameError;
 use crate::wire::handshake;
 use crate::wire::packets;
+use mysql_common::constants::Command as Com;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Handles one command. `Some` ends the session.
     pub(super) async fn dispatch(&mut self, packet: &[u8]) -> Option<End> {
-        let Some(&cmd) = packet.first() else {
-            self.send_error(&errors::malformed("empty command"));
-            return None;
-        };
-        const QUERY: u8 = Command::COM_QUERY as u8;
-        const QUIT: u8 = Command::COM_QUIT as u8;
-        const PING: u8 = Command::COM_PING as u8;
-        const INIT_DB: u8 = Command::COM_INIT_DB as u8;
-        const FIELD_LIST: u8 = Command::COM_FIELD_LIST as u8;
-        const STATISTICS: u8 = Command::COM_STATISTICS as u8;
-        const SET_OPTION: u8 = Command::COM_SET_OPTION as u8;
-        const RESET_CONNECTION: u8 = Command::COM_RESET_CONNECTION as u8;
-        const CHANGE_USER: u8 = Command::COM_CHANGE_USER as u8;
-        const PREPARE: u8 = Command::COM_STMT_PREPARE as u8;
-        const EXECUTE: u8 = Command::COM_STMT_EXECUTE as u8;
-        const SEND_LONG_DATA: u8 = Command::COM_STMT_SEND_LONG_DATA as u8;
-        const CLOSE: u8 = Command::COM_STMT_CLOSE as u8;
-        const RESET: u8 = Command::COM_STMT_RESET as u8;
-        const FETCH: u8 = Command::COM_STMT_FETCH as u8;
+        let cmd = command::decode(packet);
         // Statements refine this per kind; an executed prepared statement may write.
-        self.stmt_writes = cmd == EXECUTE || cmd == QUERY;
+        self.stmt_writes = matches!(
+            cmd,
+            Command::Query(_)
+                | Command::Stmt {
+                    kind: StmtCommand::Execute,
+                    ..
+                }
+        );
         self.no_join = false;
         match cmd {
-            QUIT => Some(End::Quit),
-            PING => {
+            Command::Empty => {
+                self.send_error(&errors::malformed("empty command"));
+                None
+            }
+            Command::Quit => Some(End::Quit),
+            Command::Ping => {
                 self.send_ok(0, 0);
                 None
             }
-            QUERY => self.query(packet).await,
-            INIT_DB => {
+            Command::Query(_) => self.query(packet).await,
+            Command::InitDb(db) => {
                 let end = self.forward(packet, Reply::Single).await;
                 if self.last_ok {
-                    self.db = Some(packet[1..].to_vec()).filter(|d| !d.is_empty());
+                    self.db = Some(db.to_vec()).filter(|d| !d.is_empty());
                     self.follow_db().await;
                 }
                 end
             }
-            FIELD_LIST => self.forward(packet, Reply::Fields).await,
-            STATISTICS => self.forward(packet, Reply::Single).await,
-            SET_OPTION => {
+            Command::FieldList => self.forward(packet, Reply::Fields).await,
+            Command::Statistics => self.forward(packet, Reply::Single).await,
+            Command::SetOption(option) => {
                 let end = self.forward(packet, Reply::Eof).await;
                 if end.is_none() && self.last_ok {
                     // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF.
-                    self.multi_statements = packet.get(1..3) == Some(&[0, 0]);
+                    self.multi_statements = option == Some(0);
                     return self.mirror_multi_statements().await;
                 }
                 end
             }
-            RESET_CONNECTION => self.reset_connection().await,
-            CHANGE_USER => self.change_user(packet).await,
-            PREPARE => self.prepare(packet).await,
-            EXECUTE => {
-                self.on_statement(packet, "mysqld_stmt_execute", Some(Reply::Results))
-                    .await
-            }
-            FETCH => {
-                self.on_statement(packet, "mysqld_stmt_fetch", Some(Reply::Rows))
-                    .await
-            }
-            RESET => {
-                self.on_statement(packet, "mysqld_stmt_reset", Some(Reply::Single))
-                    .await
-            }
-            SEND_LONG_DATA => {
-                self.on_statement(packet, "mysqld_stmt_send_long_data", None)
-                    .await
-            }
-            CLOSE => {
-                let end = self.on_statement(packet, "mysqld_stmt_close", None).await;
-                if let Some(id) = packet_stmt_id(packet) {
+            Command::ResetConnection => self.reset_connection().await,
+            Command::ChangeUser => self.change_user(packet).await,
+            Command::Prepare(_) => self.prepare(packet).await,
+            Command::Stmt { kind, id } => {
+                let end = self.on_statement(packet, kind, id).await;
+                if let (StmtCommand::Close, Some(id)) = (kind, id) {
                     self.stmts.remove(id);
                 }
                 end
             }
-            other => {
+            Command::Unknown(other) => {
                 self.send_error(&errors::unknown_command(other));
                 None
             }
@@ -266,26 +244,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn on_statement(
         &mut self,
         packet: &[u8],
-        what: &str,
-        reply: Option<Reply>,
+        kind: StmtCommand,
+        id: Option<u32>,
     ) -> Option<End> {
-        let st = packet_stmt_id(packet).and_then(|id| {
+        let st = id.and_then(|id| {
             self.stmts
                 .get(id)
                 .map(|st| (id, st.backend_id, st.emulated.is_some()))
         });
         let Some((client_id, backend_id, emulated)) = st else {
-            if reply.is_some() {
-                let id = packet_stmt_id(packet).unwrap_or(0);
-                self.send_error(&errors::unknown_statement(id, what));
+            if kind.answered() {
+                self.send_error(&errors::unknown_statement(id.unwrap_or(0), kind.name()));
             }
             return None; // SEND_LONG_DATA and CLOSE have no answer, even for unknown ids
         };
-        match what {
-            "mysqld_stmt_send_long_data" if !self.long_data_fits(client_id, packet) => {
+        match kind {
+            StmtCommand::SendLongData if !self.long_data_fits(client_id, packet) => {
                 return None;
             }
-            "mysqld_stmt_execute" => {
+            StmtCommand::Execute => {
                 if let Some(end) = self
                     .refuse_overflowed_long_data(client_id, backend_id, emulated)
                     .await
@@ -293,7 +270,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return end;
                 }
             }
-            "mysqld_stmt_reset" => {
+            StmtCommand::Reset => {
                 if let Some(st) = self.stmts.get_mut(client_id) {
                     st.long_data.clear();
                 }
@@ -301,31 +278,32 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             _ => {}
         }
         if emulated {
-            match what {
-                "mysqld_stmt_execute" => return self.execute_emulated(client_id, packet).await,
-                "mysqld_stmt_send_long_data" => {
+            match kind {
+                StmtCommand::Execute => return self.execute_emulated(client_id, packet).await,
+                StmtCommand::SendLongData => {
                     self.store_long_data(client_id, packet);
                     return None;
                 }
-                "mysqld_stmt_reset" => self.clear_long_data(client_id),
+                StmtCommand::Reset => self.clear_long_data(client_id),
                 _ => {}
             }
         }
-        match reply {
-            Some(reply) => {
-                self.forward_with(packet, reply, Some(backend_id), Adjust::default())
-                    .await
-            }
-            None => {
+        let reply = match kind {
+            StmtCommand::Execute => Reply::Results,
+            StmtCommand::Fetch => Reply::Rows,
+            StmtCommand::Reset => Reply::Single,
+            StmtCommand::SendLongData | StmtCommand::Close => {
                 let i = self.leases.position(&self.proxy.default_pool.name)?;
                 let be = self.leases.get_mut(i);
                 write_command(be, packet, Some(backend_id));
-                match be.flush().await {
+                return match be.flush().await {
                     Ok(()) => None,
                     Err(e) => Some(self.backend_lost(e)),
-                }
+                };
             }
-        }
+        };
+        self.forward_with(packet, reply, Some(backend_id), Adjust::default())
+            .await
     }
 
     /// The default backend took the client's COM_SET_OPTION; the session's other connections
@@ -362,7 +340,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Some(end);
         }
         let end = self
-            .forward(&[Command::COM_RESET_CONNECTION as u8], Reply::Single)
+            .forward(&[Com::COM_RESET_CONNECTION as u8], Reply::Single)
             .await;
         if end.is_none() && self.last_ok {
             self.after_backend_reset().await
@@ -421,7 +399,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// COM_RESET_CONNECTION on one held connection, then the session's collation and database.
     async fn reset_lease(&self, lease: &mut crate::exec::Lease) -> Result<(), SqlError> {
-        let reset = [Command::COM_RESET_CONNECTION as u8];
+        let reset = [Com::COM_RESET_CONNECTION as u8];
         match lease.simple_command(&reset).await {
             Ok(packets::OK_HEADER) => {
                 lease.collation = crate::exec::backend::POOL_COLLATION;

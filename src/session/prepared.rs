@@ -78,9 +78,3 @@ impl Statements {
         self.by_client_id.clear();
     }
 }
-
-/// The statement id a COM_STMT_* packet carries in bytes 1..5.
-pub fn packet_stmt_id(packet: &[u8]) -> Option<u32> {
-    let b = packet.get(1..5)?;
-    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}

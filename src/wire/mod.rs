@@ -3,6 +3,7 @@
 //! rows, OK and ERR packets are relayed byte-for-byte by `exec`, not re-encoded here.
 
 pub mod auth;
+pub mod command;
 pub mod errors;
 pub mod framing;
 pub mod handshake;
