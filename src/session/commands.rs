@@ -132,8 +132,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let be = self.leases.get_mut(i);
         if let Some(id) = sync {
             // Pipelined ahead of the client's command: no extra round trip.
-            let mut set = vec![mysql_common::constants::Command::COM_QUERY as u8];
-            set.extend_from_slice(format!("SET @@SESSION.last_insert_id = {id}").as_bytes());
+            let set =
+                command::query_packet(format!("SET @@SESSION.last_insert_id = {id}").as_bytes());
             be.write_command(&set);
         }
         write_command(be, packet, backend_stmt_id);

@@ -11,6 +11,7 @@ use tracing::warn;
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
 use crate::exec::BackendError;
+use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 use crate::xa::xid_sql;
@@ -30,13 +31,6 @@ impl Part {
             self.backend.as_bytes(),
         )
     }
-}
-
-fn query_packet(sql: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(sql.len() + 1);
-    p.push(mysql_common::constants::Command::COM_QUERY as u8);
-    p.extend_from_slice(sql);
-    p
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {

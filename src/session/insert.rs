@@ -531,9 +531,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 // is put back below.
                 self.lid_sync = None;
             }
-            let mut packet = Vec::with_capacity(sql.len() + 1);
-            packet.push(mysql_common::constants::Command::COM_QUERY as u8);
-            packet.extend_from_slice(sql);
+            let packet = crate::wire::command::query_packet(sql);
             if let Some(end) = self.relay_on(i, &packet, Reply::Results, None, adj).await {
                 return Err(end);
             }

@@ -10,6 +10,7 @@ use super::{End, Session};
 use crate::exec::relay::{Adjust, Reply};
 use crate::route::TableRule;
 use crate::sql::{self, InsertAnalysis, SessionQuery, StatementKind};
+use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
@@ -106,9 +107,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let last = ranges.len() - 1;
         for (i, (r, plan)) in ranges.iter().zip(plans).enumerate() {
             let stmt = &sql[r.clone()];
-            let mut own = Vec::with_capacity(stmt.len() + 1);
-            own.push(mysql_common::constants::Command::COM_QUERY as u8);
-            own.extend_from_slice(stmt);
+            let own = query_packet(stmt);
             match self.run_step(stmt, plan, &own, i < last).await {
                 Step::Ok => {}
                 Step::Failed => return None,
@@ -120,9 +119,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Runs a statement text idgate made from a prepared statement and its parameters.
     pub(super) async fn run_text_statement(&mut self, stmt: &[u8]) -> Option<End> {
-        let mut packet = Vec::with_capacity(stmt.len() + 1);
-        packet.push(mysql_common::constants::Command::COM_QUERY as u8);
-        packet.extend_from_slice(stmt);
+        let packet = query_packet(stmt);
         let plan = self.plan(stmt);
         match self.run_step(stmt, plan, &packet, false).await {
             Step::End(e) => Some(e),

@@ -9,17 +9,9 @@ use super::{End, Session};
 use crate::exec::collect::{collect, merge_info, Collected};
 use crate::exec::relay::Adjust;
 use crate::exec::BackendError;
+use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
-
-const COM_QUERY: u8 = mysql_common::constants::Command::COM_QUERY as u8;
-
-fn query_packet(sql: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(sql.len() + 1);
-    p.push(COM_QUERY);
-    p.extend_from_slice(sql);
-    p
-}
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// True while the client has a transaction open (BEGIN, or autocommit off).

@@ -13,6 +13,7 @@ use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
 use crate::exec::BackendError;
 use crate::sql::{self, SavepointAction, StatementKind};
+use crate::wire::command::query_packet;
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 use crate::xa::xid_sql;
@@ -29,13 +30,6 @@ pub struct Txn {
     pub gtrid: Option<Arc<[u8]>>,
     /// Savepoints in the order they were set, for participants that join later.
     pub savepoints: Vec<Vec<u8>>,
-}
-
-fn query_packet(sql: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(sql.len() + 1);
-    p.push(mysql_common::constants::Command::COM_QUERY as u8);
-    p.extend_from_slice(sql);
-    p
 }
 
 /// Whether a statement of this kind may change data (decides which participants need 2PC).

@@ -174,33 +174,39 @@ pub fn bind_insert(
 ) -> Result<(Vec<u8>, super::InsertAnalysis), SqlParseError> {
     use super::{InsertBody, ValueKind};
     let text = bind_placeholders(stmt, &a.placeholders, params, charset)?;
-    // (original offset of each `?`, new offset, literal length)
+    // (original offset of each `?`, new offset, literal length), in text order; `grown[k]`: the
+    // bytes the first k literals added. Lookups are binary searches, so binding stays linear
+    // in the number of placeholders.
     let mut marks = Vec::with_capacity(params.len());
-    let mut shift: isize = 0;
+    let mut grown: Vec<isize> = Vec::with_capacity(params.len() + 1);
+    grown.push(0);
+    let mut lit = Vec::new();
     for (&pos, (v, ty)) in a.placeholders.iter().zip(params) {
-        let mut lit = Vec::new();
+        lit.clear();
         push_literal(&mut lit, v, *ty, charset);
-        let new_pos = (pos as isize + shift) as usize;
-        marks.push((pos, new_pos, lit.len()));
-        shift += lit.len() as isize - 1;
+        marks.push((pos, lit.len()));
     }
+    marks.sort_unstable_by_key(|m| m.0);
+    let marks: Vec<(usize, usize, usize)> = marks
+        .into_iter()
+        .map(|(pos, len)| {
+            let shift = *grown.last().unwrap_or(&0);
+            grown.push(shift + len as isize - 1);
+            (pos, (pos as isize + shift) as usize, len)
+        })
+        .collect();
     // A position after any `?` it follows moves by what those added.
     let map = |pos: usize| -> usize {
-        let mut delta: isize = 0;
-        for &(p, _, len) in &marks {
-            if p < pos {
-                delta += len as isize - 1;
-            }
-        }
-        (pos as isize + delta) as usize
+        let before = marks.partition_point(|m| m.0 < pos);
+        (pos as isize + grown[before]) as usize
     };
     let span = |r: &std::ops::Range<usize>| -> std::ops::Range<usize> {
-        match marks
-            .iter()
-            .find(|(p, _, _)| *p == r.start && r.end == p + 1)
-        {
-            Some(&(_, new, len)) => new..new + len,
-            None => map(r.start)..map(r.end),
+        match marks.binary_search_by_key(&r.start, |m| m.0) {
+            Ok(k) if r.end == r.start + 1 => {
+                let (_, new, len) = marks[k];
+                new..new + len
+            }
+            _ => map(r.start)..map(r.end),
         }
     };
     let kind = |k: &ValueKind| -> ValueKind {

@@ -62,6 +62,14 @@ impl StmtCommand {
     }
 }
 
+/// A COM_QUERY packet payload carrying `sql`.
+pub fn query_packet(sql: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(sql.len() + 1);
+    p.push(Com::COM_QUERY as u8);
+    p.extend_from_slice(sql);
+    p
+}
+
 /// The statement id in bytes 1..5 of a COM_STMT_* packet.
 pub fn stmt_id(packet: &[u8]) -> Option<u32> {
     let b = packet.get(1..5)?;
