@@ -96,7 +96,7 @@ pub struct BackendConn {
     secure: bool,
     /// The backend's name and query_timeout_ms: the longest wait for any packet or send.
     name: String,
-    deadline: Duration,
+    deadline: crate::limits::Deadline,
 }
 
 fn capabilities(found_rows: bool) -> CapabilityFlags {
@@ -169,7 +169,7 @@ impl BackendConn {
             auth_plugin: Vec::new(),
             secure: false,
             name: name.to_string(),
-            deadline: Duration::from_millis(cfg.query_timeout_ms),
+            deadline: crate::limits::Deadline::new(Duration::from_millis(cfg.query_timeout_ms)),
         };
         conn.login(name, cfg).await?;
         Ok(conn)
@@ -312,29 +312,29 @@ impl BackendConn {
     pub async fn flush(&mut self) -> Result<(), BackendError> {
         self.next_response();
         self.last_used = Instant::now();
-        match tokio::time::timeout(self.deadline, self.writer.flush()).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => {
+        match self.deadline.run(self.writer.flush()).await {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => {
                 self.broken = true;
                 Err(e.into())
             }
-            Err(_) => Err(self.timed_out()),
+            None => Err(self.timed_out()),
         }
     }
 
     /// Sends queued packets (all, or only when much is queued) within query_timeout_ms.
     async fn bounded_send(&mut self, all: bool) -> Result<(), BackendError> {
         let sent = if all {
-            tokio::time::timeout(self.deadline, self.writer.flush()).await
+            self.deadline.run(self.writer.flush()).await
         } else {
-            tokio::time::timeout(self.deadline, self.writer.maybe_flush()).await
+            self.deadline.run(self.writer.maybe_flush()).await
         };
         match sent {
-            Ok(r) => r.map_err(|e| {
+            Some(r) => r.map_err(|e| {
                 self.broken = true;
                 e.into()
             }),
-            Err(_) => Err(self.timed_out()),
+            None => Err(self.timed_out()),
         }
     }
 
@@ -343,7 +343,7 @@ impl BackendConn {
         self.broken = true;
         BackendError::QueryTimeout {
             backend: self.name.clone(),
-            ms: self.deadline.as_millis() as u64,
+            ms: self.deadline.duration().as_millis() as u64,
         }
     }
 
@@ -357,13 +357,13 @@ impl BackendConn {
     /// Reads the next packet of the response into `self.packet`.
     /// Every wait for a backend's answer passes here, bounded by query_timeout_ms.
     pub async fn read(&mut self) -> Result<(), BackendError> {
-        match tokio::time::timeout(self.deadline, self.reader.read(&mut self.packet)).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => {
+        match self.deadline.run(self.reader.read(&mut self.packet)).await {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => {
                 self.broken = true;
                 Err(e.into())
             }
-            Err(_) => Err(self.timed_out()),
+            None => Err(self.timed_out()),
         }
     }
 
@@ -459,10 +459,11 @@ impl BackendConn {
         self.write_command(&p);
         self.flush().await?;
         // At login the connect timeout bounds the exchange; here the query timeout does.
-        let finished = match tokio::time::timeout(self.deadline, self.finish_auth(auth)).await {
-            Ok(r) => r,
-            Err(_) => Err(self.timed_out()),
-        };
+        let finished =
+            match tokio::time::timeout(self.deadline.duration(), self.finish_auth(auth)).await {
+                Ok(r) => r,
+                Err(_) => Err(self.timed_out()),
+            };
         if let Err(e) = finished {
             self.broken = true;
             return Err(e);

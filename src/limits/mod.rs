@@ -2,8 +2,10 @@
 //! user), how often a host may fail to log in, and the process's own file-descriptor limit.
 
 pub mod admission;
+pub mod deadline;
 pub mod rlimit;
 pub mod throttle;
 
 pub use admission::{Admission, Slot};
+pub use deadline::Deadline;
 pub use throttle::AuthThrottle;

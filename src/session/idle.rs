@@ -16,6 +16,8 @@ pub struct IdleTimeout {
     current: Duration,
     /// A SET naming wait_timeout ran: read the session's value back before waiting again.
     recheck: bool,
+    /// Bounds each wait for the next command.
+    timer: crate::limits::Deadline,
 }
 
 impl IdleTimeout {
@@ -30,11 +32,14 @@ impl IdleTimeout {
             initial,
             current: initial,
             recheck: false,
+            timer: crate::limits::Deadline::new(initial),
         }
     }
 
-    pub fn current(&self) -> Duration {
-        self.current
+    /// Waits for `next_command` at most the current wait_timeout; `None`: the session sat idle.
+    pub async fn wait<F: std::future::Future>(&mut self, next_command: F) -> Option<F::Output> {
+        self.timer.set_duration(self.current);
+        self.timer.run(next_command).await
     }
 
     /// A successful SET ran on the default backend.

@@ -194,10 +194,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // Only an idle session is interrupted by shutdown; a running command finishes.
             self.refresh_idle_timeout().await;
             let read = tokio::select! {
-                r = self.reader.read(&mut packet) => r,
+                r = self.idle.wait(self.reader.read(&mut packet)) => match r {
+                    Some(r) => r,
+                    // As MariaDB: the connection is closed without a word.
+                    None => return End::IdleTimeout,
+                },
                 _ = crate::server::stopped(&mut self.shutdown) => return End::Shutdown,
-                // As MariaDB: the connection is closed without a word.
-                _ = tokio::time::sleep(self.idle.current()) => return End::IdleTimeout,
             };
             self.writer.seq = self.reader.seq;
             match read {
