@@ -1,6 +1,7 @@
 //! The operator's side of idgate: the admin HTTP listener (`/health`, `/ready`, `/generators`,
 //! `/metrics`), the Prometheus registry, and the ID service (HTTP, Leaf-compatible, and the
 //! Redis protocol) that hands out ids from the same generators to the same users as SQL.
+//! Must not: reach into a session's state; it reads what the proxy, pools and generators publish.
 
 pub mod auth;
 pub mod generators;

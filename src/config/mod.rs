@@ -1,5 +1,6 @@
 //! idgate's YAML configuration: the schema, its defaults, and validation that points at the line
 //! and column of the mistake. Nothing here touches the network.
+//! Must not: hold runtime state; what is derived from it lives in `proxy`.
 
 mod limits;
 pub mod ops;

@@ -1,5 +1,7 @@
 //! Backend connections and pools, and running a client's command on them: relaying the answer
 //! and merging answers from several shards.
+//! Must not: parse SQL or decide routes; it runs what it is given, and bounds every wait on a
+//! backend (query_timeout_ms).
 
 pub mod backend;
 pub mod backend_auth;

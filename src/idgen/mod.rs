@@ -7,6 +7,7 @@
 //! - [`Generator::next_uuids`]: `n` UUIDv7 values (uuidv7).
 //!
 //! Call [`Generator::shutdown`] (or [`IdGen::shutdown`]) on a clean exit to release worker leases.
+//! Must not: know about tables, SQL text or sessions; its only I/O is the sequence store.
 
 pub mod biased;
 pub mod clock;

@@ -1,5 +1,7 @@
 //! Limits that protect idgate from its clients: how many sessions may be logged in (in all and per
 //! user), how often a host may fail to log in, and the process's own file-descriptor limit.
+//! Also the per-connection timer every bounded wait uses ([`Deadline`]).
+//! Must not: know about SQL or backends.
 
 pub mod admission;
 pub mod deadline;

@@ -1,5 +1,7 @@
 //! One client connection: its login, its state (database, collation, prepared statements, the
 //! backend connection it holds) and the dispatch of each command it sends.
+//! It keeps state and dispatches; it must not scan SQL text (that is `sql`'s) or decide where
+//! a statement goes (that is `route`'s).
 
 mod backend_timeout;
 mod commands;

@@ -9,6 +9,7 @@
 //! [`render_insert`] with the rows of one shard. For a prepared statement, render with
 //! [`IdValue::Placeholder`] and bind in the order [`placeholder_order`] gives: the client keeps
 //! its own parameter count, idgate adds the id parameters.
+//! Must not: do I/O, know about backends or sessions.
 
 mod classify;
 mod dml;

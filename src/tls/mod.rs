@@ -1,6 +1,7 @@
 //! TLS on both sides of idgate, with rustls and its `ring` provider: the certificate clients see
 //! (PEM files, or one generated at startup), the verification modes for backends, and the
 //! connection halves that are plain TCP or encrypted.
+//! Must not: decide policy (who must use TLS): `config` and the login do.
 
 pub mod backend;
 pub mod files;

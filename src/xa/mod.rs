@@ -1,6 +1,7 @@
 //! Two-phase commit for transactions that wrote on several backends: XA transaction ids, the
 //! decision log in the sequence store, and recovery of prepared branches that were left undecided
 //! (at startup and in the background after a commit could not reach a backend).
+//! Must not: know about client sessions or SQL beyond the XA statements it sends.
 
 pub mod log;
 pub mod recover;
