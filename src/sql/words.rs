@@ -95,7 +95,7 @@ fn unquote(q: &[u8]) -> Vec<u8> {
 }
 
 /// Appends `name` as a backticked identifier (inner backticks doubled): the inverse of
-/// [`unquote`], for names read by this module and written into statements idgate sends.
+/// the unquoting `savepoint` and `use_target` do, for names read here and written into statements idgate sends.
 pub fn push_name(out: &mut Vec<u8>, name: &[u8]) {
     out.push(b'`');
     for &b in name {
