@@ -94,8 +94,8 @@ fn unquote(q: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Appends `name` as a backticked identifier (inner backticks doubled): the inverse of
-/// the unquoting `savepoint` and `use_target` do, for names read here and written into statements idgate sends.
+/// Appends `name` as a backticked identifier (inner backticks doubled): the inverse of the
+/// unquoting `savepoint` and `use_target` do, for names idgate writes back into statements.
 pub fn push_name(out: &mut Vec<u8>, name: &[u8]) {
     out.push(b'`');
     for &b in name {
