@@ -21,6 +21,7 @@ mod join_keys;
 mod lex;
 mod literal;
 mod load;
+mod load_data;
 mod merge_plan;
 mod merge_rewrite;
 mod params;
@@ -43,6 +44,9 @@ pub use insert::{
 pub use join_keys::{QualifiedColumn, TopTable};
 pub use literal::ValueKind;
 pub use load::{first_word, is_load_local};
+pub use load_data::{
+    analyze_load_data, Field, FieldReader, FileError, FileFormat, LoadData, OnDuplicate, Target,
+};
 pub use merge_plan::{
     AggCol, AggFn, ColRef, Having, HavingOp, MergeMode, MergePlan, SortKey, Weight,
 };
