@@ -1,8 +1,7 @@
 //! LOAD DATA LOCAL INFILE through idgate: the `mysql` CLI, PyMySQL and Connector/J load files directly and
 //! through idgate and must see the same output and leave the same table contents; file packets of
 //! 16 MiB and more arrive intact; a client that did not agree to send files gets MariaDB's own
-//! error; a client that vanishes mid-file leaves nothing loaded and no statement running; sharded
-//! tables keep their refusal.
+//! error; a client that vanishes mid-file leaves nothing loaded and no statement running.
 
 mod common;
 
@@ -183,31 +182,15 @@ fn connector_j_loads_like_direct() {
 }
 
 /// With a sharded table configured, transactions are XA branches: a LOAD on the default backend
-/// joins the transaction as a write. LOAD DATA LOCAL into the sharded table is refused.
+/// joins the transaction as a write (loads into the sharded table: `tests/load_data_sharded.rs`).
 #[test]
-fn sharded_config_xa_transactions_and_refusal() {
+fn sharded_config_xa_transactions() {
     let ts = common::two_shards(
         "tables:\n  li_orders:\n    sharding:\n      columns: [id]\n      algorithm: mod\n      shards: [shard0, shard1]\n",
         &["CREATE TABLE li_orders (id BIGINT PRIMARY KEY, t TEXT)"],
     );
     let t = py_local_infile(&ts.dbs[0], &ts.g, "pymysql_xa");
     assert_py_transcript(&t);
-
-    let mut c = ts.g.conn();
-    let e = c
-        .query_drop("LOAD DATA LOCAL INFILE 'rows.tsv' INTO TABLE li_orders")
-        .unwrap_err();
-    match e {
-        mysql::Error::MySqlError(e) => {
-            assert_eq!(e.code, 1235, "{e:?}");
-            assert!(e.message.contains("li_orders"), "{e:?}");
-        }
-        other => panic!("expected ERROR 1235, got {other}"),
-    }
-    assert_eq!(c.query_first::<i32, _>("SELECT 7").unwrap(), Some(7));
-    for db in &ts.dbs {
-        assert_eq!(contents(db, "li_orders").0, 0);
-    }
 }
 
 /// A raw connection that announces CLIENT_LOCAL_FILES (idgate's own backend client does).

@@ -142,7 +142,7 @@ fn shard_value(v: &Value) -> Option<ShardValue> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    async fn no_auto_value_on_zero(&mut self) -> Result<bool, SqlError> {
+    pub(super) async fn no_auto_value_on_zero(&mut self) -> Result<bool, SqlError> {
         if let Some(v) = self.no_auto_value_on_zero {
             return Ok(v);
         }
@@ -166,7 +166,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         Ok(on)
     }
 
-    async fn table_meta(
+    pub(super) async fn table_meta(
         &mut self,
         rule: &TableRule,
         schema: &str,

@@ -12,6 +12,7 @@ mod explain;
 mod idle;
 mod insert;
 mod leases;
+mod load_data;
 mod local_infile;
 mod login;
 mod long_data;

@@ -23,6 +23,8 @@ pub(super) enum Plan {
     /// Send it to the default backend as it is (its kind, for the bookkeeping after it).
     Forward(StatementKind),
     Insert(Box<(InsertAnalysis, Arc<TableRule>)>),
+    /// `LOAD DATA LOCAL INFILE` into a table idgate places or fills ids for.
+    LoadData(Box<(sql::LoadData, Arc<TableRule>)>),
     NextValues {
         generator: String,
         count: u64,
@@ -201,6 +203,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
             StatementKind::Other if self.proxy.tables.mentioned_in(stmt) => {
+                if let Some(plan) = self.plan_load_data(stmt) {
+                    return plan;
+                }
                 match self.refuse_bypass(stmt) {
                     Some(e) => Plan::Refuse(e),
                     None => self.plan_other(stmt),
@@ -387,6 +392,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Ok(false) => Step::Failed,
                     Err(end) => Step::End(end),
                 }
+            }
+            Plan::LoadData(boxed) => {
+                let (ld, rule) = *boxed;
+                self.run_load_data(ld, rule, more).await
             }
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;

@@ -116,7 +116,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Ends the transaction idgate opened on each connection with COMMIT or ROLLBACK; returns
     /// the backends on which it failed.
-    async fn finish_all(
+    pub(super) async fn finish_all(
         &mut self,
         leases: &[usize],
         commit: bool,

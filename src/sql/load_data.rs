@@ -135,7 +135,10 @@ impl<'a> Cursor<'a> {
         if self.eat(w) {
             Ok(())
         } else {
-            Err(syntax(&String::from_utf8_lossy(self.stmt), &format!("expected {w}")))
+            Err(syntax(
+                &String::from_utf8_lossy(self.stmt),
+                &format!("expected {w}"),
+            ))
         }
     }
 
@@ -270,7 +273,9 @@ pub fn analyze_load_data(stmt: &[u8]) -> Result<LoadData, SqlParseError> {
         }
     }
     if format.field_terminator.is_empty() && format.enclosed_by.is_none() {
-        return Err(unsupported("fixed-width rows (FIELDS TERMINATED BY '' ENCLOSED BY '')"));
+        return Err(unsupported(
+            "fixed-width rows (FIELDS TERMINATED BY '' ENCLOSED BY '')",
+        ));
     }
     if format.line_terminator.is_empty() {
         return Err(unsupported("LINES TERMINATED BY ''"));
@@ -512,7 +517,11 @@ impl FieldReader {
                 if !eof {
                     return None;
                 }
-                return Some((self.unenclosed(out, &s[start..], escaped_any), s.len(), true));
+                return Some((
+                    self.unenclosed(out, &s[start..], escaped_any),
+                    s.len(),
+                    true,
+                ));
             }
             if let Some((next, line)) = ends_at(i) {
                 return Some((self.unenclosed(out, &s[start..i], escaped_any), next, line));

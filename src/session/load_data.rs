@@ -1,0 +1,735 @@
+//! `LOAD DATA LOCAL INFILE` into a table idgate places or fills ids for. idgate asks the client
+//! for the file, cuts it into rows as MariaDB would, gives each row its id and its shard, and
+//! streams each shard its rows as the file of that shard's own `LOAD DATA LOCAL`, so MariaDB
+//! still converts values, applies IGNORE/REPLACE and counts warnings. Several backends load in
+//! one transaction (XA in XA mode); the client gets one OK with the counts added up.
+
+use std::sync::Arc;
+
+use mysql_common::constants::StatusFlags;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::query::{Plan, Step};
+use super::{End, Session};
+use crate::config::tables::ExplicitIds;
+use crate::exec::collect::{collect, merge_info, Collected};
+use crate::exec::BackendError;
+use crate::idgen::Generator;
+use crate::route::{Placement, ShardValue, TableRule};
+use crate::sql::{self, Field, FieldReader, LoadData, OnDuplicate, Target};
+use crate::wire::errors::{self, SqlError};
+use crate::wire::framing::FrameError;
+use crate::wire::packets;
+
+/// File bytes queued for a backend before they are sent as one packet.
+const SEND_AT: usize = 64 << 10;
+
+/// The savepoint that makes a load inside the client's transaction all-or-nothing.
+const SAVEPOINT: &str = "idgate_load_data";
+
+/// A backend's error packet, for the client.
+fn backend_error(e: &[u8]) -> SqlError {
+    let (code, state, msg) = packets::parse_err(e);
+    SqlError::new(code, &state, String::from_utf8_lossy(msg).into_owned())
+}
+
+/// The local-infile request byte (a backend asking for a file, or idgate asking the client).
+const LOCAL_INFILE: u8 = 0xfb;
+
+fn failed(msg: impl Into<String>) -> SqlError {
+    SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", msg.into())
+}
+
+/// How one row of the client's file becomes a row of a backend's file.
+struct RowPlan {
+    /// The table's generator, when idgate fills the id column.
+    generator: Option<Arc<Generator>>,
+    /// Index of the id column among the client's fields (`None`: not in the file).
+    id_field: Option<usize>,
+    /// For each sharding column, the client field holding it (`None`: the id column).
+    shard_fields: Vec<(String, Option<usize>)>,
+    /// Field holding the bias value of a biased generator.
+    bias_field: Option<usize>,
+    /// `0` in the id field keeps the value (NO_AUTO_VALUE_ON_ZERO).
+    zero_is_value: bool,
+    /// The id column is BINARY(16): uuidv7 ids go in as 16 bytes.
+    binary_uuid: bool,
+}
+
+/// A value as the backend's file writes it: tab-separated, `\N` for NULL, backslash escapes.
+fn push_field(out: &mut Vec<u8>, f: &Field) {
+    let Some(v) = f else {
+        out.extend_from_slice(b"\\N");
+        return;
+    };
+    for &b in v {
+        match b {
+            0 => out.extend_from_slice(b"\\0"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            _ => out.push(b),
+        }
+    }
+}
+
+fn shard_value(f: &Field) -> Option<ShardValue> {
+    let v = f.as_ref()?;
+    let text = std::str::from_utf8(v).ok();
+    match text.and_then(|t| t.trim().parse::<i128>().ok()) {
+        Some(i) => Some(ShardValue::Int(i)),
+        None => Some(ShardValue::Str(v.clone())),
+    }
+}
+
+/// The statement each backend runs: the client's options for duplicates and character set,
+/// idgate's own file format (hex literals, so no sql_mode changes how it reads).
+fn backend_statement(ld: &LoadData, schema: &str, targets: &[Target]) -> Vec<u8> {
+    let mut s = b"LOAD DATA LOCAL INFILE 'idgate' ".to_vec();
+    match ld.on_duplicate {
+        OnDuplicate::Replace => s.extend_from_slice(b"REPLACE "),
+        OnDuplicate::Ignore => s.extend_from_slice(b"IGNORE "),
+        OnDuplicate::Default => {}
+    }
+    s.extend_from_slice(b"INTO TABLE ");
+    sql::push_name(&mut s, schema.as_bytes());
+    s.push(b'.');
+    sql::push_name(&mut s, ld.table.name.as_bytes());
+    if let Some(cs) = &ld.charset {
+        s.extend_from_slice(b" CHARACTER SET ");
+        sql::push_name(&mut s, cs.as_bytes());
+    }
+    s.extend_from_slice(
+        b" FIELDS TERMINATED BY X'09' ENCLOSED BY '' ESCAPED BY X'5C' \
+          LINES STARTING BY '' TERMINATED BY X'0A' (",
+    );
+    for (k, t) in targets.iter().enumerate() {
+        if k > 0 {
+            s.push(b',');
+        }
+        match t {
+            Target::Column(c) => sql::push_name(&mut s, c.as_bytes()),
+            Target::Variable(v) => {
+                s.push(b'@');
+                sql::push_name(&mut s, v.as_bytes());
+            }
+        }
+    }
+    s.push(b')');
+    s
+}
+
+/// Where each backend's part of the load stands.
+struct Part {
+    lease: usize,
+    buf: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// `Some`: a `LOAD DATA LOCAL` from a client that may send files, into a table idgate places
+    /// or fills ids for (anything else is decided by the usual rules).
+    pub(super) fn plan_load_data(&self, stmt: &[u8]) -> Option<Plan> {
+        if !sql::is_load_local(stmt) || !self.local_files() {
+            return None;
+        }
+        let ld = match sql::analyze_load_data(stmt) {
+            Ok(ld) => ld,
+            Err(e) => return Some(Plan::Refuse(e.into())),
+        };
+        let db = self
+            .db
+            .as_ref()
+            .map(|d| String::from_utf8_lossy(d).into_owned());
+        let schema = ld.table.schema.clone().or(db);
+        let rule = self
+            .proxy
+            .tables
+            .lookup_shared(schema.as_deref(), &ld.table.name)?
+            .clone();
+        let concerned =
+            !matches!(rule.placement, Placement::Single { .. }) || rule.generator.is_some();
+        concerned.then(|| Plan::LoadData(Box::new((ld, rule))))
+    }
+
+    /// Runs `LOAD DATA LOCAL INFILE` into `rule`'s table.
+    pub(super) async fn run_load_data(
+        &mut self,
+        ld: LoadData,
+        rule: Arc<TableRule>,
+        more: bool,
+    ) -> Step {
+        match self.load_data(ld, &rule, more).await {
+            Ok(Ok(())) => Step::Ok,
+            Ok(Err(e)) => {
+                self.send_error(&e);
+                self.last_ok = false;
+                Step::Failed
+            }
+            Err(end) => Step::End(end),
+        }
+    }
+
+    async fn load_data(
+        &mut self,
+        ld: LoadData,
+        rule: &TableRule,
+        more: bool,
+    ) -> Result<Result<(), SqlError>, End> {
+        let schema = match (&ld.table.schema, &self.db) {
+            (Some(s), _) => s.clone(),
+            (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
+            (None, None) => return Ok(Err(SqlError::new(1046, b"3D000", "No database selected"))),
+        };
+        let (targets, row_plan) = match self.load_targets(&ld, rule, &schema).await {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
+        let backends: Vec<String> = match &rule.placement {
+            Placement::Single { backend } => vec![backend.clone()],
+            Placement::Broadcast { backends } => backends.clone(),
+            Placement::Sharded { shards, .. } => shards.clone(),
+        };
+        let mut parts = Vec::with_capacity(backends.len());
+        for b in &backends {
+            match self.lease_index(b).await {
+                Ok(i) => parts.push(Part {
+                    lease: i,
+                    buf: Vec::new(),
+                }),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        let stmt = backend_statement(&ld, &schema, &targets);
+        // The load is all-or-nothing, as MariaDB's own statement is: in the client's transaction
+        // behind a savepoint on every backend, otherwise in a transaction of its own per
+        // backend (an XA branch in XA mode) committed only if every backend loaded its rows.
+        let in_txn = self.in_transaction();
+        if in_txn {
+            for p in &parts {
+                self.join_transaction(p.lease).await?;
+            }
+        }
+        let lease_targets: Vec<(usize, Vec<u8>)> =
+            parts.iter().map(|p| (p.lease, stmt.clone())).collect();
+        let xa_auto = !in_txn && self.xa_mode();
+        let begin: Vec<Option<Vec<u8>>> = if in_txn {
+            vec![Some(format!("SAVEPOINT {SAVEPOINT}").into_bytes()); parts.len()]
+        } else if xa_auto {
+            self.xa_autocommit_branches(&lease_targets)
+        } else {
+            vec![Some(b"START TRANSACTION".to_vec()); parts.len()]
+        };
+        // Each backend starts its LOAD and asks for its file before the client is asked.
+        let asked = match self.start_loads(&parts, &stmt, &begin).await {
+            Ok(a) => a,
+            Err(e) => return Err(self.backend_lost(e)),
+        };
+        if let Some(refusal) = asked.iter().find_map(|a| a.clone()) {
+            // A backend refused the LOAD: the others get an empty file, and all roll back.
+            for (p, a) in parts.iter().zip(&asked) {
+                if a.is_none() {
+                    let be = self.leases.get_mut(p.lease);
+                    let ended = match be.end_file().await {
+                        Ok(()) => collect(be).await.map(|_| ()),
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = ended {
+                        return Err(self.backend_lost(e));
+                    }
+                }
+            }
+            self.end_load(&parts, in_txn, xa_auto, false).await?;
+            return Ok(Err(backend_error(&refusal)));
+        }
+        let streamed = self.stream_file(&ld, rule, &row_plan, &mut parts).await?;
+        let results = match self.finish_loads(&mut parts).await {
+            Ok(r) => r,
+            Err(e) => return Err(self.backend_lost(e)),
+        };
+        let first_err = results.iter().find_map(|r| match r {
+            Collected::Err(e) => Some(e.clone()),
+            _ => None,
+        });
+        let ok = streamed.is_ok() && first_err.is_none();
+        if let (true, Some(e)) = (ok, self.end_load(&parts, in_txn, xa_auto, ok).await?) {
+            return Ok(Err(e));
+        }
+        let first_generated = match streamed {
+            Err(e) => return Ok(Err(e)),
+            Ok(first) => first,
+        };
+        if let Some(e) = first_err {
+            return Ok(Err(backend_error(&e)));
+        }
+        let counted = if matches!(rule.placement, Placement::Broadcast { .. }) {
+            &results[..1]
+        } else {
+            &results[..]
+        };
+        self.answer_load(counted, first_generated, more);
+        Ok(Ok(()))
+    }
+
+    /// The backends' column list and how each row maps onto it.
+    async fn load_targets(
+        &mut self,
+        ld: &LoadData,
+        rule: &TableRule,
+        schema: &str,
+    ) -> Result<(Vec<Target>, RowPlan), SqlError> {
+        let meta = self.table_meta(rule, schema, &ld.table.name).await?;
+        let client: Vec<Target> = match &ld.columns {
+            Some(c) => c.clone(),
+            None => meta
+                .columns
+                .iter()
+                .map(|c| Target::Column(c.clone()))
+                .collect(),
+        };
+        let field_of = |name: &str| {
+            client
+                .iter()
+                .position(|t| matches!(t, Target::Column(c) if c.eq_ignore_ascii_case(name)))
+        };
+        let generator = match &rule.generator {
+            Some(g) => Some(
+                self.proxy
+                    .idgen
+                    .get(g)
+                    .cloned()
+                    .map_err(|e| failed(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let id_field = field_of(&rule.id_column);
+        let shard_fields = match &rule.placement {
+            Placement::Sharded { columns, .. } => columns
+                .iter()
+                .map(|c| {
+                    let generated = generator.is_some() && c.eq_ignore_ascii_case(&rule.id_column);
+                    (c.clone(), if generated { None } else { field_of(c) })
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let bias_field = rule.bias_column.as_deref().and_then(field_of);
+        let mut targets = client.clone();
+        if generator.is_some() {
+            // The id goes first; the client's own id field (if any) lands in a variable, so
+            // rows with fewer or more fields than columns keep MariaDB's meaning.
+            if let Some(k) = id_field {
+                targets[k] = Target::Variable("idgate_client_id".into());
+            }
+            targets.insert(0, Target::Column(rule.id_column.clone()));
+        }
+        let zero_is_value = generator.is_some() && self.no_auto_value_on_zero().await?;
+        let binary_uuid = meta
+            .column_type(&rule.id_column)
+            .is_some_and(|t| t.starts_with("binary"));
+        Ok((
+            targets,
+            RowPlan {
+                generator,
+                id_field,
+                shard_fields,
+                bias_field,
+                zero_is_value,
+                binary_uuid,
+            },
+        ))
+    }
+
+    /// Sends the optional transaction start and the LOAD to every backend; for each, `None`
+    /// when it asked for its file, or the error packet it answered instead.
+    async fn start_loads(
+        &mut self,
+        parts: &[Part],
+        stmt: &[u8],
+        begin: &[Option<Vec<u8>>],
+    ) -> Result<Vec<Option<Vec<u8>>>, BackendError> {
+        let packet = crate::wire::command::query_packet(stmt);
+        for (p, b) in parts.iter().zip(begin) {
+            let be = self.leases.get_mut(p.lease);
+            if let Some(b) = b {
+                be.write_command(&crate::wire::command::query_packet(b));
+            }
+            be.write_command(&packet);
+        }
+        for p in parts {
+            self.leases.get_mut(p.lease).flush().await?;
+        }
+        let mut asked = Vec::with_capacity(parts.len());
+        for (p, b) in parts.iter().zip(begin) {
+            let be = self.leases.get_mut(p.lease);
+            if b.is_some() {
+                let started = collect(be).await?;
+                be.next_response();
+                if let Collected::Err(e) = started {
+                    collect(be).await?;
+                    asked.push(Some(e));
+                    continue;
+                }
+            }
+            be.read().await?;
+            match be.packet.first() {
+                Some(&LOCAL_INFILE) => {
+                    be.begin_file();
+                    asked.push(None);
+                }
+                Some(&packets::ERR_HEADER) => asked.push(Some(be.packet.clone())),
+                _ => {
+                    return Err(BackendError::Protocol(
+                        "LOAD DATA LOCAL answered without asking for the file".into(),
+                    ))
+                }
+            }
+        }
+        Ok(asked)
+    }
+
+    /// Commits (`keep`) or rolls back what the load wrote on every backend; a failed COMMIT
+    /// after others committed is returned for the client.
+    async fn end_load(
+        &mut self,
+        parts: &[Part],
+        in_txn: bool,
+        xa_auto: bool,
+        keep: bool,
+    ) -> Result<Option<SqlError>, End> {
+        if in_txn {
+            let sql = if keep {
+                format!("RELEASE SAVEPOINT {SAVEPOINT}")
+            } else {
+                format!("ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+            };
+            for p in parts {
+                if let Err(e) = self.leases.get_mut(p.lease).query_drop(&sql).await {
+                    return Err(self.backend_lost(e));
+                }
+            }
+            return Ok(None);
+        }
+        if xa_auto {
+            return self.finish_participants(keep).await;
+        }
+        let leases: Vec<usize> = parts.iter().map(|p| p.lease).collect();
+        let failed_on = match self.finish_all(&leases, keep).await {
+            Ok(f) => f,
+            Err(e) => return Err(self.backend_lost(e)),
+        };
+        Ok(failed_on.first().map(|(i, e)| {
+            let (code, _, msg) = packets::parse_err(e);
+            let backend = self.leases.held_mut()[*i].backend.clone();
+            failed(format!(
+                "idgate: COMMIT failed on backend `{backend}` ({code}: {}) after the other \
+                 shards committed; check the rows of this LOAD DATA on `{backend}`",
+                String::from_utf8_lossy(msg)
+            ))
+        }))
+    }
+
+    /// Asks the client for its file and streams its rows to the backends. `Ok(Err)`: the rows
+    /// could not be placed (the client's whole file was still read, so the protocol stays in
+    /// step); `Ok(Ok(first))`: the first generated id.
+    async fn stream_file(
+        &mut self,
+        ld: &LoadData,
+        rule: &TableRule,
+        plan: &RowPlan,
+        parts: &mut [Part],
+    ) -> Result<Result<Option<u64>, SqlError>, End> {
+        let start = self.writer.begin();
+        self.writer.payload().push(LOCAL_INFILE);
+        self.writer.payload().extend_from_slice(&ld.file);
+        self.writer.end(start);
+        if self.writer.flush().await.is_err() {
+            return Err(End::ClientGone);
+        }
+        self.reader.seq = self.writer.seq;
+        let read_timeout = std::time::Duration::from_secs(self.proxy.config.net_read_timeout);
+        let mut reader = FieldReader::new(ld.format.clone(), ld.skip_lines);
+        let mut problem: Option<SqlError> = None;
+        let mut first_generated = None;
+        let mut line = 0u64;
+        let mut buf = Vec::new();
+        loop {
+            match tokio::time::timeout(read_timeout, self.reader.read(&mut buf)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(FrameError::TooLarge { limit, .. })) => {
+                    self.send_error(&errors::packet_too_large(limit));
+                    return Err(End::Fatal("file packet too large".into()));
+                }
+                Ok(Err(_)) | Err(_) => return Err(End::ClientGone),
+            }
+            let end = buf.is_empty();
+            let rows = if end {
+                reader.finish()
+            } else {
+                match reader.feed(&buf) {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        problem.get_or_insert(failed(format!("LOAD DATA: {e}")));
+                        Vec::new()
+                    }
+                }
+            };
+            if problem.is_none() && !rows.is_empty() {
+                match self.place_rows(rule, plan, rows, &mut line, parts).await {
+                    Ok(Ok(first)) => {
+                        first_generated = first_generated.or(first);
+                    }
+                    Ok(Err(e)) => problem = Some(e),
+                    Err(e) => return Err(self.backend_lost(e)),
+                }
+            }
+            if end {
+                break;
+            }
+        }
+        self.writer.seq = self.reader.seq;
+        Ok(match problem {
+            Some(e) => Err(e),
+            None => Ok(first_generated),
+        })
+    }
+
+    /// Gives rows their ids and shards and queues them in the backends' files.
+    async fn place_rows(
+        &mut self,
+        rule: &TableRule,
+        plan: &RowPlan,
+        mut rows: Vec<Vec<Field>>,
+        line: &mut u64,
+        parts: &mut [Part],
+    ) -> Result<Result<Option<u64>, SqlError>, BackendError> {
+        let first_line = *line + 1;
+        *line += rows.len() as u64;
+        let mut ids: Vec<Field> = vec![None; rows.len()];
+        let mut first_generated = None;
+        if let Some(g) = &plan.generator {
+            match self.load_ids(g, rule, plan, &rows, first_line).await {
+                Ok((generated, first)) => {
+                    ids = generated;
+                    first_generated = first;
+                }
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        for (k, row) in rows.iter_mut().enumerate() {
+            let shard = match &rule.placement {
+                Placement::Sharded {
+                    algorithm, shards, ..
+                } => {
+                    let mut value = None;
+                    let mut used = "";
+                    for (c, field) in &plan.shard_fields {
+                        used = c;
+                        value = match field {
+                            None => shard_value(&ids[k]),
+                            Some(f) => row.get(*f).and_then(shard_value),
+                        };
+                        if value.is_some() {
+                            break;
+                        }
+                    }
+                    let Some(v) = value else {
+                        return Ok(Err(failed(format!(
+                            "Row {} of the file has no value for the sharding column `{used}` of \
+                             `{}`; idgate needs it to choose the shard",
+                            first_line + k as u64,
+                            rule.name
+                        ))));
+                    };
+                    match algorithm.shard_of(&v, shards.len(), used) {
+                        Ok(s) => Some(s),
+                        Err(e) => return Ok(Err(failed(e.to_string()))),
+                    }
+                }
+                _ => None,
+            };
+            let mut encoded = Vec::new();
+            if plan.generator.is_some() {
+                push_field(&mut encoded, &ids[k]);
+                if !row.is_empty() {
+                    encoded.push(b'\t');
+                }
+            }
+            for (n, f) in row.iter().enumerate() {
+                if n > 0 {
+                    encoded.push(b'\t');
+                }
+                push_field(&mut encoded, f);
+            }
+            encoded.push(b'\n');
+            let chosen: Vec<usize> = match shard {
+                Some(s) => vec![s],
+                None => (0..parts.len()).collect(),
+            };
+            for s in chosen {
+                let p = &mut parts[s];
+                p.buf.extend_from_slice(&encoded);
+                if p.buf.len() >= SEND_AT {
+                    self.leases
+                        .get_mut(p.lease)
+                        .send_file_packet(&p.buf)
+                        .await?;
+                    p.buf.clear();
+                }
+            }
+        }
+        Ok(Ok(first_generated))
+    }
+
+    /// Each row's id: the file's own value, or a generated one where AUTO_INCREMENT would
+    /// generate (no field, `\N`, empty, or 0 unless NO_AUTO_VALUE_ON_ZERO).
+    async fn load_ids(
+        &mut self,
+        g: &Arc<Generator>,
+        rule: &TableRule,
+        plan: &RowPlan,
+        rows: &[Vec<Field>],
+        first_line: u64,
+    ) -> Result<(Vec<Field>, Option<u64>), SqlError> {
+        let mut ids: Vec<Field> = Vec::with_capacity(rows.len());
+        let mut slots = Vec::new();
+        for (k, row) in rows.iter().enumerate() {
+            let given = plan.id_field.and_then(|f| row.get(f)).cloned().flatten();
+            let generate = match &given {
+                None => true,
+                Some(v) => {
+                    let t = String::from_utf8_lossy(v);
+                    let t = t.trim();
+                    t.is_empty() || (!plan.zero_is_value && t.parse::<i128>() == Ok(0))
+                }
+            };
+            if generate {
+                slots.push(k);
+                ids.push(None);
+            } else {
+                if rule.explicit_ids == ExplicitIds::Reject {
+                    return Err(failed(format!(
+                        "Explicit value for `{}`.`{}` on row {} rejected (explicit_ids: reject): \
+                         leave the field empty or \\N and idgate generates it",
+                        rule.name,
+                        rule.id_column,
+                        first_line + k as u64
+                    )));
+                }
+                ids.push(given);
+            }
+        }
+        if slots.is_empty() {
+            return Ok((ids, None));
+        }
+        let gen_err = |e: crate::idgen::IdGenError| failed(format!("idgate: {e}"));
+        let mut first = None;
+        match g.kind() {
+            "uuidv7" => {
+                let mut out = Vec::with_capacity(slots.len());
+                g.next_uuids(slots.len(), &mut out).map_err(gen_err)?;
+                for (&k, u) in slots.iter().zip(out) {
+                    ids[k] = Some(if plan.binary_uuid {
+                        u.as_bytes().to_vec()
+                    } else {
+                        u.to_hyphenated().to_vec()
+                    });
+                }
+            }
+            "biased" => {
+                let mut bias = Vec::with_capacity(slots.len());
+                for &k in &slots {
+                    let b = plan
+                        .bias_field
+                        .and_then(|f| rows[k].get(f))
+                        .and_then(shard_value)
+                        .and_then(|v| match v {
+                            ShardValue::Int(i) => Some(i as u64),
+                            ShardValue::Str(_) => None,
+                        });
+                    let Some(b) = b else {
+                        return Err(failed(format!(
+                            "Row {} of the file needs an integer for `{}`: the id's low bits copy it",
+                            first_line + k as u64,
+                            rule.bias_column.as_deref().unwrap_or("")
+                        )));
+                    };
+                    bias.push(b);
+                }
+                let mut out = Vec::with_capacity(slots.len());
+                g.next_biased(&bias, &mut out).await.map_err(gen_err)?;
+                first = out.first().copied();
+                for (&k, id) in slots.iter().zip(&out) {
+                    ids[k] = Some(id.to_string().into_bytes());
+                }
+            }
+            _ => {
+                let block = match g.try_next_block(slots.len() as u64) {
+                    Some(b) => b,
+                    None => g.next_block(slots.len() as u64).await.map_err(gen_err)?,
+                };
+                first = Some(block.first);
+                for (&k, id) in slots.iter().zip(block.iter()) {
+                    ids[k] = Some(id.to_string().into_bytes());
+                }
+            }
+        }
+        Ok((ids, first))
+    }
+
+    /// Sends what is left of each backend's file and the empty packet that ends it, then reads
+    /// each backend's answer.
+    async fn finish_loads(&mut self, parts: &mut [Part]) -> Result<Vec<Collected>, BackendError> {
+        for p in parts.iter_mut() {
+            let be = self.leases.get_mut(p.lease);
+            if !p.buf.is_empty() {
+                be.send_file_packet(&p.buf).await?;
+                p.buf.clear();
+            }
+            be.end_file().await?;
+        }
+        let mut out = Vec::with_capacity(parts.len());
+        for p in parts.iter() {
+            out.push(collect(self.leases.get_mut(p.lease)).await?);
+        }
+        Ok(out)
+    }
+
+    /// One OK for the client: rows and `Records: … Deleted: … Skipped: … Warnings: …` added up,
+    /// the first generated id as its insert id and the session's LAST_INSERT_ID().
+    fn answer_load(&mut self, results: &[Collected], first_generated: Option<u64>, more: bool) {
+        let mut affected = 0;
+        let mut warnings = 0u16;
+        let mut infos = Vec::new();
+        for r in results {
+            if let Collected::Ok(p) = r {
+                if let Some(o) = packets::parse_ok(p) {
+                    affected += o.affected_rows;
+                    warnings = warnings.saturating_add(o.warnings);
+                }
+                infos.push(packets::ok_info(p));
+            }
+        }
+        if let Some(id) = first_generated {
+            self.last_insert_id = Some(id);
+            self.lid_sync = Some(id);
+        }
+        if self.in_transaction() {
+            self.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
+        }
+        let info = merge_info(&infos);
+        let status = self.status_with(more);
+        let start = self.writer.begin();
+        packets::ok(
+            self.writer.payload(),
+            packets::OK_HEADER,
+            affected,
+            first_generated.unwrap_or(0),
+            status,
+            warnings,
+            &info,
+        );
+        self.writer.end(start);
+        self.last_ok = true;
+    }
+}
