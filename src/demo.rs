@@ -38,6 +38,7 @@ pub fn run() -> ExitCode {
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(crate::server::WORKER_STACK_BYTES)
         .build()
     {
         Ok(rt) => rt,

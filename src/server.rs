@@ -13,6 +13,11 @@ use crate::exec::BackendConn;
 use crate::proxy::Proxy;
 use crate::session;
 
+/// Stack of each event-loop thread: as the main thread's. A statement's chain of awaits (an XA
+/// commit through the sequence store's client, say) is polled on it, and unoptimised builds
+/// need more than the 2 MiB threads get by default.
+pub const WORKER_STACK_BYTES: usize = 8 << 20;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("cannot listen on {addr}: {source}")]
@@ -174,6 +179,7 @@ impl Workers {
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
             let spawned = std::thread::Builder::new()
                 .name(format!("idgate-worker-{i}"))
+                .stack_size(WORKER_STACK_BYTES)
                 .spawn(move || {
                     let rt = tokio::runtime::Builder::new_current_thread()
                         .enable_all()

@@ -395,7 +395,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Plan::LoadData(boxed) => {
                 let (ld, rule) = *boxed;
-                self.run_load_data(ld, rule, more).await
+                // Boxed: a load's state is large and rare; every statement's future stays small.
+                Box::pin(self.run_load_data(ld, rule, more)).await
             }
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
