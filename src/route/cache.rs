@@ -11,6 +11,10 @@ use super::plan::{PlanContext, Route, ShapePlan};
 use super::planner;
 use crate::wire::errors::SqlError;
 
+/// Longer statements are planned each time and not kept: the cache's memory stays bounded by
+/// `plan_cache_size` times this (plus the plan), whatever clients send.
+pub const MAX_KEPT_STATEMENT: usize = 16 * 1024;
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PlanKey {
     pub shape: Vec<u8>,
@@ -121,7 +125,7 @@ impl PlanCache {
         generation: u64,
     ) -> Result<(Arc<ShapePlan>, Vec<Range<usize>>), SqlError> {
         let shape = crate::sql::shape(stmt);
-        if self.capacity == 0 {
+        if self.capacity == 0 || stmt.len() > MAX_KEPT_STATEMENT {
             let plan = planner::plan(stmt, &shape.slots, ctx)?;
             return Ok((Arc::new(plan), shape.slots));
         }

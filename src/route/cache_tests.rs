@@ -98,3 +98,20 @@ fn size_zero_plans_every_statement() {
     }
     assert_eq!(cache.stats(), Default::default());
 }
+
+#[test]
+fn long_statements_are_not_kept() {
+    let t = tables();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    let cache = PlanCache::new(8);
+    let ids: Vec<String> = (0..super::cache::MAX_KEPT_STATEMENT / 4)
+        .map(|i| (i * 2).to_string())
+        .collect();
+    let stmt = format!("SELECT * FROM orders WHERE id IN ({})", ids.join(", "));
+    assert!(stmt.len() > super::cache::MAX_KEPT_STATEMENT);
+    assert_eq!(one(cache.route(stmt.as_bytes(), &ctx, 0).unwrap()), "s0");
+    assert_eq!(cache.stats(), Default::default());
+}
