@@ -40,6 +40,8 @@ pub struct Proxy {
     pub auth_throttle: crate::limits::AuthThrottle,
     /// Prometheus metrics (served by the admin listener).
     pub metrics: Arc<crate::admin::Metrics>,
+    /// Plans of statements about placed tables, by statement shape.
+    pub plans: crate::route::PlanCache,
     next_connection_id: AtomicU32,
 }
 
@@ -80,6 +82,7 @@ impl Proxy {
         );
         Arc::new_cyclic(|me| Proxy {
             metrics: Arc::new(crate::admin::Metrics::new(me.clone())),
+            plans: crate::route::PlanCache::new(config.plan_cache_size),
             admission,
             auth_throttle,
             idgen,
@@ -95,6 +98,12 @@ impl Proxy {
             server_version,
             next_connection_id: AtomicU32::new(1),
         })
+    }
+
+    /// The configuration generation plans are made for: a plan kept for an older one is not
+    /// used. The configuration does not change while idgate runs, so this is 0.
+    pub fn plan_generation(&self) -> u64 {
+        0
     }
 
     pub fn next_connection_id(&self) -> u32 {

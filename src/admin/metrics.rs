@@ -189,6 +189,7 @@ impl Collector for ProxyCollector {
         encode_fetch_histogram(&mut enc, &gens)?;
         encode_generator_gauges(&mut enc, &gens)?;
         encode_pool_gauges(&mut enc, &proxy)?;
+        encode_plan_cache(&mut enc, &proxy)?;
         Ok(())
     }
 }
@@ -330,5 +331,33 @@ fn encode_pool_gauges(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), 
         m.encode_family(&[("backend", name.as_str())])?
             .encode_gauge(&p.max_connections())?;
     }
+    Ok(())
+}
+
+/// The statement plan cache's counters (`route::cache`).
+fn encode_plan_cache(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Error> {
+    let st = proxy.plans.stats();
+    for (name, help, v) in [
+        (
+            "plan_cache_hits",
+            "Statements bound to a plan kept for their shape",
+            st.hits,
+        ),
+        (
+            "plan_cache_misses",
+            "Statements planned because no plan for their shape was kept",
+            st.misses,
+        ),
+    ] {
+        enc.encode_descriptor(name, help, None, MetricType::Counter)?
+            .encode_counter::<NoLabelSet, _, u64>(&v, None)?;
+    }
+    enc.encode_descriptor(
+        "plan_cache_entries",
+        "Statement plans kept now (at most plan_cache_size)",
+        None,
+        MetricType::Gauge,
+    )?
+    .encode_gauge(&st.entries)?;
     Ok(())
 }

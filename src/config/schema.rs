@@ -60,6 +60,9 @@ pub struct Config {
     /// Bytes a GROUP BY / DISTINCT merge across shards may hold for one statement.
     #[serde(default = "super::limits::default_merge_memory_limit")]
     pub merge_memory_limit: u64,
+    /// Statement plans kept by shape (`route::cache`); 0 plans every statement anew.
+    #[serde(default = "default_plan_cache_size")]
+    pub plan_cache_size: usize,
     /// Failed logins from one host before it must wait (`auth_backoff_ms`, doubling per failure).
     #[serde(default = "super::limits::default_max_auth_failures")]
     pub max_auth_failures: u32,
@@ -331,4 +334,8 @@ fn default_pool_max() -> usize {
 }
 fn default_acquire_timeout() -> u64 {
     5_000
+}
+
+fn default_plan_cache_size() -> usize {
+    1024
 }

@@ -100,14 +100,15 @@ impl Tables {
 
     /// Sharded and broadcast rules whose table name `stmt` mentions (for DDL, whose table
     /// names sqlparser does not always expose).
-    pub fn placed_rules_named_in(&self, stmt: &[u8]) -> Vec<&TableRule> {
+    pub fn placed_rules_named_in(&self, stmt: &[u8]) -> Vec<Arc<TableRule>> {
         self.by_name
             .iter()
             .filter(|(name, _)| {
                 crate::sql::identifiers_mention(stmt, &TableNames::new([name.as_str()]))
             })
-            .flat_map(|(_, rules)| rules.iter().map(|r| &**r))
+            .flat_map(|(_, rules)| rules.iter())
             .filter(|r| !matches!(r.placement, Placement::Single { .. }))
+            .cloned()
             .collect()
     }
 

@@ -2,8 +2,6 @@
 //! the rows the WHERE pins down, or to all of them, and answered as one table would answer.
 //! Shapes that would need a merge idgate does not do yet get a clear error, never a partial answer.
 
-use std::collections::BTreeSet;
-
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::insert::InsertPlan;
@@ -11,326 +9,31 @@ use super::{End, Session};
 use crate::exec::relay::{Adjust, Client, Reply};
 use crate::exec::scatter;
 use crate::exec::BackendError;
-use crate::route::{Placement, ShardValue, TableRule};
-use crate::sql::{self, DmlAnalysis, DmlKind, KeyValue};
-use crate::wire::errors::{self, SqlError};
-
-/// Where a statement about placed tables goes and how the answers combine.
-pub(super) enum Route {
-    /// One backend answers as it is.
-    One(String),
-    /// A SELECT on several shards: rows concatenated.
-    Concat(Vec<String>),
-    /// UPDATE/DELETE on several shards, all-or-nothing; `broadcast`: every backend holds the
-    /// same rows, so one backend's counts are the answer.
-    Write {
-        backends: Vec<String>,
-        broadcast: bool,
-    },
-    /// DDL on every backend of the table, one after the other.
-    Everywhere(Vec<String>),
-    /// A SELECT on several shards whose answers merge (ORDER BY, LIMIT, GROUP BY, aggregates,
-    /// HAVING, DISTINCT): each shard runs the plan's statement.
-    Merge(Vec<String>, Box<sql::MergePlan>),
-}
+pub(super) use crate::route::Route;
+use crate::route::{BoundMerge, PlanContext};
+use crate::sql;
+use crate::wire::errors::SqlError;
 
 fn unsupported(msg: String) -> SqlError {
     SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
 }
 
-fn key_value(v: &KeyValue) -> Option<ShardValue> {
-    match v {
-        KeyValue::Int(i) => Some(ShardValue::Int(*i)),
-        KeyValue::Str(s) => Some(ShardValue::Str(s.clone())),
-        KeyValue::Placeholder(_) => None,
-    }
-}
-
-/// The shards (indices) the WHERE restricts a sharded table to; `None`: all of them.
-pub(super) fn pinned_shards(
-    rule: &TableRule,
-    a: &DmlAnalysis,
-) -> Result<Option<BTreeSet<usize>>, SqlError> {
-    let Placement::Sharded {
-        columns,
-        algorithm,
-        shards,
-    } = &rule.placement
-    else {
-        return Ok(None);
-    };
-    for c in columns {
-        let Some((_, values)) = a.keys.iter().find(|(k, _)| k.eq_ignore_ascii_case(c)) else {
-            continue;
-        };
-        let mut set = BTreeSet::new();
-        for v in values {
-            let Some(v) = key_value(v) else {
-                return Ok(None);
-            };
-            // A value that is not plainly an integer ('12abc', 1.5) compares by MariaDB's
-            // conversion rules: every shard decides for itself.
-            if !v.pins_reads() {
-                return Ok(None);
-            }
-            let Ok(s) = algorithm.shard_of(&v, shards.len(), c) else {
-                return Ok(None);
-            };
-            set.insert(s);
-        }
-        return Ok(Some(set));
-    }
-    Ok(None)
-}
-
-/// Where rows of a sharded table live: tables placed alike keep equal sharding values together.
-fn placement_key(rule: &TableRule) -> Option<(&crate::route::Algorithm, &[String], Vec<String>)> {
-    match &rule.placement {
-        Placement::Sharded {
-            columns,
-            algorithm,
-            shards,
-        } => {
-            // Under `slot` every sharding column carries the same low bits (a biased id and its
-            // bias column), so a join on any of them stays on one shard.
-            let usable = match algorithm {
-                crate::route::Algorithm::Slot { .. } => columns.len(),
-                _ => 1,
-            };
-            let cols = columns
-                .iter()
-                .take(usable)
-                .map(|c| c.to_lowercase())
-                .collect();
-            Some((algorithm, shards, cols))
-        }
-        _ => None,
-    }
-}
-
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// A statement naming several sharded tables runs per shard only when every one is a table
-    /// of its own FROM, joined (through `=` on sharding columns, in ON or WHERE) to the first,
-    /// all placed alike: then each shard holds every pair of rows that can join.
-    fn check_colocated(&self, a: &DmlAnalysis, rule: &TableRule) -> Result<(), SqlError> {
-        if let Some(single) = a
-            .relations
-            .iter()
-            .filter_map(|t| self.rule_for(t))
-            .find(|r| matches!(r.placement, Placement::Single { .. }))
-        {
-            return Err(unsupported(format!(
-                "statements over sharded table `{}` together with `{}` (on the default backend only) \
-                 are not supported yet; join sharded tables only with broadcast tables",
-                rule.name, single.name
-            )));
-        }
-        let top: Vec<(&sql::TopTable, TableRule)> = a
-            .from
-            .iter()
-            .filter_map(|f| Some((f, self.rule_for(&f.table)?)))
-            .filter(|(_, r)| placement_key(r).is_some())
-            .collect();
-        let named: Vec<TableRule> = a
-            .relations
-            .iter()
-            .filter_map(|t| self.rule_for(t))
-            .filter(|r| placement_key(r).is_some())
-            .collect();
-        if named.len() > top.len() {
-            let inner = named
-                .iter()
-                .find(|r| {
-                    !top.iter()
-                        .any(|(_, t)| t.name.eq_ignore_ascii_case(&r.name))
-                })
-                .unwrap_or(rule);
-            return Err(unsupported(format!(
-                "sharded table `{}` inside a subquery is not supported yet",
-                inner.name
-            )));
-        }
-        let mut linked = vec![false; top.len()];
-        if let Some(first) = linked.first_mut() {
-            *first = true;
-        }
-        let joined = |i: usize, j: usize| {
-            let (Some(ki), Some(kj)) = (placement_key(&top[i].1), placement_key(&top[j].1)) else {
-                return false;
-            };
-            let on_keys = ki.2.iter().any(|x| {
-                kj.2.iter().any(|y| {
-                    let ci = (top[i].0.qualifier.clone(), x.clone());
-                    let cj = (top[j].0.qualifier.clone(), y.clone());
-                    a.equal_columns
-                        .iter()
-                        .any(|(l, r)| (*l == ci && *r == cj) || (*l == cj && *r == ci))
-                })
-            });
-            ki.0.places_like(kj.0, ki.1.len()) && ki.1 == kj.1 && on_keys
+    /// What planning needs from this session, for `f`.
+    pub(super) fn with_plan_context<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T {
+        let db = self.db.as_deref().map(String::from_utf8_lossy);
+        let ctx = PlanContext {
+            db: db.as_deref(),
+            tables: &self.proxy.tables,
         };
-        let mut grew = true;
-        while grew {
-            grew = false;
-            for j in 0..top.len() {
-                if !linked[j] && (0..top.len()).any(|i| linked[i] && joined(i, j)) {
-                    linked[j] = true;
-                    grew = true;
-                }
-            }
-        }
-        if let Some(j) = linked.iter().position(|l| !l) {
-            return Err(unsupported(format!(
-                "a join of sharded table `{}` with sharded table `{}` is not supported unless they \
-                 are sharded alike (same algorithm and shards) and joined on their sharding columns \
-                 (`{}.{}` = `{}.{}`)",
-                top[0].1.name,
-                top[j].1.name,
-                top[0].0.qualifier,
-                placement_key(&top[0].1).and_then(|k| k.2.first().cloned()).unwrap_or_default(),
-                top[j].0.qualifier,
-                placement_key(&top[j].1).and_then(|k| k.2.first().cloned()).unwrap_or_default(),
-            )));
-        }
-        Ok(())
+        f(&ctx)
     }
 
-    pub(super) fn rule_for(&self, t: &sql::TableRef) -> Option<TableRule> {
-        let schema = t.schema.clone().or_else(|| {
-            self.db
-                .as_ref()
-                .map(|d| String::from_utf8_lossy(d).into_owned())
-        });
-        self.proxy
-            .tables
-            .lookup(schema.as_deref(), &t.name)
-            .cloned()
-    }
-
-    /// Routes a statement that names a configured table. `Ok(None)`: forward it as it is.
+    /// Routes a statement that names a configured table (planned once per statement shape).
+    /// `Ok(None)`: forward it as it is.
     pub(super) fn route_dml(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
-        let a = match sql::analyze_dml(stmt) {
-            Ok(a) => a,
-            Err(e) => {
-                // Unparsable: fine for tables on the default backend only.
-                let mentions_placed = self.proxy.tables.placed_mentioned_in(stmt);
-                return if mentions_placed {
-                    Err(e.into())
-                } else {
-                    Ok(None)
-                };
-            }
-        };
-        let rules: Vec<TableRule> = if a.kind == DmlKind::Ddl {
-            self.proxy
-                .tables
-                .placed_rules_named_in(stmt)
-                .into_iter()
-                .cloned()
-                .collect()
-        } else {
-            a.relations
-                .iter()
-                .filter_map(|t| self.rule_for(t))
-                .collect()
-        };
-        let placed: Vec<&TableRule> = rules
-            .iter()
-            .filter(|r| !matches!(r.placement, Placement::Single { .. }))
-            .collect();
-        if placed.is_empty() {
-            return Ok(None);
-        }
-        if a.kind == DmlKind::Ddl {
-            let mut backends: Vec<String> = Vec::new();
-            for r in &placed {
-                for b in r.backends() {
-                    if !backends.contains(b) {
-                        backends.push(b.clone());
-                    }
-                }
-            }
-            return Ok(Some(Route::Everywhere(backends)));
-        }
-        let sharded: Vec<&TableRule> = placed
-            .iter()
-            .copied()
-            .filter(|r| matches!(r.placement, Placement::Sharded { .. }))
-            .collect();
-        let Some(rule) = sharded.first().copied() else {
-            // Only broadcast tables: every backend has the rows.
-            return Ok(match a.kind {
-                DmlKind::Select => None,
-                _ => Some(Route::Write {
-                    backends: placed[0].backends().to_vec(),
-                    broadcast: true,
-                }),
-            });
-        };
-        self.check_colocated(&a, rule)?;
-        let is_target = a
-            .target
-            .as_ref()
-            .is_some_and(|t| t.name.eq_ignore_ascii_case(&rule.name));
-        if !is_target {
-            return Err(unsupported(format!(
-                "sharded table `{}` inside a subquery or join is not supported yet",
-                rule.name
-            )));
-        }
-        if let Placement::Sharded { columns, .. } = &rule.placement {
-            if let Some(c) = a.assigned.iter().find(|c| {
-                columns.iter().any(|s| s.eq_ignore_ascii_case(c))
-                    || c.eq_ignore_ascii_case(&rule.id_column)
-            }) {
-                return Err(SqlError::new(
-                    errors::ER_UNKNOWN_ERROR,
-                    b"HY000",
-                    format!(
-                        "UPDATE of `{c}` in sharded table `{}` would move the row to another shard; \
-                         delete the row and insert it again instead",
-                        rule.name
-                    ),
-                ));
-            }
-        }
-        let shards = rule.backends();
-        let targets: Vec<String> = match pinned_shards(rule, &a)? {
-            Some(set) => set.into_iter().map(|i| shards[i].clone()).collect(),
-            None => shards.to_vec(),
-        };
-        if targets.len() == 1 {
-            return Ok(Some(Route::One(targets[0].clone())));
-        }
-        if targets.is_empty() {
-            return Ok(Some(Route::One(shards[0].clone())));
-        }
-        if let (DmlKind::Select, Some(plan)) = (a.kind, a.merge_plan(stmt)) {
-            return match plan {
-                Ok(p) => Ok(Some(Route::Merge(targets, Box::new(p)))),
-                Err(what) => Err(unsupported(format!(
-                    "this SELECT on sharded table `{}` reaches {} shards, and idgate cannot merge their \
-                     answers for {what}; pin it to one shard with a condition on the sharding column",
-                    rule.name,
-                    targets.len()
-                ))),
-            };
-        }
-        if let Some(why) = a.needs_merge {
-            return Err(unsupported(format!(
-                "this statement on sharded table `{}` reaches {} shards and needs {why} across them, \
-                 which idgate does not merge yet; pin it to one shard with a condition on the sharding column",
-                rule.name,
-                targets.len()
-            )));
-        }
-        Ok(Some(match a.kind {
-            DmlKind::Select => Route::Concat(targets),
-            _ => Route::Write {
-                backends: targets,
-                broadcast: false,
-            },
-        }))
+        let generation = self.proxy.plan_generation();
+        self.with_plan_context(|ctx| self.proxy.plans.route(stmt, ctx, generation))
     }
 
     /// Runs a routed statement. `Ok(false)`: the client got an error.
@@ -365,7 +68,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Route::Concat(backends) => self.run_concat(&backends, packet, adj).await,
             Route::Everywhere(backends) => self.run_everywhere(&backends, packet, adj).await,
-            Route::Merge(backends, plan) => self.run_merge(&backends, &plan, adj, false).await,
+            Route::Merge(backends, merge) => self.run_merge(&backends, &merge, adj, false).await,
         }
     }
 
@@ -450,13 +153,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) async fn run_merge(
         &mut self,
         backends: &[String],
-        plan: &sql::MergePlan,
+        merge: &BoundMerge,
         adj: Adjust,
         binary: bool,
     ) -> Result<bool, End> {
-        let mut packet = Vec::with_capacity(plan.shard_sql.len() + 1);
+        let plan = &*merge.plan;
+        let mut packet = Vec::with_capacity(merge.shard_sql.len() + 1);
         packet.push(mysql_common::constants::Command::COM_QUERY as u8);
-        packet.extend_from_slice(&plan.shard_sql);
+        packet.extend_from_slice(&merge.shard_sql);
         let Some(idx) = self.send_to_all(backends, &packet).await? else {
             return Ok(false);
         };

@@ -57,11 +57,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if self.proxy.tables.placed_mentioned_in(stmt) =>
             {
                 // Only statements that routing would not simply leave on the default backend.
-                if matches!(self.route_dml(stmt), Ok(None)) {
-                    return;
+                let generation = self.proxy.plan_generation();
+                let planned =
+                    self.with_plan_context(|ctx| self.proxy.plans.plan_for(stmt, ctx, generation));
+                if let Ok((plan, literals)) = &planned {
+                    if matches!(plan.bind(stmt, literals), Ok(None)) {
+                        return;
+                    }
                 }
                 let kind = if k == StatementKind::Select {
-                    select = super::prepared_route::PreparedSelect::analyze(stmt).map(Box::new);
+                    select = planned.ok().and_then(|(plan, literals)| {
+                        super::prepared_route::PreparedSelect::new(plan, literals, generation)
+                            .map(Box::new)
+                    });
                     EmulatedKind::Select
                 } else {
                     EmulatedKind::Write
@@ -140,7 +148,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let e = self.stmts.get(id).and_then(|st| st.emulated.as_ref())?;
             e.select
                 .as_deref()
-                .and_then(|p| self.single_shard_for(p, &values))
+                .and_then(|p| self.single_shard_for(p, &e.sql, &values))
         };
         if let Some(backend) = pinned {
             return self.execute_select_on(id, vec![backend], &values).await;
@@ -212,11 +220,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             | Ok(Some(Route::Write { backends: bs, .. }))
             | Ok(Some(Route::Everywhere(bs))) => bs,
             Ok(None) => vec![self.proxy.default_pool.name.clone()],
-            Ok(Some(Route::Merge(bs, plan))) => {
+            Ok(Some(Route::Merge(bs, merge))) => {
                 // The parameters are bound into the text: the shards run it as a text query
                 // and the merged rows are written in the binary protocol.
                 return self
-                    .run_merge(&bs, &plan, Adjust::default(), true)
+                    .run_merge(&bs, &merge, Adjust::default(), true)
                     .await
                     .err();
             }

@@ -64,9 +64,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     .iter()
                     .map(|b| row(b, "run on every backend in turn"))
                     .collect(),
-                Some(Route::Merge(bs, plan)) => {
-                    let merge = plan.describe();
-                    let shard_sql = String::from_utf8_lossy(&plan.shard_sql).into_owned();
+                Some(Route::Merge(bs, bound)) => {
+                    let merge = bound.plan.describe();
+                    let shard_sql = String::from_utf8_lossy(&bound.shard_sql).into_owned();
                     bs.iter()
                         .map(|b| [b.clone(), shard_sql.clone(), merge.clone()])
                         .collect()

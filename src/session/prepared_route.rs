@@ -1,70 +1,81 @@
-//! The shard of a prepared SELECT about one sharded table, decided at each execution from the
-//! analysis made once at prepare time and the values just bound: a point lookup by sharding key
-//! needs no text binding and no parse on its way to the shard.
+//! The shard of a prepared SELECT about a sharded table, decided at each execution from the plan
+//! made once at prepare time and the values just bound: a point lookup by sharding key needs no
+//! text binding, no parse and no copy of the plan on its way to the shard.
+
+use std::sync::Arc;
 
 use mysql_common::value::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
-use crate::route::Placement;
-use crate::sql::{self, DmlAnalysis, DmlKind, KeyValue};
+use crate::route::plan::{ShapeKind, Term};
+use crate::route::{ShapePlan, ShardValue};
+use crate::sql::DmlKind;
 
-/// A SELECT naming exactly one table, with the analysis its routing needs.
+/// A prepared SELECT whose target is sharded, with the plan its routing needs.
 #[derive(Debug, Clone)]
 pub struct PreparedSelect {
-    analysis: DmlAnalysis,
+    plan: Arc<ShapePlan>,
+    /// Where the statement's own literals are (a key condition may use one).
+    literals: Vec<std::ops::Range<usize>>,
+    /// The configuration generation the plan was made for.
+    generation: u64,
 }
 
 /// The sharding value a bound parameter gives, as the same literal in the text would.
-fn bound_key(v: &Value) -> Option<KeyValue> {
+fn bound_key(v: &Value) -> Option<ShardValue> {
     match v {
-        Value::Int(i) => Some(KeyValue::Int(i128::from(*i))),
-        Value::UInt(u) => Some(KeyValue::Int(i128::from(*u))),
-        Value::Bytes(b) => Some(KeyValue::Str(b.clone())),
+        Value::Int(i) => Some(ShardValue::Int(i128::from(*i))),
+        Value::UInt(u) => Some(ShardValue::Int(i128::from(*u))),
+        Value::Bytes(b) => Some(ShardValue::Str(b.clone())),
         _ => None,
     }
 }
 
 impl PreparedSelect {
-    /// `Some` for a SELECT over one table whose WHERE restricts some column to known values or
-    /// parameters; anything else is routed from its bound text at each execution.
-    pub fn analyze(stmt: &[u8]) -> Option<PreparedSelect> {
-        let a = sql::analyze_dml(stmt).ok()?;
-        (a.kind == DmlKind::Select
-            && a.relations.len() == 1
-            && a.target.is_some()
-            && !a.keys.is_empty())
-        .then_some(PreparedSelect { analysis: a })
+    /// `Some` for a SELECT whose target is sharded and whose WHERE restricts some column to
+    /// known values or parameters; anything else is routed from its bound text at each
+    /// execution.
+    pub fn new(
+        plan: Arc<ShapePlan>,
+        literals: Vec<std::ops::Range<usize>>,
+        generation: u64,
+    ) -> Option<PreparedSelect> {
+        let ShapeKind::Sharded(p) = &plan.kind else {
+            return None;
+        };
+        (p.kind == DmlKind::Select && !p.keys.is_empty()).then_some(PreparedSelect {
+            plan,
+            literals,
+            generation,
+        })
     }
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// The one shard that owns every row this execution can return; `None` when the bound
-    /// values reach several shards (or cannot be read), and the text route decides.
-    pub(super) fn single_shard_for(&self, p: &PreparedSelect, values: &[Value]) -> Option<String> {
-        let target = p.analysis.target.as_ref()?;
-        let rule = self.rule_for(target)?;
-        let Placement::Sharded { shards, .. } = &rule.placement else {
+    /// The one shard that owns every row this execution of `sql` can return; `None` when the
+    /// bound values reach several shards (or cannot be read), and the text route decides.
+    pub(super) fn single_shard_for(
+        &self,
+        p: &PreparedSelect,
+        sql: &[u8],
+        values: &[Value],
+    ) -> Option<String> {
+        if p.generation != self.proxy.plan_generation() {
             return None;
-        };
-        let mut a = p.analysis.clone();
-        // A key whose bound value cannot route (NULL, a float…) is left out: another sharding
+        }
+        // A key whose bound value cannot route (NULL, a float…) pins nothing: another sharding
         // column may still pin the rows, else the text route decides.
-        a.keys.retain_mut(|(_, vs)| {
-            vs.iter_mut().all(|v| match v {
-                KeyValue::Placeholder(i) => match values.get(*i).and_then(bound_key) {
-                    Some(k) => {
-                        *v = k;
-                        true
-                    }
-                    None => false,
-                },
-                _ => true,
-            })
-        });
-        let set = super::dml::pinned_shards(&rule, &a).ok()??;
+        let resolve = |t: &Term| match t {
+            Term::Placeholder(i) => values.get(*i).and_then(bound_key),
+            _ => t.literal_value(sql, &p.literals),
+        };
+        let (plan, set) = p.plan.pinned(resolve)?;
+        let set = set?;
         match set.len() {
-            1 => set.first().map(|&i| shards[i].clone()),
+            1 => set
+                .first()
+                .and_then(|&i| plan.rule.backends().get(i).cloned()),
             _ => None,
         }
     }

@@ -30,7 +30,8 @@ pub(super) enum Plan {
         count: u64,
         column: String,
     },
-    Routed(super::dml::Route),
+    /// A statement about placed tables, with its kind.
+    Routed(super::dml::Route, StatementKind),
     /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
     ListTables {
         backends: Vec<String>,
@@ -39,6 +40,20 @@ pub(super) enum Plan {
     /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
     ExplainRoute(std::ops::Range<usize>),
     Refuse(SqlError),
+}
+
+impl Plan {
+    /// The statement's kind, when planning already read it.
+    fn kind(&self) -> Option<StatementKind> {
+        match self {
+            Plan::Forward(k) | Plan::Routed(_, k) => Some(*k),
+            Plan::Insert(boxed) if boxed.0.replace => Some(StatementKind::Replace),
+            Plan::Insert(_) => Some(StatementKind::Insert),
+            Plan::NextValues { .. } => Some(StatementKind::Select),
+            Plan::ListTables { .. } => Some(StatementKind::Show),
+            _ => None,
+        }
+    }
 }
 
 /// The outcome of one statement of a COM_QUERY.
@@ -197,7 +212,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if self.proxy.tables.placed_mentioned_in(stmt) =>
             {
                 match self.route_dml(stmt) {
-                    Ok(Some(route)) => Plan::Routed(route),
+                    Ok(Some(route)) => Plan::Routed(route, kind),
                     Ok(None) => Plan::Forward(kind),
                     Err(e) => Plan::Refuse(e),
                 }
@@ -214,7 +229,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             StatementKind::Other => self.plan_other(stmt),
             StatementKind::Show | StatementKind::Explain | StatementKind::Select => {
                 match self.route_metadata(stmt, kind) {
-                    Some(super::show::MetaRoute::One(route)) => Plan::Routed(route),
+                    Some(super::show::MetaRoute::One(route)) => Plan::Routed(route, kind),
                     Some(super::show::MetaRoute::ListTables { backends, names }) => {
                         Plan::ListTables { backends, names }
                     }
@@ -288,7 +303,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let default = &self.proxy.default_pool.name;
         let counts_elsewhere = match &plan {
             Plan::Forward(_) | Plan::Refuse(_) => false,
-            Plan::Routed(super::dml::Route::One(b)) => b != default,
+            Plan::Routed(super::dml::Route::One(b), _) => b != default,
             Plan::Insert(boxed) => !matches!(
                 &boxed.1.placement,
                 crate::route::Placement::Single { backend } if backend == default
@@ -311,10 +326,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if !matches!(plan, Plan::Refuse(_)) {
             self.counts_elsewhere = counts_elsewhere;
         }
-        let kind = match &plan {
-            Plan::Forward(k) => *k,
-            _ => sql::classify(stmt),
-        };
+        let kind = plan.kind().unwrap_or_else(|| sql::classify(stmt));
         self.stmt_writes = super::txn::may_write(kind);
         self.no_join = false;
         if self.xa_mode() {
@@ -381,7 +393,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Step::Failed
                 }
             }
-            Plan::Routed(route) => match self.run_routed(stmt, packet, route, more).await {
+            Plan::Routed(route, _) => match self.run_routed(stmt, packet, route, more).await {
                 Ok(true) => Step::Ok,
                 Ok(false) => Step::Failed,
                 Err(end) => Step::End(end),

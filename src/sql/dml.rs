@@ -36,6 +36,30 @@ pub enum KeyValue {
     Placeholder(usize),
 }
 
+/// Where a value the WHERE clause gives a column is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyTerm {
+    /// A literal: its bytes in the statement, and whether a unary minus applies to it.
+    Literal {
+        at: std::ops::Range<usize>,
+        negated: bool,
+    },
+    /// A `?` of a prepared statement (its 0-based index).
+    Placeholder(usize),
+}
+
+impl KeyTerm {
+    /// The value of literal `text` (negated or not) when it is an integer or a string.
+    pub fn resolve_literal(text: &[u8], negated: bool) -> Option<KeyValue> {
+        match (value_kind(text, None), negated) {
+            (ValueKind::Int(i), false) => Some(KeyValue::Int(i)),
+            (ValueKind::Int(i), true) => Some(KeyValue::Int(-i)),
+            (ValueKind::Str(s), false) => Some(KeyValue::Str(s)),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct DmlAnalysis {
     pub kind: DmlKind,
@@ -44,8 +68,8 @@ pub struct DmlAnalysis {
     /// The table the statement reads or changes (first FROM table, UPDATE/DELETE target).
     pub target: Option<TableRef>,
     /// Columns the top-level WHERE restricts to a finite set of values (`c = v`, `c IN (…)`,
-    /// `c = v OR c = w`), each with those values.
-    pub keys: Vec<(String, Vec<KeyValue>)>,
+    /// `c = v OR c = w`), each with where those values are written.
+    pub keys: Vec<(String, Vec<KeyTerm>)>,
     /// Why answers from several shards cannot be merged (UPDATE/DELETE with ORDER BY or LIMIT,
     /// UNION).
     pub needs_merge: Option<&'static str>,
@@ -116,7 +140,6 @@ fn has_aggregate(items: &[SelectItem]) -> bool {
 }
 
 struct KeyScan<'a> {
-    stmt: &'a [u8],
     index: LineIndex<'a>,
     placeholders: &'a [usize],
 }
@@ -131,28 +154,33 @@ impl KeyScan<'_> {
         }
     }
 
-    fn value(&self, e: &Expr) -> Option<KeyValue> {
+    /// The literal or `?` an expression is (through `-` and parentheses), whatever its type:
+    /// whether it can pin a shard is decided when it is resolved, so a plan made for one
+    /// statement holds for every statement of its shape.
+    fn value(&self, e: &Expr) -> Option<KeyTerm> {
         match e {
             Expr::Value(v) => {
                 let span = self.index.range(e.span())?;
                 match &v.value {
                     SqlValue::Placeholder(_) => {
                         let at = self.placeholders.iter().position(|p| *p == span.start)?;
-                        Some(KeyValue::Placeholder(at))
+                        Some(KeyTerm::Placeholder(at))
                     }
-                    _ => match value_kind(self.stmt.get(span)?, None) {
-                        ValueKind::Int(i) => Some(KeyValue::Int(i)),
-                        ValueKind::Str(s) => Some(KeyValue::Str(s)),
-                        _ => None,
-                    },
+                    _ => Some(KeyTerm::Literal {
+                        at: span,
+                        negated: false,
+                    }),
                 }
             }
             Expr::UnaryOp {
                 op: UnaryOperator::Minus,
                 expr,
             } => match self.value(expr)? {
-                KeyValue::Int(i) => Some(KeyValue::Int(-i)),
-                _ => None,
+                KeyTerm::Literal { at, negated } => Some(KeyTerm::Literal {
+                    at,
+                    negated: !negated,
+                }),
+                KeyTerm::Placeholder(_) => None,
             },
             Expr::Nested(inner) => self.value(inner),
             _ => None,
@@ -160,7 +188,7 @@ impl KeyScan<'_> {
     }
 
     /// `c = v`, `c IN (v, …)` or an OR of those on one column.
-    fn disjunction(&self, e: &Expr) -> Option<(String, Vec<KeyValue>)> {
+    fn disjunction(&self, e: &Expr) -> Option<(String, Vec<KeyTerm>)> {
         match e {
             Expr::BinaryOp {
                 left,
@@ -204,7 +232,7 @@ impl KeyScan<'_> {
     }
 
     /// The AND-ed conditions of a WHERE that pin a column down.
-    fn conjunction(&self, e: &Expr, out: &mut Vec<(String, Vec<KeyValue>)>) {
+    fn conjunction(&self, e: &Expr, out: &mut Vec<(String, Vec<KeyTerm>)>) {
         match e {
             Expr::BinaryOp {
                 left,
@@ -256,7 +284,6 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
     });
     let placeholders = placeholder_offsets(stmt);
     let scan = KeyScan {
-        stmt,
         index: LineIndex::new(&text),
         placeholders: &placeholders,
     };
@@ -346,6 +373,26 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
 }
 
 impl DmlAnalysis {
+    /// The key values of `stmt` (the statement analysed): a condition with a value that is
+    /// neither an integer nor a string pins nothing and is left out.
+    pub fn key_values(&self, stmt: &[u8]) -> Vec<(String, Vec<KeyValue>)> {
+        self.keys
+            .iter()
+            .filter_map(|(c, terms)| {
+                let values = terms
+                    .iter()
+                    .map(|t| match t {
+                        KeyTerm::Literal { at, negated } => {
+                            KeyTerm::resolve_literal(stmt.get(at.clone())?, *negated)
+                        }
+                        KeyTerm::Placeholder(i) => Some(KeyValue::Placeholder(*i)),
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                Some((c.clone(), values))
+            })
+            .collect()
+    }
+
     /// For a SELECT that needs more than concatenation across shards (ORDER BY, LIMIT, GROUP BY,
     /// aggregates, DISTINCT, HAVING): how to merge it, or what idgate cannot merge. `stmt` is
     /// the statement analysed.
@@ -366,19 +413,28 @@ mod tests {
 
     #[test]
     fn point_lookups_pin_their_keys() {
-        let a = analyze_dml(b"SELECT * FROM orders WHERE id = 42 AND status = 'x'").unwrap();
+        let sql = b"SELECT * FROM orders WHERE id = 42 AND status = 'x' AND f = 1.5";
+        let a = analyze_dml(sql).unwrap();
         assert_eq!(a.kind, DmlKind::Select);
-        assert_eq!(a.target.unwrap().name, "orders");
-        assert_eq!(a.keys[0], ("id".into(), vec![KeyValue::Int(42)]));
+        assert_eq!(a.target.clone().unwrap().name, "orders");
         assert_eq!(
-            a.keys[1],
+            a.keys.len(),
+            3,
+            "every condition is kept with where its value is"
+        );
+        let keys = a.key_values(sql);
+        assert_eq!(keys.len(), 2, "1.5 pins nothing");
+        assert_eq!(keys[0], ("id".into(), vec![KeyValue::Int(42)]));
+        assert_eq!(
+            keys[1],
             ("status".into(), vec![KeyValue::Str(b"x".to_vec())])
         );
         assert!(a.needs_merge.is_none());
-        let a = analyze_dml(b"SELECT c FROM s.t WHERE (t.id IN (1, -2) OR id = ?) ").unwrap();
+        let sql = b"SELECT c FROM s.t WHERE (t.id IN (1, -2) OR id = ?) ";
+        let a = analyze_dml(sql).unwrap();
         assert_eq!(a.target.clone().unwrap().schema.as_deref(), Some("s"));
         assert_eq!(
-            a.keys[0],
+            a.key_values(sql)[0],
             (
                 "id".into(),
                 vec![

@@ -109,6 +109,12 @@ pub enum MergeMode {
 pub struct MergePlan {
     /// The statement each shard runs.
     pub shard_sql: Vec<u8>,
+    /// The client's byte ranges `shard_sql` holds unchanged, each with where it starts there
+    /// (so a plan cached for one statement can take another's literals).
+    pub copied: Vec<(std::ops::Range<usize>, usize)>,
+    /// The client's bytes after FROM up to the end of the WHERE clause: nothing of the merge
+    /// depends on them.
+    pub unread: std::ops::Range<usize>,
     /// How many columns at the end of each shard row are idgate's own.
     pub hidden: usize,
     pub mode: MergeMode,

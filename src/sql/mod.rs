@@ -30,11 +30,14 @@ mod render;
 mod scan;
 mod select_tokens;
 mod session_query;
+mod shape;
 mod split;
 mod words;
 
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
-pub use dml::{analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyValue};
+pub use dml::{
+    analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyTerm, KeyValue,
+};
 pub use duplicate_update::duplicate_update_columns;
 pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
 pub use insert::{
@@ -53,6 +56,7 @@ pub use merge_plan::{
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use session_query::{session_query, SessionQuery};
+pub use shape::{shape, Shape};
 pub use split::split_statements;
 pub use words::{
     chain_or_release, explain_route_target, is_temporary_ddl, lists_tables, mentions, push_name,

@@ -91,7 +91,7 @@ impl SelectText {
         Some(SelectText { toks, end })
     }
 
-    fn is_word(&self, i: usize, w: &str) -> bool {
+    pub(crate) fn is_word(&self, i: usize, w: &str) -> bool {
         self.toks
             .get(i)
             .is_some_and(|t| t.depth == 0 && t.tok == Tok::Word(w.to_string()))

@@ -578,6 +578,32 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         ins.push(b' ');
         edits.push((at..at, ins));
     }
+    // FROM … WHERE: nothing the merge does depends on the bytes there.
+    let unread = match p.layout.clause("FROM") {
+        Some(from) => {
+            const AFTER_WHERE: &[&str] = &[
+                "GROUP",
+                "HAVING",
+                "WINDOW",
+                "ORDER",
+                "LIMIT",
+                "OFFSET",
+                "FETCH",
+                "PROCEDURE",
+                "INTO",
+                "FOR",
+                "LOCK",
+                "UNION",
+                "EXCEPT",
+                "INTERSECT",
+            ];
+            let end = (from + 1..p.layout.toks.len())
+                .find(|&i| AFTER_WHERE.iter().any(|w| p.layout.is_word(i, w)))
+                .map_or(p.layout.end, |i| p.layout.toks[i].at.start);
+            p.layout.toks[from].at.end..end
+        }
+        None => 0..0,
+    };
     let streaming = mode == MergeMode::Stream;
     for clause in ["HAVING", "ORDER", "LIMIT"] {
         let Some(r) = p.layout.clause_range(clause) else {
@@ -597,15 +623,20 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
     }
     edits.sort_by_key(|(r, _)| r.start);
     let mut shard_sql = Vec::with_capacity(stmt.len() + 64);
+    let mut copied = Vec::with_capacity(edits.len() + 1);
     let mut at = 0;
     for (r, with) in edits {
+        copied.push((at..r.start, shard_sql.len()));
         shard_sql.extend_from_slice(&stmt[at..r.start]);
         shard_sql.extend_from_slice(&with);
         at = r.end;
     }
+    copied.push((at..stmt.len(), shard_sql.len()));
     shard_sql.extend_from_slice(&stmt[at..]);
     Ok(MergePlan {
         shard_sql,
+        copied,
+        unread,
         hidden: p.hidden.len(),
         mode,
         order,

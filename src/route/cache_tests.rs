@@ -1,0 +1,117 @@
+//! The plan cache: hits bind without planning, keys keep databases and generations apart,
+//! the LRU stays bounded, and a size of 0 keeps nothing.
+
+use super::cache::PlanCache;
+use super::plan::{PlanContext, Route};
+use super::planner_tests::tables;
+
+fn one(r: Option<Route>) -> String {
+    match r {
+        Some(Route::One(b)) => b,
+        other => panic!("one backend, not {other:?}"),
+    }
+}
+
+#[test]
+fn a_shape_is_planned_once_and_bound_per_statement() {
+    let t = tables();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    let cache = PlanCache::new(8);
+    for (id, shard) in [(1, "s1"), (2, "s0"), (3, "s1"), (40, "s0")] {
+        let stmt = format!("SELECT * FROM orders WHERE id = {id}");
+        assert_eq!(one(cache.route(stmt.as_bytes(), &ctx, 0).unwrap()), shard);
+    }
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses, s.entries), (3, 1, 1));
+    // Another database, another generation: other plans.
+    let other_db = PlanContext {
+        db: Some("app"),
+        tables: &t,
+    };
+    cache
+        .route(b"SELECT * FROM orders WHERE id = 5", &other_db, 0)
+        .unwrap();
+    cache
+        .route(b"SELECT * FROM orders WHERE id = 5", &ctx, 1)
+        .unwrap();
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses, s.entries), (3, 3, 3));
+}
+
+#[test]
+fn a_changed_fixed_literal_is_planned_again() {
+    let t = tables();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    let cache = PlanCache::new(8);
+    let limit = |n: u64| {
+        let stmt = format!("SELECT id FROM orders WHERE k > 1 ORDER BY id LIMIT {n}");
+        match cache.route(stmt.as_bytes(), &ctx, 0).unwrap() {
+            Some(Route::Merge(_, m)) => m.plan.limit,
+            other => panic!("a merge, not {other:?}"),
+        }
+    };
+    assert_eq!(limit(10), Some(10));
+    assert_eq!(limit(10), Some(10));
+    assert_eq!(limit(3), Some(3), "never the plan of another LIMIT");
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses, s.entries), (1, 2, 1));
+}
+
+#[test]
+fn the_least_recently_used_plan_goes_first() {
+    let t = tables();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    let cache = PlanCache::new(2);
+    let run = |stmt: &str| cache.route(stmt.as_bytes(), &ctx, 0).unwrap();
+    run("SELECT a FROM orders WHERE id = 1");
+    run("SELECT b FROM orders WHERE id = 1");
+    run("SELECT a FROM orders WHERE id = 2"); // a is now the most recent
+    run("SELECT c FROM orders WHERE id = 1"); // evicts b
+    let before = cache.stats();
+    assert_eq!((before.entries, before.evictions), (2, 1));
+    run("SELECT a FROM orders WHERE id = 3");
+    assert_eq!(cache.stats().hits, before.hits + 1, "a was kept");
+    run("SELECT b FROM orders WHERE id = 3");
+    assert_eq!(cache.stats().misses, before.misses + 1, "b was evicted");
+}
+
+#[test]
+fn size_zero_plans_every_statement() {
+    let t = tables();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    let cache = PlanCache::new(0);
+    for id in [1, 2] {
+        let stmt = format!("SELECT * FROM orders WHERE id = {id}");
+        cache.route(stmt.as_bytes(), &ctx, 0).unwrap();
+    }
+    assert_eq!(cache.stats(), Default::default());
+}
+
+#[test]
+fn long_statements_are_not_kept() {
+    let t = tables();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    let cache = PlanCache::new(8);
+    let ids: Vec<String> = (0..super::cache::MAX_KEPT_STATEMENT / 4)
+        .map(|i| (i * 2).to_string())
+        .collect();
+    let stmt = format!("SELECT * FROM orders WHERE id IN ({})", ids.join(", "));
+    assert!(stmt.len() > super::cache::MAX_KEPT_STATEMENT);
+    assert_eq!(one(cache.route(stmt.as_bytes(), &ctx, 0).unwrap()), "s0");
+    assert_eq!(cache.stats(), Default::default());
+}

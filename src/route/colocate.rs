@@ -1,0 +1,131 @@
+//! Whether a statement naming several sharded tables can run per shard: each shard must hold
+//! every pair of rows that can join.
+
+use std::sync::Arc;
+
+use super::plan::{unsupported, PlanContext};
+use super::{Algorithm, Placement, TableRule};
+use crate::sql::{DmlAnalysis, TableRef, TopTable};
+use crate::wire::errors::SqlError;
+
+/// The rule for a table a statement names (schema from the statement, else the session's).
+pub fn rule_for(ctx: &PlanContext, t: &TableRef) -> Option<Arc<TableRule>> {
+    let schema = t.schema.as_deref().or(ctx.db);
+    ctx.tables.lookup_shared(schema, &t.name).cloned()
+}
+
+/// Where rows of a sharded table live: tables placed alike keep equal sharding values together.
+fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], Vec<String>)> {
+    match &rule.placement {
+        Placement::Sharded {
+            columns,
+            algorithm,
+            shards,
+        } => {
+            // Under `slot` every sharding column carries the same low bits (a biased id and its
+            // bias column), so a join on any of them stays on one shard.
+            let usable = match algorithm {
+                Algorithm::Slot { .. } => columns.len(),
+                _ => 1,
+            };
+            let cols = columns
+                .iter()
+                .take(usable)
+                .map(|c| c.to_lowercase())
+                .collect();
+            Some((algorithm, shards, cols))
+        }
+        _ => None,
+    }
+}
+
+/// A statement naming several sharded tables runs per shard only when every one is a table of
+/// its own FROM, joined (through `=` on sharding columns, in ON or WHERE) to the first, all
+/// placed alike: then each shard holds every pair of rows that can join.
+pub fn check_colocated(
+    ctx: &PlanContext,
+    a: &DmlAnalysis,
+    rules: &[Arc<TableRule>],
+    rule: &TableRule,
+) -> Result<(), SqlError> {
+    if let Some(single) = rules
+        .iter()
+        .find(|r| matches!(r.placement, Placement::Single { .. }))
+    {
+        return Err(unsupported(format!(
+            "statements over sharded table `{}` together with `{}` (on the default backend only) \
+             are not supported yet; join sharded tables only with broadcast tables",
+            rule.name, single.name
+        )));
+    }
+    let top: Vec<(&TopTable, Arc<TableRule>)> = a
+        .from
+        .iter()
+        .filter_map(|f| Some((f, rule_for(ctx, &f.table)?)))
+        .filter(|(_, r)| placement_key(r).is_some())
+        .collect();
+    let named: Vec<&Arc<TableRule>> = rules
+        .iter()
+        .filter(|r| placement_key(r).is_some())
+        .collect();
+    if named.len() > top.len() {
+        let inner = named
+            .iter()
+            .find(|r| {
+                !top.iter()
+                    .any(|(_, t)| t.name.eq_ignore_ascii_case(&r.name))
+            })
+            .map_or(rule, |r| &***r);
+        return Err(unsupported(format!(
+            "sharded table `{}` inside a subquery is not supported yet",
+            inner.name
+        )));
+    }
+    let mut linked = vec![false; top.len()];
+    if let Some(first) = linked.first_mut() {
+        *first = true;
+    }
+    let joined = |i: usize, j: usize| {
+        let (Some(ki), Some(kj)) = (placement_key(&top[i].1), placement_key(&top[j].1)) else {
+            return false;
+        };
+        let on_keys = ki.2.iter().any(|x| {
+            kj.2.iter().any(|y| {
+                let ci = (top[i].0.qualifier.clone(), x.clone());
+                let cj = (top[j].0.qualifier.clone(), y.clone());
+                a.equal_columns
+                    .iter()
+                    .any(|(l, r)| (*l == ci && *r == cj) || (*l == cj && *r == ci))
+            })
+        });
+        ki.0.places_like(kj.0, ki.1.len()) && ki.1 == kj.1 && on_keys
+    };
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for j in 0..top.len() {
+            if !linked[j] && (0..top.len()).any(|i| linked[i] && joined(i, j)) {
+                linked[j] = true;
+                grew = true;
+            }
+        }
+    }
+    if let Some(j) = linked.iter().position(|l| !l) {
+        return Err(unsupported(format!(
+            "a join of sharded table `{}` with sharded table `{}` is not supported unless they \
+             are sharded alike (same algorithm and shards) and joined on their sharding columns \
+             (`{}.{}` = `{}.{}`)",
+            top[0].1.name,
+            top[j].1.name,
+            top[0].0.qualifier,
+            placement_key(&top[0].1)
+                .and_then(|k| k.2.first().cloned())
+                .unwrap_or_default(),
+            top[j].0.qualifier,
+            placement_key(&top[j].1)
+                .and_then(|k| k.2.first().cloned())
+                .unwrap_or_default(),
+        )));
+    }
+    Ok(())
+}

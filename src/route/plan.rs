@@ -1,0 +1,255 @@
+//! Plans as values. A [`ShapePlan`] is what planning one statement decides for every statement
+//! of its shape (the same text but for literal values): the tables' placement, the merge and the
+//! per-shard SQL as a template with literal slots. [`ShapePlan::bind`] takes one statement's
+//! literals and gives its [`Route`]: the shards its WHERE pins and the SQL each runs.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::pinned::pinned_shards;
+use super::{ShardValue, TableRule, Tables};
+use crate::sql::{self, DmlKind, KeyTerm, KeyValue, MergePlan};
+use crate::wire::errors::SqlError;
+
+/// What planning needs from the session.
+#[derive(Clone, Copy)]
+pub struct PlanContext<'a> {
+    /// The session's current database (for table names without a schema).
+    pub db: Option<&'a str>,
+    pub tables: &'a Tables,
+}
+
+/// Where one statement about placed tables goes and how the answers combine.
+#[derive(Debug)]
+pub enum Route {
+    /// One backend answers as it is.
+    One(String),
+    /// A SELECT on several shards: rows concatenated.
+    Concat(Vec<String>),
+    /// UPDATE/DELETE on several shards, all-or-nothing; `broadcast`: every backend holds the
+    /// same rows, so one backend's counts are the answer.
+    Write {
+        backends: Vec<String>,
+        broadcast: bool,
+    },
+    /// DDL on every backend of the table, one after the other.
+    Everywhere(Vec<String>),
+    /// A SELECT on several shards whose answers merge (ORDER BY, LIMIT, GROUP BY, aggregates,
+    /// HAVING, DISTINCT): each shard runs `shard_sql`.
+    Merge(Vec<String>, Box<BoundMerge>),
+}
+
+/// A merge plan and the statement each shard runs for this execution.
+#[derive(Debug)]
+pub struct BoundMerge {
+    pub plan: Arc<MergePlan>,
+    pub shard_sql: Vec<u8>,
+}
+
+/// Where a value of a sharding-key condition comes from at each execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Term {
+    /// The statement's literal number `slot`, negated or not.
+    Slot { slot: usize, negated: bool },
+    /// A value written the same in every statement of the shape (`None`: pins nothing).
+    Const(Option<KeyValue>),
+    /// A `?` of a prepared statement, bound at execution.
+    Placeholder(usize),
+}
+
+/// The per-shard statement of a merge, with the literal slots it takes from each statement.
+#[derive(Debug)]
+pub struct MergeTemplate {
+    pub plan: Arc<MergePlan>,
+    /// `plan.shard_sql` cut around the slots: piece, slot, piece, …, piece.
+    pieces: Vec<Vec<u8>>,
+    slots: Vec<usize>,
+}
+
+impl MergeTemplate {
+    pub fn new(plan: MergePlan, slots_at: Vec<(Range<usize>, usize)>) -> MergeTemplate {
+        let mut pieces = Vec::with_capacity(slots_at.len() + 1);
+        let mut slots = Vec::with_capacity(slots_at.len());
+        let mut at = 0;
+        for (r, slot) in slots_at {
+            pieces.push(plan.shard_sql[at..r.start].to_vec());
+            slots.push(slot);
+            at = r.end;
+        }
+        pieces.push(plan.shard_sql[at..].to_vec());
+        MergeTemplate {
+            plan: Arc::new(plan),
+            pieces,
+            slots,
+        }
+    }
+
+    /// The shard statement with `stmt`'s literals in the slots.
+    pub fn render(&self, stmt: &[u8], literals: &[Range<usize>]) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.plan.shard_sql.len() + 16);
+        for (i, piece) in self.pieces.iter().enumerate() {
+            out.extend_from_slice(piece);
+            if let Some(&s) = self.slots.get(i) {
+                out.extend_from_slice(stmt.get(literals.get(s)?.clone())?);
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A SELECT/UPDATE/DELETE whose target is a sharded table.
+#[derive(Debug)]
+pub struct ShardedPlan {
+    pub rule: Arc<TableRule>,
+    pub kind: DmlKind,
+    /// Conditions of the WHERE that may pin the rows to shards: column, values.
+    pub keys: Vec<(String, Vec<Term>)>,
+    /// For a SELECT that needs more than concatenation: its merge, or what idgate cannot merge.
+    pub merge: Option<Result<MergeTemplate, String>>,
+    /// Why an UPDATE/DELETE cannot reach several shards (ORDER BY/LIMIT, UNION).
+    pub needs_merge: Option<&'static str>,
+}
+
+#[derive(Debug)]
+pub enum ShapeKind {
+    /// Nothing placed: the statement runs where it would without idgate's tables.
+    Forward,
+    /// DDL on every backend of the tables it names.
+    Everywhere(Vec<String>),
+    /// UPDATE/DELETE of broadcast tables only: on each of these backends.
+    BroadcastWrite(Vec<String>),
+    Sharded(Box<ShardedPlan>),
+}
+
+#[derive(Debug)]
+pub struct ShapePlan {
+    pub kind: ShapeKind,
+    /// Literals the plan depends on in ways binding cannot follow (a LIMIT, a select item, a
+    /// positional ORDER BY): a statement of the same shape with other texts there is planned
+    /// anew.
+    pub fixed: Vec<(usize, Vec<u8>)>,
+}
+
+pub(super) fn unsupported(msg: String) -> SqlError {
+    SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
+}
+
+/// The shard value of a key value.
+fn shard_value(v: KeyValue) -> Option<ShardValue> {
+    match v {
+        KeyValue::Int(i) => Some(ShardValue::Int(i)),
+        KeyValue::Str(s) => Some(ShardValue::Str(s)),
+        KeyValue::Placeholder(_) => None,
+    }
+}
+
+impl Term {
+    /// The value of a literal or constant term for `stmt` (its literals at `literals`); `None`
+    /// for a `?` and for a value that pins nothing.
+    pub fn literal_value(&self, stmt: &[u8], literals: &[Range<usize>]) -> Option<ShardValue> {
+        match self {
+            Term::Slot { slot, negated } => {
+                let text = stmt.get(literals.get(*slot)?.clone())?;
+                shard_value(KeyTerm::resolve_literal(text, *negated)?)
+            }
+            Term::Const(v) => shard_value(v.clone()?),
+            Term::Placeholder(_) => None,
+        }
+    }
+}
+
+impl ShapePlan {
+    /// Whether this plan holds for `stmt` (its literals at `literals`): the fixed literals match.
+    pub fn holds_for(&self, stmt: &[u8], literals: &[Range<usize>]) -> bool {
+        self.fixed.iter().all(|(slot, text)| {
+            literals
+                .get(*slot)
+                .and_then(|r| stmt.get(r.clone()))
+                .is_some_and(|t| t == text.as_slice())
+        })
+    }
+
+    /// The shard indices a sharded plan's conditions pin, given how each term resolves.
+    pub fn pinned(
+        &self,
+        resolve: impl Fn(&Term) -> Option<ShardValue>,
+    ) -> Option<(&ShardedPlan, Option<BTreeSet<usize>>)> {
+        let ShapeKind::Sharded(p) = &self.kind else {
+            return None;
+        };
+        Some((p, pinned_shards(&p.rule, &p.keys, resolve)))
+    }
+
+    /// The route of `stmt`, a statement of this plan's shape with its literals at `literals`.
+    /// `Ok(None)`: it runs where it would without idgate's tables.
+    pub fn bind(&self, stmt: &[u8], literals: &[Range<usize>]) -> Result<Option<Route>, SqlError> {
+        let resolve = |t: &Term| t.literal_value(stmt, literals);
+        let (p, set) = match &self.kind {
+            ShapeKind::Forward => return Ok(None),
+            ShapeKind::Everywhere(bs) => return Ok(Some(Route::Everywhere(bs.clone()))),
+            ShapeKind::BroadcastWrite(bs) => {
+                return Ok(Some(Route::Write {
+                    backends: bs.clone(),
+                    broadcast: true,
+                }))
+            }
+            ShapeKind::Sharded(_) => match self.pinned(resolve) {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+        };
+        let shards = p.rule.backends();
+        let targets: Vec<String> = match set {
+            Some(set) => set
+                .into_iter()
+                .filter_map(|i| shards.get(i).cloned())
+                .collect(),
+            None => shards.to_vec(),
+        };
+        if targets.len() <= 1 {
+            let one = targets
+                .into_iter()
+                .next()
+                .or_else(|| shards.first().cloned());
+            return Ok(one.map(Route::One));
+        }
+        if let (DmlKind::Select, Some(merge)) = (p.kind, &p.merge) {
+            return match merge {
+                Ok(t) => {
+                    let shard_sql = t.render(stmt, literals).ok_or_else(|| {
+                        unsupported("a statement whose literals idgate could not place".into())
+                    })?;
+                    Ok(Some(Route::Merge(
+                        targets,
+                        Box::new(BoundMerge {
+                            plan: t.plan.clone(),
+                            shard_sql,
+                        }),
+                    )))
+                }
+                Err(what) => Err(unsupported(format!(
+                    "this SELECT on sharded table `{}` reaches {} shards, and idgate cannot merge their \
+                     answers for {what}; pin it to one shard with a condition on the sharding column",
+                    p.rule.name,
+                    targets.len()
+                ))),
+            };
+        }
+        if let Some(why) = p.needs_merge {
+            return Err(unsupported(format!(
+                "this statement on sharded table `{}` reaches {} shards and needs {why} across them, \
+                 which idgate does not merge yet; pin it to one shard with a condition on the sharding column",
+                p.rule.name,
+                targets.len()
+            )));
+        }
+        Ok(Some(match p.kind {
+            DmlKind::Select => Route::Concat(targets),
+            _ => Route::Write {
+                backends: targets,
+                broadcast: false,
+            },
+        }))
+    }
+}

@@ -1,0 +1,195 @@
+//! Planning a SELECT, UPDATE, DELETE or DDL that names a configured table: from its text, the
+//! byte ranges of its literals and the session's context to a [`ShapePlan`]. Pure: no I/O.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::colocate::{check_colocated, rule_for};
+use super::plan::{
+    unsupported, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan, Term,
+};
+use super::{Placement, TableRule};
+use crate::sql::{self, DmlAnalysis, DmlKind, KeyTerm, MergePlan};
+use crate::wire::errors::{self, SqlError};
+
+/// Plans `stmt`, whose literals (the slots a cached plan binds) are at `literals`. An error is
+/// the client's answer for this statement and is not kept for others of its shape.
+pub fn plan(
+    stmt: &[u8],
+    literals: &[Range<usize>],
+    ctx: &PlanContext,
+) -> Result<ShapePlan, SqlError> {
+    let a = match sql::analyze_dml(stmt) {
+        Ok(a) => a,
+        // Unparsable: fine for tables on the default backend only.
+        Err(e) if ctx.tables.placed_mentioned_in(stmt) => return Err(e.into()),
+        Err(_) => return Ok(forward()),
+    };
+    let rules: Vec<Arc<TableRule>> = if a.kind == DmlKind::Ddl {
+        ctx.tables.placed_rules_named_in(stmt)
+    } else {
+        a.relations
+            .iter()
+            .filter_map(|t| rule_for(ctx, t))
+            .collect()
+    };
+    let placed: Vec<&Arc<TableRule>> = rules
+        .iter()
+        .filter(|r| !matches!(r.placement, Placement::Single { .. }))
+        .collect();
+    if placed.is_empty() {
+        return Ok(forward());
+    }
+    if a.kind == DmlKind::Ddl {
+        let mut backends: Vec<String> = Vec::new();
+        for r in &placed {
+            for b in r.backends() {
+                if !backends.contains(b) {
+                    backends.push(b.clone());
+                }
+            }
+        }
+        return Ok(whole(ShapeKind::Everywhere(backends)));
+    }
+    let Some(rule) = placed
+        .iter()
+        .find(|r| matches!(r.placement, Placement::Sharded { .. }))
+        .map(|r| Arc::clone(r))
+    else {
+        // Only broadcast tables: every backend has the rows.
+        return Ok(whole(match a.kind {
+            DmlKind::Select => ShapeKind::Forward,
+            _ => ShapeKind::BroadcastWrite(placed[0].backends().to_vec()),
+        }));
+    };
+    check_colocated(ctx, &a, &rules, &rule)?;
+    let is_target = a
+        .target
+        .as_ref()
+        .is_some_and(|t| t.name.eq_ignore_ascii_case(&rule.name));
+    if !is_target {
+        return Err(unsupported(format!(
+            "sharded table `{}` inside a subquery or join is not supported yet",
+            rule.name
+        )));
+    }
+    if let Placement::Sharded { columns, .. } = &rule.placement {
+        if let Some(c) = a.assigned.iter().find(|c| {
+            columns.iter().any(|s| s.eq_ignore_ascii_case(c))
+                || c.eq_ignore_ascii_case(&rule.id_column)
+        }) {
+            return Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!(
+                    "UPDATE of `{c}` in sharded table `{}` would move the row to another shard; \
+                     delete the row and insert it again instead",
+                    rule.name
+                ),
+            ));
+        }
+    }
+    Ok(sharded(stmt, literals, &a, rule))
+}
+
+fn whole(kind: ShapeKind) -> ShapePlan {
+    ShapePlan {
+        kind,
+        fixed: Vec::new(),
+    }
+}
+
+fn forward() -> ShapePlan {
+    whole(ShapeKind::Forward)
+}
+
+/// The plan of a statement whose target is sharded: its key conditions as terms over the
+/// literal slots, and for a SELECT its merge with the per-shard SQL as a template.
+fn sharded(
+    stmt: &[u8],
+    literals: &[Range<usize>],
+    a: &DmlAnalysis,
+    rule: Arc<TableRule>,
+) -> ShapePlan {
+    let overlaps = |x: &Range<usize>, y: &Range<usize>| x.start < y.end && y.start < x.end;
+    let mut fixed_slots: Vec<usize> = Vec::new();
+    let mut key_slots: Vec<usize> = Vec::new();
+    let keys = a
+        .keys
+        .iter()
+        .map(|(c, terms)| {
+            let terms = terms
+                .iter()
+                .map(|t| match t {
+                    KeyTerm::Placeholder(i) => Term::Placeholder(*i),
+                    KeyTerm::Literal { at, negated } => {
+                        if let Some(slot) = literals.iter().position(|r| r == at) {
+                            key_slots.push(slot);
+                            return Term::Slot {
+                                slot,
+                                negated: *negated,
+                            };
+                        }
+                        // Written without slots (`0x1F`), or in a way the slots cut through.
+                        fixed_slots
+                            .extend((0..literals.len()).filter(|&s| overlaps(&literals[s], at)));
+                        Term::Const(
+                            stmt.get(at.clone())
+                                .and_then(|t| KeyTerm::resolve_literal(t, *negated)),
+                        )
+                    }
+                })
+                .collect();
+            (c.clone(), terms)
+        })
+        .collect();
+    let merge = match (a.kind, a.merge_plan(stmt)) {
+        (DmlKind::Select, Some(Ok(plan))) => {
+            let (template, fixed) = template(plan, literals);
+            fixed_slots.extend(fixed);
+            Some(Ok(template))
+        }
+        (DmlKind::Select, Some(Err(what))) => {
+            // The message may quote any literal outside the WHERE keys.
+            fixed_slots.extend((0..literals.len()).filter(|s| !key_slots.contains(s)));
+            Some(Err(what))
+        }
+        _ => None,
+    };
+    fixed_slots.sort_unstable();
+    fixed_slots.dedup();
+    let fixed = fixed_slots
+        .into_iter()
+        .filter_map(|s| Some((s, stmt.get(literals.get(s)?.clone())?.to_vec())))
+        .collect();
+    ShapePlan {
+        kind: ShapeKind::Sharded(Box::new(ShardedPlan {
+            rule,
+            kind: a.kind,
+            keys,
+            merge,
+            needs_merge: a.needs_merge,
+        })),
+        fixed,
+    }
+}
+
+/// The merge's shard SQL with a slot for each literal of FROM … WHERE (which the merge does not
+/// read and the shard SQL holds unchanged); every other literal is fixed.
+fn template(plan: MergePlan, literals: &[Range<usize>]) -> (MergeTemplate, Vec<usize>) {
+    let mut slots_at = Vec::new();
+    let mut fixed = Vec::new();
+    for (s, r) in literals.iter().enumerate() {
+        let unread = plan.unread.start <= r.start && r.end <= plan.unread.end;
+        let at = plan
+            .copied
+            .iter()
+            .find(|(src, _)| src.start <= r.start && r.end <= src.end)
+            .map(|(src, dst)| dst + (r.start - src.start));
+        match (unread, at) {
+            (true, Some(at)) => slots_at.push((at..at + r.len(), s)),
+            _ => fixed.push(s),
+        }
+    }
+    (MergeTemplate::new(plan, slots_at), fixed)
+}

@@ -1,0 +1,288 @@
+//! Plans of each kind, made and bound without a server.
+
+use super::plan::{PlanContext, Route, ShapeKind, ShapePlan, Term};
+use super::{planner, Algorithm, Placement, TableRule, Tables};
+use crate::sql;
+
+fn rule(name: &str, placement: Placement) -> TableRule {
+    TableRule {
+        schema: None,
+        name: name.into(),
+        id_column: "id".into(),
+        generator: None,
+        explicit_ids: Default::default(),
+        bias_column: None,
+        placement,
+    }
+}
+
+fn mod2(name: &str, column: &str) -> TableRule {
+    rule(
+        name,
+        Placement::Sharded {
+            columns: vec![column.into()],
+            algorithm: Algorithm::Mod,
+            shards: vec!["s0".into(), "s1".into()],
+        },
+    )
+}
+
+pub(super) fn tables() -> Tables {
+    Tables::new(vec![
+        mod2("orders", "id"),
+        mod2("users", "id"),
+        rule(
+            "countries",
+            Placement::Broadcast {
+                backends: vec!["s0".into(), "s1".into()],
+            },
+        ),
+        rule(
+            "local",
+            Placement::Single {
+                backend: "s0".into(),
+            },
+        ),
+    ])
+}
+
+fn plan_of(tables: &Tables, stmt: &str) -> ShapePlan {
+    let ctx = PlanContext { db: None, tables };
+    planner::plan(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots, &ctx).unwrap()
+}
+
+/// The route of `stmt` bound to the plan made for `planned` (a statement of the same shape).
+fn bound(tables: &Tables, planned: &str, stmt: &str) -> Result<Option<Route>, String> {
+    let shape = sql::shape(planned.as_bytes());
+    assert_eq!(shape.text, sql::shape(stmt.as_bytes()).text, "one shape");
+    let plan = plan_of(tables, planned);
+    let literals = sql::shape(stmt.as_bytes()).slots;
+    assert!(plan.holds_for(stmt.as_bytes(), &literals));
+    plan.bind(stmt.as_bytes(), &literals)
+        .map_err(|e| e.to_string())
+}
+
+fn backends(r: &Route) -> Vec<String> {
+    match r {
+        Route::One(b) => vec![b.clone()],
+        Route::Concat(bs) | Route::Everywhere(bs) | Route::Write { backends: bs, .. } => bs.clone(),
+        Route::Merge(bs, _) => bs.clone(),
+    }
+}
+
+#[test]
+fn point_selects_pin_by_each_executions_literal() {
+    let t = tables();
+    let planned = "SELECT * FROM orders WHERE id = 4";
+    let r = bound(&t, planned, "SELECT * FROM orders WHERE id = 7").unwrap();
+    assert!(matches!(&r, Some(Route::One(b)) if b == "s1"), "{r:?}");
+    let r = bound(&t, planned, "SELECT * FROM orders WHERE id = 10").unwrap();
+    assert!(matches!(&r, Some(Route::One(b)) if b == "s0"), "{r:?}");
+    // A negated literal and a string literal are read as the text route reads them.
+    let r = bound(
+        &t,
+        "SELECT * FROM orders WHERE id = -4",
+        "SELECT * FROM orders WHERE id = -3",
+    )
+    .unwrap();
+    assert!(matches!(&r, Some(Route::One(b)) if b == "s1"), "{r:?}");
+    // A value that pins nothing (a float) reaches every shard.
+    let r = bound(&t, planned, "SELECT * FROM orders WHERE id = 1.5").unwrap();
+    assert!(
+        matches!(&r, Some(Route::Concat(bs)) if bs.len() == 2),
+        "{r:?}"
+    );
+    // A float when planned, an integer when bound: the plan kept the condition.
+    let r = bound(
+        &t,
+        "SELECT * FROM orders WHERE id = 1.5",
+        "SELECT * FROM orders WHERE id = 3",
+    )
+    .unwrap();
+    assert!(matches!(&r, Some(Route::One(b)) if b == "s1"), "{r:?}");
+}
+
+#[test]
+fn in_lists_and_updates_spread_to_the_shards_they_name() {
+    let t = tables();
+    let r = bound(
+        &t,
+        "SELECT * FROM orders WHERE id IN (1, 3)",
+        "SELECT * FROM orders WHERE id IN (2, 3)",
+    )
+    .unwrap()
+    .unwrap();
+    assert!(matches!(&r, Route::Concat(_)));
+    assert_eq!(backends(&r), ["s0", "s1"]);
+    let r = bound(
+        &t,
+        "UPDATE orders SET note = 'a' WHERE id IN (1, 3)",
+        "UPDATE orders SET note = 'b' WHERE id IN (5, 7)",
+    )
+    .unwrap()
+    .unwrap();
+    assert!(matches!(&r, Route::One(b) if b == "s1"), "{r:?}");
+    let r = bound(
+        &t,
+        "DELETE FROM orders WHERE note = 'x'",
+        "DELETE FROM orders WHERE note = 'y'",
+    )
+    .unwrap()
+    .unwrap();
+    assert!(matches!(&r, Route::Write { backends, broadcast: false } if backends.len() == 2));
+}
+
+#[test]
+fn broadcast_ddl_and_unplaced_statements() {
+    let t = tables();
+    assert!(matches!(
+        plan_of(&t, "SELECT * FROM countries WHERE id = 1").kind,
+        ShapeKind::Forward
+    ));
+    let r = bound(
+        &t,
+        "UPDATE countries SET n = 'a' WHERE id = 1",
+        "UPDATE countries SET n = 'b' WHERE id = 2",
+    )
+    .unwrap();
+    assert!(matches!(
+        r,
+        Some(Route::Write {
+            broadcast: true,
+            ..
+        })
+    ));
+    let p = plan_of(&t, "ALTER TABLE orders ADD COLUMN n INT");
+    assert!(matches!(&p.kind, ShapeKind::Everywhere(bs) if bs.len() == 2));
+    assert!(matches!(
+        plan_of(&t, "SELECT * FROM local WHERE id = 1").kind,
+        ShapeKind::Forward
+    ));
+}
+
+#[test]
+fn refusals_are_errors_not_plans() {
+    let t = tables();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    for (stmt, says) in [
+        ("UPDATE orders SET id = 3 WHERE id = 1", "move the row"),
+        (
+            "SELECT * FROM orders JOIN local ON orders.id = local.id",
+            "default backend only",
+        ),
+        (
+            "SELECT * FROM orders o JOIN users u ON o.note = u.id",
+            "sharded alike",
+        ),
+        (
+            "SELECT * FROM countries WHERE id IN (SELECT id FROM orders)",
+            "subquery",
+        ),
+    ] {
+        let e = planner::plan(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots, &ctx)
+            .err()
+            .unwrap_or_else(|| panic!("{stmt} was planned"));
+        assert!(e.to_string().contains(says), "{stmt}: {e}");
+    }
+    // Colocated joins plan.
+    let r = bound(
+        &t,
+        "SELECT * FROM orders o JOIN users u ON o.id = u.id WHERE o.id = 2",
+        "SELECT * FROM orders o JOIN users u ON o.id = u.id WHERE o.id = 5",
+    )
+    .unwrap();
+    assert!(matches!(&r, Some(Route::One(b)) if b == "s1"), "{r:?}");
+}
+
+#[test]
+fn merges_bind_the_where_literals_into_the_shard_sql() {
+    let t = tables();
+    let planned = "SELECT id, k FROM orders WHERE k >= 5012 AND c = 'a' ORDER BY k, id LIMIT 10";
+    let p = plan_of(&t, planned);
+    let fixed: Vec<&[u8]> = p.fixed.iter().map(|(_, t)| t.as_slice()).collect();
+    assert_eq!(fixed, [b"10".as_slice()], "only LIMIT is fixed");
+    let stmt = "SELECT id, k FROM orders WHERE k >= 77 AND c = 'it''s' ORDER BY k, id LIMIT 10";
+    let Some(Route::Merge(bs, m)) = bound(&t, planned, stmt).unwrap() else {
+        panic!("a merge")
+    };
+    assert_eq!(bs, ["s0", "s1"]);
+    // The same as planning the statement itself.
+    let direct = plan_of(&t, stmt);
+    let Ok(Some(Route::Merge(_, d))) =
+        direct.bind(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots)
+    else {
+        panic!("a merge")
+    };
+    assert_eq!(
+        String::from_utf8_lossy(&m.shard_sql),
+        String::from_utf8_lossy(&d.shard_sql)
+    );
+    assert!(m.shard_sql.windows(7).any(|w| w == b"'it''s'"));
+    assert_eq!(m.plan.limit, Some(10));
+    // Another LIMIT does not hold: it is planned anew.
+    let other = "SELECT id, k FROM orders WHERE k >= 77 AND c = 'x' ORDER BY k, id LIMIT 20";
+    assert!(!p.holds_for(other.as_bytes(), &sql::shape(other.as_bytes()).slots));
+}
+
+#[test]
+fn literals_the_merge_reads_are_fixed() {
+    let t = tables();
+    for (stmt, fixed) in [
+        ("SELECT k, 'tag' FROM orders ORDER BY 2 LIMIT 5 OFFSET 3", 4),
+        ("SELECT k + 1 FROM orders WHERE a = 2 ORDER BY k + 1", 2),
+        (
+            "SELECT k, COUNT(*) FROM orders WHERE a = 2 GROUP BY k HAVING COUNT(*) > 3",
+            1,
+        ),
+        // The refusal names no WHERE literal: those stay slots.
+        (
+            "SELECT COUNT(DISTINCT k) FROM orders WHERE id = 3 AND a = 'x'",
+            0,
+        ),
+        ("SELECT COUNT(DISTINCT k), 'v' FROM orders WHERE id = 3", 1),
+    ] {
+        let p = plan_of(&t, stmt);
+        assert_eq!(p.fixed.len(), fixed, "{stmt}: {:?}", p.fixed);
+    }
+    // Pinned to one shard, a merge idgate cannot do is no obstacle; reaching two, it is refused.
+    let planned = "SELECT COUNT(DISTINCT k) FROM orders WHERE id = 3 AND a = 'x'";
+    let r = bound(
+        &t,
+        planned,
+        "SELECT COUNT(DISTINCT k) FROM orders WHERE id = 4 AND a = 'x'",
+    );
+    assert!(matches!(r, Ok(Some(Route::One(b))) if b == "s0"));
+    let r = bound(
+        &t,
+        "SELECT COUNT(DISTINCT k) FROM orders WHERE id IN (3, 5) AND a = 'x'",
+        "SELECT COUNT(DISTINCT k) FROM orders WHERE id IN (3, 4) AND a = 'x'",
+    );
+    assert!(r.unwrap_err().contains("COUNT(DISTINCT"));
+}
+
+#[test]
+fn prepared_placeholders_stay_terms() {
+    let t = tables();
+    let p = plan_of(&t, "SELECT * FROM orders WHERE id = ? AND note = 'n'");
+    let ShapeKind::Sharded(s) = &p.kind else {
+        panic!("sharded")
+    };
+    assert_eq!(s.keys[0].1, [Term::Placeholder(0)]);
+    assert_eq!(
+        s.keys[1].1,
+        [Term::Slot {
+            slot: 0,
+            negated: false
+        }]
+    );
+    let (_, set) = p
+        .pinned(|t| match t {
+            Term::Placeholder(0) => Some(super::ShardValue::Int(9)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(set.unwrap().into_iter().collect::<Vec<_>>(), [1]);
+}

@@ -1,0 +1,144 @@
+//! Plans kept by statement shape, against two real MariaDB shards: statements of one shape with
+//! other literals are answered from the kept plan (the admin /metrics counters say so) exactly
+//! as a fresh plan answers them; a LIMIT the merge reads is never taken from another statement;
+//! `plan_cache_size: 0` keeps nothing and answers the same.
+
+mod common;
+
+use std::process::Command;
+
+use common::clients::require_tool;
+use common::idgate_proc::config_for;
+use common::{free_port, start_db, Idgate};
+use mysql::prelude::Queryable;
+
+fn metrics(admin: u16) -> String {
+    let out = Command::new(require_tool("curl", "curl"))
+        .args(["-sS", "--max-time", "20"])
+        .arg(format!("http://127.0.0.1:{admin}/metrics"))
+        .output()
+        .expect("run curl");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no sample {series} in\n{text}"))
+}
+
+/// Two shards of `orders` (id mod 2) with 40 rows, behind idgate with `extra` config.
+fn setup(extra: &str) -> (Vec<common::MariaDb>, Idgate, u16) {
+    let dbs = vec![start_db(), start_db()];
+    let admin = free_port().unwrap();
+    let tables = format!(
+        "{}admin:\n  listen: 127.0.0.1:{admin}\n{extra}",
+        common::ORDERS_MOD_2
+    );
+    let g = Idgate::start_with(|port| {
+        config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], &tables)
+    });
+    let mut c = g.conn();
+    c.query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, k INT, c VARCHAR(20), KEY (k))")
+        .unwrap();
+    let rows: Vec<String> = (1..=40)
+        .map(|i| format!("({i}, {}, 'c{}')", (i * 7) % 13, i % 3))
+        .collect();
+    c.query_drop(format!(
+        "INSERT INTO orders (id, k, c) VALUES {}",
+        rows.join(", ")
+    ))
+    .unwrap();
+    (dbs, g, admin)
+}
+
+/// What one server holding every row answers for the scatter queries, computed here.
+fn expected_top(k_min: i64, c: &str, limit: usize) -> Vec<(i64, i64)> {
+    let mut rows: Vec<(i64, i64)> = (1..=40i64)
+        .filter(|i| (i * 7) % 13 >= k_min && format!("c{}", i % 3) != c)
+        .map(|i| ((i * 7) % 13, i))
+        .collect();
+    rows.sort();
+    rows.truncate(limit);
+    rows.into_iter().map(|(k, id)| (id, k)).collect()
+}
+
+fn scatter(c: &mut mysql::Conn, k_min: i64, not_c: &str, limit: usize) -> Vec<(i64, i64)> {
+    c.query(format!(
+        "SELECT id, k FROM orders WHERE k >= {k_min} AND c <> '{not_c}' ORDER BY k, id LIMIT {limit}"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn one_shape_is_planned_once_and_bound_per_statement() {
+    let (_dbs, g, admin) = setup("");
+    let mut c = g.conn();
+    let m0 = metrics(admin);
+    let (hits0, misses0) = (
+        sample(&m0, "idgate_plan_cache_hits_total"),
+        sample(&m0, "idgate_plan_cache_misses_total"),
+    );
+    // Point selects by key: each reaches its own shard with its own literal.
+    for id in 1..=10i64 {
+        let got: Option<(i64, i64)> = c
+            .query_first(format!("SELECT id, k FROM orders WHERE id = {id}"))
+            .unwrap();
+        assert_eq!(got, Some((id, (id * 7) % 13)), "id {id}");
+    }
+    // Scatter ORDER BY … LIMIT: the WHERE literals are bound into the shard SQL.
+    for (k_min, not_c) in [(3, "c0"), (9, "c1"), (0, "c2"), (12, "it's")] {
+        let not_c_sql = not_c.replace('\'', "''");
+        assert_eq!(
+            scatter(&mut c, k_min, &not_c_sql, 10),
+            expected_top(k_min, not_c, 10),
+            "k >= {k_min}, c <> {not_c}"
+        );
+    }
+    let m1 = metrics(admin);
+    let hits = sample(&m1, "idgate_plan_cache_hits_total") - hits0;
+    let misses = sample(&m1, "idgate_plan_cache_misses_total") - misses0;
+    assert_eq!((hits, misses), (12.0, 2.0), "{m1}");
+    assert!(sample(&m1, "idgate_plan_cache_entries") >= 2.0, "{m1}");
+
+    // Another LIMIT is another plan: never the kept one's row count.
+    for limit in [3, 10, 1, 25] {
+        assert_eq!(
+            scatter(&mut c, 2, "c0", limit),
+            expected_top(2, "c0", limit),
+            "LIMIT {limit}"
+        );
+    }
+    // A prepared point select keeps its plan from PREPARE and binds each execution.
+    let st = c.prep("SELECT id, k FROM orders WHERE id = ?").unwrap();
+    for id in [4i64, 5, 6] {
+        let got: Option<(i64, i64)> = c.exec_first(&st, (id,)).unwrap();
+        assert_eq!(got, Some((id, (id * 7) % 13)));
+    }
+    // UPDATE through a kept plan reaches the right shard.
+    for id in [7i64, 8] {
+        c.query_drop(format!("UPDATE orders SET c = 'upd' WHERE id = {id}"))
+            .unwrap();
+        assert_eq!(c.affected_rows(), 1, "id {id}");
+    }
+    let updated: Vec<i64> = c
+        .query("SELECT id FROM orders WHERE c = 'upd' ORDER BY id")
+        .unwrap();
+    assert_eq!(updated, [7, 8]);
+}
+
+#[test]
+fn size_zero_keeps_nothing_and_answers_the_same() {
+    let (_dbs, g, admin) = setup("plan_cache_size: 0\n");
+    let mut c = g.conn();
+    for (k_min, not_c) in [(3, "c0"), (9, "c1")] {
+        assert_eq!(
+            scatter(&mut c, k_min, not_c, 10),
+            expected_top(k_min, not_c, 10)
+        );
+    }
+    let m = metrics(admin);
+    assert_eq!(sample(&m, "idgate_plan_cache_hits_total"), 0.0, "{m}");
+    assert_eq!(sample(&m, "idgate_plan_cache_misses_total"), 0.0, "{m}");
+    assert_eq!(sample(&m, "idgate_plan_cache_entries"), 0.0, "{m}");
+}
