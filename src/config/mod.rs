@@ -2,6 +2,7 @@
 //! and column of the mistake. Nothing here touches the network.
 
 mod limits;
+mod log_level;
 pub mod ops;
 mod schema;
 mod secrets;
@@ -56,6 +57,7 @@ impl Config {
         validate_tls::validate(&cfg)?;
         limits::validate(&cfg)?;
         ops::validate(&cfg)?;
+        log_level::validate(&cfg)?;
         Ok(cfg)
     }
 

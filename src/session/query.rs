@@ -133,7 +133,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// MariaDB's refusal of NEXTVAL on a sequence the user may not write, for a generator the
     /// user's `generators` list leaves out.
     fn generator_denied(&self, generator: &str) -> Option<SqlError> {
-        let user = self.proxy.user(&self.hello.user)?;
+        let user = self.live.user(&self.hello.user)?;
         if user.may_call(generator) {
             return None;
         }
