@@ -138,9 +138,7 @@ fn auth_users(config: &Config, key: Option<&Arc<auth::rsa::KeySource>>) -> UserD
     };
     users.key = match key {
         Some(k) => k.clone(),
-        None => auth::rsa::KeySource::new(
-            config.rsa_key.as_ref().map(|k| k.value.clone().into()),
-        ),
+        None => auth::rsa::KeySource::new(config.rsa_key.as_ref().map(|k| k.value.clone().into())),
     };
     for u in &config.users {
         let u = &u.value;

@@ -100,6 +100,15 @@ impl Proxy {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Client connections accepted so far (MariaDB's `Connections`: failed logins included).
+    pub fn connections_accepted(&self) -> u64 {
+        u64::from(
+            self.next_connection_id
+                .load(Ordering::Relaxed)
+                .saturating_sub(1),
+        )
+    }
+
     /// The current reloadable configuration (a session keeps the one it logged in with).
     pub fn live(&self) -> Arc<Live> {
         self.live.load_full()

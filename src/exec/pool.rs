@@ -134,7 +134,8 @@ impl BackendPool {
     /// the acquire timeout loses the connection instead of holding a pool slot forever.
     async fn give_back(&self, conn: BackendConn) {
         let found_rows = conn.found_rows;
-        if let Ok(Some(conn)) = tokio::time::timeout(self.acquire_timeout(), Self::reset(conn)).await
+        if let Ok(Some(conn)) =
+            tokio::time::timeout(self.acquire_timeout(), Self::reset(conn)).await
         {
             if let Ok(mut idle) = self.idle_list(found_rows).lock() {
                 idle.push(conn);
@@ -167,11 +168,13 @@ impl BackendPool {
 
     /// Takes a connection, opening one if none is idle; waits at most `acquire_timeout` for a slot.
     pub async fn acquire(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
-        let permit =
-            tokio::time::timeout(self.acquire_timeout(), self.limits.permits().acquire_owned())
-                .await
-                .map_err(|_| self.exhausted())?
-                .map_err(|_| self.exhausted())?;
+        let permit = tokio::time::timeout(
+            self.acquire_timeout(),
+            self.limits.permits().acquire_owned(),
+        )
+        .await
+        .map_err(|_| self.exhausted())?
+        .map_err(|_| self.exhausted())?;
         loop {
             let idle = self
                 .idle_list(found_rows)

@@ -110,7 +110,11 @@ async fn read_and_apply(proxy: &Proxy) -> Result<Applied, ReloadError> {
     })?;
     let current = proxy.live();
     let changed = diff::changed_keys(&current.config, &new);
-    let fixed: Vec<String> = changed.iter().filter(|k| !diff::is_live(k)).cloned().collect();
+    let fixed: Vec<String> = changed
+        .iter()
+        .filter(|k| !diff::is_live(k))
+        .cloned()
+        .collect();
     if !fixed.is_empty() {
         return Err(ReloadError::Refused {
             path: shown,

@@ -245,6 +245,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn prepare(&mut self, packet: &[u8]) -> Option<End> {
+        if crate::sql::admin_statement(&packet[1..]).is_some() {
+            self.send_error(&crate::admin::statements::not_preparable());
+            return None;
+        }
         if self.prepared_count_exceeded() {
             return None;
         }

@@ -1,6 +1,7 @@
 //! One client connection: its login, its state (database, collation, prepared statements, the
 //! backend connection it holds) and the dispatch of each command it sends.
 
+mod admin_statement;
 mod backend_timeout;
 mod commands;
 mod commit;
@@ -130,11 +131,19 @@ pub async fn run(
         collation: crate::exec::backend::POOL_COLLATION,
         tls: proxy.tls.is_some(),
     };
-    let (hello, slot) =
-        match login::login(&proxy, &live, &mut reader, &mut writer, &greeting, &peer_host).await {
-            Ok(x) => x,
-            Err(end) => return end,
-        };
+    let (hello, slot) = match login::login(
+        &proxy,
+        &live,
+        &mut reader,
+        &mut writer,
+        &greeting,
+        &peer_host,
+    )
+    .await
+    {
+        Ok(x) => x,
+        Err(end) => return end,
+    };
     reader.set_limit(limit);
     let span = tracing::info_span!(
         "session",

@@ -36,6 +36,8 @@ pub(super) enum Plan {
     /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
     ExplainRoute(std::ops::Range<usize>),
     Refuse(SqlError),
+    /// `SHOW IDGATE …` / `IDGATE RELOAD`: answered by idgate.
+    Admin(sql::AdminStatement),
 }
 
 /// The outcome of one statement of a COM_QUERY.
@@ -52,6 +54,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             && self.proxy.idgen.is_empty()
             && super::explain::explain_route_target(&packet[1..]).is_none()
             && !self.may_refuse_local_load(&packet[1..])
+            && sql::admin_statement(&packet[1..]).is_none()
         {
             return self.forward(packet, Reply::Results).await;
         }
@@ -150,6 +153,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Decides what to do with one statement; cheap unless it names a configured table.
     fn plan(&mut self, stmt: &[u8]) -> Plan {
+        if let Some(a) = sql::admin_statement(stmt) {
+            return Plan::Admin(a);
+        }
         if let Some(inner) = super::explain::explain_route_target(stmt) {
             let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
             return Plan::ExplainRoute(start..start + inner.len());
@@ -283,6 +289,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn run_step(&mut self, stmt: &[u8], plan: Plan, packet: &[u8], more: bool) -> Step {
+        // idgate's own statements touch no backend and no transaction.
+        let plan = match plan {
+            Plan::Admin(a) => return self.admin_statement(a, more).await,
+            p => p,
+        };
         let default = &self.proxy.default_pool.name;
         let counts_elsewhere = match &plan {
             Plan::Forward(_) | Plan::Refuse(_) => false,
@@ -367,6 +378,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.send_error(&e);
                 Step::Failed
             }
+            Plan::Admin(a) => self.admin_statement(a, more).await,
             Plan::NextValues {
                 generator,
                 count,

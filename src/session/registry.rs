@@ -137,13 +137,15 @@ impl Entry {
         self.info
             .since_ms
             .store(self.registry.sessions.now_ms(), Ordering::Relaxed);
-        let in_txn = StatusFlags::from_bits_retain(status)
-            .contains(StatusFlags::SERVER_STATUS_IN_TRANS);
+        let in_txn =
+            StatusFlags::from_bits_retain(status).contains(StatusFlags::SERVER_STATUS_IN_TRANS);
         self.info.in_txn.store(in_txn, Ordering::Relaxed);
         if *db != self.shown_db {
             self.shown_db = db.clone();
             if let Ok(mut d) = self.info.db.lock() {
-                *d = db.as_deref().map(|d| String::from_utf8_lossy(d).into_owned());
+                *d = db
+                    .as_deref()
+                    .map(|d| String::from_utf8_lossy(d).into_owned());
             }
         }
     }

@@ -10,6 +10,7 @@
 //! [`IdValue::Placeholder`] and bind in the order [`placeholder_order`] gives: the client keeps
 //! its own parameter count, idgate adds the id parameters.
 
+mod admin;
 mod classify;
 mod dml;
 mod duplicate_update;
@@ -30,6 +31,7 @@ mod select_tokens;
 mod session_query;
 mod split;
 
+pub use admin::{admin_statement, AdminStatement};
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
 pub use dml::{analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyValue};
 pub use duplicate_update::duplicate_update_columns;
