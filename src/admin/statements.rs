@@ -43,7 +43,7 @@ pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStat
         AdminStatement::Tables => Answer::Rows(tables(proxy)),
         AdminStatement::Reload => match crate::reload::reload(proxy, "IDGATE RELOAD").await {
             Ok(a) if a.changed.is_empty() => Answer::Ok(format!(
-                "configuration generation {}: the file had no changes",
+                "configuration generation {} kept: the file has no changes",
                 a.generation
             )),
             Ok(a) => Answer::Ok(format!(

@@ -121,6 +121,13 @@ async fn read_and_apply(proxy: &Proxy) -> Result<Applied, ReloadError> {
             keys: fixed,
         });
     }
+    if changed.is_empty() {
+        // Nothing to apply: the generation (and every plan cached under it) stays.
+        return Ok(Applied {
+            generation: current.generation,
+            changed,
+        });
+    }
     // Every check passed: from here nothing fails, so the configuration changes whole.
     let generation = current.generation + 1;
     for (name, b) in &new.backends {
