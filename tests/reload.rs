@@ -317,3 +317,55 @@ fn idgate_reload_applies_and_bad_files_are_refused_whole() {
     inserts_route_by_mod(&g, &dbs, 4);
     assert_ne!(good, applied);
 }
+
+/// (status, body) of `curl -X POST`.
+fn post(port: u16, path: &str) -> (u16, serde_json::Value) {
+    let out = std::process::Command::new(common::clients::require_tool("curl", "curl"))
+        .args([
+            "-sS",
+            "--max-time",
+            "20",
+            "-X",
+            "POST",
+            "-w",
+            "\n%{http_code}",
+        ])
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    let json = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (code.trim().parse().expect("status"), json)
+}
+
+#[test]
+fn post_reload_on_the_admin_listener() {
+    let db = start_db();
+    let admin_port = common::free_port().expect("port");
+    let g = Idgate::start_with(|port| {
+        config_for(
+            port,
+            &[("shard0", &db)],
+            &format!("admin:\n  listen: 127.0.0.1:{admin_port}\n"),
+        )
+    });
+    edit(&g, replace("password: \"\"\n", "password: via-http\n"));
+    let (code, body) = post(admin_port, "/reload");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["generation"], 2, "{body}");
+    assert_eq!(body["changed"], serde_json::json!(["users"]), "{body}");
+    login(&g, "nopw", "via-http");
+    // The admin listener itself cannot move live.
+    edit(
+        &g,
+        replace(&format!("127.0.0.1:{admin_port}"), "127.0.0.1:1"),
+    );
+    let (code, body) = post(admin_port, "/reload");
+    assert_eq!(code, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("admin.listen"),
+        "{body}"
+    );
+    login(&g, "nopw", "via-http");
+}

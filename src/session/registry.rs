@@ -54,7 +54,8 @@ pub struct Row {
 /// A session's registration; removes the entry when dropped.
 pub struct Entry {
     info: Arc<Info>,
-    registry: Arc<crate::proxy::Proxy>,
+    /// The registry's owner, which outlives every session.
+    proxy: Arc<crate::proxy::Proxy>,
     /// The database last written to `info`, so an unchanged one costs no lock.
     shown_db: Option<Vec<u8>>,
 }
@@ -118,7 +119,7 @@ impl Entry {
         r.sessions.insert(id, info.clone());
         Entry {
             info,
-            registry: proxy.clone(),
+            proxy: proxy.clone(),
             shown_db: db.map(<[u8]>::to_vec),
         }
     }
@@ -128,7 +129,7 @@ impl Entry {
         self.info.command.store(command, Ordering::Relaxed);
         self.info
             .since_ms
-            .store(self.registry.sessions.now_ms(), Ordering::Relaxed);
+            .store(self.proxy.sessions.now_ms(), Ordering::Relaxed);
     }
 
     /// The command ended: idle, with the session's status flags and database now.
@@ -136,7 +137,7 @@ impl Entry {
         self.info.command.store(IDLE, Ordering::Relaxed);
         self.info
             .since_ms
-            .store(self.registry.sessions.now_ms(), Ordering::Relaxed);
+            .store(self.proxy.sessions.now_ms(), Ordering::Relaxed);
         let in_txn =
             StatusFlags::from_bits_retain(status).contains(StatusFlags::SERVER_STATUS_IN_TRANS);
         self.info.in_txn.store(in_txn, Ordering::Relaxed);
@@ -160,7 +161,7 @@ impl Entry {
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        self.registry.sessions.sessions.remove(&self.info.id);
+        self.proxy.sessions.sessions.remove(&self.info.id);
     }
 }
 
