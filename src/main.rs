@@ -3,7 +3,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use idgate::config::Config;
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(
@@ -32,12 +31,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("IDGATE_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    idgate::reload::log_filter::init();
     let cli = Cli::parse();
     match cli.command.unwrap_or(Cmd::Run) {
         Cmd::CheckConfig => match Config::from_file(&cli.config) {
@@ -59,7 +53,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            serve(cfg)
+            serve(cfg, cli.config)
         }
         Cmd::Demo => idgate::demo::run(),
         Cmd::HashPassword => hash_password(),
@@ -88,7 +82,7 @@ fn hash_password() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn serve(cfg: Config) -> ExitCode {
+fn serve(cfg: Config, path: PathBuf) -> ExitCode {
     // This thread's event loop accepts clients and serves its share of them; the server starts
     // one more per extra worker thread (see `worker_threads`). A client's socket and its backend
     // connection's socket are driven by the same thread, so relaying a statement never wakes
@@ -105,7 +99,7 @@ fn serve(cfg: Config) -> ExitCode {
     };
     rt.block_on(async {
         let stop = idgate::server::signal_stop();
-        match idgate::server::run(cfg, stop).await {
+        match idgate::server::run_with_file(cfg, Some(path), stop).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!("{e}");

@@ -7,21 +7,24 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use crate::config::{AuthPluginName, Config};
+use arc_swap::ArcSwap;
+
+use crate::config::Config;
 use crate::exec::BackendPool;
 use crate::idgen::store_pool::StorePool;
 use crate::idgen::IdGen;
+use crate::live::Live;
 use crate::route::Tables;
-use crate::wire::auth;
-use crate::wire::handshake::UserDb;
 
 pub struct Proxy {
+    /// The configuration idgate started with. What a reload may change (users, limits, pool
+    /// settings, timeouts) is read from [`Proxy::live`]; the rest a reload refuses to change,
+    /// so it is the same in both.
     pub config: Config,
-    pub users: UserDb,
+    /// The reloadable configuration and what is built from it; sessions snapshot it at login.
+    live: ArcSwap<Live>,
     pub pools: HashMap<String, Arc<BackendPool>>,
     pub default_pool: Arc<BackendPool>,
-    /// Pools of users with backend accounts of their own: user name, then backend name.
-    user_pools: HashMap<Vec<u8>, HashMap<String, Arc<BackendPool>>>,
     /// The default backend's version string plus `-idgate`, so drivers enable the same features.
     pub server_version: Vec<u8>,
     /// The configured ID generators.
@@ -42,6 +45,12 @@ pub struct Proxy {
     pub metrics: Arc<crate::admin::Metrics>,
     /// Plans of statements about placed tables, by statement shape.
     pub plans: crate::route::PlanCache,
+    /// Live sessions, for `SHOW IDGATE SESSIONS`.
+    pub sessions: crate::session::registry::Registry,
+    /// The file a reload reads (set when idgate runs from one), and the last reload's outcome.
+    pub reloads: crate::reload::Reloads,
+    /// When this process started serving (for uptime).
+    pub started: std::time::Instant,
     next_connection_id: AtomicU32,
 }
 
@@ -53,29 +62,17 @@ impl Proxy {
         xa: Option<Arc<crate::xa::Coordinator>>,
         tls: Option<tokio_rustls::TlsAcceptor>,
     ) -> Arc<Proxy> {
-        let mut users = auth_users(&config);
-        for u in &config.users {
-            if u.value.require_tls {
-                users.require_tls(&u.value.name);
-            }
-        }
-        users.require_tls_for_all(config.require_secure_transport);
         let pools: HashMap<_, _> = config
             .backends
             .iter()
             .map(|(name, b)| (name.clone(), BackendPool::new(name, &b.value)))
             .collect();
         let default_pool = pools[&config.default_backend.value].clone();
-        let user_pools = account_pools(&config, &pools);
+        let live = Live::build(1, config.clone(), &pools, None);
         let mut server_version = backend_version.to_vec();
         server_version.extend_from_slice(b"-idgate");
         let tables = Tables::from_config(&config);
-        let user_caps = config
-            .users
-            .iter()
-            .filter_map(|u| Some((u.value.name.as_bytes().to_vec(), u.value.max_connections?)))
-            .collect();
-        let admission = crate::limits::Admission::new(config.max_connections, user_caps);
+        let admission = crate::limits::Admission::new(config.max_connections, user_caps(&config));
         let auth_throttle = crate::limits::AuthThrottle::new(
             config.max_auth_failures,
             std::time::Duration::from_millis(config.auth_backoff_ms),
@@ -91,111 +88,75 @@ impl Proxy {
             xa,
             tls,
             config,
-            users,
+            live: ArcSwap::from_pointee(live),
             pools,
             default_pool,
-            user_pools,
             server_version,
+            sessions: Default::default(),
+            reloads: Default::default(),
+            started: std::time::Instant::now(),
             next_connection_id: AtomicU32::new(1),
         })
-    }
-
-    /// The configuration generation plans are made for: a plan kept for an older one is not
-    /// used. The configuration does not change while idgate runs, so this is 0.
-    pub fn plan_generation(&self) -> u64 {
-        0
     }
 
     pub fn next_connection_id(&self) -> u32 {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The pool a session of `user` takes its connections to `backend` from: the user's own
+    /// Client connections accepted so far (MariaDB's `Connections`: failed logins included).
+    pub fn connections_accepted(&self) -> u64 {
+        u64::from(
+            self.next_connection_id
+                .load(Ordering::Relaxed)
+                .saturating_sub(1),
+        )
+    }
+
+    /// The current reloadable configuration (a session keeps the one it logged in with).
+    pub fn live(&self) -> Arc<Live> {
+        self.live.load_full()
+    }
+
+    /// Replaces the reloadable configuration (a reload, after every check passed).
+    pub(crate) fn set_live(&self, live: Live) {
+        self.live.store(Arc::new(live));
+    }
+
+    /// The configuration generation: 1 at start, bumped by every applied reload. Plans cached
+    /// under one generation are not reused under another.
+    pub fn plan_generation(&self) -> u64 {
+        self.live.load().generation
+    }
+
+    /// The pool a session of `user` takes its connections to `backend` from now: the user's own
     /// account there, or the backend's shared one.
-    pub fn pool_for(&self, backend: &str, user: &[u8]) -> Option<&Arc<BackendPool>> {
-        self.user_pools
-            .get(user)
-            .and_then(|p| p.get(backend))
-            .or_else(|| self.pools.get(backend))
+    pub fn pool_for(&self, backend: &str, user: &[u8]) -> Option<Arc<BackendPool>> {
+        self.live
+            .load()
+            .pool_for(&self.pools, backend, user)
+            .cloned()
     }
 
     /// The pools of users' own accounts on `backend`.
-    pub fn account_pools<'a>(
-        &'a self,
-        backend: &'a str,
-    ) -> impl Iterator<Item = &'a Arc<BackendPool>> + 'a {
-        self.user_pools.values().filter_map(move |p| p.get(backend))
+    pub fn account_pools(&self, backend: &str) -> std::vec::IntoIter<Arc<BackendPool>> {
+        let live = self.live.load();
+        let pools: Vec<_> = live.account_pools(backend).cloned().collect();
+        pools.into_iter()
     }
 
-    /// A configured user, by the name a client logs in with.
-    pub fn user(&self, name: &[u8]) -> Option<&crate::config::User> {
-        self.config
-            .users
-            .iter()
-            .map(|u| &u.value)
-            .find(|u| u.name.as_bytes() == name)
+    /// A configured user (as configured now), by the name a client logs in with.
+    pub fn user(&self, name: &[u8]) -> Option<crate::config::User> {
+        self.live.load().user(name).cloned()
     }
 }
 
-/// One pool per distinct (backend, account) that users name; users naming the same account share
-/// its pool.
-fn account_pools(
-    config: &Config,
-    pools: &HashMap<String, Arc<BackendPool>>,
-) -> HashMap<Vec<u8>, HashMap<String, Arc<BackendPool>>> {
-    let mut shared: HashMap<(String, String, String), Arc<BackendPool>> = HashMap::new();
-    let mut out = HashMap::new();
-    for u in &config.users {
-        let u = &u.value;
-        let mut mine = HashMap::new();
-        for (backend, pool) in pools {
-            let Some(a) = u.account_for(backend) else {
-                continue;
-            };
-            let password = a.password.clone().unwrap_or_default();
-            let key = (backend.clone(), a.user.clone(), password.clone());
-            let p = shared
-                .entry(key)
-                .or_insert_with(|| pool.for_account(&a.user, &password));
-            mine.insert(backend.clone(), p.clone());
-        }
-        if !mine.is_empty() {
-            out.insert(u.name.as_bytes().to_vec(), mine);
-        }
-    }
-    out
-}
-
-/// The configured users with their hashes (both derived from a clear-text password), the
-/// greeting's plugin, and the RSA key, prepared in the background when a user may need it.
-fn auth_users(config: &Config) -> UserDb {
-    let mut users = UserDb::default();
-    users.default_plugin = match config.default_auth_plugin {
-        AuthPluginName::MysqlNativePassword => auth::Plugin::Native,
-        AuthPluginName::CachingSha2Password => auth::Plugin::CachingSha2,
-    };
-    users.key = auth::rsa::KeySource::new(config.rsa_key.as_ref().map(|k| k.value.clone().into()));
-    for u in &config.users {
-        let u = &u.value;
-        let entry = match &u.password {
-            Some(p) => auth::UserAuth {
-                native: Some(auth::hash_password(p)),
-                caching_sha2: Some(auth::hash_password_sha2(p)),
-            },
-            None => auth::UserAuth {
-                native: u.password_hash.as_deref().and_then(auth::parse_native_hash),
-                caching_sha2: u
-                    .caching_sha2_hash
-                    .as_deref()
-                    .and_then(auth::parse_sha2_hash),
-            },
-        };
-        users.insert(&u.name, entry);
-    }
-    if users.any_caching_sha2() {
-        users.key.prepare();
-    }
-    users
+/// Users' own session caps (`users[].max_connections`).
+pub(crate) fn user_caps(config: &Config) -> HashMap<Vec<u8>, u32> {
+    config
+        .users
+        .iter()
+        .filter_map(|u| Some((u.value.name.as_bytes().to_vec(), u.value.max_connections?)))
+        .collect()
 }
 
 /// The sequence store's pool (on its backend and any failover nodes), with its database created

@@ -47,7 +47,24 @@ async fn backend_version(config: &Config) -> Result<Vec<u8>, StartError> {
 }
 
 /// Binds, then serves until `stop` turns true (or a signal arrives).
-pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), StartError> {
+pub async fn run(config: Config, stop: watch::Receiver<bool>) -> Result<(), StartError> {
+    run_with_file(config, None, stop).await
+}
+
+/// As [`run`], for a configuration read from `path`: SIGHUP and `IDGATE RELOAD` read it again.
+pub async fn run_with_file(
+    config: Config,
+    path: Option<std::path::PathBuf>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), StartError> {
+    // Listening before the slow start: a SIGHUP meanwhile waits instead of ending the process.
+    #[cfg(unix)]
+    let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+    if config.log_level.is_some() {
+        if let Err(e) = crate::reload::log_filter::apply(config.log_level.as_deref()) {
+            warn!(error = %e, "could not set log_level");
+        }
+    }
     // Thousands of clients, each with backend connections, need more than the usual 1024 fds.
     match crate::limits::rlimit::raise_nofile() {
         Ok((soft, hard)) => info!(soft, hard, "open file limit (RLIMIT_NOFILE)"),
@@ -62,7 +79,6 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
                 addr: config.listen.clone(),
                 source,
             })?;
-    let grace = Duration::from_millis(config.shutdown_grace_ms);
     let idgen = crate::proxy::build_idgen(&config)
         .await
         .map_err(StartError::IdGen)?;
@@ -71,6 +87,14 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
         .await
         .map_err(StartError::Xa)?;
     let proxy = Proxy::new(config, &version, idgen, xa, tls);
+    if let Some(p) = path {
+        proxy.reloads.set_path(p);
+    }
+    #[cfg(unix)]
+    match hup {
+        Ok(hup) => crate::reload::on_sighup(proxy.clone(), hup),
+        Err(e) => warn!(error = %e, "cannot listen for SIGHUP; reload with IDGATE RELOAD"),
+    }
     crate::admin::start(&proxy, stop.clone()).await?;
     for pool in proxy.pools.values() {
         if let Err(e) = pool.warm_up().await {
@@ -139,6 +163,7 @@ pub async fn run(config: Config, mut stop: watch::Receiver<bool>) -> Result<(), 
         "shutting down: no new connections"
     );
     let _ = tx.send(true);
+    let grace = Duration::from_millis(proxy.live().config.shutdown_grace_ms);
     let drained = tokio::time::timeout(grace, async {
         while sessions.join_next().await.is_some() {}
     })

@@ -5,8 +5,8 @@ use crate::config::User;
 use crate::proxy::Proxy;
 use crate::wire::auth::{hash_password, hash_password_sha2, parse_native_hash, parse_sha2_hash};
 
-/// The configured user `name` if `password` is theirs.
-pub fn check<'a>(proxy: &'a Proxy, name: &str, password: &str) -> Option<&'a User> {
+/// The configured user `name` (as configured now) if `password` is theirs.
+pub fn check(proxy: &Proxy, name: &str, password: &str) -> Option<User> {
     let user = proxy.user(name.as_bytes());
     // Hash even for unknown users, so the answer takes as long either way.
     let native = hash_password(password);

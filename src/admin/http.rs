@@ -1,11 +1,11 @@
-//! The admin HTTP listener: `/health`, `/ready`, `/generators`, `/metrics`.
+//! The admin HTTP listener: `/health`, `/ready`, `/generators`, `/metrics`, `POST /reload`.
 
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use super::ready::Checker;
@@ -22,6 +22,7 @@ pub fn router(proxy: Arc<Proxy>, checker: Checker) -> Router {
         .route("/ready", get(ready))
         .route("/generators", get(generators))
         .route("/metrics", get(metrics))
+        .route("/reload", post(reload))
         .with_state(Arc::new(AdminState { proxy, checker }))
 }
 
@@ -54,5 +55,22 @@ async fn metrics(State(s): State<Arc<AdminState>>) -> Response {
         )
             .into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n").into_response(),
+    }
+}
+
+/// `POST /reload`: as SIGHUP; 200 with the generation and the changed keys, or 409 with why not.
+async fn reload(State(s): State<Arc<AdminState>>) -> Response {
+    match crate::reload::reload(&s.proxy, "POST /reload").await {
+        Ok(a) => Json(serde_json::json!({
+            "applied": true,
+            "generation": a.generation,
+            "changed": a.changed,
+        }))
+        .into_response(),
+        Err(e) => (
+            StatusCode::CONFLICT,
+            Json(serde_json::json!({ "applied": false, "error": e.to_string() })),
+        )
+            .into_response(),
     }
 }

@@ -53,7 +53,7 @@ impl HttpState {
     }
 
     /// The user named by the request's Basic credentials.
-    fn caller(&self, headers: &HeaderMap) -> Result<&User, Refusal> {
+    fn caller(&self, headers: &HeaderMap) -> Result<User, Refusal> {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
             return Err(Refusal::Unauthenticated(
                 "send the credentials of an idgate user with HTTP Basic authentication",
@@ -90,7 +90,7 @@ impl HttpState {
         n: u64,
     ) -> Result<IdBlock, Refusal> {
         let user = self.caller(headers)?;
-        ids::take(&self.proxy, user, generator, n)
+        ids::take(&self.proxy, &user, generator, n)
             .await
             .map_err(Refusal::Id)
     }

@@ -12,6 +12,8 @@ pub mod ids;
 pub mod metrics;
 pub mod ready;
 pub mod resp;
+pub mod result_set;
+pub mod statements;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -91,7 +91,7 @@ impl Checker {
 }
 
 /// A pooled connection (opened if none is idle) answers COM_PING in time.
-async fn ping_backend(pool: Arc<BackendPool>, timeout: Duration) -> Result<String, String> {
+pub async fn ping_backend(pool: Arc<BackendPool>, timeout: Duration) -> Result<String, String> {
     let t0 = Instant::now();
     let ping = async {
         let mut lease = pool.acquire(false).await.map_err(|e| e.message)?;

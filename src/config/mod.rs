@@ -3,6 +3,7 @@
 //! Must not: hold runtime state; what is derived from it lives in `proxy`.
 
 mod limits;
+mod log_level;
 pub mod ops;
 mod schema;
 mod secrets;
@@ -57,6 +58,7 @@ impl Config {
         validate_tls::validate(&cfg)?;
         limits::validate(&cfg)?;
         ops::validate(&cfg)?;
+        log_level::validate(&cfg)?;
         Ok(cfg)
     }
 

@@ -97,6 +97,10 @@ pub struct Config {
     /// The ID service over HTTP and the Redis protocol; off when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_service: Option<super::ops::IdServiceConfig>,
+    /// Log filter (`EnvFilter` directives, e.g. `info` or `idgate=debug`); over IDGATE_LOG, and
+    /// changed by a reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
 }
 
 /// Authentication plugins idgate can check as a server.
@@ -206,6 +210,9 @@ pub struct User {
     /// Log in only over TLS (as a MariaDB account with REQUIRE SSL).
     #[serde(default)]
     pub require_tls: bool,
+    /// May run idgate's admin statements (`SHOW IDGATE …`, `IDGATE RELOAD`).
+    #[serde(default)]
+    pub admin: bool,
 }
 
 /// A backend login of a user's own.

@@ -9,6 +9,7 @@ pub mod collect;
 pub mod merge;
 pub mod metadata;
 pub mod pool;
+pub mod pool_limits;
 pub mod relay;
 pub mod scatter;
 

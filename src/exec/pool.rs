@@ -5,9 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use arc_swap::ArcSwap;
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::backend::{BackendConn, BackendError, CurrentDb};
+use super::pool_limits::PoolLimits;
 use crate::config::Backend;
 use crate::wire::errors::{self, SqlError};
 
@@ -17,11 +19,12 @@ const PING_IF_IDLE: Duration = Duration::from_secs(1);
 
 pub struct BackendPool {
     pub name: String,
-    cfg: Backend,
-    permits: Arc<Semaphore>,
+    /// How new connections log in (swapped by a reload: account, timeouts).
+    cfg: ArcSwap<Backend>,
+    /// The cap and acquire timeout, shared with the pools of users' own accounts here.
+    limits: Arc<PoolLimits>,
     /// Idle connections, by CLIENT_FOUND_ROWS (the flag is fixed at login).
     idle: [Mutex<Vec<BackendConn>>; 2],
-    acquire_timeout: Duration,
 }
 
 /// A connection on loan to one session; goes back to the pool (after a reset) when dropped.
@@ -77,31 +80,50 @@ impl BackendPool {
     pub fn new(name: &str, cfg: &Backend) -> Arc<BackendPool> {
         Arc::new(BackendPool {
             name: name.to_string(),
-            cfg: cfg.clone(),
-            permits: Arc::new(Semaphore::new(cfg.pool.max_connections)),
+            cfg: ArcSwap::from_pointee(cfg.clone()),
+            limits: PoolLimits::new(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
-            acquire_timeout: Duration::from_millis(cfg.pool.acquire_timeout_ms),
         })
     }
 
     /// A pool on the same backend logging in as another account (a user's own), sharing this
     /// pool's connection cap so `max_connections` bounds the backend whatever the accounts.
     pub fn for_account(&self, user: &str, password: &str) -> Arc<BackendPool> {
-        let mut cfg = self.cfg.clone();
+        let mut cfg = Backend::clone(&self.cfg.load());
         cfg.user = user.to_string();
         cfg.password = password.to_string();
         Arc::new(BackendPool {
             name: self.name.clone(),
-            cfg,
-            permits: self.permits.clone(),
+            cfg: ArcSwap::from_pointee(cfg),
+            limits: self.limits.clone(),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
-            acquire_timeout: self.acquire_timeout,
         })
     }
 
     /// The account this pool's connections log in as.
-    pub fn account(&self) -> &str {
-        &self.cfg.user
+    pub fn account(&self) -> String {
+        self.cfg.load().user.clone()
+    }
+
+    /// A reload: connections opened from now on use `cfg` (account, timeouts), and the cap and
+    /// acquire timeout follow its `pool` settings. Open connections are kept.
+    pub fn reconfigure(&self, cfg: &Backend) {
+        self.limits
+            .set(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms);
+        self.cfg.store(Arc::new(cfg.clone()));
+    }
+
+    /// As [`BackendPool::reconfigure`] for the pool of a user's own account: `cfg` with the
+    /// account's login (the cap is the backend pool's, set there).
+    pub fn reconfigure_account(&self, cfg: &Backend, user: &str, password: &str) {
+        let mut cfg = cfg.clone();
+        cfg.user = user.to_string();
+        cfg.password = password.to_string();
+        self.cfg.store(Arc::new(cfg));
+    }
+
+    fn acquire_timeout(&self) -> Duration {
+        self.limits.acquire_timeout()
     }
 
     fn idle_list(&self, found_rows: bool) -> &Mutex<Vec<BackendConn>> {
@@ -112,7 +134,8 @@ impl BackendPool {
     /// the acquire timeout loses the connection instead of holding a pool slot forever.
     async fn give_back(&self, conn: BackendConn) {
         let found_rows = conn.found_rows;
-        if let Ok(Some(conn)) = tokio::time::timeout(self.acquire_timeout, Self::reset(conn)).await
+        if let Ok(Some(conn)) =
+            tokio::time::timeout(self.acquire_timeout(), Self::reset(conn)).await
         {
             if let Ok(mut idle) = self.idle_list(found_rows).lock() {
                 idle.push(conn);
@@ -145,11 +168,13 @@ impl BackendPool {
 
     /// Takes a connection, opening one if none is idle; waits at most `acquire_timeout` for a slot.
     pub async fn acquire(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
-        let permit =
-            tokio::time::timeout(self.acquire_timeout, self.permits.clone().acquire_owned())
-                .await
-                .map_err(|_| self.exhausted())?
-                .map_err(|_| self.exhausted())?;
+        let permit = tokio::time::timeout(
+            self.acquire_timeout(),
+            self.limits.permits().acquire_owned(),
+        )
+        .await
+        .map_err(|_| self.exhausted())?
+        .map_err(|_| self.exhausted())?;
         loop {
             let idle = self
                 .idle_list(found_rows)
@@ -162,12 +187,13 @@ impl BackendPool {
             }
             let ping = mysql_common::constants::Command::COM_PING as u8;
             let answered =
-                tokio::time::timeout(self.acquire_timeout, conn.simple_command(&[ping])).await;
+                tokio::time::timeout(self.acquire_timeout(), conn.simple_command(&[ping])).await;
             if let Ok(Ok(0x00)) = answered {
                 return Ok(self.lease(conn, permit));
             }
         }
-        let conn = BackendConn::connect(&self.name, &self.cfg, found_rows, self.acquire_timeout)
+        let cfg = self.cfg.load_full();
+        let conn = BackendConn::connect(&self.name, &cfg, found_rows, self.acquire_timeout())
             .await
             .map_err(|e| self.unreachable(e))?;
         Ok(self.lease(conn, permit))
@@ -189,8 +215,8 @@ impl BackendPool {
                 "idgate: no free connection to backend `{}` within {} ms (all {} in use); \
                  raise backends.{}.pool.max_connections or acquire_timeout_ms",
                 self.name,
-                self.acquire_timeout.as_millis(),
-                self.cfg.pool.max_connections,
+                self.acquire_timeout().as_millis(),
+                self.limits.max(),
                 self.name
             ),
         )
@@ -210,22 +236,20 @@ impl BackendPool {
 
     /// Connections leased to sessions now, over every account sharing this backend's cap.
     pub fn in_use_count(&self) -> usize {
-        self.cfg
-            .pool
-            .max_connections
-            .saturating_sub(self.permits.available_permits())
+        self.limits.in_use()
     }
 
     /// The backend's connection cap (`pool.max_connections`).
     pub fn max_connections(&self) -> usize {
-        self.cfg.pool.max_connections
+        self.limits.max()
     }
 
     /// Opens `min_connections` at startup so the first sessions do not pay for the logins.
     pub async fn warm_up(self: &Arc<Self>) -> Result<(), BackendError> {
-        for _ in 0..self.cfg.pool.min_connections {
+        let cfg = self.cfg.load_full();
+        for _ in 0..cfg.pool.min_connections {
             let conn =
-                BackendConn::connect(&self.name, &self.cfg, false, self.acquire_timeout).await?;
+                BackendConn::connect(&self.name, &cfg, false, self.acquire_timeout()).await?;
             if let Ok(mut idle) = self.idle_list(false).lock() {
                 idle.push(conn);
             }

@@ -2,21 +2,24 @@
 //! as MariaDB counts max_connections and an account's MAX_USER_CONNECTIONS.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 
 use crate::wire::errors::{self, SqlError};
 
 pub struct Admission {
-    max: usize,
+    max: AtomicUsize,
     /// Per-user caps from the configuration (users without one are not listed).
-    user_caps: HashMap<Vec<u8>, u32>,
+    user_caps: ArcSwap<HashMap<Vec<u8>, u32>>,
     counts: Mutex<Counts>,
 }
 
 #[derive(Default)]
 struct Counts {
     total: usize,
-    /// Only users with a cap are counted.
+    /// Every user is counted, so a cap a reload adds sees the sessions already in.
     per_user: HashMap<Vec<u8>, u32>,
 }
 
@@ -29,10 +32,17 @@ pub struct Slot {
 impl Admission {
     pub fn new(max: usize, user_caps: HashMap<Vec<u8>, u32>) -> Arc<Admission> {
         Arc::new(Admission {
-            max,
-            user_caps,
+            max: AtomicUsize::new(max),
+            user_caps: ArcSwap::from_pointee(user_caps),
             counts: Mutex::new(Counts::default()),
         })
+    }
+
+    /// A reload changed `max_connections` or users' caps: they bind new logins; sessions already
+    /// in keep their slots.
+    pub fn set_limits(&self, max: usize, user_caps: HashMap<Vec<u8>, u32>) {
+        self.max.store(max, Ordering::Relaxed);
+        self.user_caps.store(Arc::new(user_caps));
     }
 
     fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
@@ -43,16 +53,17 @@ impl Admission {
     /// Takes a slot for `user`, or the error MariaDB gives past its limits.
     pub fn admit(self: &Arc<Self>, user: &[u8]) -> Result<Slot, SqlError> {
         let mut c = self.counts();
-        if c.total >= self.max {
-            return Err(too_many_connections(self.max));
+        let max = self.max.load(Ordering::Relaxed);
+        if c.total >= max {
+            return Err(too_many_connections(max));
         }
-        if let Some(&cap) = self.user_caps.get(user) {
-            let n = c.per_user.entry(user.to_vec()).or_default();
+        let n = c.per_user.entry(user.to_vec()).or_default();
+        if let Some(&cap) = self.user_caps.load().get(user) {
             if *n >= cap {
                 return Err(user_limit_reached(user, cap));
             }
-            *n += 1;
         }
+        *n += 1;
         c.total += 1;
         Ok(Slot {
             admission: self.clone(),
@@ -83,13 +94,13 @@ impl Slot {
         }
         let a = self.admission.clone();
         let mut c = a.counts();
-        if let Some(&cap) = a.user_caps.get(user) {
-            let n = c.per_user.entry(user.to_vec()).or_default();
+        let n = c.per_user.entry(user.to_vec()).or_default();
+        if let Some(&cap) = a.user_caps.load().get(user) {
             if *n >= cap {
                 return Err(user_limit_reached(user, cap));
             }
-            *n += 1;
         }
+        *n += 1;
         let old = std::mem::replace(&mut self.user, user.to_vec());
         a.release_user(&mut c, &old);
         Ok(())

@@ -4,6 +4,7 @@
 //! login clears the host's count, and a host quiet for `FORGET_AFTER` is forgotten.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -24,18 +25,26 @@ struct Host {
 }
 
 pub struct AuthThrottle {
-    max_failures: u32,
-    base: Duration,
+    /// Both follow a reload.
+    max_failures: AtomicU32,
+    base_ms: AtomicU64,
     hosts: Mutex<HashMap<String, Host>>,
 }
 
 impl AuthThrottle {
     pub fn new(max_failures: u32, base: Duration) -> AuthThrottle {
         AuthThrottle {
-            max_failures,
-            base,
+            max_failures: AtomicU32::new(max_failures),
+            base_ms: AtomicU64::new(base.as_millis() as u64),
             hosts: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// A reload changed `max_auth_failures` / `auth_backoff_ms`.
+    pub fn set(&self, max_failures: u32, base: Duration) {
+        self.max_failures.store(max_failures, Ordering::Relaxed);
+        self.base_ms
+            .store(base.as_millis() as u64, Ordering::Relaxed);
     }
 
     fn hosts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Host>> {
@@ -73,10 +82,10 @@ impl AuthThrottle {
         }
         h.failures = h.failures.saturating_add(1);
         h.last_failure = now;
-        if h.failures >= self.max_failures {
-            let doublings = (h.failures - self.max_failures).min(30);
-            let wait = self
-                .base
+        let max_failures = self.max_failures.load(Ordering::Relaxed);
+        if h.failures >= max_failures {
+            let doublings = (h.failures - max_failures).min(30);
+            let wait = Duration::from_millis(self.base_ms.load(Ordering::Relaxed))
                 .checked_mul(1 << doublings)
                 .unwrap_or(MAX_BACKOFF)
                 .min(MAX_BACKOFF);

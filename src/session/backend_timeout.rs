@@ -70,7 +70,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Kills the backend thread of an abandoned connection, in the background.
     fn kill_later(&self, backend: &str, connection_id: u32) {
-        let Some(cfg) = self.proxy.config.backends.get(backend) else {
+        let Some(cfg) = self.live.config.backends.get(backend) else {
             return;
         };
         let cfg = cfg.value.clone();

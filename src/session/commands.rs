@@ -163,7 +163,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             let carried = if local_infile::may_ask_for_file(local_files, packet) {
                 let mut buf = Vec::new();
-                let t = std::time::Duration::from_secs(self.proxy.config.net_read_timeout);
+                let t = std::time::Duration::from_secs(self.live.config.net_read_timeout);
                 local_infile::carry_file(&mut self.reader, client.writer, be, &mut buf, t).await
             } else {
                 be.decline_file().await.map_err(CarryError::Backend)
@@ -223,6 +223,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn prepare(&mut self, packet: &[u8]) -> Option<End> {
+        if crate::sql::admin_statement(&packet[1..]).is_some() {
+            self.send_error(&crate::admin::statements::not_preparable());
+            return None;
+        }
         if self.prepared_count_exceeded() {
             return None;
         }
@@ -441,15 +445,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn change_user(&mut self, packet: &[u8]) -> Option<End> {
+        // A new login: checked against the configuration as it is now, which the session keeps.
+        let live = self.proxy.live();
         // The client may be asked to answer again (auth switch): bounded by net_read_timeout.
         let changed = tokio::time::timeout(
-            std::time::Duration::from_secs(self.proxy.config.net_read_timeout),
+            std::time::Duration::from_secs(live.config.net_read_timeout),
             handshake::change_user(
                 &mut self.reader,
                 &mut self.writer,
                 &self.hello,
                 packet,
-                &self.proxy.users,
+                &live.users,
                 &self.peer_host,
             ),
         )
@@ -463,6 +469,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.send_error(&e);
             return Some(End::LoginRefused);
         }
+        self.registered.set_user(&changed.user);
+        self.live = live;
         self.hello.user = changed.user;
         if let Some(c) = changed.collation {
             self.hello.collation = c;
@@ -474,10 +482,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut all = std::mem::take(&mut self.leases);
         // Connections logged in as another account than the new user's go back to their pool
         // (reset there); the new user takes its own when it needs them.
-        let (proxy, user) = (self.proxy.clone(), self.hello.user.clone());
+        let (proxy, live, user) = (
+            self.proxy.clone(),
+            self.live.clone(),
+            self.hello.user.clone(),
+        );
         all.retain(|h| {
-            proxy
-                .pool_for(&h.backend, &user)
+            live.pool_for(&proxy.pools, &h.backend, &user)
                 .is_some_and(|p| std::sync::Arc::ptr_eq(p, h.lease.pool()))
         });
         let mut failed = None;

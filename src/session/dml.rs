@@ -171,7 +171,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             writer: &mut self.writer,
             deprecate_eof,
         };
-        let memory_limit = self.proxy.config.merge_memory_limit;
+        let memory_limit = self.live.config.merge_memory_limit;
         let merged = crate::exec::merge::relay_merged(
             &mut conns,
             &mut client,

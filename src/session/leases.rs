@@ -89,7 +89,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some(i) = self.leases.position(backend) {
             return Ok(i);
         }
-        let Some(pool) = self.proxy.pool_for(backend, &self.hello.user).cloned() else {
+        let Some(pool) = self
+            .live
+            .pool_for(&self.proxy.pools, backend, &self.hello.user)
+            .cloned()
+        else {
             return Err(SqlError::new(
                 errors::ER_UNKNOWN_ERROR,
                 b"HY000",

@@ -447,7 +447,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Err(End::ClientGone);
         }
         self.reader.seq = self.writer.seq;
-        let read_timeout = std::time::Duration::from_secs(self.proxy.config.net_read_timeout);
+        let read_timeout = std::time::Duration::from_secs(self.live.config.net_read_timeout);
         let mut reader = FieldReader::new(ld.format.clone(), ld.skip_lines);
         let mut problem: Option<SqlError> = None;
         let mut first_generated = None;

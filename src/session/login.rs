@@ -20,12 +20,13 @@ use crate::wire::handshake::{self, ClientHello, Login, ServerGreeting};
 /// why, except on timeout).
 pub(super) async fn login(
     proxy: &Proxy,
+    live: &crate::live::Live,
     reader: &mut PacketReader<NetRead>,
     writer: &mut PacketWriter<NetWrite>,
     greeting: &ServerGreeting<'_>,
     peer_host: &str,
 ) -> Result<(ClientHello, Slot), End> {
-    let deadline = Duration::from_secs(proxy.config.connect_timeout);
+    let deadline = Duration::from_secs(live.config.connect_timeout);
     if let Err(e) = proxy.auth_throttle.check(peer_host) {
         // As MariaDB answers a blocked host: an ERR in place of the greeting, without the
         // SQLSTATE marker (the client has not said it speaks protocol 4.1 yet).
@@ -39,7 +40,7 @@ pub(super) async fn login(
             reader,
             writer,
             greeting,
-            &proxy.users,
+            &live.users,
             peer_host,
             proxy.tls.as_ref(),
         ),

@@ -39,7 +39,7 @@ pub fn too_long(limit: u64) -> SqlError {
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Counts a SEND_LONG_DATA packet; `false`: past the cap, drop it.
     pub(super) fn long_data_fits(&mut self, client_id: u32, packet: &[u8]) -> bool {
-        let limit = self.proxy.config.max_packet_size;
+        let limit = self.live.config.max_packet_size;
         let Some(st) = self.stmts.get_mut(client_id) else {
             return true;
         };
@@ -92,14 +92,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         } else {
             self.clear_long_data(client_id);
         }
-        let limit = self.proxy.config.max_packet_size;
+        let limit = self.live.config.max_packet_size;
         self.send_error(&too_long(limit));
         Some(None)
     }
 
     /// COM_STMT_PREPARE past `max_prepared_stmt_count` gets MariaDB's ERROR 1461.
     pub(super) fn prepared_count_exceeded(&mut self) -> bool {
-        let max = self.proxy.config.max_prepared_stmt_count;
+        let max = self.live.config.max_prepared_stmt_count;
         if self.stmts.len() < max {
             return false;
         }

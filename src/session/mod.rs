@@ -3,6 +3,7 @@
 //! It keeps state and dispatches; it must not scan SQL text (that is `sql`'s) or decide where
 //! a statement goes (that is `route`'s).
 
+mod admin_statement;
 mod backend_timeout;
 mod commands;
 mod commit;
@@ -19,6 +20,7 @@ mod long_data;
 mod prepared;
 mod prepared_route;
 mod query;
+pub mod registry;
 mod shards;
 mod show;
 mod txn;
@@ -83,6 +85,10 @@ pub struct Session<R, W> {
     idle: idle::IdleTimeout,
     /// The session's place under max_connections, given back when the session ends.
     slot: crate::limits::Slot,
+    /// The reloadable configuration as it was at login (COM_CHANGE_USER takes a new one).
+    live: Arc<crate::live::Live>,
+    /// The session's line in `SHOW IDGATE SESSIONS`.
+    registered: registry::Entry,
 }
 
 /// Why a session ended.
@@ -113,13 +119,14 @@ pub async fn run(
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> End {
     let connection_id = proxy.next_connection_id();
-    let limit = proxy.config.max_packet_size as usize;
+    let live = proxy.live();
+    let limit = live.config.max_packet_size as usize;
     // Handshake packets are small; a client cannot make idgate buffer a huge one before login.
     let mut reader = PacketReader::new(NetRead::Plain(reader), 64 * 1024);
     let mut writer = PacketWriter::new(NetWrite::Plain(writer));
     // A client that stops reading its answers is given up (net_write_timeout).
     writer.set_timeout(std::time::Duration::from_secs(
-        proxy.config.net_write_timeout,
+        live.config.net_write_timeout,
     ));
     let greeting = ServerGreeting {
         version: &proxy.server_version,
@@ -127,11 +134,19 @@ pub async fn run(
         collation: crate::exec::backend::POOL_COLLATION,
         tls: proxy.tls.is_some(),
     };
-    let (hello, slot) =
-        match login::login(&proxy, &mut reader, &mut writer, &greeting, &peer_host).await {
-            Ok(x) => x,
-            Err(end) => return end,
-        };
+    let (hello, slot) = match login::login(
+        &proxy,
+        &live,
+        &mut reader,
+        &mut writer,
+        &greeting,
+        &peer_host,
+    )
+    .await
+    {
+        Ok(x) => x,
+        Err(end) => return end,
+    };
     reader.set_limit(limit);
     let span = tracing::info_span!(
         "session",
@@ -146,7 +161,14 @@ pub async fn run(
     let multi_statements = hello
         .capabilities
         .contains(mysql_common::constants::CapabilityFlags::CLIENT_MULTI_STATEMENTS);
-    let idle_timeout = idle::IdleTimeout::new(&proxy.config, interactive);
+    let idle_timeout = idle::IdleTimeout::new(&live.config, interactive);
+    let registered = registry::Entry::register(
+        &proxy,
+        connection_id,
+        &hello.user,
+        &peer_host,
+        hello.db.as_deref(),
+    );
     let mut s = Session {
         reader,
         writer,
@@ -173,6 +195,8 @@ pub async fn run(
         shutdown,
         idle: idle_timeout,
         slot,
+        live,
+        registered,
     };
     // A database named at login must exist, as on MySQL: check it now.
     if s.db.is_some() {
@@ -215,7 +239,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 Err(_) => return End::ClientGone,
             }
+            self.registered.busy(packet.first().copied().unwrap_or(0));
             let end = self.dispatch(&packet).await;
+            self.registered.idle(self.status, &self.db);
             self.packet = packet;
             if let Some(end) = end {
                 let _ = self.writer.flush().await;

@@ -40,6 +40,8 @@ pub(super) enum Plan {
     /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
     ExplainRoute(std::ops::Range<usize>),
     Refuse(SqlError),
+    /// `SHOW IDGATE …` / `IDGATE RELOAD`: answered by idgate.
+    Admin(sql::AdminStatement),
 }
 
 impl Plan {
@@ -70,6 +72,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             && self.proxy.idgen.is_empty()
             && sql::explain_route_target(&packet[1..]).is_none()
             && !self.may_refuse_local_load(&packet[1..])
+            && sql::admin_statement(&packet[1..]).is_none()
         {
             return self.forward(packet, Reply::Results).await;
         }
@@ -147,7 +150,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// MariaDB's refusal of NEXTVAL on a sequence the user may not write, for a generator the
     /// user's `generators` list leaves out.
     fn generator_denied(&self, generator: &str) -> Option<SqlError> {
-        let user = self.proxy.user(&self.hello.user)?;
+        let user = self.live.user(&self.hello.user)?;
         if user.may_call(generator) {
             return None;
         }
@@ -164,6 +167,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Decides what to do with one statement; cheap unless it names a configured table.
     fn plan(&mut self, stmt: &[u8]) -> Plan {
+        if let Some(a) = sql::admin_statement(stmt) {
+            return Plan::Admin(a);
+        }
         if let Some(inner) = sql::explain_route_target(stmt) {
             let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
             return Plan::ExplainRoute(start..start + inner.len());
@@ -300,6 +306,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn run_step(&mut self, stmt: &[u8], plan: Plan, packet: &[u8], more: bool) -> Step {
+        // idgate's own statements touch no backend and no transaction.
+        let plan = match plan {
+            Plan::Admin(a) => return self.admin_statement(a, more).await,
+            p => p,
+        };
         let default = &self.proxy.default_pool.name;
         let counts_elsewhere = match &plan {
             Plan::Forward(_) | Plan::Refuse(_) => false,
@@ -381,6 +392,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.send_error(&e);
                 Step::Failed
             }
+            Plan::Admin(a) => self.admin_statement(a, more).await,
             Plan::NextValues {
                 generator,
                 count,

@@ -11,6 +11,7 @@
 //! its own parameter count, idgate adds the id parameters.
 //! Must not: do I/O, know about backends or sessions.
 
+mod admin;
 mod classify;
 mod dml;
 mod duplicate_update;
@@ -34,6 +35,7 @@ mod shape;
 mod split;
 mod words;
 
+pub use admin::{admin_statement, AdminStatement};
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
 pub use dml::{
     analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyTerm, KeyValue,

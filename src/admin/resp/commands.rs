@@ -16,7 +16,7 @@ pub struct Conn<'p> {
     pub id: u64,
     /// 2 or 3 (after `HELLO 3`).
     pub proto: u8,
-    user: Option<&'p User>,
+    user: Option<User>,
     /// The last id each generator gave this connection.
     last: HashMap<String, u64>,
     max_count: u64,
@@ -168,7 +168,7 @@ impl<'p> Conn<'p> {
 
     /// `INCR g` (`count` None) or `INCRBY g n`: the last id of a fresh contiguous block.
     async fn incr(&mut self, generator: &[u8], count: Option<&Vec<u8>>) -> Reply {
-        let Some(user) = self.user else {
+        let Some(user) = self.user.clone() else {
             return Reply::err(NOAUTH);
         };
         let generator = String::from_utf8_lossy(generator).into_owned();
@@ -189,7 +189,7 @@ impl<'p> Conn<'p> {
                 }
             }
         };
-        match ids::take(self.proxy, user, &generator, n).await {
+        match ids::take(self.proxy, &user, &generator, n).await {
             Ok(block) => {
                 let last = block.last();
                 let Ok(reply) = i64::try_from(last) else {

@@ -1,0 +1,288 @@
+//! idgate's admin statements on the MySQL port (`SHOW IDGATE …`, `IDGATE RELOAD`), for users with
+//! `admin: true`: what they answer, as result sets any MySQL client reads.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+
+use super::result_set::{datetime, num, text, yes_no, Col, ResultSet};
+use crate::proxy::Proxy;
+use crate::route::Placement;
+use crate::sql::AdminStatement;
+use crate::wire::errors::{self, SqlError};
+
+/// MySQL's ER_SPECIFIC_ACCESS_DENIED_ERROR.
+pub const ER_SPECIFIC_ACCESS_DENIED: u16 = 1227;
+/// MySQL's ER_UNSUPPORTED_PS.
+pub const ER_UNSUPPORTED_PS: u16 = 1295;
+
+/// How an admin statement is answered.
+#[derive(Debug)]
+pub enum Answer {
+    Rows(ResultSet),
+    /// An OK packet with this info text.
+    Ok(String),
+    Err(SqlError),
+}
+
+/// Longest wait for a backend's ping in `SHOW IDGATE BACKENDS` without `admin.check_timeout_ms`.
+const PING_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Answers `stmt` for `user` (checked against the configuration as it is now, so revoking
+/// `admin` binds open sessions too).
+pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStatement) -> Answer {
+    if !proxy.user(user).is_some_and(|u| u.admin) {
+        return Answer::Err(access_denied(user, host));
+    }
+    match stmt {
+        AdminStatement::Status => Answer::Rows(status(proxy)),
+        AdminStatement::Backends => Answer::Rows(backends(proxy).await),
+        AdminStatement::Generators => Answer::Rows(generators(proxy)),
+        AdminStatement::Sessions => Answer::Rows(sessions(proxy)),
+        AdminStatement::Tables => Answer::Rows(tables(proxy)),
+        AdminStatement::Reload => match crate::reload::reload(proxy, "IDGATE RELOAD").await {
+            Ok(a) if a.changed.is_empty() => Answer::Ok(format!(
+                "configuration generation {} kept: the file has no changes",
+                a.generation
+            )),
+            Ok(a) => Answer::Ok(format!(
+                "configuration generation {} applied; changed: {}",
+                a.generation,
+                a.changed.join(", ")
+            )),
+            Err(e) => Answer::Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: reload refused: {e}"),
+            )),
+        },
+        AdminStatement::UnknownShow => Answer::Err(SqlError::new(
+            crate::sql::ER_PARSE_ERROR,
+            b"42000",
+            "Unknown SHOW IDGATE statement; idgate has SHOW IDGATE STATUS, BACKENDS, GENERATORS, \
+             SESSIONS and TABLES, and IDGATE RELOAD",
+        )),
+    }
+}
+
+/// 1227 as MySQL words it, naming what grants the right here.
+pub fn access_denied(user: &[u8], host: &str) -> SqlError {
+    SqlError::new(
+        ER_SPECIFIC_ACCESS_DENIED,
+        b"42000",
+        format!(
+            "Access denied; you need (at least one of) the idgate admin privilege(s) for this \
+             operation: set `admin: true` for user '{}'@'{host}' in idgate's configuration",
+            String::from_utf8_lossy(user)
+        ),
+    )
+}
+
+/// What a prepared admin statement gets: they run as plain queries only.
+pub fn not_preparable() -> SqlError {
+    SqlError::new(
+        ER_UNSUPPORTED_PS,
+        b"HY000",
+        "This command is not supported in the prepared statement protocol yet: send SHOW IDGATE \
+         … and IDGATE RELOAD as plain queries",
+    )
+}
+
+fn status(proxy: &Proxy) -> ResultSet {
+    let mut rs = ResultSet::new(&[
+        ("Version", Col::Text(64)),
+        ("Server_version", Col::Text(128)),
+        ("Uptime", Col::UInt),
+        ("Threads_connected", Col::UInt),
+        ("Connections", Col::UInt),
+        ("Config_generation", Col::UInt),
+        ("Config_file", Col::Text(512)),
+        ("Last_reload", Col::DateTime),
+        ("Last_reload_trigger", Col::Text(32)),
+        ("Last_reload_outcome", Col::Text(2048)),
+    ]);
+    let last = proxy.reloads.last();
+    let outcome = last.as_ref().map(|o| match &o.result {
+        Ok(g) => format!("applied generation {g}"),
+        Err(e) => format!("refused: {e}"),
+    });
+    rs.row(&[
+        text(env!("CARGO_PKG_VERSION")),
+        text(String::from_utf8_lossy(&proxy.server_version)),
+        num(proxy.started.elapsed().as_secs()),
+        num(proxy.sessions.len()),
+        num(proxy.connections_accepted()),
+        num(proxy.plan_generation()),
+        proxy.reloads.path().map(|p| p.display().to_string()),
+        last.as_ref().and_then(|o| datetime(o.at)),
+        last.as_ref().map(|o| o.trigger.to_string()),
+        outcome,
+    ]);
+    rs
+}
+
+async fn backends(proxy: &Proxy) -> ResultSet {
+    let mut rs = ResultSet::new(&[
+        ("Name", Col::Text(64)),
+        ("Address", Col::Text(255)),
+        ("User", Col::Text(64)),
+        ("Pool_in_use", Col::UInt),
+        ("Pool_idle", Col::UInt),
+        ("Pool_max", Col::UInt),
+        ("Reachable", Col::Text(3)),
+        ("Detail", Col::Text(512)),
+    ]);
+    let timeout = proxy
+        .config
+        .admin
+        .as_ref()
+        .map_or(PING_TIMEOUT, |a| Duration::from_millis(a.check_timeout_ms));
+    let live = proxy.live();
+    let mut names: Vec<&String> = proxy.pools.keys().collect();
+    names.sort();
+    let mut pings = JoinSet::new();
+    for (i, name) in names.iter().enumerate() {
+        let pool = proxy.pools[*name].clone();
+        pings.spawn(async move { (i, super::ready::ping_backend(pool, timeout).await) });
+    }
+    let mut outcomes = vec![Err("not checked".to_string()); names.len()];
+    while let Some(done) = pings.join_next().await {
+        if let Ok((i, r)) = done {
+            outcomes[i] = r;
+        }
+    }
+    for (name, outcome) in names.iter().zip(outcomes) {
+        let pool = &proxy.pools[*name];
+        let b = &live.config.backends[*name].value;
+        let idle = pool.idle_count()
+            + live
+                .account_pools(name)
+                .map(|p| p.idle_count())
+                .sum::<usize>();
+        let (reachable, detail) = match outcome {
+            Ok(d) => (true, d),
+            Err(e) => (false, e),
+        };
+        rs.row(&[
+            text(name.as_str()),
+            text(format!("{}:{}", b.host, b.port)),
+            text(pool.account()),
+            num(pool.in_use_count()),
+            num(idle),
+            num(pool.max_connections()),
+            yes_no(reachable),
+            text(detail),
+        ]);
+    }
+    rs
+}
+
+fn generators(proxy: &Proxy) -> ResultSet {
+    use crate::idgen::metrics::Metrics as GenMetrics;
+    let mut rs = ResultSet::new(&[
+        ("Name", Col::Text(64)),
+        ("Kind", Col::Text(16)),
+        ("Ids_issued", Col::UInt),
+        ("Buffered", Col::UInt),
+        ("Step", Col::UInt),
+        ("Worker_id", Col::UInt),
+        ("Lease_left_ms", Col::UInt),
+        ("Problem", Col::Text(512)),
+    ]);
+    let mut all: Vec<_> = proxy.idgen.iter().collect();
+    all.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, g) in all {
+        let m = g.metrics();
+        let segment = g.as_segment();
+        let buffered = segment.map(|s| {
+            let (current, standby) = s.buffered();
+            current + standby.unwrap_or(0)
+        });
+        let lease = super::generators::lease_status(g);
+        let problem = match (&lease, segment) {
+            (Some((_, Some(why))), _) => Some(why.clone()),
+            (_, Some(s)) => Some(s.last_error()).filter(|e| !e.is_empty()),
+            _ => None,
+        };
+        rs.row(&[
+            text(name.as_str()),
+            text(g.kind()),
+            num(GenMetrics::get(&m.ids_issued)),
+            buffered.and_then(num),
+            segment.and_then(|s| num(s.current_step())),
+            super::generators::worker_id(g).and_then(num),
+            lease.and_then(|(left, _)| num(left)),
+            problem,
+        ]);
+    }
+    rs
+}
+
+fn sessions(proxy: &Proxy) -> ResultSet {
+    let mut rs = ResultSet::new(&[
+        ("Id", Col::UInt),
+        ("User", Col::Text(128)),
+        ("Host", Col::Text(64)),
+        ("db", Col::Text(64)),
+        ("Command", Col::Text(16)),
+        ("Time", Col::UInt),
+        ("In_transaction", Col::Text(3)),
+    ]);
+    for s in proxy.sessions.rows() {
+        rs.row(&[
+            num(s.id),
+            text(s.user),
+            text(s.host),
+            s.db,
+            text(s.command),
+            num(s.time_s),
+            yes_no(s.in_transaction),
+        ]);
+    }
+    rs
+}
+
+fn tables(proxy: &Proxy) -> ResultSet {
+    let mut rs = ResultSet::new(&[
+        ("Name", Col::Text(129)),
+        ("Placement", Col::Text(16)),
+        ("Backends", Col::Text(1024)),
+        ("Sharding_columns", Col::Text(256)),
+        ("Algorithm", Col::Text(16)),
+        ("Generator", Col::Text(64)),
+        ("Id_column", Col::Text(64)),
+    ]);
+    let mut rules: Vec<_> = proxy.tables.rules().collect();
+    rules.sort_by(|a, b| (&a.schema, &a.name).cmp(&(&b.schema, &b.name)));
+    for r in rules {
+        let name = match &r.schema {
+            Some(s) => format!("{s}.{}", r.name),
+            None => r.name.clone(),
+        };
+        let (placement, backends, columns, algorithm) = match &r.placement {
+            Placement::Single { backend } => ("single", backend.clone(), None, None),
+            Placement::Broadcast { backends } => ("broadcast", backends.join(","), None, None),
+            Placement::Sharded {
+                columns,
+                algorithm,
+                shards,
+            } => (
+                "sharded",
+                shards.join(","),
+                text(columns.join(",")),
+                text(algorithm.name()),
+            ),
+        };
+        rs.row(&[
+            text(name),
+            text(placement),
+            text(backends),
+            columns,
+            algorithm,
+            r.generator.clone(),
+            text(r.id_column.as_str()),
+        ]);
+    }
+    rs
+}

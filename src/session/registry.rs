@@ -1,0 +1,206 @@
+//! The live sessions, for `SHOW IDGATE SESSIONS`: each session registers at login and keeps its
+//! entry current with a few atomic stores per command; the database and user (which change
+//! rarely) sit behind a mutex taken only when they change or when the list is read.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use dashmap::DashMap;
+use mysql_common::constants::{Command, StatusFlags};
+
+pub struct Registry {
+    sessions: DashMap<u32, Arc<Info>>,
+    /// Times are kept as ms since this instant (one atomic each).
+    epoch: Instant,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            sessions: DashMap::new(),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+/// What one session shows.
+pub struct Info {
+    pub id: u32,
+    pub host: String,
+    user: Mutex<String>,
+    db: Mutex<Option<String>>,
+    /// The command byte being run, or `IDLE`.
+    command: AtomicU8,
+    /// ms since the registry's epoch when the session entered its current state.
+    since_ms: AtomicU64,
+    in_txn: AtomicBool,
+}
+
+/// No command running (MySQL's COM_SLEEP, shown as `Sleep`).
+const IDLE: u8 = Command::COM_SLEEP as u8;
+
+/// One row of `SHOW IDGATE SESSIONS`.
+pub struct Row {
+    pub id: u32,
+    pub user: String,
+    pub host: String,
+    pub db: Option<String>,
+    pub command: &'static str,
+    pub time_s: u64,
+    pub in_transaction: bool,
+}
+
+/// A session's registration; removes the entry when dropped.
+pub struct Entry {
+    info: Arc<Info>,
+    /// The registry's owner, which outlives every session.
+    proxy: Arc<crate::proxy::Proxy>,
+    /// The database last written to `info`, so an unchanged one costs no lock.
+    shown_db: Option<Vec<u8>>,
+}
+
+impl Registry {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Every session, by id.
+    pub fn rows(&self) -> Vec<Row> {
+        let now = self.now_ms();
+        let mut rows: Vec<Row> = self
+            .sessions
+            .iter()
+            .map(|e| {
+                let i = e.value();
+                Row {
+                    id: i.id,
+                    user: i.user.lock().map(|u| u.clone()).unwrap_or_default(),
+                    host: i.host.clone(),
+                    db: i.db.lock().ok().and_then(|d| d.clone()),
+                    command: command_name(i.command.load(Ordering::Relaxed)),
+                    time_s: now.saturating_sub(i.since_ms.load(Ordering::Relaxed)) / 1000,
+                    in_transaction: i.in_txn.load(Ordering::Relaxed),
+                }
+            })
+            .collect();
+        rows.sort_by_key(|r| r.id);
+        rows
+    }
+
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+}
+
+impl Entry {
+    /// Registers a logged-in session.
+    pub fn register(
+        proxy: &Arc<crate::proxy::Proxy>,
+        id: u32,
+        user: &[u8],
+        host: &str,
+        db: Option<&[u8]>,
+    ) -> Entry {
+        let r = &proxy.sessions;
+        let info = Arc::new(Info {
+            id,
+            host: host.to_string(),
+            user: Mutex::new(String::from_utf8_lossy(user).into_owned()),
+            db: Mutex::new(db.map(|d| String::from_utf8_lossy(d).into_owned())),
+            command: AtomicU8::new(IDLE),
+            since_ms: AtomicU64::new(r.now_ms()),
+            in_txn: AtomicBool::new(false),
+        });
+        r.sessions.insert(id, info.clone());
+        Entry {
+            info,
+            proxy: proxy.clone(),
+            shown_db: db.map(<[u8]>::to_vec),
+        }
+    }
+
+    /// A command starts.
+    pub fn busy(&self, command: u8) {
+        self.info.command.store(command, Ordering::Relaxed);
+        self.info
+            .since_ms
+            .store(self.proxy.sessions.now_ms(), Ordering::Relaxed);
+    }
+
+    /// The command ended: idle, with the session's status flags and database now.
+    pub fn idle(&mut self, status: u16, db: &Option<Vec<u8>>) {
+        self.info.command.store(IDLE, Ordering::Relaxed);
+        self.info
+            .since_ms
+            .store(self.proxy.sessions.now_ms(), Ordering::Relaxed);
+        let in_txn =
+            StatusFlags::from_bits_retain(status).contains(StatusFlags::SERVER_STATUS_IN_TRANS);
+        self.info.in_txn.store(in_txn, Ordering::Relaxed);
+        if *db != self.shown_db {
+            self.shown_db = db.clone();
+            if let Ok(mut d) = self.info.db.lock() {
+                *d = db
+                    .as_deref()
+                    .map(|d| String::from_utf8_lossy(d).into_owned());
+            }
+        }
+    }
+
+    /// COM_CHANGE_USER succeeded.
+    pub fn set_user(&self, user: &[u8]) {
+        if let Ok(mut u) = self.info.user.lock() {
+            *u = String::from_utf8_lossy(user).into_owned();
+        }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.proxy.sessions.sessions.remove(&self.info.id);
+    }
+}
+
+/// The name MySQL's PROCESSLIST gives a command.
+fn command_name(c: u8) -> &'static str {
+    use Command::*;
+    const fn b(c: Command) -> u8 {
+        c as u8
+    }
+    match c {
+        x if x == b(COM_SLEEP) => "Sleep",
+        x if x == b(COM_QUERY) => "Query",
+        x if x == b(COM_INIT_DB) => "Init DB",
+        x if x == b(COM_FIELD_LIST) => "Field List",
+        x if x == b(COM_STATISTICS) => "Statistics",
+        x if x == b(COM_PING) => "Ping",
+        x if x == b(COM_CHANGE_USER) => "Change user",
+        x if x == b(COM_STMT_PREPARE) => "Prepare",
+        x if x == b(COM_STMT_EXECUTE) => "Execute",
+        x if x == b(COM_STMT_SEND_LONG_DATA) => "Long Data",
+        x if x == b(COM_STMT_CLOSE) => "Close stmt",
+        x if x == b(COM_STMT_RESET) => "Reset stmt",
+        x if x == b(COM_SET_OPTION) => "Set option",
+        x if x == b(COM_STMT_FETCH) => "Fetch",
+        x if x == b(COM_RESET_CONNECTION) => "Reset connection",
+        x if x == b(COM_QUIT) => "Quit",
+        _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_commands_as_processlist_does() {
+        assert_eq!(command_name(IDLE), "Sleep");
+        assert_eq!(command_name(Command::COM_QUERY as u8), "Query");
+        assert_eq!(command_name(Command::COM_STMT_EXECUTE as u8), "Execute");
+        assert_eq!(command_name(0xee), "Unknown");
+    }
+}
