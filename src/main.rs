@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use idgate::config::Config;
+use idgate::config::{Config, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -31,15 +31,27 @@ enum Cmd {
     HashPassword,
 }
 
+/// Log lines go to stderr, filtered by `IDGATE_LOG` (default `info`), as text or JSON.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_env("IDGATE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => fmt.init(),
+        LogFormat::Json => fmt.json().init(),
+    }
+}
+
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("IDGATE_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Cmd::Run) {
+    let command = cli.command.unwrap_or(Cmd::Run);
+    // `run` logs as its configuration says; a configuration that does not load is reported
+    // on stderr before any logging starts.
+    if !matches!(command, Cmd::Run) {
+        init_logging(LogFormat::Text);
+    }
+    match command {
         Cmd::CheckConfig => match Config::from_file(&cli.config) {
             Ok(cfg) => {
                 print!("{}", cfg.to_effective_yaml());
@@ -59,6 +71,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            init_logging(cfg.log_format);
             serve(cfg)
         }
         Cmd::Demo => idgate::demo::run(),

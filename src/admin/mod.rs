@@ -3,14 +3,20 @@
 //! Redis protocol) that hands out ids from the same generators to the same users as SQL.
 
 pub mod auth;
+pub mod client_errors;
 pub mod generators;
+pub mod histogram;
 pub mod http;
 mod http_conn;
 pub mod id_http;
 pub mod ids;
 pub mod metrics;
+mod metrics_live;
+pub mod outcomes;
 pub mod ready;
 pub mod resp;
+pub mod slow_log;
+pub mod statements;
 
 use std::sync::Arc;
 use std::time::Duration;

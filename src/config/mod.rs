@@ -2,6 +2,7 @@
 //! and column of the mistake. Nothing here touches the network.
 
 mod limits;
+mod logging;
 pub mod ops;
 mod schema;
 mod secrets;
@@ -11,6 +12,7 @@ mod validate;
 mod validate_tables;
 mod validate_tls;
 
+pub use logging::LogFormat;
 pub use schema::{
     AuthPluginName, Backend, BackendAccount, CommitMode, Config, PoolSettings, SequenceStore,
     Transactions, User,

@@ -94,6 +94,12 @@ pub struct Config {
     /// The ID service over HTTP and the Redis protocol; off when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_service: Option<super::ops::IdServiceConfig>,
+    /// A statement that takes longer than this many milliseconds is logged at WARN; off unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_statement_ms: Option<u64>,
+    /// `text` or `json` log lines on stderr.
+    #[serde(default)]
+    pub log_format: super::logging::LogFormat,
 }
 
 /// Authentication plugins idgate can check as a server.

@@ -7,6 +7,7 @@ pub mod collect;
 pub mod merge;
 pub mod metadata;
 pub mod pool;
+pub mod pool_stats;
 pub mod relay;
 pub mod scatter;
 

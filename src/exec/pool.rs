@@ -22,6 +22,8 @@ pub struct BackendPool {
     /// Idle connections, by CLIENT_FOUND_ROWS (the flag is fixed at login).
     idle: [Mutex<Vec<BackendConn>>; 2],
     acquire_timeout: Duration,
+    /// Waits, acquire times and failures, shared with the pools of users' accounts here.
+    pub stats: Arc<super::pool_stats::PoolStats>,
 }
 
 /// A connection on loan to one session; goes back to the pool (after a reset) when dropped.
@@ -81,6 +83,7 @@ impl BackendPool {
             permits: Arc::new(Semaphore::new(cfg.pool.max_connections)),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             acquire_timeout: Duration::from_millis(cfg.pool.acquire_timeout_ms),
+            stats: Default::default(),
         })
     }
 
@@ -96,6 +99,7 @@ impl BackendPool {
             permits: self.permits.clone(),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             acquire_timeout: self.acquire_timeout,
+            stats: self.stats.clone(),
         })
     }
 
@@ -145,11 +149,22 @@ impl BackendPool {
 
     /// Takes a connection, opening one if none is idle; waits at most `acquire_timeout` for a slot.
     pub async fn acquire(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
+        let t0 = std::time::Instant::now();
+        let lease = self.acquire_untimed(found_rows).await;
+        if lease.is_ok() {
+            self.stats.acquire.observe(t0.elapsed());
+        }
+        lease
+    }
+
+    async fn acquire_untimed(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
+        let waiting = self.stats.waiting();
         let permit =
             tokio::time::timeout(self.acquire_timeout, self.permits.clone().acquire_owned())
                 .await
                 .map_err(|_| self.exhausted())?
                 .map_err(|_| self.exhausted())?;
+        drop(waiting);
         loop {
             let idle = self
                 .idle_list(found_rows)
@@ -169,7 +184,12 @@ impl BackendPool {
         }
         let conn = BackendConn::connect(&self.name, &self.cfg, found_rows, self.acquire_timeout)
             .await
-            .map_err(|e| self.unreachable(e))?;
+            .map_err(|e| {
+                self.stats
+                    .connect_errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.unreachable(e)
+            })?;
         Ok(self.lease(conn, permit))
     }
 
@@ -182,6 +202,9 @@ impl BackendPool {
     }
 
     fn exhausted(&self) -> SqlError {
+        self.stats
+            .acquire_timeouts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         SqlError::new(
             errors::ER_CON_COUNT_ERROR,
             b"08004",

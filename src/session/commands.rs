@@ -47,7 +47,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.send_ok(0, 0);
                 None
             }
-            QUERY => self.query(packet).await,
+            QUERY => self.observed_query(packet).await,
             INIT_DB => {
                 let end = self.forward(packet, Reply::Single).await;
                 if self.last_ok {
@@ -70,10 +70,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             RESET_CONNECTION => self.reset_connection().await,
             CHANGE_USER => self.change_user(packet).await,
             PREPARE => self.prepare(packet).await,
-            EXECUTE => {
-                self.on_statement(packet, "mysqld_stmt_execute", Some(Reply::Results))
-                    .await
-            }
+            EXECUTE => self.observed_execute(packet).await,
             FETCH => {
                 self.on_statement(packet, "mysqld_stmt_fetch", Some(Reply::Rows))
                     .await
@@ -208,12 +205,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     self.status = r.status;
                 }
                 self.last_ok = !r.error;
+                self.note_rows(&r);
                 if let Some((backend_id, _, _)) = r.prepared {
                     if let Some(id) = client_stmt_id {
                         self.stmts.insert(
                             id,
                             Statement {
                                 backend_id,
+                                kind: crate::sql::classify(packet.get(1..).unwrap_or_default()),
                                 emulated: None,
                                 long_data: Default::default(),
                             },
@@ -263,7 +262,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// COM_STMT_EXECUTE/FETCH/RESET/SEND_LONG_DATA/CLOSE: translate the id, then relay.
-    async fn on_statement(
+    pub(super) async fn on_statement(
         &mut self,
         packet: &[u8],
         what: &str,

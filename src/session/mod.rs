@@ -13,6 +13,7 @@ mod leases;
 mod local_infile;
 mod login;
 mod long_data;
+mod observe;
 mod prepared;
 mod prepared_route;
 mod query;
@@ -80,6 +81,8 @@ pub struct Session<R, W> {
     idle: idle::IdleTimeout,
     /// The session's place under max_connections, given back when the session ends.
     slot: crate::limits::Slot,
+    /// The statement being measured (metrics, slow log).
+    obs: observe::Observed,
 }
 
 /// Why a session ended.
@@ -114,6 +117,7 @@ pub async fn run(
     // Handshake packets are small; a client cannot make idgate buffer a huge one before login.
     let mut reader = PacketReader::new(NetRead::Plain(reader), 64 * 1024);
     let mut writer = PacketWriter::new(NetWrite::Plain(writer));
+    writer.count_errors(proxy.metrics.client_errors.clone());
     // A client that stops reading its answers is given up (net_write_timeout).
     writer.set_timeout(std::time::Duration::from_secs(
         proxy.config.net_write_timeout,
@@ -170,6 +174,7 @@ pub async fn run(
         shutdown,
         idle: idle_timeout,
         slot,
+        obs: Default::default(),
     };
     // A database named at login must exist, as on MySQL: check it now.
     if s.db.is_some() {

@@ -282,7 +282,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    async fn run_step(&mut self, stmt: &[u8], plan: Plan, packet: &[u8], more: bool) -> Step {
+    pub(super) async fn run_plan(
+        &mut self,
+        stmt: &[u8],
+        plan: Plan,
+        packet: &[u8],
+        more: bool,
+    ) -> Step {
         let default = &self.proxy.default_pool.name;
         let counts_elsewhere = match &plan {
             Plan::Forward(_) | Plan::Refuse(_) => false,

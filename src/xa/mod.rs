@@ -4,6 +4,7 @@
 
 pub mod log;
 pub mod recover;
+pub mod stats;
 pub mod xid;
 
 use std::collections::HashSet;
@@ -24,6 +25,8 @@ pub struct Coordinator {
     /// Wakes the background recovery after a commit could not finish on some backend.
     pub wake: tokio::sync::Notify,
     pub backends: Vec<(String, Backend)>,
+    /// What recovery did, for metrics.
+    pub stats: stats::XaStats,
 }
 
 /// Whether this configuration commits multi-backend transactions with XA: `commit: xa` and at
@@ -56,6 +59,7 @@ impl Coordinator {
                 .iter()
                 .map(|(n, b)| (n.clone(), b.value.clone()))
                 .collect(),
+            stats: Default::default(),
         })
     }
 
