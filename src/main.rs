@@ -2,7 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use idgate::config::Config;
+use idgate::config::{Config, LogFormat};
 
 #[derive(Parser)]
 #[command(
@@ -31,9 +31,14 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    idgate::reload::log_filter::init();
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Cmd::Run) {
+    let command = cli.command.unwrap_or(Cmd::Run);
+    // `run` logs as its configuration says; a configuration that does not load is reported
+    // on stderr before any logging starts.
+    if !matches!(command, Cmd::Run) {
+        idgate::reload::log_filter::init(LogFormat::Text);
+    }
+    match command {
         Cmd::CheckConfig => match Config::from_file(&cli.config) {
             Ok(cfg) => {
                 print!("{}", cfg.to_effective_yaml());
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            idgate::reload::log_filter::init(cfg.log_format);
             serve(cfg, cli.config)
         }
         Cmd::Demo => idgate::demo::run(),

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
@@ -15,9 +16,14 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
+use super::client_errors::ClientErrors;
+use super::metrics_live::LiveCollector;
+use super::outcomes::{Refusals, XaCommits};
+use super::statement_metrics::{Statements, StmtRoute};
 use crate::idgen::metrics::{Metrics as GenMetrics, FETCH_BUCKETS_US};
 use crate::idgen::Generator;
 use crate::proxy::Proxy;
+use crate::sql::StatementKind;
 
 /// Which ID-service front end answered, and how.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -36,6 +42,14 @@ pub struct Metrics {
     pub client_connections_open: Gauge,
     pub id_service_requests: Family<IdServiceLabels, Counter>,
     pub id_service_connections_open: Gauge,
+    /// Statements by route and kind, and their latency by route.
+    pub statements: Arc<Statements>,
+    /// Error packets sent to clients, by code (counted by each session's packet writer).
+    pub client_errors: Arc<ClientErrors>,
+    /// Rows read from shards to merge them into one answer.
+    pub merged_rows: Counter,
+    pub refusals: Refusals,
+    pub xa_commits: XaCommits,
 }
 
 impl Metrics {
@@ -48,6 +62,11 @@ impl Metrics {
             client_connections_open: Gauge::default(),
             id_service_requests: Family::default(),
             id_service_connections_open: Gauge::default(),
+            statements: Default::default(),
+            client_errors: Default::default(),
+            merged_rows: Counter::default(),
+            refusals: Refusals::default(),
+            xa_commits: XaCommits::default(),
         };
         registry.register(
             "client_connections_accepted",
@@ -77,6 +96,31 @@ impl Metrics {
                     .get_or_create(&IdServiceLabels { protocol, outcome });
             }
         }
+        registry.register(
+            "statements",
+            "Statements by how idgate ran them (route) and what they are (kind)",
+            m.statements.family.clone(),
+        );
+        registry.register(
+            "merged_rows",
+            "Rows read from shards to merge into one answer (ORDER BY/LIMIT, GROUP BY, DISTINCT)",
+            m.merged_rows.clone(),
+        );
+        registry.register(
+            "client_connections_refused",
+            "Client connections refused before they became sessions, by reason",
+            m.refusals.family.clone(),
+        );
+        registry.register(
+            "xa_commits",
+            "Transactions committed over XA branches, by phase and outcome",
+            m.xa_commits.family.clone(),
+        );
+        registry.register_collector(Box::new(LiveCollector {
+            statements: m.statements.clone(),
+            errors: m.client_errors.clone(),
+            proxy: proxy.clone(),
+        }));
         registry.register_collector(Box::new(ProxyCollector { proxy }));
         Metrics { registry, ..m }
     }
@@ -86,6 +130,12 @@ impl Metrics {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
+    }
+
+    /// Counts one statement a client sent: how it ran and how long it took. The one call the
+    /// statement paths make (see `session::observe`).
+    pub fn statement(&self, route: StmtRoute, kind: StatementKind, took: Duration) {
+        self.statements.record(route, kind, took);
     }
 
     /// Counts a MySQL client connection until the returned guard drops.

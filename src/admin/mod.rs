@@ -4,15 +4,21 @@
 //! Must not: reach into a session's state; it reads what the proxy, pools and generators publish.
 
 pub mod auth;
+pub mod client_errors;
 pub mod generators;
+pub mod histogram;
 pub mod http;
 mod http_conn;
 pub mod id_http;
 pub mod ids;
 pub mod metrics;
+mod metrics_live;
+pub mod outcomes;
 pub mod ready;
 pub mod resp;
 pub mod result_set;
+pub mod slow_log;
+pub mod statement_metrics;
 pub mod statements;
 
 use std::sync::Arc;

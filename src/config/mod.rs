@@ -4,6 +4,7 @@
 
 mod limits;
 mod log_level;
+mod logging;
 pub mod ops;
 mod schema;
 mod secrets;
@@ -13,6 +14,7 @@ mod validate;
 mod validate_tables;
 mod validate_tls;
 
+pub use logging::LogFormat;
 pub use schema::{
     AuthPluginName, Backend, BackendAccount, CommitMode, Config, PoolSettings, SequenceStore,
     Transactions, User,

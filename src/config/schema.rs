@@ -101,6 +101,12 @@ pub struct Config {
     /// changed by a reload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level: Option<String>,
+    /// A statement that takes longer than this many milliseconds is logged at WARN; off unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_statement_ms: Option<u64>,
+    /// `text` or `json` log lines on stderr.
+    #[serde(default)]
+    pub log_format: super::logging::LogFormat,
 }
 
 /// Authentication plugins idgate can check as a server.

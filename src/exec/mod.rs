@@ -10,6 +10,7 @@ pub mod merge;
 pub mod metadata;
 pub mod pool;
 pub mod pool_limits;
+pub mod pool_stats;
 pub mod relay;
 pub mod scatter;
 

@@ -25,6 +25,8 @@ pub struct BackendPool {
     limits: Arc<PoolLimits>,
     /// Idle connections, by CLIENT_FOUND_ROWS (the flag is fixed at login).
     idle: [Mutex<Vec<BackendConn>>; 2],
+    /// Waits, acquire times and failures, shared with the pools of users' accounts here.
+    pub stats: Arc<super::pool_stats::PoolStats>,
 }
 
 /// A connection on loan to one session; goes back to the pool (after a reset) when dropped.
@@ -83,6 +85,7 @@ impl BackendPool {
             cfg: ArcSwap::from_pointee(cfg.clone()),
             limits: PoolLimits::new(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
+            stats: Default::default(),
         })
     }
 
@@ -97,6 +100,7 @@ impl BackendPool {
             cfg: ArcSwap::from_pointee(cfg),
             limits: self.limits.clone(),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
+            stats: self.stats.clone(),
         })
     }
 
@@ -168,6 +172,16 @@ impl BackendPool {
 
     /// Takes a connection, opening one if none is idle; waits at most `acquire_timeout` for a slot.
     pub async fn acquire(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
+        let t0 = std::time::Instant::now();
+        let lease = self.acquire_untimed(found_rows).await;
+        if lease.is_ok() {
+            self.stats.acquire.observe(t0.elapsed());
+        }
+        lease
+    }
+
+    async fn acquire_untimed(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
+        let waiting = self.stats.waiting();
         let permit = tokio::time::timeout(
             self.acquire_timeout(),
             self.limits.permits().acquire_owned(),
@@ -175,6 +189,7 @@ impl BackendPool {
         .await
         .map_err(|_| self.exhausted())?
         .map_err(|_| self.exhausted())?;
+        drop(waiting);
         loop {
             let idle = self
                 .idle_list(found_rows)
@@ -195,7 +210,12 @@ impl BackendPool {
         let cfg = self.cfg.load_full();
         let conn = BackendConn::connect(&self.name, &cfg, found_rows, self.acquire_timeout())
             .await
-            .map_err(|e| self.unreachable(e))?;
+            .map_err(|e| {
+                self.stats
+                    .connect_errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.unreachable(e)
+            })?;
         Ok(self.lease(conn, permit))
     }
 
@@ -208,6 +228,9 @@ impl BackendPool {
     }
 
     fn exhausted(&self) -> SqlError {
+        self.stats
+            .acquire_timeouts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         SqlError::new(
             errors::ER_CON_COUNT_ERROR,
             b"08004",

@@ -39,6 +39,8 @@ pub struct Relayed {
     /// The backend asked for a LOCAL INFILE file (the request is in the connection's packet):
     /// the caller carries it, then relays the rest of the answer with `relay` again.
     pub file_request: bool,
+    /// Row packets read from the backend(s) (for metrics and the slow statement log).
+    pub rows: u64,
 }
 
 pub struct Client<'a, W> {
@@ -269,6 +271,7 @@ async fn relay_until_eof<W: AsyncWrite + Unpin>(
             out.error = true;
             return Ok(0);
         }
+        out.rows += 1;
         client
             .writer
             .maybe_flush()

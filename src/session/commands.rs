@@ -41,7 +41,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.send_ok(0, 0);
                 None
             }
-            Command::Query(_) => self.query(packet).await,
+            Command::Query(_) => self.observed_query(packet).await,
             Command::InitDb(db) => {
                 let end = self.forward(packet, Reply::Single).await;
                 if self.last_ok {
@@ -64,6 +64,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Command::ResetConnection => self.reset_connection().await,
             Command::ChangeUser => self.change_user(packet).await,
             Command::Prepare(_) => self.prepare(packet).await,
+            Command::Stmt {
+                kind: StmtCommand::Execute,
+                id,
+            } => self.observed_execute(packet, id).await,
             Command::Stmt { kind, id } => {
                 let end = self.on_statement(packet, kind, id).await;
                 if let (StmtCommand::Close, Some(id)) = (kind, id) {
@@ -186,12 +190,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     self.status = r.status;
                 }
                 self.last_ok = !r.error;
+                self.note_rows(&r);
                 if let Some((backend_id, _, _)) = r.prepared {
                     if let Some(id) = client_stmt_id {
                         self.stmts.insert(
                             id,
                             Statement {
                                 backend_id,
+                                kind: crate::sql::classify(packet.get(1..).unwrap_or_default()),
                                 emulated: None,
                                 long_data: Default::default(),
                             },
@@ -245,7 +251,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// COM_STMT_EXECUTE/FETCH/RESET/SEND_LONG_DATA/CLOSE: translate the id, then relay.
-    async fn on_statement(
+    pub(super) async fn on_statement(
         &mut self,
         packet: &[u8],
         kind: StmtCommand,

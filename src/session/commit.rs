@@ -100,10 +100,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         } else {
             let writers = parts.iter().filter(|p| p.wrote).count();
             let all_xa = parts.iter().all(|p| p.xa.is_some());
-            match gtrid {
+            let r = match gtrid {
                 Some(g) if writers > 1 && all_xa => self.two_phase(&parts, &g).await,
                 _ => self.one_phase(&parts).await,
+            };
+            if parts.iter().any(|p| p.xa.is_some()) {
+                let two_phase = writers > 1 && all_xa && self.proxy.xa.is_some();
+                self.proxy.metrics.xa_commits.inc(two_phase, r.is_none());
             }
+            r
         };
         self.leases.drop_broken();
         Ok(r)

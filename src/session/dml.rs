@@ -184,6 +184,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match merged {
             Ok(Ok(r)) => {
                 self.last_ok = !r.error;
+                self.note_merged_rows(r.rows);
                 Ok(!r.error)
             }
             Ok(Err(msg)) => {

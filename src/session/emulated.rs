@@ -151,6 +151,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .and_then(|p| self.single_shard_for(p, &e.sql, &values))
         };
         if let Some(backend) = pinned {
+            self.note_route(crate::admin::statement_metrics::StmtRoute::SingleShard);
             return self.execute_select_on(id, vec![backend], &values).await;
         }
         let bound = {
@@ -183,6 +184,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Runs a prepared INSERT whose parameters were bound into `text` and its analysis `a`.
     async fn run_bound_insert(&mut self, text: &[u8], a: sql::InsertAnalysis) -> Option<End> {
+        self.note_route(crate::admin::statement_metrics::StmtRoute::InsertIds);
         let schema = a.table.schema.clone().or_else(|| {
             self.db
                 .as_ref()
@@ -214,7 +216,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         text: &[u8],
         values: &[Value],
     ) -> Option<End> {
-        let backends = match self.route_dml(text) {
+        let route = self.route_dml(text);
+        if let Ok(Some(r)) = &route {
+            self.note_route(super::observe::dml_route(r));
+        }
+        let backends = match route {
             Ok(Some(Route::One(b))) => vec![b],
             Ok(Some(Route::Concat(bs)))
             | Ok(Some(Route::Write { backends: bs, .. }))

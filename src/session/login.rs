@@ -9,6 +9,7 @@ use tokio::io::AsyncWrite;
 use tracing::debug;
 
 use super::End;
+use crate::admin::outcomes::Refusal;
 use crate::limits::Slot;
 use crate::proxy::Proxy;
 use crate::tls::{NetRead, NetWrite};
@@ -27,7 +28,9 @@ pub(super) async fn login(
     peer_host: &str,
 ) -> Result<(ClientHello, Slot), End> {
     let deadline = Duration::from_secs(live.config.connect_timeout);
+    let refused = |r: Refusal| proxy.metrics.refusals.inc(r);
     if let Err(e) = proxy.auth_throttle.check(peer_host) {
+        refused(Refusal::Throttled);
         // As MariaDB answers a blocked host: an ERR in place of the greeting, without the
         // SQLSTATE marker (the client has not said it speaks protocol 4.1 yet).
         writer.seq = 0;
@@ -49,11 +52,18 @@ pub(super) async fn login(
     let hello = match accepted {
         Ok(Ok(Login::Accepted(h))) => h,
         Ok(Ok(Login::Refused)) => {
+            refused(Refusal::AuthFailed);
+            proxy.auth_throttle.failed(peer_host);
+            return Err(End::LoginRefused);
+        }
+        Ok(Ok(Login::RefusedWithoutTls)) => {
+            refused(Refusal::TlsRequired);
             proxy.auth_throttle.failed(peer_host);
             return Err(End::LoginRefused);
         }
         Ok(Err(_)) => return Err(End::ClientGone),
         Err(_) => {
+            refused(Refusal::ConnectTimeout);
             debug!(peer = %peer_host, "handshake not finished within connect_timeout");
             return Err(End::ConnectTimeout);
         }
@@ -62,6 +72,11 @@ pub(super) async fn login(
     match proxy.admission.admit(&hello.user) {
         Ok(slot) => Ok((hello, slot)),
         Err(e) => {
+            refused(if e.code == crate::wire::errors::ER_CON_COUNT_ERROR {
+                Refusal::MaxConnections
+            } else {
+                Refusal::UserMaxConnections
+            });
             // MariaDB checks its connection limits after authentication and answers the
             // handshake response with the error.
             let _ = tokio::time::timeout(deadline, send(writer, &e)).await;

@@ -17,6 +17,7 @@ mod load_data;
 mod local_infile;
 mod login;
 mod long_data;
+mod observe;
 mod prepared;
 mod prepared_route;
 mod query;
@@ -89,6 +90,8 @@ pub struct Session<R, W> {
     live: Arc<crate::live::Live>,
     /// The session's line in `SHOW IDGATE SESSIONS`.
     registered: registry::Entry,
+    /// The statement being measured (metrics, slow log).
+    obs: observe::Observed,
 }
 
 /// Why a session ended.
@@ -124,6 +127,7 @@ pub async fn run(
     // Handshake packets are small; a client cannot make idgate buffer a huge one before login.
     let mut reader = PacketReader::new(NetRead::Plain(reader), 64 * 1024);
     let mut writer = PacketWriter::new(NetWrite::Plain(writer));
+    writer.count_errors(proxy.metrics.client_errors.clone());
     // A client that stops reading its answers is given up (net_write_timeout).
     writer.set_timeout(std::time::Duration::from_secs(
         live.config.net_write_timeout,
@@ -197,6 +201,7 @@ pub async fn run(
         slot,
         live,
         registered,
+        obs: Default::default(),
     };
     // A database named at login must exist, as on MySQL: check it now.
     if s.db.is_some() {

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub struct Statement {
     pub backend_id: u32,
+    /// What the statement is (for the statement metrics' `kind` label).
+    pub kind: crate::sql::StatementKind,
     /// Set for statements idgate executes itself instead of relaying: INSERTs into tables whose
     /// ids it generates, and statements about sharded or broadcast tables.
     pub emulated: Option<Box<Emulated>>,

@@ -305,7 +305,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    async fn run_step(&mut self, stmt: &[u8], plan: Plan, packet: &[u8], more: bool) -> Step {
+    pub(super) async fn run_plan(
+        &mut self,
+        stmt: &[u8],
+        plan: Plan,
+        packet: &[u8],
+        more: bool,
+    ) -> Step {
         // idgate's own statements touch no backend and no transaction.
         let plan = match plan {
             Plan::Admin(a) => return self.admin_statement(a, more).await,

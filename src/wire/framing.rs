@@ -172,6 +172,8 @@ pub struct PacketWriter<W> {
     pub seq: u8,
     /// Longest a flush may wait for the peer to take the bytes (MariaDB's net_write_timeout).
     timeout: Option<std::time::Duration>,
+    /// Counts every ERR packet written (a client connection's writer; see `count_errors`).
+    errors: Option<std::sync::Arc<crate::admin::client_errors::ClientErrors>>,
 }
 
 impl<W: AsyncWrite + Unpin> PacketWriter<W> {
@@ -181,7 +183,18 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
             buf: Vec::with_capacity(16 * 1024),
             seq: 0,
             timeout: None,
+            errors: None,
         }
+    }
+
+    /// Counts the code of every ERR packet this writer sends from now on. An ERR packet is the
+    /// only one whose payload starts with 0xFF (no row, column count or greeting can), so the
+    /// writer sees every error a client gets, idgate's own and relayed ones alike.
+    pub fn count_errors(
+        &mut self,
+        sink: std::sync::Arc<crate::admin::client_errors::ClientErrors>,
+    ) {
+        self.errors = Some(sink);
     }
 
     /// The stream underneath, to replace it between packets (flush first).
@@ -214,6 +227,14 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     /// Completes the packet opened at `start`, splitting it if it reached 16 MiB.
     pub fn end(&mut self, start: usize) {
         let len = self.buf.len() - start - 4;
+        if let Some(sink) = &self.errors {
+            if len >= 3 && self.buf[start + 4] == 0xff {
+                sink.record(u16::from_le_bytes([
+                    self.buf[start + 5],
+                    self.buf[start + 6],
+                ]));
+            }
+        }
         if len < MAX_CHUNK {
             self.buf[start..start + 3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
             self.buf[start + 3] = self.seq;

@@ -98,6 +98,8 @@ pub enum Login {
     Accepted(ClientHello),
     /// The client was told why (an ERR packet was sent).
     Refused,
+    /// As `Refused`, for a right password from a user who must use TLS and did not.
+    RefusedWithoutTls,
 }
 
 /// Runs the connection phase (switching to TLS when the client asks and `tls` is configured); on
@@ -156,7 +158,13 @@ pub async fn accept(
         Verdict::Accepted => None,
     };
     if let Some(used_password) = denied {
-        return refuse(w, errors::access_denied(&user, peer_host, used_password)).await;
+        let without_tls = matches!(verdict, Verdict::Accepted);
+        let refused = refuse(w, errors::access_denied(&user, peer_host, used_password)).await?;
+        return Ok(if without_tls {
+            Login::RefusedWithoutTls
+        } else {
+            refused
+        });
     }
     Ok(Login::Accepted(ClientHello {
         user,

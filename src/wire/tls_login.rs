@@ -48,13 +48,25 @@ pub async fn read_response(
     }
     w.flush().await?;
     let handshake = stream::accept(r.stream_mut(), w.stream_mut(), acceptor);
+    let counts = &crate::tls::outcomes::CLIENT_HANDSHAKES;
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
-        Ok(done) => done?,
+        Ok(Ok(())) => {
+            counts.ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(Err(e)) => {
+            counts
+                .failed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(e.into());
+        }
         Err(_) => {
+            counts
+                .timed_out
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return Err(FrameError::Io(io::Error::new(
                 io::ErrorKind::TimedOut,
                 "TLS handshake not finished in time",
-            )))
+            )));
         }
     }
     r.read(buf).await?;

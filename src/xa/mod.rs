@@ -5,6 +5,7 @@
 
 pub mod log;
 pub mod recover;
+pub mod stats;
 pub mod xid;
 
 use std::collections::HashSet;
@@ -25,6 +26,8 @@ pub struct Coordinator {
     /// Wakes the background recovery after a commit could not finish on some backend.
     pub wake: tokio::sync::Notify,
     pub backends: Vec<(String, Backend)>,
+    /// What recovery did, for metrics.
+    pub stats: stats::XaStats,
 }
 
 /// Whether this configuration commits multi-backend transactions with XA: `commit: xa` and at
@@ -57,6 +60,7 @@ impl Coordinator {
                 .iter()
                 .map(|(n, b)| (n.clone(), b.value.clone()))
                 .collect(),
+            stats: Default::default(),
         })
     }
 

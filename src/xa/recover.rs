@@ -161,6 +161,7 @@ impl Coordinator {
                 }
             }
         }
+        self.stats.record(&out);
         out
     }
 

@@ -306,6 +306,7 @@ impl Grouping {
         rows::write_end(client, ends.warnings, ends.status(out.status));
         Ok(Ok(Relayed {
             status: out.status,
+            rows: ends.rows,
             ..Relayed::default()
         }))
     }

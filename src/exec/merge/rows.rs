@@ -73,6 +73,8 @@ pub struct Ends {
     pub warnings: u16,
     pub failed: Option<Vec<u8>>,
     pub index_flags: u16,
+    /// Row packets read from the shards.
+    pub rows: u64,
 }
 
 impl Ends {
@@ -101,6 +103,7 @@ pub async fn next_row(
         ends.failed.get_or_insert_with(|| be.packet.clone());
         return Ok(None);
     }
+    ends.rows += 1;
     Ok(Some(be.packet.clone()))
 }
 

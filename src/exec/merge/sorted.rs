@@ -147,6 +147,7 @@ pub(super) async fn relay<W: AsyncWrite + Unpin>(
     rows::write_end(client, ends.warnings, ends.status(out.status));
     Ok(Ok(Relayed {
         status: out.status,
+        rows: ends.rows,
         ..Relayed::default()
     }))
 }

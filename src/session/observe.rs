@@ -1,0 +1,173 @@
+//! Where statements are measured: every COM_QUERY statement and every COM_STMT_EXECUTE is
+//! counted once, by route and kind, with its latency (`admin::Metrics::statement`), and logged
+//! when slower than `slow_statement_ms`. The planner's arms stay untouched: the route comes
+//! from the plan (`route_of`) or, for an executed prepared statement idgate runs itself, from
+//! the path it took (`note_route`).
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::dml::Route;
+use super::query::{Plan, Step};
+use super::{End, Session};
+use crate::admin::slow_log::{self, SlowStatement};
+use crate::admin::statement_metrics::StmtRoute;
+use crate::exec::relay::Relayed;
+use crate::sql::{self, StatementKind};
+use crate::wire::command::StmtCommand;
+
+/// The statement being measured.
+#[derive(Debug, Default)]
+pub(super) struct Observed {
+    /// Statements of the current COM_QUERY already counted.
+    counted: u32,
+    /// Inside a COM_STMT_EXECUTE: the route its path took (counted once, by the execute).
+    in_execute: bool,
+    route: Option<StmtRoute>,
+    /// Rows the backends returned or the statement changed, where idgate relays them.
+    rows: u64,
+}
+
+/// How a plan runs, for the `route` label.
+fn route_of(plan: &Plan, kind: StatementKind) -> StmtRoute {
+    match plan {
+        Plan::Forward(
+            StatementKind::Begin
+            | StatementKind::Commit
+            | StatementKind::Rollback
+            | StatementKind::Savepoint,
+        ) => StmtRoute::Transaction,
+        Plan::Forward(_) => StmtRoute::Relayed,
+        Plan::Insert(_) | Plan::LoadData(_) => StmtRoute::InsertIds,
+        Plan::Routed(r, _) => dml_route(r),
+        Plan::NextValues { .. }
+        | Plan::ExplainRoute(_)
+        | Plan::ListTables { .. }
+        | Plan::Admin(_) => StmtRoute::Idgate,
+        Plan::Refuse(_) if matches!(kind, StatementKind::Commit | StatementKind::Rollback) => {
+            StmtRoute::Transaction
+        }
+        Plan::Refuse(_) => StmtRoute::Idgate,
+    }
+}
+
+pub(super) fn dml_route(r: &Route) -> StmtRoute {
+    match r {
+        Route::One(_) => StmtRoute::SingleShard,
+        Route::Concat(_) | Route::Write { .. } | Route::Everywhere(_) => StmtRoute::Scatter,
+        Route::Merge(..) => StmtRoute::Merged,
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// COM_QUERY, measured. Statements idgate plans are counted one by one in `run_step`; a
+    /// query relayed whole without planning counts once, by its first statement's kind.
+    pub(super) async fn observed_query(&mut self, packet: &[u8]) -> Option<End> {
+        let t0 = Instant::now();
+        self.obs.counted = 0;
+        self.obs.rows = 0;
+        let end = self.query(packet).await;
+        if self.obs.counted == 0 {
+            let stmt = &packet[1..];
+            self.statement_done(stmt, StmtRoute::Relayed, sql::classify(stmt), t0.elapsed());
+        }
+        end
+    }
+
+    /// One planned statement, measured.
+    pub(super) async fn run_step(
+        &mut self,
+        stmt: &[u8],
+        plan: Plan,
+        packet: &[u8],
+        more: bool,
+    ) -> Step {
+        let kind = match &plan {
+            Plan::Forward(k) => *k,
+            _ => sql::classify(stmt),
+        };
+        let route = route_of(&plan, kind);
+        if self.obs.in_execute {
+            self.obs.route = Some(route);
+            return self.run_plan(stmt, plan, packet, more).await;
+        }
+        let t0 = Instant::now();
+        self.obs.rows = 0;
+        let step = self.run_plan(stmt, plan, packet, more).await;
+        self.obs.counted += 1;
+        self.statement_done(stmt, route, kind, t0.elapsed());
+        step
+    }
+
+    /// COM_STMT_EXECUTE, measured: relayed unless idgate ran it (`note_route`).
+    pub(super) async fn observed_execute(&mut self, packet: &[u8], id: Option<u32>) -> Option<End> {
+        let t0 = Instant::now();
+        self.obs.in_execute = true;
+        self.obs.route = None;
+        self.obs.rows = 0;
+        let end = self.on_statement(packet, StmtCommand::Execute, id).await;
+        self.obs.in_execute = false;
+        let route = self.obs.route.take().unwrap_or(StmtRoute::Relayed);
+        let st = id.and_then(|id| self.stmts.get(id));
+        let kind = st.map_or(StatementKind::Other, |s| s.kind);
+        let took = t0.elapsed();
+        self.proxy.metrics.statement(route, kind, took);
+        if self.is_slow(took) {
+            let text = st
+                .and_then(|s| s.emulated.as_ref())
+                .map(|e| e.sql.clone())
+                .unwrap_or_else(|| b"(prepared statement; its text is on the backend)".to_vec());
+            self.log_slow(&text, route, kind, took);
+        }
+        end
+    }
+
+    /// The route an executed prepared statement took inside idgate.
+    pub(super) fn note_route(&mut self, route: StmtRoute) {
+        self.obs.route = Some(route);
+    }
+
+    /// Rows a relayed answer carried (or changed).
+    pub(super) fn note_rows(&mut self, r: &Relayed) {
+        self.obs.rows = r.rows + r.ok.map_or(0, |ok| ok.affected_rows);
+    }
+
+    /// Rows read from the shards for a merge.
+    pub(super) fn note_merged_rows(&mut self, rows: u64) {
+        self.proxy.metrics.merged_rows.inc_by(rows);
+        self.obs.rows = rows;
+    }
+
+    fn statement_done(
+        &mut self,
+        stmt: &[u8],
+        route: StmtRoute,
+        kind: StatementKind,
+        took: Duration,
+    ) {
+        self.proxy.metrics.statement(route, kind, took);
+        if self.is_slow(took) {
+            self.log_slow(stmt, route, kind, took);
+        }
+    }
+
+    fn is_slow(&self, took: Duration) -> bool {
+        self.proxy
+            .config
+            .slow_statement_ms
+            .is_some_and(|ms| took >= Duration::from_millis(ms))
+    }
+
+    fn log_slow(&self, text: &[u8], route: StmtRoute, kind: StatementKind, took: Duration) {
+        slow_log::log(&SlowStatement {
+            user: &self.hello.user,
+            database: self.db.as_deref(),
+            route,
+            kind,
+            took,
+            rows: self.obs.rows,
+            text,
+        });
+    }
+}
