@@ -3,6 +3,7 @@
 //! (at startup and in the background after a commit could not reach a backend).
 //! Must not: know about client sessions or SQL beyond the XA statements it sends.
 
+pub mod commit;
 pub mod log;
 pub mod recover;
 pub mod stats;
