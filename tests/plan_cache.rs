@@ -142,3 +142,55 @@ fn size_zero_keeps_nothing_and_answers_the_same() {
     assert_eq!(sample(&m, "idgate_plan_cache_misses_total"), 0.0, "{m}");
     assert_eq!(sample(&m, "idgate_plan_cache_entries"), 0.0, "{m}");
 }
+
+/// Statements of 64 KiB and more are parsed on the blocking pool: a 6,000-row INSERT with
+/// generated ids, a SELECT and a DELETE naming every id in an IN list answer as for small ones.
+#[test]
+fn large_statements_are_planned_off_the_event_loop_and_answer_the_same() {
+    let (dbs, g, _admin) = setup("");
+    let mut c = g.conn();
+    let rows: Vec<String> = (0..6000)
+        .map(|i| format!("(NULL, {}, 'large row {i:05}')", i % 13))
+        .collect();
+    let insert = format!("INSERT INTO orders (id, k, c) VALUES {}", rows.join(", "));
+    assert!(insert.len() >= 64 << 10, "{}", insert.len());
+    c.query_drop(&insert).unwrap();
+    assert_eq!(c.affected_rows(), 6000);
+    let first = c.last_insert_id();
+    assert!(first > 40, "{first}");
+    let ids: Vec<u64> = c
+        .query("SELECT id FROM orders WHERE c LIKE 'large row %' ORDER BY id")
+        .unwrap();
+    assert_eq!(ids.len(), 6000);
+    assert_eq!(ids[0], first);
+    // Every id twice: the same rows, a statement over 64 KiB.
+    let once = ids
+        .iter()
+        .map(|i| format!("{i:>10}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let list = format!("{once}, {once}");
+    let select = format!("SELECT COUNT(*), SUM(k) FROM orders WHERE id IN ({list})");
+    assert!(select.len() >= 64 << 10, "{}", select.len());
+    let (n, sum): (u64, u64) = c.query_first(&select).unwrap().unwrap();
+    assert_eq!(n, 6000);
+    assert_eq!(sum, (0..6000u64).map(|i| i % 13).sum::<u64>());
+    c.query_drop(format!("DELETE FROM orders WHERE id IN ({list})"))
+        .unwrap();
+    assert_eq!(c.affected_rows(), 6000);
+    let mut left = 0;
+    for db in &dbs {
+        let n: u64 = common::direct(db)
+            .query_first("SELECT COUNT(*) FROM orders")
+            .unwrap()
+            .unwrap();
+        left += n;
+    }
+    assert_eq!(left, 40);
+    let bad = format!("SELECT * FROM orders WHERE id IN ({list}");
+    match c.query_drop(&bad).unwrap_err() {
+        mysql::Error::MySqlError(e) => assert_eq!(e.code, 1064, "{e:?}"),
+        other => panic!("expected ERROR 1064, got {other}"),
+    }
+    assert_eq!(c.query_first::<i32, _>("SELECT 7").unwrap(), Some(7));
+}

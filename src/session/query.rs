@@ -18,6 +18,9 @@ use crate::wire::packets;
 /// dropped (a session that keeps setting new user variables would otherwise grow without bound).
 const MAX_REPLAYED_SETS: usize = 256;
 
+/// Statements at least this long are parsed off the event loop (see `plan_off_loop`).
+const OFF_LOOP_PARSE_BYTES: usize = 64 << 10;
+
 /// What to do with one statement.
 pub(super) enum Plan {
     /// Send it to the default backend as it is (its kind, for the bookkeeping after it).
@@ -87,13 +90,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         if ranges.len() <= 1 {
             let stmt = ranges.first().map_or(sql, |r| &sql[r.clone()]);
-            let plan = self.plan(stmt);
+            let plan = self.plan_off_loop(stmt).await;
             return match self.run_step(stmt, plan, packet, false).await {
                 Step::End(e) => Some(e),
                 _ => None,
             };
         }
-        let plans: Vec<Plan> = ranges.iter().map(|r| self.plan(&sql[r.clone()])).collect();
+        let mut plans: Vec<Plan> = Vec::with_capacity(ranges.len());
+        for r in &ranges {
+            plans.push(self.plan_off_loop(&sql[r.clone()]).await);
+        }
         // Transaction statements are idgate's in XA mode, and whenever another backend joined
         // the client's transaction: such a batch runs one by one.
         let joined = self.leases.held_mut().iter().any(|h| h.in_txn);
@@ -163,6 +169,66 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 user.name, self.peer_host
             ),
         ))
+    }
+
+    /// [`plan`](Self::plan), except that a large statement about configured tables is parsed
+    /// on the blocking pool: a parse of megabytes must not stall the other sessions this event
+    /// loop serves.
+    async fn plan_off_loop(&mut self, stmt: &[u8]) -> Plan {
+        if stmt.len() < OFF_LOOP_PARSE_BYTES || sql::admin_statement(stmt).is_some() {
+            return self.plan(stmt);
+        }
+        let kind = sql::classify(stmt);
+        let proxy = self.proxy.clone();
+        let owned = stmt.to_vec();
+        let db = self.db.clone();
+        let parsed = match kind {
+            StatementKind::Insert | StatementKind::Replace
+                if self.proxy.tables.mentioned_in(stmt) =>
+            {
+                tokio::task::spawn_blocking(move || {
+                    let a = sql::analyze_insert(&owned).map_err(SqlError::from)?;
+                    let db = db.as_deref().map(String::from_utf8_lossy);
+                    let schema = a.table.schema.as_deref().or(db.as_deref());
+                    let rule = proxy.tables.lookup_shared(schema, &a.table.name).cloned();
+                    Ok(match rule {
+                        Some(rule) => Plan::Insert(Box::new((a, rule))),
+                        None => Plan::Forward(kind),
+                    })
+                })
+                .await
+            }
+            StatementKind::Select
+            | StatementKind::Update
+            | StatementKind::Delete
+            | StatementKind::Ddl
+                if self.proxy.tables.placed_mentioned_in(stmt) =>
+            {
+                let generation = self.proxy.plan_generation();
+                tokio::task::spawn_blocking(move || {
+                    let db = db.as_deref().map(String::from_utf8_lossy);
+                    let ctx = crate::route::PlanContext {
+                        db: db.as_deref(),
+                        tables: &proxy.tables,
+                    };
+                    Ok(match proxy.plans.route(&owned, &ctx, generation)? {
+                        Some(route) => Plan::Routed(route, kind),
+                        None => Plan::Forward(kind),
+                    })
+                })
+                .await
+            }
+            _ => return self.plan(stmt),
+        };
+        match parsed {
+            Ok(Ok(plan)) => plan,
+            Ok(Err(e)) => Plan::Refuse(e),
+            Err(e) => Plan::Refuse(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: planning the statement failed ({e})"),
+            )),
+        }
     }
 
     /// Decides what to do with one statement; cheap unless it names a configured table.
