@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::clients::require_tool;
 use common::idgate_proc::{config_for, config_for_ports, APP_PASSWORD, APP_USER};
+use common::prometheus::must_sample;
 use common::{free_port, start_db, Idgate};
 use mysql::prelude::Queryable;
 use serde_json::Value;
@@ -50,20 +51,6 @@ fn get(port: u16, path: &str) -> (u16, String) {
 
 fn json(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
-}
-
-/// The value of the sample `name{labels}` in Prometheus text.
-fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix(series)?
-                .strip_prefix(' ')?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no sample {series} in\n{text}"))
 }
 
 /// Polls `f` until it is true or `limit` passes.
@@ -229,11 +216,11 @@ fn generators_and_metrics_report_what_moved() {
     let accepted = "idgate_client_connections_accepted_total";
     let open = "idgate_client_connections_open";
     assert_eq!(
-        sample(&before, r#"idgate_generator_step{generator="seq"}"#),
+        must_sample(&before, r#"idgate_generator_step{generator="seq"}"#),
         100.0
     );
-    let issued0 = sample(&before, issued);
-    let accepted0 = sample(&before, accepted);
+    let issued0 = must_sample(&before, issued);
+    let accepted0 = must_sample(&before, accepted);
 
     // 3 ids over SQL, 250 over HTTP (more than a range: a dedicated fetch).
     let mut c = g.conn();
@@ -247,28 +234,32 @@ fn generators_and_metrics_report_what_moved() {
     assert_eq!(code, 200, "{body}");
 
     let (_, after) = get(admin, "/metrics");
-    assert_eq!(sample(&after, issued), issued0 + 253.0, "{after}");
-    assert!(sample(&after, accepted) >= accepted0 + 1.0, "{after}");
-    assert!(sample(&after, open) >= 1.0, "{after}");
+    assert_eq!(must_sample(&after, issued), issued0 + 253.0, "{after}");
+    assert!(must_sample(&after, accepted) >= accepted0 + 1.0, "{after}");
+    assert!(must_sample(&after, open) >= 1.0, "{after}");
     let ok = r#"idgate_id_service_requests_total{protocol="http",outcome="ok"}"#;
-    assert_eq!(sample(&after, ok), 1.0, "{after}");
+    assert_eq!(must_sample(&after, ok), 1.0, "{after}");
     let fetches =
         r#"idgate_generator_range_fetch_duration_seconds_count{generator="seq",kind="segment"}"#;
     assert!(
-        sample(&after, fetches) > sample(&before, fetches),
+        must_sample(&after, fetches) > must_sample(&before, fetches),
         "{after}"
     );
     let inf = r#"idgate_generator_range_fetch_duration_seconds_bucket{le="+Inf",generator="seq",kind="segment"}"#;
-    assert_eq!(sample(&after, inf), sample(&after, fetches), "{after}");
+    assert_eq!(
+        must_sample(&after, inf),
+        must_sample(&after, fetches),
+        "{after}"
+    );
     assert!(
-        sample(
+        must_sample(
             &after,
             r#"idgate_backend_connections_in_use{backend="shard0"}"#
         ) >= 1.0
     );
     drop(c);
     let closed = eventually(Duration::from_secs(5), || {
-        sample(&get(admin, "/metrics").1, open) == 0.0
+        must_sample(&get(admin, "/metrics").1, open) == 0.0
     });
     assert!(closed, "client connection still counted as open");
 }

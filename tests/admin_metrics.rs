@@ -11,38 +11,16 @@ use std::time::{Duration, Instant};
 
 use common::clients::require_tool;
 use common::idgate_proc::{config_for, APP_USER};
+use common::prometheus::scrape;
 use common::{direct, free_port, shared_db, start_db, Idgate, DATABASE, ORDERS_MOD_2};
 use mysql::prelude::Queryable;
 use serde_json::Value;
 
 const DDL: &str = "CREATE TABLE orders (id BIGINT PRIMARY KEY, k INT NOT NULL)";
 
-fn scrape(port: u16) -> String {
-    let out = Command::new(require_tool("curl", "curl"))
-        .args(["-sS", "--max-time", "20", "-f"])
-        .arg(format!("http://127.0.0.1:{port}/metrics"))
-        .output()
-        .expect("run curl");
-    assert!(
-        out.status.success(),
-        "GET /metrics: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("metrics are UTF-8")
-}
-
-/// The value of the sample `series` (name and labels exactly as exposed), 0 when absent.
+/// The value of `series`, 0 when absent (a family not touched yet).
 fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix(series)?
-                .strip_prefix(' ')?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0.0)
+    common::prometheus::sample(text, series).unwrap_or(0.0)
 }
 
 fn has_series(text: &str, series: &str) -> bool {

@@ -5,27 +5,10 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::clients::require_tool;
 use common::idgate_proc::config_for;
+use common::prometheus::{must_sample, scrape};
 use common::{free_port, start_db, Idgate};
 use mysql::prelude::Queryable;
-
-fn metrics(admin: u16) -> String {
-    let out = Command::new(require_tool("curl", "curl"))
-        .args(["-sS", "--max-time", "20"])
-        .arg(format!("http://127.0.0.1:{admin}/metrics"))
-        .output()
-        .expect("run curl");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no sample {series} in\n{text}"))
-}
 
 /// Two shards of `orders` (id mod 2) with 40 rows, behind idgate with `extra` config.
 fn setup(extra: &str) -> (Vec<common::MariaDb>, Idgate, u16) {
@@ -74,10 +57,10 @@ fn scatter(c: &mut mysql::Conn, k_min: i64, not_c: &str, limit: usize) -> Vec<(i
 fn one_shape_is_planned_once_and_bound_per_statement() {
     let (_dbs, g, admin) = setup("");
     let mut c = g.conn();
-    let m0 = metrics(admin);
+    let m0 = scrape(admin);
     let (hits0, misses0) = (
-        sample(&m0, "idgate_plan_cache_hits_total"),
-        sample(&m0, "idgate_plan_cache_misses_total"),
+        must_sample(&m0, "idgate_plan_cache_hits_total"),
+        must_sample(&m0, "idgate_plan_cache_misses_total"),
     );
     // Point selects by key: each reaches its own shard with its own literal.
     for id in 1..=10i64 {
@@ -95,11 +78,11 @@ fn one_shape_is_planned_once_and_bound_per_statement() {
             "k >= {k_min}, c <> {not_c}"
         );
     }
-    let m1 = metrics(admin);
-    let hits = sample(&m1, "idgate_plan_cache_hits_total") - hits0;
-    let misses = sample(&m1, "idgate_plan_cache_misses_total") - misses0;
+    let m1 = scrape(admin);
+    let hits = must_sample(&m1, "idgate_plan_cache_hits_total") - hits0;
+    let misses = must_sample(&m1, "idgate_plan_cache_misses_total") - misses0;
     assert_eq!((hits, misses), (12.0, 2.0), "{m1}");
-    assert!(sample(&m1, "idgate_plan_cache_entries") >= 2.0, "{m1}");
+    assert!(must_sample(&m1, "idgate_plan_cache_entries") >= 2.0, "{m1}");
 
     // Another LIMIT is another plan: never the kept one's row count.
     for limit in [3, 10, 1, 25] {
@@ -137,10 +120,14 @@ fn size_zero_keeps_nothing_and_answers_the_same() {
             expected_top(k_min, not_c, 10)
         );
     }
-    let m = metrics(admin);
-    assert_eq!(sample(&m, "idgate_plan_cache_hits_total"), 0.0, "{m}");
-    assert_eq!(sample(&m, "idgate_plan_cache_misses_total"), 0.0, "{m}");
-    assert_eq!(sample(&m, "idgate_plan_cache_entries"), 0.0, "{m}");
+    let m = scrape(admin);
+    assert_eq!(must_sample(&m, "idgate_plan_cache_hits_total"), 0.0, "{m}");
+    assert_eq!(
+        must_sample(&m, "idgate_plan_cache_misses_total"),
+        0.0,
+        "{m}"
+    );
+    assert_eq!(must_sample(&m, "idgate_plan_cache_entries"), 0.0, "{m}");
 }
 
 /// Statements of 64 KiB and more are parsed on the blocking pool: a 6,000-row INSERT with

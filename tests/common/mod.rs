@@ -6,6 +6,7 @@ pub mod fake_auth;
 pub mod fault_relay;
 pub mod history;
 pub mod idgate_proc;
+pub mod prometheus;
 pub mod raw;
 pub mod relay;
 pub mod scenario;
