@@ -480,10 +480,7 @@ impl BackendConn {
     }
 
     pub async fn query_drop_bytes(&mut self, sql: &[u8]) -> Result<(), BackendError> {
-        let mut payload = Vec::with_capacity(sql.len() + 1);
-        payload.push(mysql_common::constants::Command::COM_QUERY as u8);
-        payload.extend_from_slice(sql);
-        self.write_command(&payload);
+        self.write_command(&crate::wire::command::query_packet(sql));
         self.flush().await?;
         loop {
             self.read().await?;
@@ -528,10 +525,7 @@ impl BackendConn {
         &mut self,
         sql: &str,
     ) -> Result<Vec<Vec<Option<Vec<u8>>>>, BackendError> {
-        let mut payload = Vec::with_capacity(sql.len() + 1);
-        payload.push(mysql_common::constants::Command::COM_QUERY as u8);
-        payload.extend_from_slice(sql.as_bytes());
-        self.write_command(&payload);
+        self.write_command(&crate::wire::command::query_packet(sql.as_bytes()));
         self.flush().await?;
         self.read().await?;
         if packets::is_err(&self.packet) {

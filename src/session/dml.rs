@@ -158,9 +158,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         binary: bool,
     ) -> Result<bool, End> {
         let plan = &*merge.plan;
-        let mut packet = Vec::with_capacity(merge.shard_sql.len() + 1);
-        packet.push(mysql_common::constants::Command::COM_QUERY as u8);
-        packet.extend_from_slice(&merge.shard_sql);
+        let packet = crate::wire::command::query_packet(&merge.shard_sql);
         let Some(idx) = self.send_to_all(backends, &packet).await? else {
             return Ok(false);
         };
