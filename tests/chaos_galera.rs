@@ -24,7 +24,7 @@ fn tables() -> String {
 generators:
   seg:
     kind: segment
-    step: 100
+    step: 20
     dynamic_step: false
     max_wait_ms: 3000
   snow:
@@ -92,14 +92,15 @@ fn store_on_galera_survives_a_node_kill() {
         &NAMES,
         scenario::seg_snow_order,
     );
-    // Segment ranges kept coming from the other nodes: far more ids than two buffers hold.
+    // Segment ranges kept coming from the other nodes: more ids than the two buffers held at
+    // the kill (a small step, so a slow machine's writers still use them up many times).
     let after: Vec<&history::Attempt> = attempts
         .iter()
         .filter(|a| a.ok && a.t == "seg_orders" && a.ts > killed + 2.0 && a.ts < rejoin)
         .collect();
     let ids: usize = after.iter().map(|a| a.notes.len()).sum();
     assert!(
-        ids > 2 * 100,
+        ids > 2 * 20,
         "only {ids} segment ids after the kill: {summary}\nidgate log:\n{}",
         g.log()
     );
