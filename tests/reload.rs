@@ -181,19 +181,6 @@ fn two_dbs() -> Vec<MariaDb> {
     dbs
 }
 
-const TABLES: &str = "generators:
-  seq:
-    kind: segment
-    step: 100
-tables:
-  orders:
-    generator: seq
-    sharding:
-      columns: [id]
-      algorithm: mod
-      shards: [shard0, shard1]
-";
-
 /// Inserts `n` rows through idgate; every row must be on the shard its id mod 2 names.
 fn inserts_route_by_mod(g: &Idgate, dbs: &[MariaDb], n: usize) {
     let mut c = login(g, APP_USER, APP_PASSWORD);
@@ -228,7 +215,7 @@ fn idgate_reload_applies_and_bad_files_are_refused_whole() {
         with_admin(config_for(
             port,
             &[("shard0", &dbs[0]), ("shard1", &dbs[1])],
-            TABLES,
+            common::ORDERS_MOD_2,
         ))
     });
     let mut admin = login(&g, APP_USER, APP_PASSWORD);
