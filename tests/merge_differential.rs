@@ -7,8 +7,9 @@
 
 mod common;
 
+use common::answers::*;
+
 use mysql::prelude::Queryable;
-use mysql::Value;
 
 const TABLES: &str = "tables:
   m2:
@@ -124,26 +125,6 @@ fn rows(n: u64) -> Vec<String> {
         out.push(format!("({})", cols.join(", ")));
     }
     out
-}
-
-/// A query over table `T` and how to compare its answers.
-struct Case {
-    sql: String,
-    /// The ORDER BY fixes the order of every row.
-    ordered: bool,
-    /// Strings compare as the _ci collation sees them (a group's value may be any of its members).
-    fold: bool,
-    /// Only the row count is defined (LIMIT without ORDER BY).
-    count_only: bool,
-}
-
-fn case(sql: String, ordered: bool) -> Case {
-    Case {
-        sql,
-        ordered,
-        fold: false,
-        count_only: false,
-    }
 }
 
 const SORTABLE: &[&str] = &["i", "b", "d", "f", "v", "dt", "ts", "tm"];
@@ -279,135 +260,6 @@ fn generate(n: usize) -> Vec<Case> {
         }
     }
     out
-}
-
-type Answer = Result<(Vec<String>, Vec<Vec<Option<Vec<u8>>>>), (u16, String)>;
-
-fn run(c: &mut mysql::Conn, sql: &str) -> Answer {
-    match c.query_iter(sql) {
-        Ok(r) => collect(r, sql),
-        Err(mysql::Error::MySqlError(e)) => Err((e.code, e.message)),
-        Err(e) => panic!("{sql}: {e}"),
-    }
-}
-
-/// The answer to `sql` as a server-side prepared statement (rows in the binary protocol).
-fn run_prepared(c: &mut mysql::Conn, sql: &str, params: mysql::Params) -> Answer {
-    match c.exec_iter(sql, params) {
-        Ok(r) => collect(r, sql),
-        Err(mysql::Error::MySqlError(e)) => Err((e.code, e.message)),
-        Err(e) => panic!("{sql}: {e}"),
-    }
-}
-
-fn collect<P: mysql::prelude::Protocol>(
-    mut res: mysql::QueryResult<'_, '_, '_, P>,
-    sql: &str,
-) -> Answer {
-    let meta = res
-        .columns()
-        .as_ref()
-        .iter()
-        .map(|col| {
-            format!(
-                "{} {:?} dec={} len={} cs={} flags={:?}",
-                col.name_str(),
-                col.column_type(),
-                col.decimals(),
-                col.column_length(),
-                col.character_set(),
-                col.flags()
-            )
-        })
-        .collect();
-    let mut rows = Vec::new();
-    for row in res.by_ref() {
-        let row = match row {
-            Ok(r) => r,
-            Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
-            Err(e) => panic!("{sql}: {e}"),
-        };
-        rows.push(
-            row.unwrap()
-                .into_iter()
-                .map(|v| match v {
-                    Value::NULL => None,
-                    Value::Bytes(b) => Some(b),
-                    other => Some(format!("{other:?}").into_bytes()),
-                })
-                .collect(),
-        );
-    }
-    Ok((meta, rows))
-}
-
-fn fold(v: &Option<Vec<u8>>) -> Option<Vec<u8>> {
-    v.as_ref().map(|b| {
-        String::from_utf8_lossy(b)
-            .to_lowercase()
-            .trim_end_matches(' ')
-            .as_bytes()
-            .to_vec()
-    })
-}
-
-/// Why two answers differ, if they do.
-fn differs(c: &Case, want: &Answer, got: &Answer) -> Option<String> {
-    let (want, got) = match (want, got) {
-        (Err(a), Err(b)) if a.0 == b.0 => return None,
-        (Ok(a), Ok(b)) => (a, b),
-        _ => return Some(format!("want {want:?}\n got {got:?}")),
-    };
-    if want.0 != got.0 {
-        return Some(format!("columns: want {:?}\n got {:?}", want.0, got.0));
-    }
-    if c.count_only {
-        return (want.1.len() != got.1.len())
-            .then(|| format!("{} rows, want {}", got.1.len(), want.1.len()));
-    }
-    let norm = |rows: &Vec<Vec<Option<Vec<u8>>>>| {
-        let mut rows: Vec<Vec<Option<Vec<u8>>>> = rows
-            .iter()
-            .map(|r| {
-                if c.fold {
-                    r.iter().map(fold).collect()
-                } else {
-                    r.clone()
-                }
-            })
-            .collect();
-        if !c.ordered {
-            rows.sort();
-        }
-        rows
-    };
-    let (w, g) = (norm(&want.1), norm(&got.1));
-    if w == g {
-        return None;
-    }
-    let show = |rows: &[Vec<Option<Vec<u8>>>]| {
-        rows.iter()
-            .take(12)
-            .map(|r| {
-                r.iter()
-                    .map(|v| {
-                        v.as_ref()
-                            .map(|b| String::from_utf8_lossy(b).into_owned())
-                            .unwrap_or("NULL".into())
-                    })
-                    .collect::<Vec<_>>()
-                    .join("|")
-            })
-            .collect::<Vec<_>>()
-            .join("\n  ")
-    };
-    Some(format!(
-        "{} rows, want {}\nwant:\n  {}\ngot:\n  {}",
-        g.len(),
-        w.len(),
-        show(&w),
-        show(&g)
-    ))
 }
 
 struct Setup {

@@ -1,6 +1,7 @@
 //! Shared test support: real MariaDB servers and idgate processes started by the tests themselves.
 #![allow(dead_code, unused_imports)]
 
+pub mod answers;
 pub mod clients;
 pub mod fake_auth;
 pub mod fault_relay;

@@ -609,8 +609,10 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         let Some(r) = p.layout.clause_range(clause) else {
             continue;
         };
-        let keep_order = streaming && clause == "ORDER";
-        if keep_order || (clause == "HAVING" && !grouped) {
+        // Shards keep the ORDER BY even where idgate orders the merged groups itself: it is what
+        // makes MariaDB answer through a sorted temporary table as for the client's query, and
+        // its column flags (key flags dropped, BINARY on COUNT) follow from that.
+        if clause == "ORDER" || (clause == "HAVING" && !grouped) {
             continue;
         }
         let with = match (clause, streaming, limit) {

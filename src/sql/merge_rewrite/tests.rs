@@ -45,7 +45,7 @@ fn groups_push_aggregates_and_apply_having_here() {
         s,
         "SELECT k, AVG(q), COUNT(*) AS n , SUM(q), COUNT(q), MAX(q), WEIGHT_STRING(MAX(q)), \
          WEIGHT_STRING(CONCAT(LEFT(MAX(q), 0), ' ')), WEIGHT_STRING(k), \
-         WEIGHT_STRING(CONCAT(LEFT(k, 0), ' ')) FROM t GROUP BY k    "
+         WEIGHT_STRING(CONCAT(LEFT(k, 0), ' ')) FROM t GROUP BY k  ORDER BY MAX(q) DESC  "
     );
     let p = plan(sql).unwrap();
     let MergeMode::Group { keys, aggs, having } = p.mode else {
