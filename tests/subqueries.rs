@@ -386,3 +386,29 @@ fn bound_subqueries_inside_a_transaction_read_its_own_writes() {
         .unwrap();
     assert_eq!(n, Some(0));
 }
+
+#[test]
+fn prepared_statements_with_such_subqueries_are_refused_clearly() {
+    let s = setup();
+    let mut c = s.g.conn();
+    for sql in [
+        "SELECT COUNT(*) FROM dflt WHERE id IN (SELECT id FROM m2 WHERE i = ?)",
+        "SELECT COUNT(*) FROM (SELECT id FROM h3 WHERE i = ?) s",
+    ] {
+        match c.exec_first::<u64, _, _>(sql, (3,)) {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!(e.code, 1235, "{sql}: {}", e.message);
+                assert!(
+                    e.message.contains("send it as a text query"),
+                    "{}",
+                    e.message
+                );
+            }
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    let n: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM (SELECT id FROM h3 WHERE i = 3) s")
+        .unwrap();
+    assert!(n.is_some_and(|n| n > 0));
+}
