@@ -36,7 +36,7 @@ pub(super) enum Plan {
     /// A statement about placed tables, with its kind.
     Routed(super::dml::Route, StatementKind),
     /// A SELECT whose subqueries over placed tables idgate runs first (`subquery.rs`).
-    Subqueries(Box<Vec<sql::Subquery>>),
+    Subqueries(Vec<sql::Subquery>),
     /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
     ListTables {
         backends: Vec<String>,

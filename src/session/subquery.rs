@@ -39,8 +39,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if sql::classify(stmt) != StatementKind::Select {
             return None;
         }
-        self.placed_subqueries(stmt)
-            .map(|subs| Plan::Subqueries(Box::new(subs)))
+        self.placed_subqueries(stmt).map(Plan::Subqueries)
     }
 
     /// Runs the inner queries, then the outer statement with their rows bound in.
