@@ -256,7 +256,7 @@ fn prepared_statements_route_by_their_parameters() {
 }
 
 #[test]
-fn subqueries_over_a_sharded_table_are_refused() {
+fn subqueries_over_a_sharded_table_run_first_or_are_refused() {
     let s = common::two_shards(
         common::ORDERS_MOD_2,
         &["CREATE TABLE orders (id BIGINT PRIMARY KEY, item VARCHAR(20), qty INT)"],
@@ -265,10 +265,19 @@ fn subqueries_over_a_sharded_table_are_refused() {
     c.query_drop("INSERT INTO orders (item, qty) VALUES ('a', 1), ('b', 2), ('c', 3)")
         .unwrap();
     let first = c.last_insert_id();
-    // Each shard would compute its own MAX(id) and answer with its own rows: never run.
+    // Each shard would compute its own MAX(id): idgate runs the subquery over every shard
+    // first and binds its value.
+    let top: Vec<u64> = c
+        .query("SELECT id FROM orders WHERE id = (SELECT MAX(id) FROM orders)")
+        .unwrap();
+    assert_eq!(top, [first + 2]);
+    let below: Vec<u64> = c
+        .query(format!(
+            "SELECT id FROM orders WHERE id = {first} AND qty < (SELECT MAX(qty) FROM orders)"
+        ))
+        .unwrap();
+    assert_eq!(below, [first]);
     for sql in [
-        "SELECT * FROM orders WHERE id = (SELECT MAX(id) FROM orders)".to_string(),
-        format!("SELECT * FROM orders WHERE id = {first} AND qty < (SELECT MAX(qty) FROM orders)"),
         "UPDATE orders SET qty = 0 WHERE id IN (SELECT id FROM orders)".to_string(),
         "SELECT * FROM orders a JOIN orders b ON a.qty = b.qty".to_string(),
     ] {

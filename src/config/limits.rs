@@ -22,6 +22,9 @@ pub fn default_max_prepared_stmt_count() -> usize {
 pub fn default_merge_memory_limit() -> u64 {
     256 << 20
 }
+pub fn default_max_subquery_rows() -> u64 {
+    10_000
+}
 pub fn default_max_auth_failures() -> u32 {
     10
 }
@@ -75,6 +78,9 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
             "merge_memory_limit: {} bytes is below the 1024 minimum",
             cfg.merge_memory_limit
         ));
+    }
+    if cfg.max_subquery_rows == 0 {
+        return bad("max_subquery_rows: must be at least 1".into());
     }
     if cfg.max_auth_failures == 0 {
         return bad("max_auth_failures: must be at least 1".into());

@@ -60,6 +60,10 @@ pub struct Config {
     /// Bytes a GROUP BY / DISTINCT merge across shards may hold for one statement.
     #[serde(default = "super::limits::default_merge_memory_limit")]
     pub merge_memory_limit: u64,
+    /// Rows a subquery or derived table over sharded tables may give idgate, which runs it
+    /// first and binds its rows into the outer statement.
+    #[serde(default = "super::limits::default_max_subquery_rows")]
+    pub max_subquery_rows: u64,
     /// Statement plans kept by shape (`route::cache`); 0 plans every statement anew.
     #[serde(default = "default_plan_cache_size")]
     pub plan_cache_size: usize,

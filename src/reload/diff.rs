@@ -17,6 +17,7 @@ const LIVE_TOP: &[&str] = &[
     "interactive_timeout",
     "max_prepared_stmt_count",
     "merge_memory_limit",
+    "max_subquery_rows",
     "max_auth_failures",
     "auth_backoff_ms",
     "net_read_timeout",

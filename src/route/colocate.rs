@@ -77,7 +77,10 @@ pub fn check_colocated(
             })
             .map_or(rule, |r| &***r);
         return Err(unsupported(format!(
-            "sharded table `{}` inside a subquery is not supported yet",
+            "sharded table `{}` inside a subquery is supported only in plain (text) queries \
+             whose subqueries idgate can run first (IN, EXISTS, scalar, derived tables; not in \
+             prepared statements, UNIONs or ANY/ALL); send it as a text query, or run the inner \
+             SELECT first and pass its values",
             inner.name
         )));
     }

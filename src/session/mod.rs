@@ -10,6 +10,8 @@ mod commit;
 mod dml;
 mod emulated;
 mod explain;
+mod fetch;
+mod fetch_capture;
 mod idle;
 mod insert;
 mod leases;
@@ -24,6 +26,7 @@ mod query;
 pub mod registry;
 mod shards;
 mod show;
+mod subquery;
 mod txn;
 mod unsupported;
 

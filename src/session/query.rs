@@ -35,6 +35,8 @@ pub(super) enum Plan {
     },
     /// A statement about placed tables, with its kind.
     Routed(super::dml::Route, StatementKind),
+    /// A SELECT whose subqueries over placed tables idgate runs first (`subquery.rs`).
+    Subqueries(Vec<sql::Subquery>),
     /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
     ListTables {
         backends: Vec<String>,
@@ -54,7 +56,7 @@ impl Plan {
             Plan::Forward(k) | Plan::Routed(_, k) => Some(*k),
             Plan::Insert(boxed) if boxed.0.replace => Some(StatementKind::Replace),
             Plan::Insert(_) => Some(StatementKind::Insert),
-            Plan::NextValues { .. } => Some(StatementKind::Select),
+            Plan::NextValues { .. } | Plan::Subqueries(_) => Some(StatementKind::Select),
             Plan::ListTables { .. } => Some(StatementKind::Show),
             _ => None,
         }
@@ -222,7 +224,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         match parsed {
             Ok(Ok(plan)) => plan,
-            Ok(Err(e)) => Plan::Refuse(e),
+            Ok(Err(e)) => self.subquery_plan(stmt).unwrap_or(Plan::Refuse(e)),
             Err(e) => Plan::Refuse(SqlError::new(
                 errors::ER_UNKNOWN_ERROR,
                 b"HY000",
@@ -232,7 +234,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Decides what to do with one statement; cheap unless it names a configured table.
-    fn plan(&mut self, stmt: &[u8]) -> Plan {
+    pub(super) fn plan(&mut self, stmt: &[u8]) -> Plan {
         if let Some(a) = sql::admin_statement(stmt) {
             return Plan::Admin(a);
         }
@@ -286,7 +288,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 match self.route_dml(stmt) {
                     Ok(Some(route)) => Plan::Routed(route, kind),
                     Ok(None) => Plan::Forward(kind),
-                    Err(e) => Plan::Refuse(e),
+                    Err(e) => self.subquery_plan(stmt).unwrap_or(Plan::Refuse(e)),
                 }
             }
             StatementKind::Other if self.proxy.tables.mentioned_in(stmt) => {
@@ -477,6 +479,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Step::Failed
                 }
             }
+            Plan::Subqueries(subs) => Box::pin(self.run_subqueries(stmt, &subs, more)).await,
             Plan::Routed(route, _) => match self.run_routed(stmt, packet, route, more).await {
                 Ok(true) => Step::Ok,
                 Ok(false) => Step::Failed,

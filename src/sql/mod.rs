@@ -33,6 +33,8 @@ mod select_tokens;
 mod session_query;
 mod shape;
 mod split;
+mod subquery;
+mod subquery_bind;
 mod words;
 
 pub use admin::{admin_statement, AdminStatement};
@@ -60,6 +62,11 @@ pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource}
 pub use session_query::{session_query, SessionQuery};
 pub use shape::{shape, Shape};
 pub use split::split_statements;
+pub use subquery::{find_subqueries, splice, Subquery, SubqueryUse};
+pub use subquery_bind::{
+    render_derived, render_exists, render_in_list, render_scalar, render_value, BindError,
+    BoundColumn, BoundRow, ER_SUBQUERY_NO_1_ROW,
+};
 pub use words::{
     chain_or_release, explain_route_target, is_temporary_ddl, lists_tables, mentions, push_name,
     savepoint, sets_autocommit_on, starts_read_only, string_literal_is, use_target,
@@ -70,3 +77,5 @@ pub use words::{
 mod insert_fast_tests;
 #[cfg(test)]
 mod insert_tests;
+#[cfg(test)]
+mod subquery_tests;

@@ -1,0 +1,203 @@
+//! A SELECT idgate runs for itself (the inner query of a subquery or derived table): routed as
+//! a client's SELECT would be (one shard, every shard concatenated, or merged), its answer kept
+//! in memory as column definitions and text values instead of going to the client. Bounded:
+//! at most `max_subquery_rows` rows and `merge_memory_limit` bytes; past either the statement
+//! gets a clear error and the session goes on.
+
+use mysql_common::constants::{ColumnFlags, ColumnType};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::fetch_capture::{text_values, Capture, Overflow};
+use super::{End, Session};
+use crate::exec::relay::Client;
+use crate::exec::{scatter, BackendError};
+use crate::route::Route;
+use crate::sql::{self, BoundColumn, BoundRow};
+use crate::wire::errors::SqlError;
+use crate::wire::framing::PacketWriter;
+use crate::wire::packets;
+
+/// What an internal SELECT gave.
+#[derive(Debug)]
+pub(super) struct Fetched {
+    pub columns: Vec<BoundColumn>,
+    pub rows: Vec<BoundRow>,
+}
+
+/// How much of the answer to keep.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FetchLimits {
+    pub max_rows: u64,
+    pub max_bytes: u64,
+    /// Keep this many rows and drop the rest without an error (EXISTS needs one).
+    pub enough: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FetchError {
+    #[error(
+        "the subquery over sharded tables gives more than max_subquery_rows ({0}) rows, which \
+         idgate runs first and binds into the outer statement; narrow it (WHERE, LIMIT) or raise \
+         max_subquery_rows"
+    )]
+    TooManyRows(u64),
+    #[error(
+        "Out of memory: the subquery over sharded tables gives more than idgate's \
+         merge_memory_limit ({0} bytes); narrow it (WHERE, LIMIT, fewer columns) or raise \
+         merge_memory_limit"
+    )]
+    TooManyBytes(u64),
+    #[error("the subquery over sharded tables is not a SELECT idgate can run on its own")]
+    NotASelect,
+    #[error("a shard sent a malformed answer to the subquery")]
+    Malformed,
+}
+
+impl From<FetchError> for SqlError {
+    fn from(e: FetchError) -> SqlError {
+        let msg = e.to_string();
+        match e {
+            FetchError::TooManyBytes(_) => SqlError::new(1037, b"HY001", msg),
+            _ => SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg),
+        }
+    }
+}
+
+/// The fields of a column definition the literals need.
+fn bound_column(def: &[u8]) -> Option<BoundColumn> {
+    let mut rest = def;
+    let mut name = Vec::new();
+    for i in 0..6 {
+        let s = packets::get_lenenc_str(&mut rest)?;
+        if i == 4 {
+            name = s.to_vec();
+        }
+    }
+    // 0x0c, charset (2), length (4), type (1), flags (2), decimals (1)
+    let f = rest.get(..11)?;
+    Some(BoundColumn {
+        name,
+        charset: u16::from_le_bytes([f[1], f[2]]),
+        ty: ColumnType::try_from(f[7]).ok()?,
+        flags: ColumnFlags::from_bits_truncate(u16::from_le_bytes([f[8], f[9]])),
+        decimals: f[10],
+    })
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// Runs `select` through idgate's routing and keeps its answer. `Ok(Err(_))`: the error is
+    /// the statement's answer (the backend's own, or a limit); `Err(End)`: the session ends.
+    pub(super) async fn fetch(
+        &mut self,
+        select: &[u8],
+        limits: FetchLimits,
+    ) -> Result<Result<Fetched, SqlError>, End> {
+        let route = match self.route_dml(select) {
+            Ok(Some(r)) => r,
+            Ok(None) => Route::One(self.proxy.default_pool.name.clone()),
+            Err(e) => return Ok(Err(e)),
+        };
+        let (backends, packet, merge) = match route {
+            Route::One(b) => (vec![b], crate::wire::command::query_packet(select), None),
+            Route::Concat(bs) => (bs, crate::wire::command::query_packet(select), None),
+            Route::Merge(bs, m) => {
+                let packet = crate::wire::command::query_packet(&m.shard_sql);
+                (bs, packet, Some(m))
+            }
+            Route::Write { .. } | Route::Everywhere(_) => {
+                return Ok(Err(FetchError::NotASelect.into()))
+            }
+        };
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in &backends {
+            match self.lease_index(b).await {
+                Ok(i) => idx.push(i),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        for &i in &idx {
+            self.join_transaction(i).await?;
+            self.leases.get_mut(i).write_command(&packet);
+        }
+        for &i in &idx {
+            if let Err(e) = self.leases.get_mut(i).flush().await {
+                return Err(self.backend_lost(e));
+            }
+        }
+        let memory_limit = self.live.config.merge_memory_limit;
+        let mut writer = PacketWriter::new(Capture::new(
+            limits.max_rows,
+            limits.max_bytes.min(memory_limit),
+            limits.enough,
+        ));
+        let mut client = Client {
+            writer: &mut writer,
+            deprecate_eof: false,
+        };
+        let mut conns = self.leases.conns(&idx);
+        let relayed = match &merge {
+            None => scatter::relay_concat(&mut conns, &mut client, 0)
+                .await
+                .map(|_| Ok(())),
+            Some(m) => crate::exec::merge::relay_merged(
+                &mut conns,
+                &mut client,
+                &m.plan,
+                0,
+                false,
+                memory_limit,
+            )
+            .await
+            .map(|r| r.map(|_| ())),
+        };
+        drop(conns);
+        match relayed {
+            Ok(Ok(())) => {}
+            Ok(Err(msg)) => {
+                return Ok(Err(SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)))
+            }
+            Err(BackendError::ClientGone(_)) => return Ok(Err(FetchError::Malformed.into())),
+            Err(e) => return Err(self.backend_lost(e)),
+        }
+        if writer.flush().await.is_err() {
+            return Ok(Err(FetchError::Malformed.into()));
+        }
+        let cap = writer.inner();
+        Ok(collected(cap, limits, memory_limit))
+    }
+}
+
+/// The captured answer as columns and rows, or the error it is.
+fn collected(cap: &Capture, limits: FetchLimits, memory_limit: u64) -> Result<Fetched, SqlError> {
+    if let Some(e) = &cap.error {
+        let (code, state, msg) = packets::parse_err(e);
+        return Err(SqlError::new(
+            code,
+            &state,
+            String::from_utf8_lossy(msg).into_owned(),
+        ));
+    }
+    match cap.overflow {
+        Some(Overflow::Rows) => return Err(FetchError::TooManyRows(limits.max_rows).into()),
+        Some(Overflow::Bytes) => {
+            return Err(FetchError::TooManyBytes(limits.max_bytes.min(memory_limit)).into())
+        }
+        None => {}
+    }
+    if cap.no_rows || !cap.complete() {
+        return Err(FetchError::NotASelect.into());
+    }
+    let columns = cap
+        .columns
+        .iter()
+        .map(|d| bound_column(d))
+        .collect::<Option<Vec<_>>>()
+        .ok_or(FetchError::Malformed)?;
+    let rows = cap
+        .rows
+        .iter()
+        .map(|r| text_values(r).filter(|v| v.len() == columns.len()))
+        .collect::<Option<Vec<_>>>()
+        .ok_or(FetchError::Malformed)?;
+    Ok(Fetched { columns, rows })
+}

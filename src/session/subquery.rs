@@ -1,0 +1,148 @@
+//! SELECTs with subqueries or derived tables over sharded tables. Each outer-level inner query
+//! naming a placed table runs first, through idgate's own routing (`fetch`), and its rows are
+//! bound into the outer statement as literals (an IN list, TRUE/FALSE, a value, a literal
+//! table); the outer statement is then planned and run like any other. An inner query that
+//! refers to the outer one (correlated) cannot run first and is refused.
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::fetch::FetchLimits;
+use super::query::{Plan, Step};
+use super::{End, Session};
+use crate::sql::{self, StatementKind, Subquery, SubqueryUse};
+use crate::wire::errors::SqlError;
+
+/// MariaDB's ER_BAD_FIELD_ERROR: what an inner query that names the outer query's columns
+/// gets when it runs on its own.
+const ER_BAD_FIELD_ERROR: u16 = 1054;
+
+fn unsupported(msg: String) -> SqlError {
+    SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// The outer-level subqueries of `stmt` naming a sharded or broadcast table, if any.
+    fn placed_subqueries(&self, stmt: &[u8]) -> Option<Vec<Subquery>> {
+        let subs = sql::find_subqueries(stmt)?;
+        let subs: Vec<Subquery> = subs
+            .into_iter()
+            .filter(|s| {
+                stmt.get(s.inner.clone())
+                    .is_some_and(|t| self.proxy.tables.placed_mentioned_in(t))
+            })
+            .collect();
+        (!subs.is_empty()).then_some(subs)
+    }
+
+    /// The plan of a SELECT the planner refused, when idgate can run its subqueries first.
+    pub(super) fn subquery_plan(&self, stmt: &[u8]) -> Option<Plan> {
+        if sql::classify(stmt) != StatementKind::Select {
+            return None;
+        }
+        self.placed_subqueries(stmt).map(Plan::Subqueries)
+    }
+
+    /// Runs the inner queries, then the outer statement with their rows bound in.
+    pub(super) async fn run_subqueries(
+        &mut self,
+        stmt: &[u8],
+        subs: &[Subquery],
+        more: bool,
+    ) -> Step {
+        let bound = match self.bind_subqueries(stmt, subs).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => {
+                self.send_error(&e);
+                return Step::Failed;
+            }
+            Err(end) => return Step::End(end),
+        };
+        let plan = match self.plan(&bound) {
+            Plan::Subqueries(_) => Plan::Refuse(unsupported(
+                "a subquery over sharded tables idgate could not bind".into(),
+            )),
+            p => p,
+        };
+        let packet = crate::wire::command::query_packet(&bound);
+        self.run_plan(&bound, plan, &packet, more).await
+    }
+
+    /// Runs each inner query and gives `stmt` with their rows bound in. `Ok(Err(_))`: the
+    /// statement's answer is this error.
+    pub(super) async fn bind_subqueries(
+        &mut self,
+        stmt: &[u8],
+        subs: &[Subquery],
+    ) -> Result<Result<Vec<u8>, SqlError>, End> {
+        let max_rows = self.live.config.max_subquery_rows;
+        let max_bytes = self.live.config.merge_memory_limit;
+        let mut parts = Vec::with_capacity(subs.len());
+        for s in subs {
+            let Some(inner) = stmt.get(s.inner.clone()) else {
+                return Ok(Err(unsupported("a subquery idgate could not place".into())));
+            };
+            if s.kind == SubqueryUse::Quantified {
+                return Ok(Err(quantified_refusal()));
+            }
+            // An inner query with subqueries of its own over sharded tables: those first.
+            let mut inner = inner.to_vec();
+            if self.route_dml(&inner).is_err() {
+                if let Some(nested) = self.placed_subqueries(&inner) {
+                    match Box::pin(self.bind_subqueries(&inner, &nested)).await? {
+                        Ok(bound) => inner = bound,
+                        Err(e) => return Ok(Err(e)),
+                    }
+                }
+            }
+            let limits = FetchLimits {
+                max_rows,
+                max_bytes,
+                enough: (s.kind == SubqueryUse::Exists).then_some(1),
+            };
+            let fetched = match self.fetch(&inner, limits).await? {
+                Ok(f) => f,
+                Err(e) if e.code == ER_BAD_FIELD_ERROR => {
+                    // A typo, or a column of the outer query: the inner query ran on its own.
+                    return Ok(Err(SqlError::new(
+                        e.code,
+                        &e.state,
+                        format!(
+                            "{} (idgate runs a subquery over sharded tables first, on its own; \
+                             one that refers to the outer query (correlated) is not supported: \
+                             rewrite it as a join on the sharding columns, or as an uncorrelated \
+                             `IN (SELECT …)`)",
+                            e.message
+                        ),
+                    )));
+                }
+                Err(e) => return Ok(Err(e)),
+            };
+            let text = match s.kind {
+                SubqueryUse::In => sql::render_in_list(&fetched.columns, &fetched.rows),
+                SubqueryUse::Exists => sql::render_exists(!fetched.rows.is_empty()),
+                SubqueryUse::Scalar => match sql::render_scalar(&fetched.columns, &fetched.rows) {
+                    Ok(t) => t,
+                    Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
+                },
+                SubqueryUse::Derived => {
+                    match sql::render_derived(&fetched.columns, &fetched.rows) {
+                        Ok(t) => t,
+                        Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
+                    }
+                }
+                SubqueryUse::Quantified => return Ok(Err(quantified_refusal())),
+            };
+            parts.push((s.replace.clone(), text));
+        }
+        Ok(Ok(sql::splice(stmt, &parts)))
+    }
+}
+
+/// `x > ALL (SELECT …)` and the like: their NULL and empty-set rules are not bound yet.
+fn quantified_refusal() -> SqlError {
+    unsupported(
+        "comparisons with ANY, SOME or ALL of a subquery over sharded tables are not supported \
+         yet; write `IN (SELECT …)`, or compare with `(SELECT MIN(…))` / `(SELECT MAX(…))`"
+            .into(),
+    )
+}

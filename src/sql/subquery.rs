@@ -1,0 +1,158 @@
+//! Where a statement's subqueries and derived tables lie, and what each one is for the outer
+//! statement: an `IN (SELECT …)` list, an `EXISTS (SELECT …)` test, a scalar `(SELECT …)` or a
+//! derived table `FROM (SELECT …) AS d`. idgate runs such an inner SELECT over sharded tables
+//! first and puts its rows into the outer statement as literals (`subquery_bind`); this module
+//! only finds the pieces, from tokens, so the outer statement keeps the client's own text.
+
+use std::ops::Range;
+
+use super::select_tokens::{SelectText, Tok};
+
+/// How the outer statement uses a subquery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubqueryUse {
+    /// `x IN (SELECT …)` / `x NOT IN (SELECT …)`: a value list.
+    In,
+    /// `EXISTS (SELECT …)` (`NOT` stays in the outer text): TRUE or FALSE.
+    Exists,
+    /// `(SELECT …)` as a value: at most one row.
+    Scalar,
+    /// `FROM (SELECT …) AS d`: a table.
+    Derived,
+    /// `x = ANY (SELECT …)`, `ALL`, `SOME`: not bound by idgate.
+    Quantified,
+}
+
+/// One subquery at the outer statement's level (subqueries nested in it are its own business).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subquery {
+    pub kind: SubqueryUse,
+    /// The outer text the bound value replaces: `(SELECT …)`, or `EXISTS (SELECT …)`.
+    pub replace: Range<usize>,
+    /// The inner statement, without its parentheses.
+    pub inner: Range<usize>,
+}
+
+/// Words that start the clauses in which a parenthesized SELECT is a table of the FROM list.
+const FROM_LIST: &[&str] = &["FROM", "JOIN"];
+
+/// Words after which a scan back for the clause a `,` belongs to stops.
+const CLAUSE_WORDS: &[&str] = &[
+    "SELECT", "FROM", "JOIN", "WHERE", "ON", "USING", "GROUP", "HAVING", "ORDER", "LIMIT", "SET",
+    "VALUES", "BY", "WINDOW",
+];
+
+/// The outer-level subqueries of `stmt`, in text order. `None` when the text cannot be read
+/// (not UTF-8, unbalanced parentheses) or when a parenthesized SELECT is not a subquery but a
+/// part of a UNION, which idgate does not take apart.
+pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
+    let text = std::str::from_utf8(stmt).ok()?;
+    let st = SelectText::new(text)?;
+    let toks = &st.toks;
+    let mut out: Vec<Subquery> = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let starts_select = toks[i].tok == Tok::LParen
+            && matches!(toks.get(i + 1).map(|t| &t.tok), Some(Tok::Word(w)) if w == "SELECT" || w == "WITH");
+        if !starts_select {
+            i += 1;
+            continue;
+        }
+        let depth = toks[i].depth;
+        let close =
+            (i + 1..toks.len()).find(|&j| toks[j].tok == Tok::RParen && toks[j].depth == depth)?;
+        let word_before = |k: usize| match toks.get(k).map(|t| &t.tok) {
+            Some(Tok::Word(w)) => Some(w.as_str()),
+            _ => None,
+        };
+        let prev = i.checked_sub(1);
+        let prev_word = prev.and_then(word_before);
+        let inner = toks[i + 1].at.start..toks[close - 1].at.end;
+        let paren = toks[i].at.start..toks[close].at.end;
+        let (kind, replace) = match prev_word {
+            None if prev.is_none() => return None, // `(SELECT …) UNION …`
+            Some("UNION" | "EXCEPT" | "INTERSECT" | "ALL" | "DISTINCT")
+                if prev_word != Some("ALL") || is_set_operator(toks, i - 1) =>
+            {
+                return None
+            }
+            Some("IN") => (SubqueryUse::In, paren),
+            Some("EXISTS") => {
+                let at = toks[i - 1].at.start;
+                (SubqueryUse::Exists, at..paren.end)
+            }
+            Some("ANY" | "SOME" | "ALL") => (SubqueryUse::Quantified, paren),
+            Some(w) if FROM_LIST.contains(&w) || w.ends_with("_JOIN") => {
+                (SubqueryUse::Derived, paren)
+            }
+            _ if toks[i - 1].tok == Tok::Comma && in_from_list(toks, i - 1) => {
+                (SubqueryUse::Derived, paren)
+            }
+            _ if toks[i - 1].tok == Tok::LParen && is_table_group(toks, i - 1) => return None,
+            _ => (SubqueryUse::Scalar, paren),
+        };
+        out.push(Subquery {
+            kind,
+            replace,
+            inner,
+        });
+        i = close + 1;
+    }
+    Some(out)
+}
+
+/// Whether the `ALL` at `k` follows UNION/EXCEPT/INTERSECT.
+fn is_set_operator(toks: &[super::select_tokens::Lexeme], k: usize) -> bool {
+    matches!(
+        k.checked_sub(1).and_then(|p| toks.get(p)).map(|t| &t.tok),
+        Some(Tok::Word(w)) if w == "UNION" || w == "EXCEPT" || w == "INTERSECT"
+    )
+}
+
+/// Whether the `,` at `k` separates tables of a FROM list (the nearest clause word before it at
+/// its depth is FROM or a JOIN).
+fn in_from_list(toks: &[super::select_tokens::Lexeme], k: usize) -> bool {
+    let depth = toks[k].depth;
+    for t in toks[..k].iter().rev() {
+        if t.depth < depth {
+            return false;
+        }
+        if t.depth > depth {
+            continue;
+        }
+        if let Tok::Word(w) = &t.tok {
+            if CLAUSE_WORDS.contains(&w.as_str()) || w.ends_with("_JOIN") {
+                return FROM_LIST.contains(&w.as_str()) || w.ends_with("_JOIN");
+            }
+        }
+    }
+    false
+}
+
+/// Whether the `(` at `k` opens a parenthesized FROM item (`FROM ((SELECT …) d JOIN …)`) or a
+/// UNION member (`((SELECT …) UNION …)`): shapes idgate leaves alone.
+fn is_table_group(toks: &[super::select_tokens::Lexeme], k: usize) -> bool {
+    match k.checked_sub(1).map(|p| &toks[p].tok) {
+        None => true,
+        Some(Tok::Word(w)) => {
+            FROM_LIST.contains(&w.as_str()) || w.ends_with("_JOIN") || w == "UNION"
+        }
+        Some(Tok::Comma) => in_from_list(toks, k - 1),
+        Some(Tok::LParen) => is_table_group(toks, k - 1),
+        _ => false,
+    }
+}
+
+/// `stmt` with each range replaced by its text (ranges in order, not overlapping).
+pub fn splice(stmt: &[u8], parts: &[(Range<usize>, Vec<u8>)]) -> Vec<u8> {
+    let extra: usize = parts.iter().map(|(_, t)| t.len()).sum();
+    let mut out = Vec::with_capacity(stmt.len() + extra);
+    let mut at = 0;
+    for (r, text) in parts {
+        out.extend_from_slice(&stmt[at..r.start]);
+        out.extend_from_slice(text);
+        at = r.end;
+    }
+    out.extend_from_slice(&stmt[at..]);
+    out
+}

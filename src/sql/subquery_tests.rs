@@ -1,0 +1,200 @@
+//! Finding subqueries and writing their rows back as literals, without a server.
+
+use mysql_common::constants::{ColumnFlags, ColumnType};
+
+use super::subquery::{find_subqueries, splice, SubqueryUse};
+use super::subquery_bind::*;
+
+fn found(sql: &str) -> Vec<(SubqueryUse, String, String)> {
+    find_subqueries(sql.as_bytes())
+        .expect("readable")
+        .into_iter()
+        .map(|s| {
+            (
+                s.kind,
+                sql[s.replace.clone()].to_string(),
+                sql[s.inner.clone()].to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn finds_each_use_of_a_subquery() {
+    let f = found("SELECT * FROM u WHERE id IN (SELECT uid FROM o WHERE q > 1) AND x = 2");
+    assert_eq!(
+        f,
+        vec![(
+            SubqueryUse::In,
+            "(SELECT uid FROM o WHERE q > 1)".into(),
+            "SELECT uid FROM o WHERE q > 1".into()
+        )]
+    );
+    let f = found("SELECT * FROM u WHERE id NOT IN ( select uid from o ) ");
+    assert_eq!(f[0].0, SubqueryUse::In);
+    assert_eq!(f[0].2, "select uid from o");
+    let f = found("SELECT * FROM u WHERE NOT EXISTS (SELECT 1 FROM o)");
+    assert_eq!(f[0].0, SubqueryUse::Exists);
+    assert_eq!(f[0].1, "EXISTS (SELECT 1 FROM o)");
+    let f = found("SELECT (SELECT MAX(id) FROM o) AS m, a FROM u HAVING a > (SELECT 1 FROM o)");
+    assert_eq!(f.len(), 2);
+    assert!(f.iter().all(|x| x.0 == SubqueryUse::Scalar));
+    let f = found("SELECT COUNT(*) FROM (SELECT DISTINCT `v` AS `col1` FROM `m2`) subquery");
+    assert_eq!(f[0].0, SubqueryUse::Derived);
+    assert_eq!(f[0].1, "(SELECT DISTINCT `v` AS `col1` FROM `m2`)");
+    let f = found("SELECT * FROM a, (SELECT 1 AS x FROM o) d JOIN (SELECT 2 AS y) e ON 1");
+    assert_eq!(f.len(), 2);
+    assert!(f.iter().all(|x| x.0 == SubqueryUse::Derived));
+    let f = found("SELECT a, (SELECT 1 FROM o) FROM u");
+    assert_eq!(f[0].0, SubqueryUse::Scalar);
+    let f = found("SELECT * FROM u WHERE a > ALL (SELECT b FROM o)");
+    assert_eq!(f[0].0, SubqueryUse::Quantified);
+    let f = found("SELECT COALESCE((SELECT MAX(id) FROM o), 0)");
+    assert_eq!(f[0].0, SubqueryUse::Scalar);
+}
+
+#[test]
+fn nested_subqueries_belong_to_their_parent() {
+    let f = found("SELECT * FROM u WHERE id IN (SELECT uid FROM o WHERE k IN (SELECT k FROM p))");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].2, "SELECT uid FROM o WHERE k IN (SELECT k FROM p)");
+}
+
+#[test]
+fn unions_and_strings_are_not_subqueries() {
+    assert!(find_subqueries(b"(SELECT 1) UNION (SELECT 2)").is_none());
+    assert!(find_subqueries(b"SELECT 1 UNION ALL (SELECT 2)").is_none());
+    assert_eq!(found("SELECT '(SELECT 1)' FROM o"), vec![]);
+    assert!(find_subqueries(b"SELECT (SELECT 1 FROM o").is_none());
+}
+
+#[test]
+fn splice_replaces_ranges_in_order() {
+    let s = b"SELECT * FROM u WHERE a IN (SELECT 1) AND EXISTS (SELECT 2)";
+    let subs = find_subqueries(s).unwrap();
+    let parts: Vec<_> = subs
+        .iter()
+        .zip([b"(1,2)".to_vec(), b"TRUE".to_vec()])
+        .map(|(q, t)| (q.replace.clone(), t))
+        .collect();
+    assert_eq!(
+        splice(s, &parts),
+        b"SELECT * FROM u WHERE a IN (1,2) AND TRUE".to_vec()
+    );
+}
+
+fn col(ty: ColumnType, charset: u16) -> BoundColumn {
+    BoundColumn {
+        name: b"c".to_vec(),
+        ty,
+        charset,
+        flags: ColumnFlags::empty(),
+        decimals: 0,
+    }
+}
+
+fn value(c: &BoundColumn, v: Option<&[u8]>) -> String {
+    let mut out = Vec::new();
+    render_value(c, v, &mut out);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn values_are_written_to_read_back_alike() {
+    use ColumnType::*;
+    assert_eq!(value(&col(MYSQL_TYPE_LONGLONG, 63), Some(b"-42")), "-42");
+    assert_eq!(
+        value(&col(MYSQL_TYPE_NEWDECIMAL, 63), Some(b"12.50")),
+        "12.50"
+    );
+    assert_eq!(value(&col(MYSQL_TYPE_DOUBLE, 63), Some(b"1.5")), "1.5e0");
+    assert_eq!(value(&col(MYSQL_TYPE_DOUBLE, 63), Some(b"1e300")), "1e300");
+    assert_eq!(value(&col(MYSQL_TYPE_LONG, 63), None), "NULL");
+    // Quotes and backslashes need no escaping in hex, whatever the sql_mode.
+    assert_eq!(
+        value(&col(MYSQL_TYPE_VAR_STRING, 45), Some(b"a'\\")),
+        "_utf8mb4 X'61275C'"
+    );
+    assert_eq!(
+        value(&col(MYSQL_TYPE_VAR_STRING, 33), Some(b"")),
+        "_utf8 X''"
+    );
+    assert_eq!(
+        value(&col(MYSQL_TYPE_VAR_STRING, 8), Some(b"\xe9")),
+        "_latin1 X'E9'"
+    );
+    assert_eq!(
+        value(&col(MYSQL_TYPE_BLOB, 63), Some(b"\x00\xff")),
+        "X'00FF'"
+    );
+    assert_eq!(
+        value(&col(MYSQL_TYPE_DATE, 63), Some(b"2024-01-02")),
+        "CAST(_latin1 X'323032342D30312D3032' AS DATE)"
+    );
+    let mut dt = col(MYSQL_TYPE_DATETIME, 63);
+    dt.decimals = 3;
+    assert!(value(&dt, Some(b"2024-01-02 00:00:00.000")).ends_with(" AS DATETIME(3))"));
+    // Unknown MariaDB collation ids (UCA 14.0 is 2048 and up) are utf8mb4.
+    assert!(value(&col(MYSQL_TYPE_VAR_STRING, 2048), Some(b"x")).starts_with("_utf8mb4 "));
+}
+
+#[test]
+fn in_lists_exists_and_scalars() {
+    let c = col(ColumnType::MYSQL_TYPE_LONG, 63);
+    let rows = vec![
+        vec![Some(b"1".to_vec())],
+        vec![None],
+        vec![Some(b"3".to_vec())],
+    ];
+    assert_eq!(
+        render_in_list(std::slice::from_ref(&c), &rows),
+        b"(1,NULL,3)"
+    );
+    assert_eq!(
+        render_in_list(std::slice::from_ref(&c), &[]),
+        b"(SELECT NULL FROM DUAL WHERE FALSE)"
+    );
+    let two = vec![c.clone(), c.clone()];
+    let pairs = vec![vec![Some(b"1".to_vec()), Some(b"2".to_vec())]];
+    assert_eq!(render_in_list(&two, &pairs), b"((1,2))");
+    assert_eq!(
+        render_in_list(&two, &[]),
+        b"(SELECT NULL,NULL FROM DUAL WHERE FALSE)"
+    );
+    assert_eq!(render_exists(true), b"TRUE");
+    assert_eq!(render_exists(false), b"FALSE");
+    assert_eq!(
+        render_scalar(std::slice::from_ref(&c), &rows[..1]).unwrap(),
+        b"(1)"
+    );
+    assert_eq!(
+        render_scalar(std::slice::from_ref(&c), &[]).unwrap(),
+        b"(NULL)"
+    );
+    let e = render_scalar(std::slice::from_ref(&c), &rows).unwrap_err();
+    assert_eq!((e.code, e.state), (1242, b"21000"));
+    assert_eq!(e.message, "Subquery returns more than 1 row");
+}
+
+#[test]
+fn derived_tables_are_typed_literal_tables() {
+    let mut id = col(ColumnType::MYSQL_TYPE_LONGLONG, 63);
+    id.name = b"id".to_vec();
+    let mut v = col(ColumnType::MYSQL_TYPE_VAR_STRING, 45);
+    v.name = b"we`ird".to_vec();
+    let cols = vec![id, v];
+    let rows = vec![
+        vec![Some(b"1".to_vec()), Some(b"a".to_vec())],
+        vec![Some(b"2".to_vec()), None],
+    ];
+    assert_eq!(
+        String::from_utf8(render_derived(&cols, &rows).unwrap()).unwrap(),
+        "(SELECT CAST(1 AS SIGNED) AS `id`,_utf8mb4 X'61' AS `we``ird` \
+         UNION ALL VALUES (2,NULL))"
+    );
+    assert_eq!(
+        String::from_utf8(render_derived(&cols, &[]).unwrap()).unwrap(),
+        "(SELECT CAST(NULL AS SIGNED) AS `id`,CAST(NULL AS CHAR CHARACTER SET utf8mb4) AS \
+         `we``ird` FROM DUAL WHERE FALSE)"
+    );
+}

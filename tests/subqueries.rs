@@ -1,0 +1,414 @@
+//! Subqueries and derived tables over sharded tables answer as one MariaDB holding every row:
+//! the same rows go into reference tables on one server and, through idgate, into tables
+//! sharded over two shards (mod) and three shards (hash); each query runs both ways and must
+//! give the same rows (and, where idgate only binds values into the outer statement, the same
+//! column metadata). Also: the row cap's error, a correlated subquery's refusal, and the
+//! session going on after each.
+
+mod common;
+
+use mysql::prelude::Queryable;
+use mysql::Value;
+
+const MAX_ROWS: u64 = 100;
+
+fn tables() -> String {
+    format!(
+        "max_subquery_rows: {MAX_ROWS}
+tables:
+  m2:
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  h3:
+    sharding:
+      columns: [id]
+      algorithm: hash
+      shards: [shard0, shard1, shard2]
+  m2c:
+    sharding:
+      columns: [ref_id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  h3c:
+    sharding:
+      columns: [ref_id]
+      algorithm: hash
+      shards: [shard0, shard1, shard2]
+  bc:
+    broadcast: true
+"
+    )
+}
+
+const COLUMNS: &str = "(id INT PRIMARY KEY, i INT, k INT, v VARCHAR(20) COLLATE \
+    utf8mb4_general_ci, d DECIMAL(8,2), dt DATE)";
+const CHILD_COLUMNS: &str = "(cid INT PRIMARY KEY, ref_id INT, amount DECIMAL(8,2))";
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+const WORDS: &[&str] = &[
+    "apple", "Apple", "APPLE ", "banana", "Banana ", "cherry", "", "it's", "a\\\\b", "ähre", "Ähre",
+];
+
+fn rows() -> String {
+    let mut r = Rng(11);
+    (1..=200)
+        .map(|id| {
+            let k = if r.below(8) == 0 {
+                "NULL".to_string()
+            } else {
+                (1 + r.below(250)).to_string()
+            };
+            let v = if r.below(10) == 0 {
+                "NULL".to_string()
+            } else {
+                format!(
+                    "'{}'",
+                    WORDS[r.below(WORDS.len() as u64) as usize].replace('\'', "''")
+                )
+            };
+            format!(
+                "({id}, {}, {k}, {v}, {}.{:02}, '2024-0{}-1{}')",
+                r.below(11) as i64 - 5,
+                r.below(50),
+                r.below(100),
+                1 + r.below(3),
+                r.below(4)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn child_rows() -> String {
+    let mut r = Rng(5);
+    (1..=150)
+        .map(|cid| format!("({cid}, {}, {}.50)", 1 + r.below(260), r.below(30)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+struct Setup {
+    dbs: Vec<common::MariaDb>,
+    g: common::Idgate,
+}
+
+fn setup() -> &'static Setup {
+    static SETUP: std::sync::OnceLock<Setup> = std::sync::OnceLock::new();
+    SETUP.get_or_init(load)
+}
+
+fn load() -> Setup {
+    let dbs = vec![common::start_db(), common::start_db(), common::start_db()];
+    let g = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(
+            port,
+            &[
+                ("shard0", &dbs[0]),
+                ("shard1", &dbs[1]),
+                ("shard2", &dbs[2]),
+            ],
+            &tables(),
+        )
+    });
+    let data = rows();
+    let children = child_rows();
+    // The reference tables sit on the default backend, where idgate's `dflt` lives too.
+    let mut reference = common::direct(&dbs[0]);
+    for (t, cols, rows) in [
+        ("ref", COLUMNS, &data),
+        ("refc", CHILD_COLUMNS, &children),
+        ("refb", COLUMNS, &data),
+    ] {
+        reference
+            .query_drop(format!("CREATE TABLE {t} {cols}"))
+            .unwrap();
+        reference
+            .query_drop(format!("INSERT INTO {t} VALUES {rows}"))
+            .unwrap();
+    }
+    let mut c = g.conn();
+    for (t, cols, rows) in [
+        ("m2", COLUMNS, &data),
+        ("h3", COLUMNS, &data),
+        ("bc", COLUMNS, &data),
+        ("dflt", COLUMNS, &data),
+        ("m2c", CHILD_COLUMNS, &children),
+        ("h3c", CHILD_COLUMNS, &children),
+    ] {
+        c.query_drop(format!("CREATE TABLE {t} {cols}")).unwrap();
+        c.query_drop(format!("INSERT INTO {t} VALUES {rows}"))
+            .unwrap();
+    }
+    Setup { dbs, g }
+}
+
+/// One query: `{T}` a sharded table, `{C}` a sharded child table, `{B}` a broadcast table, `{D}` a
+/// table on the default backend only.
+struct Case {
+    sql: &'static str,
+    /// Row order is the query's own (ORDER BY).
+    ordered: bool,
+    /// Column metadata must match too (idgate only bound values into the outer statement).
+    meta: bool,
+}
+
+const fn case(sql: &'static str, ordered: bool, meta: bool) -> Case {
+    Case { sql, ordered, meta }
+}
+
+const CASES: &[Case] = &[
+    // Django's count() of a distinct and of a sliced queryset.
+    case("SELECT COUNT(*) FROM (SELECT DISTINCT `v` AS `col1` FROM `{T}`) subquery", false, true),
+    case("SELECT COUNT(*) FROM (SELECT `id` FROM `{T}` ORDER BY id LIMIT 5 OFFSET 3) subquery", false, true),
+    case("SELECT * FROM (SELECT id, v FROM {T} ORDER BY id DESC LIMIT 7) s ORDER BY id", true, false),
+    case("SELECT s.i, COUNT(*), SUM(s.d) FROM (SELECT i, d FROM {T} WHERE id > 150) s GROUP BY s.i ORDER BY s.i", true, false),
+    case("SELECT s.id, x.v FROM (SELECT id FROM {T} WHERE i = 2) s JOIN {D} x ON x.id = s.id ORDER BY s.id", true, false),
+    case("SELECT COUNT(*), MAX(s.n) FROM (SELECT i, COUNT(*) AS n FROM {T} GROUP BY i) s", false, false),
+    // Empty inner results.
+    case("SELECT COUNT(*) FROM (SELECT id FROM {T} WHERE id < 0) s", false, true),
+    case("SELECT id FROM {D} WHERE id IN (SELECT id FROM {T} WHERE id < 0)", false, true),
+    case("SELECT COUNT(*) FROM {D} WHERE k NOT IN (SELECT id FROM {T} WHERE id < 0)", false, true),
+    case("SELECT COUNT(*) FROM {D} WHERE (id, i) IN (SELECT id, i FROM {T} WHERE id < 0)", false, true),
+    // IN / NOT IN, outer on the default backend, broadcast or sharded.
+    case("SELECT id, v FROM {D} WHERE id IN (SELECT k FROM {T} WHERE i = 3) ORDER BY id", true, true),
+    case("SELECT id FROM {B} WHERE id NOT IN (SELECT k FROM {T} WHERE i < -3) ORDER BY id", true, true),
+    case("SELECT id FROM {B} WHERE id NOT IN (SELECT k FROM {T} WHERE i < -3 AND k IS NOT NULL) ORDER BY id", true, true),
+    case("SELECT id, v FROM {T} WHERE id IN (SELECT ref_id FROM {C} WHERE amount > 25) ORDER BY id", true, true),
+    case("SELECT COUNT(*), SUM(d) FROM {T} WHERE id NOT IN (SELECT ref_id FROM {C} WHERE amount > 15)", false, true),
+    case("SELECT id FROM {D} WHERE v IN (SELECT v FROM {T} WHERE i = 1) ORDER BY id", true, true),
+    case("SELECT id FROM {D} WHERE (i, k) IN (SELECT i, k FROM {T} WHERE id < 40) ORDER BY id", true, true),
+    case("SELECT id FROM {D} WHERE dt IN (SELECT dt FROM {T} WHERE id BETWEEN 10 AND 14) ORDER BY id", true, true),
+    case("SELECT id FROM {D} WHERE d IN (SELECT d FROM {T} WHERE i = 0) ORDER BY id", true, true),
+    // EXISTS / NOT EXISTS.
+    case("SELECT COUNT(*) FROM {D} WHERE EXISTS (SELECT 1 FROM {T} WHERE i = 99)", false, true),
+    case("SELECT COUNT(*) FROM {D} WHERE EXISTS (SELECT id FROM {T} WHERE i = 3)", false, true),
+    case("SELECT COUNT(*) FROM {T} WHERE NOT EXISTS (SELECT * FROM {C} WHERE amount > 1000)", false, true),
+    // Scalars in the select list, WHERE and HAVING. A bound value in the select list has the
+    // literal's type and, without an alias, its text as the column name (see the README).
+    case("SELECT (SELECT MAX(id) FROM {T}) AS m", false, false),
+    case("SELECT id, (SELECT COUNT(*) FROM {C}) AS n FROM {D} ORDER BY id LIMIT 3", true, false),
+    case("SELECT id FROM {T} WHERE id < (SELECT MIN(ref_id) FROM {C}) + 5 ORDER BY id", true, true),
+    case("SELECT COUNT(*) FROM {T} WHERE dt = (SELECT MIN(dt) FROM {T})", false, true),
+    case("SELECT v FROM {D} WHERE id = 1 AND v <=> (SELECT v FROM {T} WHERE id = 1)", false, true),
+    case("SELECT (SELECT v FROM {T} WHERE id = -1) IS NULL", false, false),
+    case("SELECT i, COUNT(*) FROM {D} GROUP BY i HAVING COUNT(*) > (SELECT COUNT(*) FROM {C} WHERE amount > 28) ORDER BY i", true, true),
+    // Nested: the innermost runs first.
+    case("SELECT COUNT(*) FROM {D} WHERE id IN (SELECT id FROM {T} WHERE k IN (SELECT ref_id FROM {C} WHERE amount < 3))", false, true),
+    // MariaDB's errors for the bound shapes.
+    case("SELECT (SELECT id FROM {T} WHERE i = 1)", false, true),
+];
+
+type Answer = Result<(Vec<String>, Vec<Vec<Option<Vec<u8>>>>), (u16, String)>;
+
+fn run(c: &mut mysql::Conn, sql: &str) -> Answer {
+    let mut res = match c.query_iter(sql) {
+        Ok(r) => r,
+        Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
+        Err(e) => panic!("{sql}: {e}"),
+    };
+    let meta = res
+        .columns()
+        .as_ref()
+        .iter()
+        .map(|col| {
+            format!(
+                "{} {:?} dec={} len={} cs={} flags={:?}",
+                col.name_str(),
+                col.column_type(),
+                col.decimals(),
+                col.column_length(),
+                col.character_set(),
+                col.flags()
+            )
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for row in res.by_ref() {
+        let row = match row {
+            Ok(r) => r,
+            Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
+            Err(e) => panic!("{sql}: {e}"),
+        };
+        rows.push(
+            row.unwrap()
+                .into_iter()
+                .map(|v| match v {
+                    Value::NULL => None,
+                    Value::Bytes(b) => Some(b),
+                    other => Some(format!("{other:?}").into_bytes()),
+                })
+                .collect(),
+        );
+    }
+    Ok((meta, rows))
+}
+
+fn differs(c: &Case, want: &Answer, got: &Answer) -> Option<String> {
+    let (want, got) = match (want, got) {
+        (Err(a), Err(b)) if a == b => return None,
+        (Ok(a), Ok(b)) => (a, b),
+        _ => return Some(format!("want {want:?}\n got {got:?}")),
+    };
+    if c.meta && want.0 != got.0 {
+        return Some(format!("columns: want {:?}\n got {:?}", want.0, got.0));
+    }
+    let (mut w, mut g) = (want.1.clone(), got.1.clone());
+    if !c.ordered {
+        w.sort();
+        g.sort();
+    }
+    (w != g).then(|| format!("want {w:?}\n got {g:?}"))
+}
+
+#[test]
+fn subqueries_over_sharded_tables_answer_as_one_server() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let mut reference = common::direct(&s.dbs[0]);
+    let mut failures = Vec::new();
+    for case in CASES {
+        let want = run(
+            &mut reference,
+            &case
+                .sql
+                .replace("{T}", "ref")
+                .replace("{C}", "refc")
+                .replace("{B}", "refb")
+                .replace("{D}", "dflt"),
+        );
+        for (t, ch) in [("m2", "m2c"), ("h3", "h3c")] {
+            let sql = case
+                .sql
+                .replace("{T}", t)
+                .replace("{C}", ch)
+                .replace("{B}", "bc")
+                .replace("{D}", "dflt");
+            let got = run(&mut c, &sql);
+            if let Some(why) = differs(case, &want, &got) {
+                failures.push(format!("{sql}\n{why}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differ from one MariaDB:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+fn error_of(c: &mut mysql::Conn, sql: &str) -> (u16, String) {
+    match c.query_drop(sql) {
+        Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
+        other => panic!("{sql}: expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_row_cap_gives_its_error_and_the_session_goes_on() {
+    let s = setup();
+    let mut c = s.g.conn();
+    for sql in [
+        "SELECT COUNT(*) FROM (SELECT id FROM m2) s",
+        "SELECT COUNT(*) FROM dflt WHERE id IN (SELECT id FROM h3)",
+    ] {
+        let (code, msg) = error_of(&mut c, sql);
+        assert_eq!(code, 1235, "{sql}: {msg}");
+        assert!(
+            msg.contains(&format!("max_subquery_rows ({MAX_ROWS})")),
+            "{msg}"
+        );
+    }
+    // EXISTS needs one row, whatever the inner query gives.
+    let n: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM dflt WHERE EXISTS (SELECT id FROM m2)")
+        .unwrap();
+    assert_eq!(n, Some(200));
+    let n: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM (SELECT id FROM h3 WHERE id <= 100) s")
+        .unwrap();
+    assert_eq!(n, Some(100));
+}
+
+#[test]
+fn shapes_idgate_cannot_bind_are_refused_clearly_and_the_session_goes_on() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let (code, msg) = error_of(
+        &mut c,
+        "SELECT id FROM dflt d WHERE EXISTS (SELECT 1 FROM m2 t WHERE t.k = d.id)",
+    );
+    assert_eq!(code, 1054, "{msg}");
+    assert!(msg.contains("correlated") && msg.contains("d.id"), "{msg}");
+    let (code, msg) = error_of(
+        &mut c,
+        "SELECT id FROM dflt WHERE i > ALL (SELECT i FROM h3)",
+    );
+    assert_eq!(code, 1235, "{msg}");
+    assert!(msg.contains("ANY, SOME or ALL"), "{msg}");
+    // The inner query's own error is the statement's.
+    let (code, _) = error_of(
+        &mut c,
+        "SELECT id FROM dflt WHERE id IN (SELECT nope FROM m2)",
+    );
+    assert_eq!(code, 1054);
+    let one: Option<u64> = c.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+}
+
+#[test]
+fn bound_subqueries_inside_a_transaction_read_its_own_writes() {
+    let s = setup();
+    let mut c = s.g.conn();
+    c.query_drop("BEGIN").unwrap();
+    c.query_drop("UPDATE m2 SET i = 77 WHERE id IN (3, 4)")
+        .unwrap();
+    let ids: Vec<u32> = c
+        .query("SELECT id FROM dflt WHERE id IN (SELECT id FROM m2 WHERE i = 77) ORDER BY id")
+        .unwrap();
+    assert_eq!(ids, vec![3, 4]);
+    c.query_drop("ROLLBACK").unwrap();
+    let n: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM (SELECT id FROM m2 WHERE i = 77) s")
+        .unwrap();
+    assert_eq!(n, Some(0));
+}
+
+#[test]
+fn prepared_statements_with_such_subqueries_are_refused_clearly() {
+    let s = setup();
+    let mut c = s.g.conn();
+    for sql in [
+        "SELECT COUNT(*) FROM dflt WHERE id IN (SELECT id FROM m2 WHERE i = ?)",
+        "SELECT COUNT(*) FROM (SELECT id FROM h3 WHERE i = ?) s",
+    ] {
+        match c.exec_first::<u64, _, _>(sql, (3,)) {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!(e.code, 1235, "{sql}: {}", e.message);
+                assert!(
+                    e.message.contains("send it as a text query"),
+                    "{}",
+                    e.message
+                );
+            }
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    let n: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM (SELECT id FROM h3 WHERE i = 3) s")
+        .unwrap();
+    assert!(n.is_some_and(|n| n > 0));
+}
