@@ -351,20 +351,25 @@ fn shapes_idgate_cannot_bind_are_refused_clearly_and_the_session_goes_on() {
         &mut c,
         "SELECT id FROM dflt d WHERE EXISTS (SELECT 1 FROM m2 t WHERE t.k = d.id)",
     );
-    assert_eq!(code, 1054, "{msg}");
-    assert!(msg.contains("correlated") && msg.contains("d.id"), "{msg}");
+    assert_eq!(code, 1235, "{msg}");
+    assert!(msg.contains("correlated") && msg.contains("`d`"), "{msg}");
     let (code, msg) = error_of(
         &mut c,
         "SELECT id FROM dflt WHERE i > ALL (SELECT i FROM h3)",
     );
     assert_eq!(code, 1235, "{msg}");
     assert!(msg.contains("ANY, SOME or ALL"), "{msg}");
-    // The inner query's own error is the statement's.
-    let (code, _) = error_of(
+    // The inner query's own error is the statement's: a typo is not taken for correlation.
+    let (code, msg) = error_of(
         &mut c,
         "SELECT id FROM dflt WHERE id IN (SELECT nope FROM m2)",
     );
-    assert_eq!(code, 1054);
+    assert_eq!(code, 1054, "{msg}");
+    let (code, msg) = error_of(
+        &mut c,
+        "SELECT id FROM dflt d WHERE id IN (SELECT t.nope FROM m2 t)",
+    );
+    assert_eq!(code, 1054, "{msg}");
     let one: Option<u64> = c.query_first("SELECT 1").unwrap();
     assert_eq!(one, Some(1));
 }

@@ -16,6 +16,16 @@ use crate::wire::errors::SqlError;
 /// gets when it runs on its own.
 const ER_BAD_FIELD_ERROR: u16 = 1054;
 
+/// The qualifier of the unknown column in MariaDB's 1054 message (`Unknown column 'b.id' in
+/// 'WHERE'`) when the statement outside the subquery at `inner` names it: the subquery is
+/// correlated.
+fn outer_qualifier(stmt: &[u8], inner: std::ops::Range<usize>, message: &str) -> Option<String> {
+    let column = message.split('\'').nth(1)?;
+    let (qualifier, _) = column.rsplit_once('.')?;
+    let qualifier = qualifier.rsplit('.').next()?;
+    sql::names_outside(stmt, inner, qualifier.as_bytes()).then(|| qualifier.to_string())
+}
+
 fn unsupported(msg: String) -> SqlError {
     SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
 }
@@ -102,17 +112,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let fetched = match self.fetch(&inner, limits).await? {
                 Ok(f) => f,
                 Err(e) if e.code == ER_BAD_FIELD_ERROR => {
-                    // A typo, or a column of the outer query: the inner query ran on its own.
+                    // A column of the outer query (correlated: not supported), or a typo.
+                    let advice = "idgate runs a subquery over sharded tables first, on its own; \
+                                  one that refers to the outer query (correlated) is not \
+                                  supported: rewrite it as a join on the sharding columns, or as \
+                                  an uncorrelated `IN (SELECT …)`";
+                    if let Some(q) = outer_qualifier(stmt, s.inner.clone(), &e.message) {
+                        return Ok(Err(unsupported(format!(
+                            "this subquery refers to `{q}` of the outer query; {advice}"
+                        ))));
+                    }
                     return Ok(Err(SqlError::new(
                         e.code,
                         &e.state,
-                        format!(
-                            "{} (idgate runs a subquery over sharded tables first, on its own; \
-                             one that refers to the outer query (correlated) is not supported: \
-                             rewrite it as a join on the sharding columns, or as an uncorrelated \
-                             `IN (SELECT …)`)",
-                            e.message
-                        ),
+                        format!("{} ({advice})", e.message),
                     )));
                 }
                 Err(e) => return Ok(Err(e)),

@@ -68,9 +68,9 @@ pub use subquery_bind::{
     BoundColumn, BoundRow, ER_SUBQUERY_NO_1_ROW,
 };
 pub use words::{
-    chain_or_release, explain_route_target, is_temporary_ddl, lists_tables, mentions, push_name,
-    savepoint, sets_autocommit_on, starts_read_only, string_literal_is, use_target,
-    SavepointAction,
+    chain_or_release, explain_route_target, is_temporary_ddl, lists_tables, mentions,
+    names_outside, push_name, savepoint, sets_autocommit_on, starts_read_only, string_literal_is,
+    use_target, SavepointAction,
 };
 
 #[cfg(test)]
