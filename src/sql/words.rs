@@ -243,6 +243,15 @@ pub fn explain_route_target(stmt: &[u8]) -> Option<&[u8]> {
     Some(stmt[route.end..].trim_ascii())
 }
 
+/// Whether `name` (a table name or alias, compared without case) is a word or backticked
+/// identifier of `stmt` outside the byte range `skip`: whether the rest of the statement
+/// defines or uses it.
+pub fn names_outside(stmt: &[u8], skip: Range<usize>, name: &[u8]) -> bool {
+    Tokens::new(stmt)
+        .filter(|(r, _)| r.end <= skip.start || r.start >= skip.end)
+        .any(|(_, t)| t.name().is_some_and(|n| n.eq_ignore_ascii_case(name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,13 +352,4 @@ mod tests {
         assert_eq!(explain_route_target(b"EXPLAIN SELECT 1"), None);
         assert_eq!(explain_route_target(b"EXPLAIN routes"), None);
     }
-}
-
-/// Whether `name` (a table name or alias, compared without case) is a word or backticked
-/// identifier of `stmt` outside the byte range `skip`: whether the rest of the statement
-/// defines or uses it.
-pub fn names_outside(stmt: &[u8], skip: Range<usize>, name: &[u8]) -> bool {
-    Tokens::new(stmt)
-        .filter(|(r, _)| r.end <= skip.start || r.start >= skip.end)
-        .any(|(_, t)| t.name().is_some_and(|n| n.eq_ignore_ascii_case(name)))
 }
