@@ -195,11 +195,13 @@ impl Pieces {
         let sep = self.separator.unwrap_or_default();
         let max = usize::try_from(self.max_len).unwrap_or(usize::MAX);
         let mut out: Vec<u8> = Vec::new();
+        let mut first = true;
         for (_, piece, count) in &self.list {
             for _ in 0..*count {
-                if !out.is_empty() {
+                if !first {
                     out.extend_from_slice(&sep);
                 }
+                first = false;
                 out.extend_from_slice(piece);
                 if out.len() > max {
                     let mut cut = max;

@@ -697,7 +697,10 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         let Some(r) = p.layout.clause_range(clause) else {
             continue;
         };
-        let keep_order = streaming && clause == "ORDER";
+        // With DISTINCT aggregates MariaDB groups without a temporary table unless ORDER BY
+        // needs one, and that choice shows in the columns' flags: the shards sort as the
+        // client asked so their column definitions are those one server would send.
+        let keep_order = (streaming || !p.extras.is_empty()) && clause == "ORDER";
         if keep_order || (clause == "HAVING" && !grouped) {
             continue;
         }
