@@ -524,7 +524,10 @@ fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
             "expression over SUM()",
         ),
         ("SELECT DISTINCT i FROM m2 ORDER BY id", "DISTINCT"),
-        ("SELECT i, JSON_OBJECTAGG(v, f) FROM h3 GROUP BY i", "JSON_OBJECTAGG()"),
+        (
+            "SELECT i, JSON_OBJECTAGG(v, f) FROM h3 GROUP BY i",
+            "JSON_OBJECTAGG()",
+        ),
         ("SELECT id FROM m2 ORDER BY e, id", "ENUM"),
         (
             "SELECT v, COUNT(*) FROM h3 GROUP BY v HAVING v = 'apple'",

@@ -179,10 +179,15 @@ impl Pieces {
         Ok(bytes as u64)
     }
 
-    /// The concatenation (`None` without pieces) and whether it was cut.
-    pub(super) fn finish(mut self, c: &ConcatCols) -> (Option<Vec<u8>>, bool) {
+    /// The concatenation (`None` without pieces) and whether it was cut; its bytes come out of
+    /// `budget` (`None`: past it).
+    pub(super) fn finish(
+        mut self,
+        c: &ConcatCols,
+        budget: &mut u64,
+    ) -> Option<(Option<Vec<u8>>, bool)> {
         if self.list.is_empty() {
-            return (None, false);
+            return Some((None, false));
         }
         let keys = if c.distinct && c.order.is_empty() {
             &c.args
@@ -193,17 +198,26 @@ impl Pieces {
             self.list.sort_by(|a, b| super::compare(&a.0, &b.0, keys));
         }
         let sep = self.separator.unwrap_or_default();
-        let max = usize::try_from(self.max_len).unwrap_or(usize::MAX);
+        let max = usize::try_from(self.max_len.min(*budget)).unwrap_or(usize::MAX);
         let mut out: Vec<u8> = Vec::new();
         let mut first = true;
         for (_, piece, count) in &self.list {
-            for _ in 0..*count {
+            // Empty pieces joined by an empty separator add nothing however often they repeat.
+            let count = if piece.is_empty() && sep.is_empty() {
+                (*count).min(1)
+            } else {
+                *count
+            };
+            for _ in 0..count {
                 if !first {
                     out.extend_from_slice(&sep);
                 }
                 first = false;
                 out.extend_from_slice(piece);
                 if out.len() > max {
+                    if self.max_len > *budget {
+                        return None;
+                    }
                     let mut cut = max;
                     // MariaDB keeps the well-formed prefix: no half characters.
                     if c.text && std::str::from_utf8(&out).is_ok() {
@@ -212,11 +226,13 @@ impl Pieces {
                         }
                     }
                     out.truncate(cut);
-                    return (Some(out), true);
+                    *budget -= out.len() as u64;
+                    return Some((Some(out), true));
                 }
             }
         }
-        (Some(out), false)
+        *budget -= out.len() as u64;
+        Some((Some(out), false))
     }
 }
 
@@ -304,6 +320,49 @@ mod tests {
         assert_eq!(s.result(true, true), None, "a sample of one");
         assert_eq!(s.result(false, true), Some(0.0));
         assert_eq!(Moments::default().result(false, false), None);
+    }
+
+    fn cols() -> ConcatCols {
+        ConcatCols {
+            piece: 0,
+            count: 1,
+            separator: Some(2),
+            max_len: 3,
+            distinct: false,
+            args: Vec::new(),
+            order: Vec::new(),
+            text: true,
+        }
+    }
+
+    fn row(piece: &str, count: &str, sep: &str, max: &str) -> Values {
+        [piece, count, sep, max]
+            .iter()
+            .map(|v| Some(v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn concatenations_cut_at_max_len_and_stay_within_the_memory_budget() {
+        let c = cols();
+        let mut p = Pieces::default();
+        p.add(&c, &row("ä", "3", "-", "4")).unwrap();
+        let mut budget = 1000;
+        // "ä-ä-ä" is 8 bytes: cut at 4 would split the second "ä", so 3 stay.
+        assert_eq!(
+            p.finish(&c, &mut budget),
+            Some((Some("ä-".as_bytes().to_vec()), true))
+        );
+        assert_eq!(budget, 997);
+        // A piece repeated a million times under a 4 GiB limit: past the budget, not built.
+        let mut p = Pieces::default();
+        p.add(&c, &row("abc", "1000000", ",", "4294967295"))
+            .unwrap();
+        assert_eq!(p.finish(&c, &mut 4096), None);
+        // Empty pieces with an empty separator end at once however often they repeat.
+        let mut p = Pieces::default();
+        p.add(&c, &row("", "1000000000000", "", "1024")).unwrap();
+        assert_eq!(p.finish(&c, &mut 4096), Some((Some(Vec::new()), false)));
     }
 
     #[test]

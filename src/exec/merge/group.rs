@@ -53,6 +53,9 @@ struct Group {
     accs: Vec<Acc>,
 }
 
+/// GROUP_CONCAT results outgrew what merge_memory_limit leaves after the groups.
+const OVER_BUDGET: &str = "over merge_memory_limit";
+
 /// A double's fixed decimals below this are the column's; at it, the value prints in full.
 const NOT_FIXED_DEC: u8 = 31;
 
@@ -269,7 +272,7 @@ impl Grouping {
 
     /// Writes the combined aggregates into the group's row; returns the GROUP_CONCATs cut to
     /// group_concat_max_len here and those the shards cut (and warned about) themselves.
-    fn finish(&self, g: &mut Group) -> Result<(u64, u64), String> {
+    fn finish(&self, g: &mut Group, budget: &mut u64) -> Result<(u64, u64), String> {
         let mut cuts = (0u64, 0u64);
         for (i, a) in self.aggs.iter().enumerate() {
             let text = match &mut g.accs[i] {
@@ -291,7 +294,7 @@ impl Grouping {
                     let p = std::mem::take(p);
                     cuts.1 += p.shard_cuts;
                     let Some(c) = &a.concat else { continue };
-                    let (v, cut) = p.finish(c);
+                    let (v, cut) = p.finish(c, budget).ok_or(OVER_BUDGET)?;
                     cuts.0 += u64::from(cut);
                     if let Some(slot) = g.values.get_mut(a.col) {
                         *slot = v;
@@ -427,8 +430,18 @@ impl Grouping {
                 },
             );
         }
-        let (rows, cuts) = match self.result(groups, order, out) {
+        let mut budget = memory_limit.saturating_sub(held);
+        let (rows, cuts) = match self.result(groups, order, out, &mut budget) {
             Ok(r) => r,
+            Err(m) if m == OVER_BUDGET => {
+                let start = client.writer.begin();
+                super::memory_limit_error(memory_limit).encode(client.writer.payload());
+                client.writer.end(start);
+                return Ok(Ok(Relayed {
+                    error: true,
+                    ..Relayed::default()
+                }));
+            }
             Err(m) => return Ok(Err(m)),
         };
         let warnings = u64::from(ends.warnings)
@@ -492,11 +505,12 @@ impl Grouping {
         groups: BTreeMap<Vec<KeyPart>, Group>,
         order: &[Key],
         out: &Output<'_>,
+        budget: &mut u64,
     ) -> Result<(Vec<Values>, (u64, u64)), String> {
         let mut rows = Vec::with_capacity(groups.len());
         let mut cuts = (0u64, 0u64);
         for (_, mut g) in groups {
-            let (mine, theirs) = self.finish(&mut g)?;
+            let (mine, theirs) = self.finish(&mut g, budget)?;
             cuts = (cuts.0 + mine, cuts.1 + theirs);
             if let Some(h) = &self.having {
                 if !super::having::holds(h, &g.values, &self.kinds, self.shape)? {
