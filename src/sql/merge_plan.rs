@@ -46,10 +46,41 @@ pub enum AggFn {
     Min,
     Max,
     Avg,
+    CountDistinct,
+    SumDistinct,
+    AvgDistinct,
+    GroupConcat,
+    /// VAR_POP/VAR_SAMP/STDDEV_POP/STDDEV_SAMP: `sample` divides by n - 1, `root` takes the
+    /// square root.
+    Variance {
+        sample: bool,
+        root: bool,
+    },
+    BitAnd,
+    BitOr,
+    BitXor,
+}
+
+/// GROUP_CONCAT's pieces: each shard row holds one piece (or NULL) and how many rows gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Concat {
+    /// `CONCAT(args…)`: the piece as MariaDB converts it to a string.
+    pub piece: ColRef,
+    /// `COUNT(*)` of the shard row's (sub)group: how often the piece repeats.
+    pub count: ColRef,
+    /// The SEPARATOR literal as the shard evaluates it (`None`: ',').
+    pub separator: Option<ColRef>,
+    /// `@@group_concat_max_len` on the shard's connection.
+    pub max_len: ColRef,
+    pub distinct: bool,
+    /// DISTINCT: the arguments, by which pieces are told apart.
+    pub args: Vec<SortKey>,
+    /// The ORDER BY inside GROUP_CONCAT.
+    pub order: Vec<SortKey>,
 }
 
 /// A column whose per-shard values combine by an aggregate function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AggCol {
     pub col: ColRef,
     pub func: AggFn,
@@ -57,6 +88,26 @@ pub struct AggCol {
     pub weight: Option<Weight>,
     /// AVG: the SUM and COUNT columns it is computed from.
     pub parts: Option<(ColRef, ColRef)>,
+    /// DISTINCT aggregates and GROUP_CONCAT(DISTINCT): the arguments' values (with weights),
+    /// which the shards group by so each distinct value arrives at least once.
+    pub args: Vec<SortKey>,
+    /// Variances: the shard's COUNT(x), SUM(x) and VAR_POP(x) as a full double.
+    pub moments: Option<[ColRef; 3]>,
+    pub concat: Option<Box<Concat>>,
+}
+
+impl AggCol {
+    pub fn new(col: ColRef, func: AggFn) -> AggCol {
+        AggCol {
+            col,
+            func,
+            weight: None,
+            parts: None,
+            args: Vec::new(),
+            moments: None,
+            concat: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

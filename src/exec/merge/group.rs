@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use tokio::io::AsyncWrite;
 
+use super::combine::{self, ConcatCols, DistinctSet, Moments, Pieces};
 use super::number::{self, format_double, format_scaled};
 use super::rows::{self, Ends, Values};
 use super::value::{exact, KeyPart, Kind};
@@ -25,21 +26,38 @@ struct Agg {
     key: Option<Key>,
     /// AVG: the SUM and COUNT aggregates (indices into the aggregate list).
     parts: Option<(usize, usize)>,
+    /// DISTINCT aggregates: the arguments, and the first one's kind and decimals.
+    args: Vec<Key>,
+    arg: (Kind, u32),
+    moments: Option<[usize; 3]>,
+    concat: Option<ConcatCols>,
+    /// The result column's decimals (a variance of exact values prints with a fixed number).
+    decimals: u8,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Acc {
     Count(i128),
     Exact(Option<i128>),
     Float(Option<f64>),
     Best(Option<KeyPart>),
     None,
+    Distinct(DistinctSet),
+    Concat(Pieces),
+    Moments(Moments),
+    Bits(u64),
 }
 
 struct Group {
     values: Values,
     accs: Vec<Acc>,
 }
+
+/// GROUP_CONCAT results outgrew what merge_memory_limit leaves after the groups.
+const OVER_BUDGET: &str = "over merge_memory_limit";
+
+/// A double's fixed decimals below this are the column's; at it, the value prints in full.
+const NOT_FIXED_DEC: u8 = 31;
 
 pub(super) struct Grouping {
     keys: Vec<Key>,
@@ -78,6 +96,33 @@ impl Grouping {
             {
                 return Err(format!("{:?} of a non-numeric value across shards", a.func));
             }
+            let args = l.keys(&a.args)?;
+            let arg = match args.first() {
+                Some(k) => (k.kind, u32::from(l.infos[k.value].decimals)),
+                None => (kind, 0),
+            };
+            if matches!(a.func, AggFn::SumDistinct | AggFn::AvgDistinct)
+                && !matches!(arg.0, Kind::Exact | Kind::Float)
+            {
+                return Err(format!("{:?} of a non-numeric value across shards", a.func));
+            }
+            let moments = match a.moments {
+                Some(m) => Some([l.index(m[0])?, l.index(m[1])?, l.index(m[2])?]),
+                None => None,
+            };
+            let concat = match &a.concat {
+                Some(c) => Some(ConcatCols {
+                    piece: l.index(c.piece)?,
+                    count: l.index(c.count)?,
+                    separator: c.separator.map(|s| l.index(s)).transpose()?,
+                    max_len: l.index(c.max_len)?,
+                    distinct: c.distinct,
+                    args: l.keys(&c.args)?,
+                    order: l.keys(&c.order)?,
+                    text: info.charset != 63,
+                }),
+                None => None,
+            };
             out.push(Agg {
                 col,
                 func: a.func,
@@ -89,6 +134,11 @@ impl Grouping {
                 },
                 key,
                 parts: None,
+                args,
+                arg,
+                moments,
+                concat,
+                decimals: info.decimals,
             });
         }
         for (i, a) in aggs.iter().enumerate() {
@@ -123,13 +173,41 @@ impl Grouping {
                 (AggFn::Sum, _) => Acc::Exact(None),
                 (AggFn::Min | AggFn::Max, _) => Acc::Best(None),
                 (AggFn::Avg, _) => Acc::None,
+                (AggFn::CountDistinct | AggFn::SumDistinct | AggFn::AvgDistinct, _) => {
+                    Acc::Distinct(DistinctSet::default())
+                }
+                (AggFn::GroupConcat, _) => Acc::Concat(Pieces::default()),
+                (AggFn::Variance { .. }, _) => Acc::Moments(Moments::default()),
+                (AggFn::BitAnd, _) => Acc::Bits(u64::MAX),
+                (AggFn::BitOr | AggFn::BitXor, _) => Acc::Bits(0),
             })
             .collect()
     }
 
-    /// Folds one shard row into its group.
-    fn fold(&self, g: &mut Group, row: &Values, first: bool) -> Result<(), String> {
+    /// Folds one shard row into its group; returns the bytes its distinct values and
+    /// GROUP_CONCAT pieces now hold more.
+    fn fold(&self, g: &mut Group, row: &Values, first: bool) -> Result<u64, String> {
+        let mut held = 0u64;
         for (a, acc) in self.aggs.iter().zip(g.accs.iter_mut()) {
+            match acc {
+                Acc::Distinct(set) => {
+                    held = held.saturating_add(set.add(&a.args, row)?);
+                    continue;
+                }
+                Acc::Concat(p) => {
+                    if let Some(c) = &a.concat {
+                        held = held.saturating_add(p.add(c, row)?);
+                    }
+                    continue;
+                }
+                Acc::Moments(m) => {
+                    if let Some(cols) = a.moments {
+                        m.add(cols, row)?;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
             let Some(v) = row.get(a.col).and_then(|v| v.as_deref()) else {
                 continue;
             };
@@ -177,16 +255,60 @@ impl Grouping {
                         }
                     }
                 }
-                Acc::None => {}
+                Acc::Bits(b) => {
+                    if let Some(x) = combine::bits(row, a.col)? {
+                        *b = match a.func {
+                            AggFn::BitAnd => *b & x,
+                            AggFn::BitOr => *b | x,
+                            _ => *b ^ x,
+                        };
+                    }
+                }
+                Acc::None | Acc::Distinct(_) | Acc::Concat(_) | Acc::Moments(_) => {}
             }
         }
-        Ok(())
+        Ok(held)
     }
 
-    /// Writes the combined aggregates into the group's row.
-    fn finish(&self, g: &mut Group) -> Result<(), String> {
+    /// Writes the combined aggregates into the group's row; returns the GROUP_CONCATs cut to
+    /// group_concat_max_len here and those the shards cut (and warned about) themselves.
+    fn finish(&self, g: &mut Group, budget: &mut u64) -> Result<(u64, u64), String> {
+        let mut cuts = (0u64, 0u64);
         for (i, a) in self.aggs.iter().enumerate() {
-            let text = match &g.accs[i] {
+            let text = match &mut g.accs[i] {
+                Acc::Distinct(set) => match a.func {
+                    AggFn::CountDistinct => Some(set.count().to_string()),
+                    func => match set.sum(a.arg.0, a.arg.1)? {
+                        None => None,
+                        Some(sum) => Some(combine::distinct_result(
+                            sum,
+                            set.count(),
+                            func == AggFn::AvgDistinct,
+                            a.kind,
+                            a.arg.1,
+                            a.scale,
+                        )?),
+                    },
+                },
+                Acc::Concat(p) => {
+                    let p = std::mem::take(p);
+                    cuts.1 += p.shard_cuts;
+                    let Some(c) = &a.concat else { continue };
+                    let (v, cut) = p.finish(c, budget).ok_or(OVER_BUDGET)?;
+                    cuts.0 += u64::from(cut);
+                    if let Some(slot) = g.values.get_mut(a.col) {
+                        *slot = v;
+                    }
+                    continue;
+                }
+                Acc::Moments(m) => match a.func {
+                    AggFn::Variance { sample, root } => match m.result(sample, root) {
+                        Some(v) => Some(format_double(v).ok_or("a variance beyond doubles")?),
+                        None => None,
+                    },
+                    _ => None,
+                },
+                Acc::Bits(b) => Some(b.to_string()),
                 Acc::Count(n) => Some(n.to_string()),
                 Acc::Exact(s) => s.map(|v| format_scaled(v, a.scale)),
                 Acc::Float(s) => match s {
@@ -221,7 +343,21 @@ impl Grouping {
                 *slot = text.map(String::into_bytes);
             }
         }
-        Ok(())
+        Ok(cuts)
+    }
+
+    /// Text-protocol rows print a variance of exact values at its column's fixed decimals
+    /// (sorting and HAVING saw the full double, as in MariaDB; binary rows carry it whole).
+    fn print_fixed(&self, row: &mut Values) {
+        for a in &self.aggs {
+            if matches!(a.func, AggFn::Variance { .. }) && a.decimals < NOT_FIXED_DEC {
+                if let Some(Some(v)) = row.get_mut(a.col) {
+                    if let Some(f) = combine::fixed(v, a.decimals) {
+                        *v = f;
+                    }
+                }
+            }
+        }
     }
 
     /// The decimals of an AVG column: those of its definition (MariaDB: the argument's + 4).
@@ -282,10 +418,36 @@ impl Grouping {
         if let Some(m) = problem {
             return Ok(Err(m));
         }
-        let rows = match self.result(groups, order, out) {
+        // Without GROUP BY there is one group even when no row matched (the shards, grouping
+        // by DISTINCT arguments, then send none).
+        if self.keys.is_empty() && groups.is_empty() {
+            let (all, _) = self.shape;
+            groups.insert(
+                Vec::new(),
+                Group {
+                    values: vec![None; all],
+                    accs: self.start(),
+                },
+            );
+        }
+        let mut budget = memory_limit.saturating_sub(held);
+        let (rows, cuts) = match self.result(groups, order, out, &mut budget) {
             Ok(r) => r,
+            Err(m) if m == OVER_BUDGET => {
+                let start = client.writer.begin();
+                super::memory_limit_error(memory_limit).encode(client.writer.payload());
+                client.writer.end(start);
+                return Ok(Ok(Relayed {
+                    error: true,
+                    ..Relayed::default()
+                }));
+            }
             Err(m) => return Ok(Err(m)),
         };
+        let warnings = u64::from(ends.warnings)
+            .saturating_sub(cuts.1)
+            .saturating_add(cuts.0);
+        ends.warnings = u16::try_from(warnings).unwrap_or(u16::MAX);
         let rows = match rows
             .iter()
             .map(|r| out.encode(r))
@@ -320,32 +482,36 @@ impl Grouping {
         let row = rows::parse_text_row(packet).ok_or("a shard sent a malformed row")?;
         let key = Key::parts(&self.keys, &row)?;
         match groups.get_mut(&key) {
-            Some(g) => self.fold(g, &row, false).map(|()| 0),
+            Some(g) => self.fold(g, &row, false),
             None => {
                 let mut g = Group {
                     accs: self.start(),
                     values: row.clone(),
                 };
-                self.fold(&mut g, &row, true)?;
+                let held = self.fold(&mut g, &row, true)?;
                 groups.insert(key, g);
                 // The row's values and its key (each about the packet's size), a vector header
                 // per column, the accumulators and the map's node.
                 let bytes = 2 * packet.len() + 32 * row.len() + 48 * self.aggs.len() + 96;
-                Ok(bytes as u64)
+                Ok((bytes as u64).saturating_add(held))
             }
         }
     }
 
-    /// The groups' rows, filtered, sorted and cut to OFFSET/LIMIT.
+    /// The groups' rows, filtered, sorted and cut to OFFSET/LIMIT; and the GROUP_CONCAT cuts
+    /// (idgate's, the shards').
     fn result(
         &self,
         groups: BTreeMap<Vec<KeyPart>, Group>,
         order: &[Key],
         out: &Output<'_>,
-    ) -> Result<Vec<Values>, String> {
+        budget: &mut u64,
+    ) -> Result<(Vec<Values>, (u64, u64)), String> {
         let mut rows = Vec::with_capacity(groups.len());
+        let mut cuts = (0u64, 0u64);
         for (_, mut g) in groups {
-            self.finish(&mut g)?;
+            let (mine, theirs) = self.finish(&mut g, budget)?;
+            cuts = (cuts.0 + mine, cuts.1 + theirs);
             if let Some(h) = &self.having {
                 if !super::having::holds(h, &g.values, &self.kinds, self.shape)? {
                     continue;
@@ -366,6 +532,12 @@ impl Grouping {
             .limit
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX))
             .unwrap_or(usize::MAX);
-        Ok(rows.into_iter().skip(skip).take(take).collect())
+        let mut rows: Vec<Values> = rows.into_iter().skip(skip).take(take).collect();
+        if !out.binary {
+            for r in &mut rows {
+                self.print_fixed(r);
+            }
+        }
+        Ok((rows, cuts))
     }
 }

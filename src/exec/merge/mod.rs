@@ -4,6 +4,7 @@
 //! Every shard's answer is read to its end whatever happens, so connections stay in step.
 
 mod binary;
+mod combine;
 #[cfg(test)]
 mod decode_tests;
 mod group;

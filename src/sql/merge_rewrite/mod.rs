@@ -15,6 +15,7 @@ use sqlparser::parser::{Parser, ParserOptions};
 
 use super::merge_plan::*;
 
+mod aggs;
 mod having;
 use super::parse::LineIndex;
 use super::select_tokens::SelectText;
@@ -27,6 +28,26 @@ fn combinable(name: &str) -> Option<AggFn> {
         "min" => AggFn::Min,
         "max" => AggFn::Max,
         "avg" => AggFn::Avg,
+        "group_concat" => AggFn::GroupConcat,
+        "std" | "stddev" | "stddev_pop" => AggFn::Variance {
+            sample: false,
+            root: true,
+        },
+        "stddev_samp" => AggFn::Variance {
+            sample: true,
+            root: true,
+        },
+        "variance" | "var_pop" => AggFn::Variance {
+            sample: false,
+            root: false,
+        },
+        "var_samp" => AggFn::Variance {
+            sample: true,
+            root: false,
+        },
+        "bit_and" => AggFn::BitAnd,
+        "bit_or" => AggFn::BitOr,
+        "bit_xor" => AggFn::BitXor,
         _ => return None,
     })
 }
@@ -127,6 +148,9 @@ struct Planner<'a> {
     hidden: Vec<Vec<u8>>,
     by_text: HashMap<Vec<u8>, ColRef>,
     aggs: Vec<AggCol>,
+    /// Expressions the shards group by beyond the client's keys, so that every distinct
+    /// argument value (or GROUP_CONCAT piece) reaches idgate.
+    extras: Vec<Vec<u8>>,
 }
 
 type Plan<T> = Result<T, String>;
@@ -247,8 +271,18 @@ impl<'a> Planner<'a> {
         let FunctionArguments::List(list) = &f.args else {
             return Err(format!("{upper} without arguments"));
         };
-        if list.duplicate_treatment == Some(DuplicateTreatment::Distinct) {
-            return Err(format!("{upper}(DISTINCT …) over several shards"));
+        let distinct = list.duplicate_treatment == Some(DuplicateTreatment::Distinct);
+        let func = match (func, distinct) {
+            (f, false) | (f @ (AggFn::Min | AggFn::Max | AggFn::GroupConcat), true) => f,
+            (AggFn::Count, true) => AggFn::CountDistinct,
+            (AggFn::Sum, true) => AggFn::SumDistinct,
+            (AggFn::Avg, true) => AggFn::AvgDistinct,
+            _ => return Err(format!("{upper}(DISTINCT …) over several shards")),
+        };
+        if func != AggFn::GroupConcat && !list.clauses.is_empty() {
+            return Err(format!(
+                "{upper}() with ORDER BY or LIMIT over several shards"
+            ));
         }
         let bytes = self.bytes(&text);
         let col = match own {
@@ -256,35 +290,19 @@ impl<'a> Planner<'a> {
             None => self.column(bytes.clone()),
         };
         if let Some(a) = self.aggs.iter().find(|a| a.col == col) {
-            return Ok(*a);
+            return Ok(a.clone());
         }
-        let mut agg = AggCol {
-            col,
-            func,
-            weight: None,
-            parts: None,
-        };
+        let mut agg = AggCol::new(col, func);
         match func {
             AggFn::Min | AggFn::Max => agg.weight = Some(self.weight(&bytes)),
             AggFn::Avg => {
-                let name_end = self
-                    .index
-                    .range(f.name.span())
-                    .map(|r| r.end)
-                    .ok_or("AVG has no position")?;
-                let args = self.layout.paren_group(name_end).ok_or("AVG's arguments")?;
-                let inner = &self.stmt[args.clone()];
+                let inner = self.args_text(f)?;
                 let mut part = |func: AggFn, name: &[u8]| {
                     let mut t = name.to_vec();
-                    t.extend_from_slice(inner);
+                    t.extend_from_slice(&inner);
                     let c = self.column(t);
                     if !self.aggs.iter().any(|a| a.col == c) {
-                        self.aggs.push(AggCol {
-                            col: c,
-                            func,
-                            weight: None,
-                            parts: None,
-                        });
+                        self.aggs.push(AggCol::new(c, func));
                     }
                     c
                 };
@@ -292,15 +310,50 @@ impl<'a> Planner<'a> {
                 let count = part(AggFn::Count, b"COUNT");
                 agg.parts = Some((sum, count));
             }
+            AggFn::CountDistinct | AggFn::SumDistinct | AggFn::AvgDistinct => {
+                agg.args = self.distinct_args(list, &upper)?;
+            }
+            AggFn::GroupConcat => agg.concat = Some(Box::new(self.group_concat(list, distinct)?)),
+            AggFn::Variance { .. } => {
+                let inner = self.args_text(f)?;
+                let mut part = |head: &[u8], tail: &[u8]| {
+                    let mut t = head.to_vec();
+                    t.extend_from_slice(&inner);
+                    t.extend_from_slice(tail);
+                    self.column(t)
+                };
+                agg.moments = Some([
+                    part(b"COUNT", b""),
+                    part(b"SUM", b""),
+                    part(b"CAST(VAR_POP", b" AS DOUBLE)"),
+                ]);
+            }
             _ => {}
         }
-        self.aggs.push(agg);
+        self.aggs.push(agg.clone());
         Ok(agg)
+    }
+
+    /// The bytes of a call's parenthesised arguments, parentheses included.
+    fn args_text(&self, f: &Function) -> Plan<Vec<u8>> {
+        let name_end = self
+            .index
+            .range(f.name.span())
+            .map(|r| r.end)
+            .ok_or("an aggregate without a position")?;
+        let args = self
+            .layout
+            .paren_group(name_end)
+            .ok_or("an aggregate's arguments")?;
+        Ok(self.stmt[args].to_vec())
     }
 
     /// The weight columns a client item needs as a key (none for COUNT/SUM/AVG).
     fn item_weight(&mut self, i: usize) -> Plan<Option<Weight>> {
         if let Some(a) = self.aggs.iter().find(|a| a.col == ColRef::Visible(i)) {
+            if a.func == AggFn::GroupConcat {
+                return Err(CONCAT_KEY.into());
+            }
             return Ok(a.weight);
         }
         let r = self.items[i]
@@ -332,6 +385,9 @@ impl<'a> Planner<'a> {
                 ));
             }
             let a = self.aggregate(f, r, None)?;
+            if a.func == AggFn::GroupConcat {
+                return Err(CONCAT_KEY.into());
+            }
             return Ok(SortKey {
                 value: a.col,
                 weight: a.weight,
@@ -347,6 +403,8 @@ impl<'a> Planner<'a> {
         })
     }
 }
+
+const CONCAT_KEY: &str = "sorting or grouping by GROUP_CONCAT() across shards";
 
 fn literal_u64(e: &Expr) -> Plan<u64> {
     if let Expr::Value(v) = e {
@@ -410,6 +468,7 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         hidden: Vec::new(),
         by_text: HashMap::new(),
         aggs: Vec::new(),
+        extras: Vec::new(),
     };
     for (item, piece) in s.projection.iter().zip(pieces) {
         let it = match item {
@@ -604,6 +663,35 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         }
         None => 0..0,
     };
+    if !p.extras.is_empty() {
+        let mut ins = Vec::new();
+        let at = if group_exprs.is_empty() {
+            // Without GROUP BY every select item must be an aggregate: a group with no rows
+            // gets its one row from idgate, which knows no other item's value.
+            if p.items
+                .iter()
+                .any(|it| it.expr.and_then(find_aggregate).is_none())
+            {
+                return Err("a select item that is not an aggregate next to DISTINCT aggregates or GROUP_CONCAT() without GROUP BY".into());
+            }
+            if unread.is_empty() {
+                return Err("DISTINCT aggregates or GROUP_CONCAT() without FROM".into());
+            }
+            ins.extend_from_slice(b" GROUP BY ");
+            unread.end
+        } else {
+            ins.extend_from_slice(b", ");
+            p.layout
+                .by_items("GROUP")
+                .and_then(|t| t.last().map(|r| r.end))
+                .ok_or("GROUP BY")?
+        };
+        ins.extend_from_slice(&p.extras.join(&b", "[..]));
+        if group_exprs.is_empty() {
+            ins.push(b' ');
+        }
+        edits.push((at..at, ins));
+    }
     let streaming = mode == MergeMode::Stream;
     for clause in ["HAVING", "ORDER", "LIMIT"] {
         let Some(r) = p.layout.clause_range(clause) else {
@@ -611,7 +699,8 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         };
         // Shards keep the ORDER BY even where idgate orders the merged groups itself: it is what
         // makes MariaDB answer through a sorted temporary table as for the client's query, and
-        // its column flags (key flags dropped, BINARY on COUNT) follow from that.
+        // its column flags (key flags dropped, BINARY on COUNT, GROUP_CONCAT's length) follow
+        // from that.
         if clause == "ORDER" || (clause == "HAVING" && !grouped) {
             continue;
         }
@@ -649,3 +738,5 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_aggs;
