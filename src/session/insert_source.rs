@@ -442,7 +442,7 @@ mod tests {
         assert_eq!(&buf[..3], b"abc");
         // A 16 MiB chunk continues in the next packet.
         let mut big = vec![0xff, 0xff, 0xff, 0];
-        big.extend(std::iter::repeat(b'x').take(0xff_ffff));
+        big.extend(std::iter::repeat_n(b'x', 0xff_ffff));
         big.extend_from_slice(&[1, 0, 0, 1, b'y']);
         let r = unframe(&mut big).unwrap();
         assert_eq!(r, vec![0..0x100_0000]);

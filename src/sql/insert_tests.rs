@@ -582,3 +582,25 @@ mod props {
         }
     }
 }
+
+#[test]
+fn select_body_names_its_query() {
+    for (s, query) in [
+        (
+            &b"INSERT INTO t (a, b) SELECT x, y FROM u WHERE x = 1 ;  "[..],
+            &b"SELECT x, y FROM u WHERE x = 1"[..],
+        ),
+        (
+            b"INSERT IGNORE INTO t /* c */ SELECT * FROM u",
+            b"SELECT * FROM u",
+        ),
+        (b"INSERT INTO t (SELECT * FROM u)", b"(SELECT * FROM u)"),
+        (b"INSERT INTO t (a) /* x */ SELECT 1", b"SELECT 1"),
+    ] {
+        let a = analyze(s);
+        match &a.body {
+            InsertBody::Select { query: q } => assert_eq!(&s[q.clone()], query, "{}", text(s)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
