@@ -210,9 +210,17 @@ fn bad_inserts_get_clear_errors_and_the_session_goes_on() {
         Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
         other => panic!("expected an error, got {other:?}"),
     };
-    let (n, m) = code(c.query_drop("INSERT INTO gen_t (v) SELECT 'x'"));
+    // INSERT … SELECT works; its ON DUPLICATE KEY UPDATE is refused with what to do instead,
+    // and explicit ids obey `explicit_ids: reject` there too.
+    c.query_drop("INSERT INTO gen_t (v) SELECT 'x'").unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    let (n, m) = code(
+        c.query_drop("INSERT INTO gen_t (v) SELECT v FROM gen_t ON DUPLICATE KEY UPDATE v = 'y'"),
+    );
     assert_eq!(n, 1235, "{m}");
-    assert!(m.contains("gen_t") && m.contains("VALUES"), "{m}");
+    assert!(m.contains("gen_t") && m.contains("INSERT IGNORE"), "{m}");
+    let (_, m) = code(c.query_drop("INSERT INTO strict_t (id, v) SELECT 7, 1"));
+    assert!(m.contains("explicit_ids: reject"), "{m}");
     let (n, m) = code(c.query_drop("INSERT INTO strict_t (id, v) VALUES (7, 1)"));
     assert!(m.contains("explicit_ids: reject"), "{n} {m}");
     c.query_drop("INSERT INTO strict_t (v) VALUES (1)").unwrap();

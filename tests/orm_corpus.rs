@@ -248,7 +248,7 @@ fn without_plan_flags(a: Answer) -> Answer {
                 let kept: Vec<&str> = flags
                     .trim_end_matches(')')
                     .split(" | ")
-                    .filter(|f| !f.ends_with("KEY_FLAG") && !(numeric && *f == "BINARY_FLAG"))
+                    .filter(|f| !(f.ends_with("KEY_FLAG") || numeric && *f == "BINARY_FLAG"))
                     .filter(|f| *f != "0x0")
                     .collect();
                 let kept = if kept.is_empty() {

@@ -199,6 +199,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // The table is no longer configured for this database: run it as written.
             return self.run_text_statement(text).await;
         };
+        if matches!(a.body, sql::InsertBody::Select { .. }) {
+            return match self.run_insert_select(text, &a, &rule, false).await {
+                super::query::Step::End(e) => Some(e),
+                _ => None,
+            };
+        }
         let plan = match self.plan_insert(text, &a, &rule).await {
             Ok(p) => p,
             Err(e) => {

@@ -66,7 +66,7 @@ fn value_of<'a>(
             .iter()
             .find(|x| x.column.name.eq_ignore_ascii_case(column))
             .map(|x| &x.value),
-        InsertBody::Select => None,
+        InsertBody::Select { .. } => None,
     }
 }
 
@@ -88,12 +88,12 @@ fn row_count(a: &InsertAnalysis) -> usize {
     match &a.body {
         InsertBody::Values { rows } => rows.len(),
         InsertBody::Set { .. } => 1,
-        InsertBody::Select => 0,
+        InsertBody::Select { .. } => 0,
     }
 }
 
 /// Checks that the id column can hold what the generator makes.
-fn check_id_type(
+pub(super) fn check_id_type(
     rule: &TableRule,
     kind: &str,
     meta: &TableMeta,
@@ -197,7 +197,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rule: &TableRule,
     ) -> Result<InsertPlan, SqlError> {
         let table = &a.table.name;
-        if matches!(a.body, InsertBody::Select) {
+        if matches!(a.body, InsertBody::Select { .. }) {
             return Err(unsupported(format!(
                 "INSERT ... SELECT into `{table}` is not supported: idgate gives each row its id and shard, \
                  so it must see the rows; insert them with VALUES"

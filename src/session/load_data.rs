@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::bulk_write::BulkOk;
 use super::query::{Plan, Step};
 use super::{End, Session};
 use crate::config::tables::ExplicitIds;
@@ -201,25 +201,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         let stmt = backend_statement(&ld, &schema, &targets);
-        // The load is all-or-nothing, as MariaDB's own statement is: in the client's transaction
-        // behind a savepoint on every backend, otherwise in a transaction of its own per
-        // backend (an XA branch in XA mode) committed only if every backend loaded its rows.
-        let in_txn = self.in_transaction();
-        if in_txn {
-            for p in &parts {
-                self.join_transaction(p.lease).await?;
-            }
-        }
-        let lease_targets: Vec<(usize, Vec<u8>)> =
-            parts.iter().map(|p| (p.lease, stmt.clone())).collect();
-        let xa_auto = !in_txn && self.xa_mode();
-        let begin: Vec<Option<Vec<u8>>> = if in_txn {
-            vec![Some(format!("SAVEPOINT {SAVEPOINT}").into_bytes()); parts.len()]
-        } else if xa_auto {
-            self.xa_autocommit_branches(&lease_targets)
-        } else {
-            vec![Some(b"START TRANSACTION".to_vec()); parts.len()]
-        };
+        // The load is all-or-nothing, as MariaDB's own statement is (see `bulk_write`).
+        let leases: Vec<usize> = parts.iter().map(|p| p.lease).collect();
+        let (txn, begin) = self.bulk_begin(&leases, SAVEPOINT).await?;
         // Each backend starts its LOAD and asks for its file before the client is asked.
         let asked = match self.start_loads(&parts, &stmt, &begin).await {
             Ok(a) => a,
@@ -239,7 +223,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     }
                 }
             }
-            self.end_load(&parts, in_txn, xa_auto, false).await?;
+            self.bulk_end(&leases, &txn, false, "LOAD DATA").await?;
             return Ok(Err(backend_error(&refusal)));
         }
         let streamed = self.stream_file(&ld, rule, &row_plan, &mut parts).await?;
@@ -252,7 +236,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             _ => None,
         });
         let ok = streamed.is_ok() && first_err.is_none();
-        if let (true, Some(e)) = (ok, self.end_load(&parts, in_txn, xa_auto, ok).await?) {
+        if let (true, Some(e)) = (ok, self.bulk_end(&leases, &txn, ok, "LOAD DATA").await?) {
             return Ok(Err(e));
         }
         let first_generated = match streamed {
@@ -386,47 +370,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         Ok(asked)
-    }
-
-    /// Commits (`keep`) or rolls back what the load wrote on every backend; a failed COMMIT
-    /// after others committed is returned for the client.
-    async fn end_load(
-        &mut self,
-        parts: &[Part],
-        in_txn: bool,
-        xa_auto: bool,
-        keep: bool,
-    ) -> Result<Option<SqlError>, End> {
-        if in_txn {
-            let sql = if keep {
-                format!("RELEASE SAVEPOINT {SAVEPOINT}")
-            } else {
-                format!("ROLLBACK TO SAVEPOINT {SAVEPOINT}")
-            };
-            for p in parts {
-                if let Err(e) = self.leases.get_mut(p.lease).query_drop(&sql).await {
-                    return Err(self.backend_lost(e));
-                }
-            }
-            return Ok(None);
-        }
-        if xa_auto {
-            return self.finish_participants(keep).await;
-        }
-        let leases: Vec<usize> = parts.iter().map(|p| p.lease).collect();
-        let failed_on = match self.finish_all(&leases, keep).await {
-            Ok(f) => f,
-            Err(e) => return Err(self.backend_lost(e)),
-        };
-        Ok(failed_on.first().map(|(i, e)| {
-            let (code, _, msg) = packets::parse_err(e);
-            let backend = self.leases.held_mut()[*i].backend.clone();
-            failed(format!(
-                "idgate: COMMIT failed on backend `{backend}` ({code}: {}) after the other \
-                 shards committed; check the rows of this LOAD DATA on `{backend}`",
-                String::from_utf8_lossy(msg)
-            ))
-        }))
     }
 
     /// Asks the client for its file and streams its rows to the backends. `Ok(Err)`: the rows
@@ -698,38 +641,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// One OK for the client: rows and `Records: … Deleted: … Skipped: … Warnings: …` added up,
     /// the first generated id as its insert id and the session's LAST_INSERT_ID().
     fn answer_load(&mut self, results: &[Collected], first_generated: Option<u64>, more: bool) {
-        let mut affected = 0;
-        let mut warnings = 0u16;
+        let mut ok = BulkOk {
+            affected: 0,
+            insert_id: first_generated.unwrap_or(0),
+            warnings: 0,
+            info: Vec::new(),
+        };
         let mut infos = Vec::new();
         for r in results {
             if let Collected::Ok(p) = r {
                 if let Some(o) = packets::parse_ok(p) {
-                    affected += o.affected_rows;
-                    warnings = warnings.saturating_add(o.warnings);
+                    ok.affected += o.affected_rows;
+                    ok.warnings = ok.warnings.saturating_add(o.warnings);
                 }
                 infos.push(packets::ok_info(p));
             }
         }
-        if let Some(id) = first_generated {
-            self.last_insert_id = Some(id);
-            self.lid_sync = Some(id);
-        }
-        if self.in_transaction() {
-            self.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
-        }
-        let info = merge_info(&infos);
-        let status = self.status_with(more);
-        let start = self.writer.begin();
-        packets::ok(
-            self.writer.payload(),
-            packets::OK_HEADER,
-            affected,
-            first_generated.unwrap_or(0),
-            status,
-            warnings,
-            &info,
-        );
-        self.writer.end(start);
-        self.last_ok = true;
+        ok.info = merge_info(&infos);
+        self.answer_bulk(&ok, first_generated, more);
     }
 }

@@ -5,6 +5,7 @@
 
 mod admin_statement;
 mod backend_timeout;
+mod bulk_write;
 mod commands;
 mod commit;
 mod dml;
@@ -14,6 +15,8 @@ mod fetch;
 mod fetch_capture;
 mod idle;
 mod insert;
+mod insert_select;
+mod insert_source;
 mod leases;
 mod load_data;
 mod local_infile;

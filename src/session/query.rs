@@ -499,6 +499,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
+                if matches!(a.body, sql::InsertBody::Select { .. }) {
+                    return self.run_insert_select(stmt, &a, &rule, more).await;
+                }
                 let plan = match self.plan_insert(stmt, &a, &rule).await {
                     Ok(p) => p,
                     Err(e) => {

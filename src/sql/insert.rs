@@ -60,8 +60,11 @@ pub enum InsertBody {
     Set {
         assignments: Vec<Assignment>,
     },
-    /// `INSERT … SELECT` / `TABLE` / a parenthesised query: rows idgate cannot see.
-    Select,
+    /// `INSERT … SELECT` / `TABLE` / a parenthesised query: `query` is the query's bytes (up to
+    /// the end of the statement, trailing whitespace and `;` left out).
+    Select {
+        query: Range<usize>,
+    },
 }
 
 /// The result of [`analyze_insert`].
@@ -167,8 +170,9 @@ pub fn analyze_insert_parsed(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseErro
     let after_table = skip_plain(stmt, table_end);
     let mut columns = None;
     let mut column_list_insert_at = None;
+    let mut query_start = after_table;
     if stmt.get(after_table) == Some(&b'(') {
-        let (items, _) = list_items(stmt, after_table + 1, Stop::CloseParen)
+        let (items, close) = list_items(stmt, after_table + 1, Stop::CloseParen)
             .ok_or_else(|| internal("unbalanced column list"))?;
         // `INSERT INTO t (SELECT …)` is a parenthesised query, not a column list.
         if items.len() == ins.columns.len() {
@@ -178,6 +182,7 @@ pub fn analyze_insert_parsed(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseErro
                 .collect::<Result<Vec<_>, _>>()?;
             columns = Some(cols);
             column_list_insert_at = Some(after_table + 1);
+            query_start = skip_plain(stmt, close + 1);
         } else if !ins.columns.is_empty() {
             return Err(internal("column list does not match the parse"));
         }
@@ -199,7 +204,15 @@ pub fn analyze_insert_parsed(stmt: &[u8]) -> Result<InsertAnalysis, SqlParseErro
             }
             _ => {
                 suffix_start = stmt.len();
-                InsertBody::Select
+                let mut end = stmt.len();
+                while end > query_start
+                    && (stmt[end - 1].is_ascii_whitespace() || stmt[end - 1] == b';')
+                {
+                    end -= 1;
+                }
+                InsertBody::Select {
+                    query: query_start..end,
+                }
             }
         },
         None if !ins.assignments.is_empty() => {

@@ -40,7 +40,7 @@ fn kinds(a: &InsertAnalysis) -> Vec<Vec<ValueKind>> {
         InsertBody::Set { assignments } => {
             vec![assignments.iter().map(|a| a.value.kind.clone()).collect()]
         }
-        InsertBody::Select => vec![],
+        InsertBody::Select { .. } => vec![],
     }
 }
 
@@ -443,7 +443,7 @@ fn select_body_is_reported() {
                 continue;
             }
         };
-        assert_eq!(a.body, InsertBody::Select, "{}", text(s));
+        assert!(matches!(a.body, InsertBody::Select { .. }), "{}", text(s));
         let vals = [IdValue::Literal(1)];
         let fill = IdFill {
             column: "id",
@@ -579,6 +579,28 @@ mod props {
             let _ = split_statements(&s);
             let _ = classify(&s);
             let _ = session_query(&s);
+        }
+    }
+}
+
+#[test]
+fn select_body_names_its_query() {
+    for (s, query) in [
+        (
+            &b"INSERT INTO t (a, b) SELECT x, y FROM u WHERE x = 1 ;  "[..],
+            &b"SELECT x, y FROM u WHERE x = 1"[..],
+        ),
+        (
+            b"INSERT IGNORE INTO t /* c */ SELECT * FROM u",
+            b"SELECT * FROM u",
+        ),
+        (b"INSERT INTO t (SELECT * FROM u)", b"(SELECT * FROM u)"),
+        (b"INSERT INTO t (a) /* x */ SELECT 1", b"SELECT 1"),
+    ] {
+        let a = analyze(s);
+        match &a.body {
+            InsertBody::Select { query: q } => assert_eq!(&s[q.clone()], query, "{}", text(s)),
+            other => panic!("{other:?}"),
         }
     }
 }

@@ -244,7 +244,7 @@ pub fn bind_insert(
                 asg.value.kind = kind(&asg.value.kind);
             }
         }
-        InsertBody::Select => {}
+        InsertBody::Select { query } => *query = map(query.start)..map(query.end),
     }
     b.placeholders.clear();
     b.column_list_insert_at = b.column_list_insert_at.map(map);

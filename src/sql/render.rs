@@ -168,7 +168,7 @@ fn plan<'a>(
     }
     let mut p = Vec::new();
     match &a.body {
-        InsertBody::Select => return Err(internal("INSERT … SELECT cannot be rendered")),
+        InsertBody::Select { .. } => return Err(internal("INSERT … SELECT cannot be rendered")),
         InsertBody::Set { assignments } => {
             let (Some(start), [_]) = (a.set_list_start, fill.values) else {
                 return Err(internal("a SET body takes exactly one id value"));
