@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::number::{self, format_double, format_scaled};
 use super::rows::Values;
-use super::value::{exact, KeyPart, Kind};
+use super::value::{exact, heap_block, KeyPart, Kind};
 use super::Key;
 
 fn get(row: &Values, i: usize) -> Option<&[u8]> {
@@ -19,6 +19,15 @@ fn parse<T: std::str::FromStr>(v: &[u8], what: &str) -> Result<T, String> {
         .ok()
         .and_then(|t| t.parse().ok())
         .ok_or_else(|| format!("a shard sent a malformed {what}"))
+}
+
+/// What one kept entry (a key and a value of `len` bytes) costs in memory, measured against
+/// RSS by `scripts/bench-memory`: the heap blocks, the map's share of a node (entries of
+/// two vectors, nodes about two thirds full), and as much again for the blocks the shard
+/// rows parsed meanwhile leave between them.
+fn held_bytes(key: &[KeyPart], len: usize) -> u64 {
+    let live = KeyPart::key_bytes(key) + heap_block(len) + 72;
+    (live * 2) as u64
 }
 
 /// COUNT/SUM/AVG(DISTINCT): the distinct argument tuples, each with its first argument's text.
@@ -37,9 +46,9 @@ impl DistinctSet {
             .and_then(|a| get(row, a.value))
             .unwrap_or_default()
             .to_vec();
-        let bytes = 2 * text.len() + 64 * key.len() + 64;
+        let bytes = held_bytes(&key, text.len());
         self.0.insert(key, text);
-        Ok(bytes as u64)
+        Ok(bytes)
     }
 
     pub(super) fn count(&self) -> usize {
@@ -162,8 +171,10 @@ impl Pieces {
         if full > max_len {
             self.shard_cuts += 1;
         }
+        let mut seen_bytes = 0;
         if c.distinct {
             let key = Key::parts(&c.args, row)?;
+            seen_bytes = held_bytes(&key, 0);
             if self.seen.insert(key, ()).is_some() {
                 return Ok(0);
             }
@@ -173,10 +184,10 @@ impl Pieces {
         } else {
             Key::parts(&c.order, row)?
         };
-        let bytes = piece.len() + 64 * order.len() + 96;
+        let bytes = held_bytes(&order, piece.len()) + seen_bytes;
         self.list
             .push((order, piece.to_vec(), if c.distinct { 1 } else { count }));
-        Ok(bytes as u64)
+        Ok(bytes)
     }
 
     /// The concatenation (`None` without pieces) and whether it was cut; its bytes come out of

@@ -10,7 +10,7 @@ use tokio::io::AsyncWrite;
 use super::combine::{self, ConcatCols, DistinctSet, Moments, Pieces};
 use super::number::{self, format_double, format_scaled};
 use super::rows::{self, Ends, Values};
-use super::value::{exact, KeyPart, Kind};
+use super::value::{exact, heap_block, KeyPart, Kind};
 use super::{compare, Key, Layout, Output};
 use crate::exec::backend::{BackendConn, BackendError};
 use crate::exec::relay::{Client, Relayed};
@@ -489,11 +489,19 @@ impl Grouping {
                     values: row.clone(),
                 };
                 let held = self.fold(&mut g, &row, true)?;
+                // The row's values, its key and the accumulators as heap blocks, the map's
+                // share of a node, and as much again for the blocks the shard rows parsed
+                // meanwhile leave between them (measured against RSS by scripts/bench-memory).
+                let live = heap_block(std::mem::size_of_val(g.values.as_slice()))
+                    + g.values
+                        .iter()
+                        .map(|v| v.as_ref().map_or(0, |b| heap_block(b.len())))
+                        .sum::<usize>()
+                    + KeyPart::key_bytes(&key)
+                    + heap_block(std::mem::size_of_val(g.accs.as_slice()))
+                    + 96;
                 groups.insert(key, g);
-                // The row's values and its key (each about the packet's size), a vector header
-                // per column, the accumulators and the map's node.
-                let bytes = 2 * packet.len() + 32 * row.len() + 48 * self.aggs.len() + 96;
-                Ok((bytes as u64).saturating_add(held))
+                Ok((2 * live as u64).saturating_add(held))
             }
         }
     }

@@ -251,6 +251,35 @@ fn padded_cmp(a: &[u8], b: &[u8], space: &[u8]) -> Ordering {
     }
 }
 
+/// What a heap block of `len` bytes costs: the allocator's header, rounded to its 16-byte
+/// granules, 32 at least; nothing for an empty vector.
+pub fn heap_block(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        (len + 16).div_ceil(16).max(2) * 16
+    }
+}
+
+impl KeyPart {
+    /// The heap bytes this key part holds beyond itself.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            KeyPart::Num(_, a, b) | KeyPart::Padded(a, b) => {
+                heap_block(a.len()) + heap_block(b.len())
+            }
+            KeyPart::Bytes(b) => heap_block(b.len()),
+            KeyPart::Null | KeyPart::Float(_) | KeyPart::Micros(_) => 0,
+        }
+    }
+
+    /// The heap bytes a key of these parts holds: its vector and each part's own.
+    pub fn key_bytes(parts: &[KeyPart]) -> usize {
+        heap_block(std::mem::size_of_val(parts))
+            + parts.iter().map(KeyPart::heap_bytes).sum::<usize>()
+    }
+}
+
 impl Ord for KeyPart {
     fn cmp(&self, other: &Self) -> Ordering {
         use KeyPart::*;
@@ -295,6 +324,22 @@ mod tests {
 
     fn k(kind: Kind, v: &str) -> KeyPart {
         key_part(kind, Some(v.as_bytes()), None).unwrap()
+    }
+
+    #[test]
+    fn held_memory_counts_heap_blocks_with_their_headers() {
+        assert_eq!(heap_block(0), 0);
+        assert_eq!(heap_block(1), 32);
+        assert_eq!(heap_block(16), 32);
+        assert_eq!(heap_block(17), 48);
+        // 123.5: the digits on each side are blocks of their own, the part itself sits in the
+        // key's vector.
+        let key = [k(Kind::Exact, "123.5")];
+        assert_eq!(
+            KeyPart::key_bytes(&key),
+            heap_block(std::mem::size_of::<KeyPart>()) + 32 + 32
+        );
+        assert_eq!(KeyPart::key_bytes(&[]), 0);
     }
 
     #[test]
