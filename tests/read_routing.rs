@@ -277,10 +277,7 @@ fn subqueries_over_a_sharded_table_run_first_or_are_refused() {
         ))
         .unwrap();
     assert_eq!(below, [first]);
-    for sql in [
-        "UPDATE orders SET qty = 0 WHERE id IN (SELECT id FROM orders)".to_string(),
-        "SELECT * FROM orders a JOIN orders b ON a.qty = b.qty".to_string(),
-    ] {
+    for sql in ["UPDATE orders SET qty = 0 WHERE id IN (SELECT id FROM orders)".to_string()] {
         let (n, m) = code(c.query_drop(&sql));
         assert_eq!(n, 1235, "{sql}: {m}");
         assert!(m.contains("subquery") || m.contains("join"), "{m}");
