@@ -277,14 +277,15 @@ fn subqueries_over_a_sharded_table_run_first_or_are_refused() {
         ))
         .unwrap();
     assert_eq!(below, [first]);
-    for sql in [
-        "UPDATE orders SET qty = 0 WHERE id IN (SELECT id FROM orders)".to_string(),
-        "SELECT * FROM orders a JOIN orders b ON a.qty = b.qty".to_string(),
-    ] {
-        let (n, m) = code(c.query_drop(&sql));
-        assert_eq!(n, 1235, "{sql}: {m}");
-        assert!(m.contains("subquery") || m.contains("join"), "{m}");
-    }
+    let (n, m) =
+        code(c.query_drop("UPDATE orders SET qty = 0 WHERE id IN (SELECT id FROM orders)"));
+    assert_eq!(n, 1235, "{m}");
+    assert!(m.contains("subquery"), "{m}");
+    // A self-join off the sharding column runs in the gateway: every pair of equal quantities.
+    let pairs: Vec<(u64, u64)> = c
+        .query("SELECT a.id, b.id FROM orders a JOIN orders b ON a.qty = b.qty")
+        .unwrap();
+    assert!(pairs.len() >= 3, "{pairs:?}");
     // HAVING without GROUP BY or aggregates filters rows one by one, as on one server.
     let mut ids: Vec<u64> = c.query("SELECT id FROM orders HAVING id > 0").unwrap();
     ids.sort();

@@ -39,6 +39,17 @@ fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], Vec<String>
     }
 }
 
+/// What idgate does with the joins refused here in a text query (the session runs a join of two
+/// such tables in the gateway; `session/join.rs`).
+const GATEWAY_ONLY: &str =
+    "except as a text query joining two tables (idgate runs it in the gateway): send it as a text query";
+
+/// Whether `e` is a refusal of [`check_colocated`] for tables not placed alike (not one of a
+/// subquery), which a text query can have idgate run in the gateway instead.
+pub fn is_colocation_refusal(e: &SqlError) -> bool {
+    e.message.contains(GATEWAY_ONLY)
+}
+
 /// A statement naming several sharded tables runs per shard only when every one is a table of
 /// its own FROM, joined (through `=` on sharding columns, in ON or WHERE) to the first, all
 /// placed alike: then each shard holds every pair of rows that can join.
@@ -54,7 +65,7 @@ pub fn check_colocated(
     {
         return Err(unsupported(format!(
             "statements over sharded table `{}` together with `{}` (on the default backend only) \
-             are not supported yet; join sharded tables only with broadcast tables",
+             are not supported {GATEWAY_ONLY}; join sharded tables only with broadcast tables",
             rule.name, single.name
         )));
     }
@@ -117,7 +128,7 @@ pub fn check_colocated(
         return Err(unsupported(format!(
             "a join of sharded table `{}` with sharded table `{}` is not supported unless they \
              are sharded alike (same algorithm and shards) and joined on their sharding columns \
-             (`{}.{}` = `{}.{}`)",
+             (`{}.{}` = `{}.{}`), or {GATEWAY_ONLY}",
             top[0].1.name,
             top[j].1.name,
             top[0].0.qualifier,

@@ -77,7 +77,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Answers `EXPLAIN ROUTE …` with a result set; false when the client got an error.
     pub(super) fn explain_route(&mut self, stmt: &[u8], more: bool) -> bool {
-        let rows = match self.explain_rows(stmt) {
+        let rows = match self
+            .explain_rows(stmt)
+            .or_else(|e| self.explain_join(stmt, &e).unwrap_or(Err(e)))
+        {
             Ok(r) => r,
             Err(e) => {
                 self.send_error(&e);

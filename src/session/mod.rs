@@ -17,6 +17,7 @@ mod idle;
 mod insert;
 mod insert_select;
 mod insert_source;
+mod join;
 mod leases;
 mod load_data;
 mod local_infile;

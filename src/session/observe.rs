@@ -42,7 +42,7 @@ fn route_of(plan: &Plan, kind: StatementKind) -> StmtRoute {
         Plan::Insert(_) | Plan::LoadData(_) => StmtRoute::InsertIds,
         Plan::Routed(r, _) => dml_route(r),
         // Inner queries run and combined by idgate before the outer one.
-        Plan::Subqueries(_) => StmtRoute::Merged,
+        Plan::Subqueries(_) | Plan::Join(_) => StmtRoute::Merged,
         Plan::NextValues { .. }
         | Plan::ExplainRoute(_)
         | Plan::ListTables { .. }

@@ -37,6 +37,8 @@ pub(super) enum Plan {
     Routed(super::dml::Route, StatementKind),
     /// A SELECT whose subqueries over placed tables idgate runs first (`subquery.rs`).
     Subqueries(Vec<sql::Subquery>),
+    /// A join of tables not placed alike, run in the gateway (`join.rs`).
+    Join(Box<sql::JoinShape>),
     /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
     ListTables {
         backends: Vec<String>,
@@ -56,7 +58,9 @@ impl Plan {
             Plan::Forward(k) | Plan::Routed(_, k) => Some(*k),
             Plan::Insert(boxed) if boxed.0.replace => Some(StatementKind::Replace),
             Plan::Insert(_) => Some(StatementKind::Insert),
-            Plan::NextValues { .. } | Plan::Subqueries(_) => Some(StatementKind::Select),
+            Plan::NextValues { .. } | Plan::Subqueries(_) | Plan::Join(_) => {
+                Some(StatementKind::Select)
+            }
             Plan::ListTables { .. } => Some(StatementKind::Show),
             _ => None,
         }
@@ -224,7 +228,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         match parsed {
             Ok(Ok(plan)) => plan,
-            Ok(Err(e)) => self.subquery_plan(stmt).unwrap_or(Plan::Refuse(e)),
+            Ok(Err(e)) => self
+                .subquery_plan(stmt)
+                .or_else(|| self.join_plan(stmt, &e))
+                .unwrap_or(Plan::Refuse(e)),
             Err(e) => Plan::Refuse(SqlError::new(
                 errors::ER_UNKNOWN_ERROR,
                 b"HY000",
@@ -288,7 +295,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 match self.route_dml(stmt) {
                     Ok(Some(route)) => Plan::Routed(route, kind),
                     Ok(None) => Plan::Forward(kind),
-                    Err(e) => self.subquery_plan(stmt).unwrap_or(Plan::Refuse(e)),
+                    Err(e) => self
+                        .subquery_plan(stmt)
+                        .or_else(|| self.join_plan(stmt, &e))
+                        .unwrap_or(Plan::Refuse(e)),
                 }
             }
             StatementKind::Other if self.proxy.tables.mentioned_in(stmt) => {
@@ -480,6 +490,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
             Plan::Subqueries(subs) => Box::pin(self.run_subqueries(stmt, &subs, more)).await,
+            Plan::Join(shape) => Box::pin(self.run_join(stmt, &shape, more)).await,
             Plan::Routed(route, _) => match self.run_routed(stmt, packet, route, more).await {
                 Ok(true) => Step::Ok,
                 Ok(false) => Step::Failed,

@@ -19,6 +19,7 @@ mod error;
 mod insert;
 mod insert_fast;
 mod join_keys;
+mod join_plan;
 mod lex;
 mod literal;
 mod load;
@@ -49,6 +50,10 @@ pub use insert::{
     TableRef, Value,
 };
 pub use join_keys::{QualifiedColumn, TopTable};
+pub use join_plan::{
+    analyze_join, batch_condition, bind_tables, quote_ident, side_select, JoinKind, JoinRefusal,
+    JoinShape, JoinSide,
+};
 pub use literal::ValueKind;
 pub use load::{first_word, is_load_local};
 pub use load_data::{
@@ -77,5 +82,7 @@ pub use words::{
 mod insert_fast_tests;
 #[cfg(test)]
 mod insert_tests;
+#[cfg(test)]
+mod join_plan_tests;
 #[cfg(test)]
 mod subquery_tests;

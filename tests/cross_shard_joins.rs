@@ -1,0 +1,363 @@
+//! Joins of tables not placed alike (sharded differently, joined off their sharding columns, or
+//! a sharded table with one on the default backend) answer as one MariaDB holding every row:
+//! idgate fetches each side and evaluates the statement over literal tables of their rows. The
+//! same rows go into reference tables on one server and, through idgate, into `o2` (mod over 2
+//! shards by id) and `k3` (hash over 3 shards by sku); every query runs both ways. Also: the row
+//! cap's error with the session going on, EXPLAIN ROUTE's plan, and prepared statements' refusal.
+
+mod common;
+
+use mysql::prelude::Queryable;
+use mysql::Value;
+
+const MAX_ROWS: u64 = 100;
+
+fn tables() -> String {
+    format!(
+        "max_subquery_rows: {MAX_ROWS}
+tables:
+  o2:
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  k3:
+    sharding:
+      columns: [sku]
+      algorithm: hash
+      shards: [shard0, shard1, shard2]
+  many:
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+  labels: {{}}
+"
+    )
+}
+
+const ORDERS: &str = "(id INT PRIMARY KEY, sku INT, qty INT, note VARCHAR(20))";
+const ITEMS: &str = "(iid INT PRIMARY KEY, sku INT, name VARCHAR(20), price DECIMAL(8,2))";
+const LABELS: &str = "(sku INT, label VARCHAR(20))";
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Orders: skus 1..40 (duplicates, some without an item), NULL now and then.
+fn orders() -> String {
+    let mut r = Rng(3);
+    (1..=90)
+        .map(|id| {
+            let sku = if r.below(9) == 0 {
+                "NULL".into()
+            } else {
+                (1 + r.below(40)).to_string()
+            };
+            let note = if r.below(5) == 0 {
+                "NULL".into()
+            } else {
+                format!("'n{}'", r.below(4))
+            };
+            format!("({id}, {sku}, {}, {note})", r.below(6))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Items: skus 10..50 (several items per sku, some skus no order has).
+fn items() -> String {
+    let mut r = Rng(7);
+    (1..=80)
+        .map(|iid| {
+            // The sharding column: never NULL.
+            let sku = 10 + r.below(40);
+            format!(
+                "({iid}, {sku}, 'item{}', {}.{:02})",
+                r.below(7),
+                r.below(90),
+                r.below(100)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn labels() -> String {
+    (1..=45)
+        .filter(|s| s % 4 != 0)
+        .map(|s| format!("({s}, 'L{}')", s % 5))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+struct Setup {
+    dbs: Vec<common::MariaDb>,
+    g: common::Idgate,
+}
+
+fn setup() -> &'static Setup {
+    static SETUP: std::sync::OnceLock<Setup> = std::sync::OnceLock::new();
+    SETUP.get_or_init(load)
+}
+
+fn load() -> Setup {
+    let dbs = vec![common::start_db(), common::start_db(), common::start_db()];
+    let g = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(
+            port,
+            &[
+                ("shard0", &dbs[0]),
+                ("shard1", &dbs[1]),
+                ("shard2", &dbs[2]),
+            ],
+            &tables(),
+        )
+    });
+    let (o, i, l) = (orders(), items(), labels());
+    // The reference tables sit on the default backend, where idgate's `labels` lives too.
+    let mut reference = common::direct(&dbs[0]);
+    for (t, cols, rows) in [("ref_o", ORDERS, &o), ("ref_k", ITEMS, &i)] {
+        reference
+            .query_drop(format!("CREATE TABLE {t} {cols}"))
+            .unwrap();
+        reference
+            .query_drop(format!("INSERT INTO {t} VALUES {rows}"))
+            .unwrap();
+    }
+    let many: String = (1..=130)
+        .map(|id| format!("({id}, {}, 1, NULL)", id % 50))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut c = g.conn();
+    for (t, cols, rows) in [
+        ("o2", ORDERS, &o),
+        ("k3", ITEMS, &i),
+        ("labels", LABELS, &l),
+        ("many", ORDERS, &many),
+    ] {
+        c.query_drop(format!("CREATE TABLE {t} {cols}")).unwrap();
+        c.query_drop(format!("INSERT INTO {t} VALUES {rows}"))
+            .unwrap();
+    }
+    Setup { dbs, g }
+}
+
+/// `{O}` the orders, `{K}` the items, `{L}` the labels (configured, on the default backend only); `true`: the
+/// query orders its rows itself.
+const CASES: &[(&str, bool)] = &[
+    // INNER, on a column that is neither side's sharding column for `o2`.
+    ("SELECT o.id, o.sku, i.iid, i.name FROM {O} o JOIN {K} i ON i.sku = o.sku", false),
+    ("SELECT o.id, i.iid FROM {O} o INNER JOIN {K} i ON o.sku = i.sku WHERE o.qty > 2 AND i.price > 20 ORDER BY o.id, i.iid", true),
+    ("SELECT o.id, i.iid FROM {O} o JOIN {K} i ON o.sku = i.sku WHERE o.qty + i.price > 30 OR o.note IS NULL ORDER BY i.iid DESC, o.id LIMIT 7", true),
+    ("SELECT o.id, i.iid FROM {O} o JOIN {K} i ON o.sku = i.sku ORDER BY o.id, i.iid LIMIT 5, 10", true),
+    // LEFT: orders without items (and NULL skus) keep their row.
+    ("SELECT o.id, i.iid, i.name FROM {O} o LEFT JOIN {K} i ON i.sku = o.sku", false),
+    ("SELECT o.id FROM {O} o LEFT JOIN {K} i ON i.sku = o.sku AND i.price > 50 WHERE i.iid IS NULL ORDER BY o.id", true),
+    ("SELECT o.id, i.iid FROM {O} o LEFT JOIN {K} i ON i.sku = o.sku AND o.qty > 3 WHERE o.id < 40", false),
+    // RIGHT: items drive.
+    ("SELECT i.iid, o.id FROM {O} o RIGHT JOIN {K} i ON o.sku = i.sku WHERE i.iid < 50", false),
+    // Grouping and aggregates over the joined rows; COUNT(*).
+    ("SELECT COUNT(*) FROM {O} o JOIN {K} i ON i.sku = o.sku", false),
+    ("SELECT o.sku, COUNT(*), SUM(i.price), MAX(i.name) FROM {O} o JOIN {K} i ON i.sku = o.sku GROUP BY o.sku HAVING COUNT(*) > 1 ORDER BY o.sku", true),
+    ("SELECT o.note, COUNT(i.iid), AVG(o.qty) FROM {O} o LEFT JOIN {K} i ON i.sku = o.sku GROUP BY o.note ORDER BY o.note", true),
+    // A comma join, keys in WHERE; the table names as qualifiers.
+    ("SELECT {O}.id, {K}.iid FROM {O}, {K} WHERE {O}.sku = {K}.sku AND {K}.name = 'item3'", false),
+    // No equality to batch on: the inner side is read whole.
+    ("SELECT o.id, i.iid FROM {O} o JOIN {K} i ON i.sku > o.sku + 30 WHERE o.id < 30", false),
+    // With the default backend's table, either way round.
+    ("SELECT o.id, l.label FROM {O} o JOIN {L} l ON l.sku = o.sku WHERE o.qty < 4 ORDER BY o.id", true),
+    ("SELECT l.sku, COUNT(i.iid) FROM {L} l LEFT JOIN {K} i ON i.sku = l.sku GROUP BY l.sku ORDER BY l.sku", true),
+    // Nothing on one side.
+    ("SELECT o.id, i.iid FROM {O} o LEFT JOIN {K} i ON i.sku = o.sku WHERE o.id < 0", false),
+    ("SELECT o.id, i.iid FROM {O} o LEFT JOIN {K} i ON i.sku = o.sku AND i.price < 0 WHERE o.id < 5", false),
+];
+
+type Answer = Result<Vec<Vec<Option<Vec<u8>>>>, (u16, String)>;
+
+fn run(c: &mut mysql::Conn, sql: &str) -> Answer {
+    let rows: Vec<mysql::Row> = match c.query(sql) {
+        Ok(r) => r,
+        Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
+        Err(e) => panic!("{sql}: {e}"),
+    };
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            r.unwrap()
+                .into_iter()
+                .map(|v| match v {
+                    Value::NULL => None,
+                    Value::Bytes(b) => Some(b),
+                    other => Some(format!("{other:?}").into_bytes()),
+                })
+                .collect()
+        })
+        .collect())
+}
+
+#[test]
+fn joins_of_tables_not_placed_alike_answer_as_one_server() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let mut reference = common::direct(&s.dbs[0]);
+    let mut failures = Vec::new();
+    for (sql, ordered) in CASES {
+        let fill = |o: &str, k: &str| {
+            sql.replace("{O}", o)
+                .replace("{K}", k)
+                .replace("{L}", "labels")
+        };
+        let want = run(&mut reference, &fill("ref_o", "ref_k"));
+        let got = run(&mut c, &fill("o2", "k3"));
+        let (mut w, mut g) = match (&want, &got) {
+            (Ok(w), Ok(g)) => (w.clone(), g.clone()),
+            _ => {
+                failures.push(format!("{sql}\nwant {want:?}\n got {got:?}"));
+                continue;
+            }
+        };
+        assert!(
+            !w.is_empty() || sql.contains("< 0"),
+            "{sql}: no rows to compare"
+        );
+        if !ordered {
+            w.sort();
+            g.sort();
+        }
+        if w != g {
+            failures.push(format!("{sql}\nwant {w:?}\n got {g:?}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differ from one MariaDB:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+fn error_of(c: &mut mysql::Conn, sql: &str) -> (u16, String) {
+    match c.query_drop(sql) {
+        Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
+        other => panic!("{sql}: expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_row_cap_gives_its_error_and_the_session_goes_on() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let (code, msg) = error_of(
+        &mut c,
+        "SELECT COUNT(*) FROM many m JOIN k3 i ON i.sku = m.sku",
+    );
+    assert_eq!(code, 1235, "{msg}");
+    assert!(
+        msg.contains(&format!("max_subquery_rows ({MAX_ROWS})")) && msg.contains("`many`"),
+        "{msg}"
+    );
+    // Its own conditions narrow what is fetched: under the cap, answered.
+    let n: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM many m JOIN k3 i ON i.sku = m.sku WHERE m.id <= 60")
+        .unwrap();
+    let mut reference = common::direct(&s.dbs[0]);
+    let want: Option<u64> = reference
+        .query_first(
+            "SELECT COUNT(*) FROM (SELECT seq % 50 AS sku FROM seq_1_to_60) m \
+             JOIN ref_k i ON i.sku = m.sku",
+        )
+        .unwrap();
+    assert_eq!(n, want);
+    // More than two tables: a precise refusal.
+    let (code, msg) = error_of(
+        &mut c,
+        "SELECT COUNT(*) FROM o2 o JOIN k3 i ON i.sku = o.sku JOIN labels l ON l.sku = o.sku",
+    );
+    assert_eq!(code, 1235, "{msg}");
+    assert!(msg.contains("two tables"), "{msg}");
+    let one: Option<u64> = c.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+}
+
+#[test]
+fn explain_route_shows_the_join_steps() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE SELECT o.id, i.name FROM o2 o JOIN k3 i ON i.sku = o.sku WHERE o.id = 4",
+        )
+        .unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[0].0, "shard0", "{rows:?}");
+    assert!(
+        rows[0].1.contains("WHERE (o.id = 4)") && rows[0].2.contains("step 1"),
+        "{rows:?}"
+    );
+    assert!(
+        rows[1].0.contains("shards owning") && rows[1].1.contains("`i`.`sku` IN ("),
+        "{rows:?}"
+    );
+    assert_eq!(rows[2].0, "shard0", "{rows:?}");
+    assert!(
+        rows[2]
+            .1
+            .contains("FROM (<rows of `o`>) o JOIN (<rows of `i`>) i"),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn inside_a_transaction_the_join_reads_its_own_writes() {
+    let s = setup();
+    let mut c = s.g.conn();
+    c.query_drop("BEGIN").unwrap();
+    c.query_drop("UPDATE k3 SET name = 'fresh' WHERE iid = 1")
+        .unwrap();
+    let n: Option<u64> = c
+        .query_first(
+            "SELECT COUNT(*) FROM o2 o RIGHT JOIN k3 i ON i.sku = o.sku WHERE i.name = 'fresh'",
+        )
+        .unwrap();
+    assert!(n.is_some_and(|n| n >= 1), "{n:?}");
+    c.query_drop("ROLLBACK").unwrap();
+    let n: Option<u64> = c
+        .query_first(
+            "SELECT COUNT(*) FROM o2 o RIGHT JOIN k3 i ON i.sku = o.sku WHERE i.name = 'fresh'",
+        )
+        .unwrap();
+    assert_eq!(n, Some(0));
+}
+
+#[test]
+fn prepared_statements_with_such_joins_are_refused_clearly() {
+    let s = setup();
+    let mut c = s.g.conn();
+    match c.exec_first::<u64, _, _>(
+        "SELECT COUNT(*) FROM o2 o JOIN k3 i ON i.sku = o.sku WHERE o.qty = ?",
+        (3,),
+    ) {
+        Err(mysql::Error::MySqlError(e)) => {
+            assert_eq!(e.code, 1235, "{}", e.message);
+            assert!(
+                e.message.contains("send it as a text query"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let n: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM o2 o JOIN k3 i ON i.sku = o.sku WHERE o.qty = 3")
+        .unwrap();
+    assert!(n.is_some());
+}
