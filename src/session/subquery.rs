@@ -2,7 +2,9 @@
 //! naming a placed table runs first, through idgate's own routing (`fetch`), and its rows are
 //! bound into the outer statement as literals (an IN list, TRUE/FALSE, a value, a literal
 //! table); the outer statement is then planned and run like any other. An inner query that
-//! refers to the outer one (correlated) cannot run first and is refused.
+//! refers to the outer one (correlated) cannot run first: it runs per shard with the outer
+//! statement when the planner finds its tables placed alike with the outer ones and
+//! correlated on their sharding columns (`route/colocate.rs`), and is refused otherwise.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -114,9 +116,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Err(e) if e.code == ER_BAD_FIELD_ERROR => {
                     // A column of the outer query (correlated: not supported), or a typo.
                     let advice = "idgate runs a subquery over sharded tables first, on its own; \
-                                  one that refers to the outer query (correlated) is not \
-                                  supported: rewrite it as a join on the sharding columns, or as \
-                                  an uncorrelated `IN (SELECT …)`";
+                                  one that refers to the outer query (correlated) runs only \
+                                  when its tables are sharded alike with the outer one and it \
+                                  compares their sharding columns (`inner.author_id = \
+                                  outer.id`): rewrite it so, as a join on the sharding columns, \
+                                  or as an uncorrelated `IN (SELECT …)`";
                     if let Some(q) = outer_qualifier(stmt, s.inner.clone(), &e.message) {
                         return Ok(Err(unsupported(format!(
                             "this subquery refers to `{q}` of the outer query; {advice}"
