@@ -77,10 +77,10 @@ pub fn check_colocated(
             })
             .map_or(rule, |r| &***r);
         return Err(unsupported(format!(
-            "sharded table `{}` inside a subquery is supported only in plain (text) queries \
-             whose subqueries idgate can run first (IN, EXISTS, scalar, derived tables; not in \
-             prepared statements, UNIONs or ANY/ALL); send it as a text query, or run the inner \
-             SELECT first and pass its values",
+            "sharded table `{}` inside a subquery is supported only in SELECTs whose \
+             subqueries idgate can run first (IN, EXISTS, scalar, derived tables; not in UNIONs \
+             or ANY/ALL), or that correlate it on its sharding column with a table sharded \
+             alike; run the inner SELECT first and pass its values",
             inner.name
         )));
     }
@@ -156,10 +156,8 @@ fn subqueries_colocated(
         return false;
     }
     // Tables known to hold their rows with the outer ones: (subquery, table, rule).
-    let mut placed: Vec<(Option<usize>, &TopTable, Arc<TableRule>)> = top
-        .iter()
-        .map(|(t, r)| (None, *t, Arc::clone(r)))
-        .collect();
+    let mut placed: Vec<(Option<usize>, &TopTable, Arc<TableRule>)> =
+        top.iter().map(|(t, r)| (None, *t, Arc::clone(r))).collect();
     while !pending.is_empty() {
         let at = pending.iter().position(|(i, t, r)| {
             let sub = &a.subqueries[*i];

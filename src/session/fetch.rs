@@ -102,7 +102,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(None) => Route::One(self.proxy.default_pool.name.clone()),
             Err(e) => return Ok(Err(e)),
         };
-        Ok(self.fetch_routed(select, route, limits).await?.map_err(SqlError::from))
+        Ok(self
+            .fetch_routed(select, route, limits)
+            .await?
+            .map_err(SqlError::from))
     }
 
     /// Runs `select` on `route` (already decided by the caller) and keeps its answer; the
@@ -140,8 +143,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         let memory_limit = self.live.config.merge_memory_limit;
         let max_bytes = limits.max_bytes.min(memory_limit);
-        let mut writer =
-            PacketWriter::new(Capture::new(limits.max_rows, max_bytes, limits.enough));
+        let mut writer = PacketWriter::new(Capture::new(limits.max_rows, max_bytes, limits.enough));
         let mut client = Client {
             writer: &mut writer,
             deprecate_eof: false,

@@ -8,10 +8,14 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use std::sync::Arc;
+
 use super::fetch::FetchLimits;
 use super::query::{Plan, Step};
 use super::{End, Session};
-use crate::sql::{self, StatementKind, Subquery, SubqueryUse};
+use crate::exec::relay::Adjust;
+use crate::route::{BoundMerge, Route};
+use crate::sql::{self, MergeMode, MergePlan, StatementKind, Subquery, SubqueryUse};
 use crate::wire::errors::SqlError;
 
 /// MariaDB's ER_BAD_FIELD_ERROR: what an inner query that names the outer query's columns
@@ -77,6 +81,60 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let packet = crate::wire::command::query_packet(&bound);
         self.run_plan(&bound, plan, &packet, more).await
+    }
+
+    /// An execution of a prepared SELECT with subqueries over sharded tables, its parameters
+    /// bound into `text`: the inner queries run first, then the outer statement runs as text on
+    /// the shards it reaches and its rows go to the client in the binary protocol (through the
+    /// merge, which writes them so; a plain concatenation merges shard after shard).
+    pub(super) async fn execute_with_subqueries(
+        &mut self,
+        text: &[u8],
+        subs: &[Subquery],
+    ) -> Result<bool, End> {
+        let bound = match self.bind_subqueries(text, subs).await? {
+            Ok(b) => b,
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        let concat = |backends: Vec<String>| {
+            let plan = MergePlan {
+                shard_sql: bound.clone(),
+                copied: Vec::new(),
+                unread: 0..0,
+                hidden: 0,
+                mode: MergeMode::Stream,
+                order: Vec::new(),
+                offset: 0,
+                limit: None,
+            };
+            let merge = BoundMerge {
+                plan: Arc::new(plan),
+                shard_sql: bound.clone(),
+            };
+            (backends, Box::new(merge))
+        };
+        let (backends, merge) = match self.route_dml(&bound) {
+            Ok(Some(Route::Merge(bs, m))) => (bs, m),
+            Ok(Some(Route::One(b))) => concat(vec![b]),
+            Ok(Some(Route::Concat(bs))) => concat(bs),
+            Ok(None) => concat(vec![self.proxy.default_pool.name.clone()]),
+            Ok(Some(Route::Write { .. } | Route::Everywhere(_))) => {
+                self.send_error(&unsupported(
+                    "a prepared statement with subqueries over sharded tables must be a SELECT"
+                        .into(),
+                ));
+                return Ok(false);
+            }
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        self.run_merge(&backends, &merge, Adjust::default(), true)
+            .await
     }
 
     /// Runs each inner query and gives `stmt` with their rows bound in. `Ok(Err(_))`: the
