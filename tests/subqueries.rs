@@ -526,3 +526,38 @@ fn correlated_subqueries_of_tables_sharded_alike_answer_as_one_server() {
     let one: Option<u64> = c.query_first("SELECT 1").unwrap();
     assert_eq!(one, Some(1));
 }
+
+#[test]
+fn explain_route_shows_each_inner_query_and_the_outer_statement() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE SELECT id FROM dflt WHERE id IN (SELECT ref_id FROM m2c WHERE \
+             amount > 3) AND k < (SELECT MAX(id) FROM h3 WHERE id = 7)",
+        )
+        .unwrap();
+    let merges: Vec<&str> = rows.iter().map(|r| r.2.as_str()).collect();
+    // The IN list's query on both shards of m2c, the scalar's on h3's one shard for id 7, then
+    // the outer statement.
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert!(merges[..2]
+        .iter()
+        .all(|m| m.starts_with("subquery 1 (IN list), run first and bound in: ")));
+    assert_eq!(rows[0].1, "SELECT ref_id FROM m2c WHERE amount > 3");
+    assert!(
+        merges[2].starts_with("subquery 2 (scalar), run first and bound in: "),
+        "{rows:?}"
+    );
+    assert_eq!(rows[3].0, "(after the subqueries)");
+    // A correlated subquery of tables sharded alike: one statement per shard.
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE SELECT t.id FROM m2 t WHERE EXISTS (SELECT 1 FROM m2c c WHERE \
+             c.ref_id = t.id)",
+        )
+        .unwrap();
+    let backends: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(backends, ["shard0", "shard1"], "{rows:?}");
+    assert!(rows.iter().all(|r| r.2 == "rows concatenated"), "{rows:?}");
+}
