@@ -421,3 +421,33 @@ fn every_generator_kind_fills_and_places_rows() {
         "{uuids:?}"
     );
 }
+
+#[test]
+fn explain_route_shows_the_source_and_the_target() {
+    let items = items_ddl("BIGINT PRIMARY KEY");
+    let sharded_src = "CREATE TABLE sharded_src (user_id INT, note VARCHAR(100))";
+    let ts = two_shards(TABLES, &[&items, sharded_src]);
+    let mut c = ts.g.conn();
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE INSERT INTO items (user_id, note) SELECT user_id, note FROM \
+             sharded_src ORDER BY user_id LIMIT 3",
+        )
+        .unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in &rows[..2] {
+        assert!(r.2.starts_with("source, read into idgate first: "), "{r:?}");
+        assert!(r.2.contains("first 3 rows"), "the merge: {r:?}");
+        assert!(r.1.starts_with("SELECT user_id, note"), "{r:?}");
+    }
+    for (r, shard) in rows[2..].iter().zip(["shard0", "shard1"]) {
+        assert_eq!(r.0, shard, "{r:?}");
+        assert!(
+            r.2.starts_with("target: ids from generator `is_seq`"),
+            "{r:?}"
+        );
+    }
+    // Nothing ran.
+    let n: Option<u64> = c.query_first("SELECT COUNT(*) FROM items").unwrap();
+    assert_eq!(n, Some(0));
+}

@@ -392,28 +392,172 @@ fn bound_subqueries_inside_a_transaction_read_its_own_writes() {
     assert_eq!(n, Some(0));
 }
 
+/// A prepared statement's answer: values as the binary protocol gave them.
+fn exec_rows(
+    c: &mut mysql::Conn,
+    sql: &str,
+    params: Vec<Value>,
+) -> Result<Vec<Vec<Value>>, (u16, String)> {
+    match c.exec::<mysql::Row, _, _>(sql, params) {
+        Ok(rows) => Ok(rows.into_iter().map(|r| r.unwrap()).collect()),
+        Err(mysql::Error::MySqlError(e)) => Err((e.code, e.message)),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
 #[test]
-fn prepared_statements_with_such_subqueries_are_refused_clearly() {
+fn prepared_statements_with_such_subqueries_answer_as_one_server() {
     let s = setup();
     let mut c = s.g.conn();
-    for sql in [
-        "SELECT COUNT(*) FROM dflt WHERE id IN (SELECT id FROM m2 WHERE i = ?)",
-        "SELECT COUNT(*) FROM (SELECT id FROM h3 WHERE i = ?) s",
-    ] {
-        match c.exec_first::<u64, _, _>(sql, (3,)) {
-            Err(mysql::Error::MySqlError(e)) => {
-                assert_eq!(e.code, 1235, "{sql}: {}", e.message);
-                assert!(
-                    e.message.contains("send it as a text query"),
-                    "{}",
-                    e.message
-                );
+    let mut reference = common::direct(&s.dbs[0]);
+    let cases: &[(&str, Vec<Value>)] = &[
+        ("SELECT COUNT(*) FROM {D} WHERE id IN (SELECT id FROM {T} WHERE i = ?)", vec![Value::Int(3)]),
+        ("SELECT COUNT(*) FROM (SELECT id FROM {T} WHERE i = ?) s", vec![Value::Int(3)]),
+        ("SELECT id, v, d, dt FROM {T} WHERE id IN (SELECT ref_id FROM {C} WHERE amount > ?) AND id < ? ORDER BY id", vec![Value::Int(20), Value::Int(100)]),
+        ("SELECT id, v FROM {T} WHERE id IN (SELECT ref_id FROM {C} WHERE amount > ?)", vec![Value::Int(25)]),
+        ("SELECT id FROM {D} WHERE EXISTS (SELECT 1 FROM {T} WHERE i = ?) AND id < 5", vec![Value::Int(99)]),
+        ("SELECT id, (SELECT MAX(id) FROM {T} WHERE i = ?) AS m FROM {D} WHERE id < ?", vec![Value::Int(1), Value::Int(4)]),
+        ("SELECT i, COUNT(*) FROM {T} WHERE id > (SELECT MIN(ref_id) FROM {C} WHERE amount > ?) GROUP BY i ORDER BY i", vec![Value::Int(10)]),
+        // MariaDB's own error for a scalar of several rows.
+        ("SELECT (SELECT id FROM {T} WHERE i = ?)", vec![Value::Int(1)]),
+    ];
+    let mut failures = Vec::new();
+    for (sql, params) in cases {
+        let want = exec_rows(
+            &mut reference,
+            &sql.replace("{T}", "ref")
+                .replace("{C}", "refc")
+                .replace("{D}", "dflt"),
+            params.clone(),
+        );
+        for (t, ch) in [("m2", "m2c"), ("h3", "h3c")] {
+            let q = sql
+                .replace("{T}", t)
+                .replace("{C}", ch)
+                .replace("{D}", "dflt");
+            let got = exec_rows(&mut c, &q, params.clone());
+            let (mut w, mut g) = (want.clone(), got.clone());
+            if !sql.contains("ORDER BY") {
+                if let (Ok(w), Ok(g)) = (&mut w, &mut g) {
+                    w.sort_by_key(|r| format!("{r:?}"));
+                    g.sort_by_key(|r| format!("{r:?}"));
+                }
             }
-            other => panic!("{sql}: {other:?}"),
+            if w != g {
+                failures.push(format!("{q}\nwant {w:?}\n got {g:?}"));
+            }
         }
     }
-    let n: Option<u64> = c
-        .query_first("SELECT COUNT(*) FROM (SELECT id FROM h3 WHERE i = 3) s")
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // The same statement executes again with other values; a UNION is still refused clearly.
+    let sql = "SELECT COUNT(*) FROM dflt WHERE id IN (SELECT id FROM m2 WHERE i = ?)";
+    let stmt = c.prep(sql).unwrap();
+    for i in [-5i64, 0, 5] {
+        let got: Option<u64> = c.exec_first(&stmt, (i,)).unwrap();
+        let want: Option<u64> = reference
+            .exec_first(sql.replace("m2", "ref"), (i,))
+            .unwrap();
+        assert_eq!(got, want, "i = {i}");
+    }
+    match c.exec_first::<u64, _, _>(
+        "SELECT COUNT(*) FROM dflt WHERE id IN (SELECT id FROM m2 WHERE i = ? UNION SELECT 1)",
+        (3,),
+    ) {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{}", e.message),
+        other => panic!("{other:?}"),
+    }
+    let one: Option<u64> = c.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+}
+
+/// Correlated subqueries of tables sharded alike, correlated on their sharding columns
+/// (`{C}.ref_id = {T}.id`): the whole statement runs on each shard. `{T}` is the parent, `{C}`
+/// its children.
+const CORRELATED: &[Case] = &[
+    // Django: `.annotate(has_children=Exists(Child.objects.filter(ref=OuterRef("pk"))))`.
+    case("SELECT `{T}`.`id`, EXISTS(SELECT 1 AS `a` FROM `{C}` U1 WHERE U1.`ref_id` = (`{T}`.`id`) LIMIT 1) AS `has_children` FROM `{T}` ORDER BY `{T}`.`id`", true, false),
+    // The same Exists() as a filter, and excluded.
+    case("SELECT `{T}`.`id`, `{T}`.`v` FROM `{T}` WHERE EXISTS(SELECT 1 AS `a` FROM `{C}` U1 WHERE U1.`ref_id` = (`{T}`.`id`) LIMIT 1)", false, true),
+    case("SELECT `{T}`.`id` FROM `{T}` WHERE NOT EXISTS(SELECT 1 AS `a` FROM `{C}` U1 WHERE U1.`ref_id` = (`{T}`.`id`) AND U1.`amount` > 10 LIMIT 1) ORDER BY `{T}`.`id`", true, true),
+    // A correlated count and sum (Subquery(... .values(...).annotate(Count))).
+    case("SELECT t.id, (SELECT COUNT(*) FROM {C} c WHERE c.ref_id = t.id) AS n, (SELECT SUM(c.amount) FROM {C} c WHERE t.id = c.ref_id) AS s FROM {T} t WHERE t.id < 60 ORDER BY t.id", true, false),
+    // An aggregate inside the subquery only: the outer rows are concatenated, not merged.
+    case("SELECT t.id, (SELECT COUNT(*) FROM {C} c WHERE c.ref_id = t.id) AS n FROM {T} t WHERE t.id > 150", false, false),
+    // Pinned to one shard by the outer key; counted across shards.
+    case("SELECT t.id, EXISTS(SELECT 1 FROM {C} c WHERE c.ref_id = t.id) AS e FROM {T} t WHERE t.id = 7", false, false),
+    case("SELECT COUNT(*) FROM {T} t WHERE EXISTS (SELECT 1 FROM {C} c WHERE c.ref_id = t.id AND c.amount < 20)", false, true),
+    // The child side outside, the parent inside.
+    case("SELECT c.cid FROM {C} c WHERE NOT EXISTS (SELECT 1 FROM {T} t WHERE t.id = c.ref_id) ORDER BY c.cid", true, true),
+];
+
+#[test]
+fn correlated_subqueries_of_tables_sharded_alike_answer_as_one_server() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let mut reference = common::direct(&s.dbs[0]);
+    let mut failures = Vec::new();
+    for case in CORRELATED {
+        let want = run(
+            &mut reference,
+            &case.sql.replace("{T}", "ref").replace("{C}", "refc"),
+        );
+        assert!(want.is_ok(), "{}: {want:?}", case.sql);
+        for (t, ch) in [("m2", "m2c"), ("h3", "h3c")] {
+            let sql = case.sql.replace("{T}", t).replace("{C}", ch);
+            let got = run(&mut c, &sql);
+            if let Some(why) = differs(case, &want, &got) {
+                failures.push(format!("{sql}\n{why}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differ from one MariaDB:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+    // Not placed alike (mod over two shards, hash over three): still refused as correlated.
+    let (code, msg) = error_of(
+        &mut c,
+        "SELECT m2.id FROM m2 WHERE EXISTS (SELECT 1 FROM h3c c WHERE c.ref_id = m2.id)",
+    );
+    assert_eq!(code, 1235, "{msg}");
+    assert!(msg.contains("correlated") && msg.contains("`m2`"), "{msg}");
+    let one: Option<u64> = c.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+}
+
+#[test]
+fn explain_route_shows_each_inner_query_and_the_outer_statement() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE SELECT id FROM dflt WHERE id IN (SELECT ref_id FROM m2c WHERE \
+             amount > 3) AND k < (SELECT MAX(id) FROM h3 WHERE id = 7)",
+        )
         .unwrap();
-    assert!(n.is_some_and(|n| n > 0));
+    let merges: Vec<&str> = rows.iter().map(|r| r.2.as_str()).collect();
+    // The IN list's query on both shards of m2c, the scalar's on h3's one shard for id 7, then
+    // the outer statement.
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert!(merges[..2]
+        .iter()
+        .all(|m| m.starts_with("subquery 1 (IN list), run first and bound in: ")));
+    assert_eq!(rows[0].1, "SELECT ref_id FROM m2c WHERE amount > 3");
+    assert!(
+        merges[2].starts_with("subquery 2 (scalar), run first and bound in: "),
+        "{rows:?}"
+    );
+    assert_eq!(rows[3].0, "(after the subqueries)");
+    // A correlated subquery of tables sharded alike: one statement per shard.
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE SELECT t.id FROM m2 t WHERE EXISTS (SELECT 1 FROM m2c c WHERE \
+             c.ref_id = t.id)",
+        )
+        .unwrap();
+    let backends: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(backends, ["shard0", "shard1"], "{rows:?}");
+    assert!(rows.iter().all(|r| r.2 == "rows concatenated"), "{rows:?}");
 }

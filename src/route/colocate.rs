@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::plan::{unsupported, PlanContext};
 use super::{Algorithm, Placement, TableRule};
-use crate::sql::{DmlAnalysis, TableRef, TopTable};
+use crate::sql::{DmlAnalysis, QualifiedColumn, TableRef, TopTable};
 use crate::wire::errors::SqlError;
 
 /// The rule for a table a statement names (schema from the statement, else the session's).
@@ -79,7 +79,7 @@ pub fn check_colocated(
         .iter()
         .filter(|r| placement_key(r).is_some())
         .collect();
-    if named.len() > top.len() {
+    if named.len() > top.len() && !subqueries_colocated(ctx, a, &top, named.len()) {
         let inner = named
             .iter()
             .find(|r| {
@@ -88,10 +88,10 @@ pub fn check_colocated(
             })
             .map_or(rule, |r| &***r);
         return Err(unsupported(format!(
-            "sharded table `{}` inside a subquery is supported only in plain (text) queries \
-             whose subqueries idgate can run first (IN, EXISTS, scalar, derived tables; not in \
-             prepared statements, UNIONs or ANY/ALL); send it as a text query, or run the inner \
-             SELECT first and pass its values",
+            "sharded table `{}` inside a subquery is supported only in SELECTs whose \
+             subqueries idgate can run first (IN, EXISTS, scalar, derived tables; not in UNIONs \
+             or ANY/ALL), or that correlate it on its sharding column with a table sharded \
+             alike; run the inner SELECT first and pass its values",
             inner.name
         )));
     }
@@ -142,4 +142,68 @@ pub fn check_colocated(
         )));
     }
     Ok(())
+}
+
+/// Whether every sharded table of the statement's subqueries is correlated, by
+/// `inner.sharding = outer.sharding` in its subquery's WHERE or ON, with a table outside placed
+/// alike (or joined so to one that is), and `named` (the sharded tables the statement names)
+/// holds no others (derived tables): then each shard holds every pair and the whole statement
+/// runs per shard.
+fn subqueries_colocated(
+    ctx: &PlanContext,
+    a: &DmlAnalysis,
+    top: &[(&TopTable, Arc<TableRule>)],
+    named: usize,
+) -> bool {
+    let mut pending: Vec<(usize, &TopTable, Arc<TableRule>)> = Vec::new();
+    for (i, s) in a.subqueries.iter().enumerate() {
+        for t in &s.from {
+            if let Some(r) = rule_for(ctx, &t.table).filter(|r| placement_key(r).is_some()) {
+                pending.push((i, t, r));
+            }
+        }
+    }
+    if top.len() + pending.len() != named {
+        return false;
+    }
+    // Tables known to hold their rows with the outer ones: (subquery, table, rule).
+    let mut placed: Vec<(Option<usize>, &TopTable, Arc<TableRule>)> =
+        top.iter().map(|(t, r)| (None, *t, Arc::clone(r))).collect();
+    while !pending.is_empty() {
+        let at = pending.iter().position(|(i, t, r)| {
+            let sub = &a.subqueries[*i];
+            let ours = |q: &str| sub.from.iter().any(|f| f.qualifier == q);
+            // The table a qualified column of this subquery refers to: its own, else an
+            // outer one.
+            let refers = |c: &QualifiedColumn| {
+                placed.iter().find(|(j, p, _)| {
+                    p.qualifier == c.0 && (*j == Some(*i) || (!ours(&c.0) && *j != Some(*i)))
+                })
+            };
+            let Some(kt) = placement_key(r) else {
+                return false;
+            };
+            sub.equal_columns.iter().any(|(l, rr)| {
+                [(l, rr), (rr, l)].into_iter().any(|(x, y)| {
+                    let Some((_, _, other)) = refers(y) else {
+                        return false;
+                    };
+                    let Some(ko) = placement_key(other) else {
+                        return false;
+                    };
+                    x.0 == t.qualifier
+                        && kt.2.contains(&x.1)
+                        && ko.2.contains(&y.1)
+                        && kt.0.places_like(ko.0, kt.1.len())
+                        && kt.1 == ko.1
+                })
+            })
+        });
+        let Some(at) = at else {
+            return false;
+        };
+        let (i, t, r) = pending.swap_remove(at);
+        placed.push((Some(i), t, r));
+    }
+    true
 }

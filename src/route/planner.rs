@@ -51,9 +51,20 @@ pub fn plan(
         }
         return Ok(whole(ShapeKind::Everywhere(backends)));
     }
-    let Some(rule) = placed
-        .iter()
-        .find(|r| matches!(r.placement, Placement::Sharded { .. }))
+    let sharded_rules = || {
+        placed
+            .iter()
+            .filter(|r| matches!(r.placement, Placement::Sharded { .. }))
+    };
+    // The target's rule first: a subquery in the select list is named before the FROM.
+    let names_target = |r: &&&Arc<TableRule>| {
+        a.target
+            .as_ref()
+            .is_some_and(|t| t.name.eq_ignore_ascii_case(&r.name))
+    };
+    let Some(rule) = sharded_rules()
+        .find(names_target)
+        .or_else(|| sharded_rules().next())
         .map(|r| Arc::clone(r))
     else {
         // Only broadcast tables: every backend has the rows.

@@ -286,3 +286,76 @@ fn prepared_placeholders_stay_terms() {
         .unwrap();
     assert_eq!(set.unwrap().into_iter().collect::<Vec<_>>(), [1]);
 }
+
+/// Authors and their books sharded alike on the author's id; reviews by their own id; letters
+/// by author id over other shards.
+fn library() -> Tables {
+    let mut letters = mod2("letters", "author_id");
+    if let Placement::Sharded { shards, .. } = &mut letters.placement {
+        *shards = vec!["s2".into(), "s3".into()];
+    }
+    Tables::new(vec![
+        mod2("author", "id"),
+        mod2("book", "author_id"),
+        mod2("review", "id"),
+        letters,
+    ])
+}
+
+#[test]
+fn correlated_subqueries_of_tables_placed_alike_run_per_shard() {
+    let t = library();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    for stmt in [
+        // Django's Exists() annotation and filter, NOT EXISTS, a correlated count.
+        "SELECT author.id, EXISTS(SELECT 1 AS a FROM book U1 WHERE U1.author_id = (author.id) \
+         LIMIT 1) AS has_books FROM author",
+        "SELECT author.id FROM author WHERE EXISTS(SELECT 1 AS a FROM book U1 \
+         WHERE U1.author_id = (author.id) LIMIT 1)",
+        "SELECT a.id FROM author a WHERE NOT EXISTS (SELECT 1 FROM book b WHERE a.id = b.author_id)",
+        "SELECT a.id, (SELECT COUNT(*) FROM book b WHERE b.author_id = a.id AND b.id > 2) AS n \
+         FROM author a ORDER BY a.id",
+        // Nested: the inner book correlated with the outer author.
+        "SELECT a.id FROM author a WHERE EXISTS (SELECT 1 FROM book b WHERE b.author_id = a.id \
+         AND EXISTS (SELECT 1 FROM book c WHERE c.author_id = b.author_id))",
+    ] {
+        let p = planner::plan(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots, &ctx);
+        assert!(p.is_ok(), "{stmt}: {:?}", p.err());
+    }
+    // Pinned by the outer key, the subquery goes along.
+    let r = bound(
+        &t,
+        "SELECT a.id FROM author a WHERE a.id = 2 AND EXISTS (SELECT 1 FROM book b WHERE \
+         b.author_id = a.id)",
+        "SELECT a.id FROM author a WHERE a.id = 5 AND EXISTS (SELECT 1 FROM book b WHERE \
+         b.author_id = a.id)",
+    )
+    .unwrap();
+    assert!(matches!(&r, Some(Route::One(b)) if b == "s1"), "{r:?}");
+    for stmt in [
+        // Reviews are sharded by their own id: a review of a book may be on another shard.
+        "SELECT * FROM book WHERE EXISTS (SELECT * FROM review WHERE review.book_id = book.id)",
+        // Correlated on a column that is not the sharding column.
+        "SELECT a.id FROM author a WHERE EXISTS (SELECT 1 FROM book b WHERE b.id = a.id)",
+        // Only in an OR: not every pair is tied to one shard.
+        "SELECT a.id FROM author a WHERE EXISTS (SELECT 1 FROM book b WHERE b.author_id = a.id \
+         OR b.id = 1)",
+        // Placed alike in all but the shards.
+        "SELECT a.id FROM author a WHERE EXISTS (SELECT 1 FROM letters l WHERE l.author_id = a.id)",
+        // Not correlated: runs first, on its own.
+        "SELECT a.id FROM author a WHERE a.id IN (SELECT author_id FROM book)",
+        // The inner alias shadows the outer one: `b.author_id = b.id` is inside book.
+        "SELECT b.id FROM author b WHERE EXISTS (SELECT 1 FROM book b WHERE b.author_id = b.id)",
+        // A derived table is not correlated.
+        "SELECT a.id FROM author a WHERE EXISTS (SELECT 1 FROM book b WHERE b.author_id = a.id) \
+         AND a.id IN (SELECT d.x FROM (SELECT author_id AS x FROM book) d)",
+    ] {
+        let e = planner::plan(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots, &ctx)
+            .err()
+            .unwrap_or_else(|| panic!("{stmt} was planned"));
+        assert!(e.to_string().contains("subquery"), "{stmt}: {e}");
+    }
+}

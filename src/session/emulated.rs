@@ -4,7 +4,10 @@
 //!   runs it through the same rewrite and routing as a text statement (the answer is an OK
 //!   packet, the same in both protocols);
 //! - SELECT on a placed table: routes by the bound values, then executes a prepared statement on
-//!   each shard reached, so rows come back in the binary protocol.
+//!   each shard reached, so rows come back in the binary protocol;
+//! - SELECT with subqueries over sharded tables: binds them into the text, runs the inner
+//!   queries first as a text query would, and writes the outer statement's rows in the binary
+//!   protocol (`subquery.rs`).
 
 use mysql_common::packets::ComStmtExecuteRequestBuilder;
 use mysql_common::proto::MySerialize;
@@ -223,6 +226,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         values: &[Value],
     ) -> Option<End> {
         let route = self.route_dml(text);
+        if route.is_err() {
+            // Subqueries over sharded tables: run first, bound in, then the outer statement.
+            if let Some(super::query::Plan::Subqueries(subs)) = self.subquery_plan(text) {
+                return self.execute_with_subqueries(text, &subs).await.err();
+            }
+        }
         if let Ok(Some(r)) = &route {
             self.note_route(super::observe::dml_route(r));
         }

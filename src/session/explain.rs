@@ -43,7 +43,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         algorithm.name()
                     ),
                 };
-                Ok(rule.backends().iter().map(|b| row(b, &merge)).collect())
+                let target = rule.backends().iter().map(|b| row(b, &merge));
+                let sql::InsertBody::Select { query } = &a.body else {
+                    return Ok(target.collect());
+                };
+                let source = stmt.get(query.clone()).unwrap_or_default();
+                let mut rows = self.source_rows(source)?;
+                rows.extend(target.map(|[b, q, m]| [b, q, format!("target: {m}")]));
+                Ok(rows)
+            }
+            StatementKind::Select if self.route_dml(stmt).is_err() => {
+                match self.subquery_plan(stmt) {
+                    Some(super::query::Plan::Subqueries(subs)) => self.subquery_rows(stmt, &subs),
+                    _ => self.route_dml(stmt).map(|_| Vec::new()),
+                }
             }
             _ => Ok(match self.route_dml(stmt)? {
                 None => vec![row(&default, "none")],
@@ -73,6 +86,45 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }),
         }
+    }
+
+    /// The rows of an INSERT … SELECT's source: its own plan, read into idgate first.
+    fn source_rows(&self, source: &[u8]) -> Result<Vec<[String; 3]>, SqlError> {
+        let rows = self.explain_rows(source)?;
+        Ok(rows
+            .into_iter()
+            .map(|[b, q, m]| [b, q, format!("source, read into idgate first: {m}")])
+            .collect())
+    }
+
+    /// The rows of a SELECT whose subqueries over sharded tables run first: each inner query's
+    /// plan, then the outer statement, whose route depends on the rows bound into it.
+    fn subquery_rows(
+        &self,
+        stmt: &[u8],
+        subs: &[sql::Subquery],
+    ) -> Result<Vec<[String; 3]>, SqlError> {
+        let mut rows = Vec::new();
+        for (n, s) in subs.iter().enumerate() {
+            let inner = stmt.get(s.inner.clone()).unwrap_or_default();
+            let what = match s.kind {
+                sql::SubqueryUse::In => "IN list",
+                sql::SubqueryUse::Exists => "EXISTS, first row",
+                sql::SubqueryUse::Scalar => "scalar",
+                sql::SubqueryUse::Derived => "derived table",
+                sql::SubqueryUse::Quantified => "ANY/ALL: refused",
+            };
+            for [b, q, m] in self.explain_rows(inner)? {
+                let m = format!("subquery {} ({what}), run first and bound in: {m}", n + 1);
+                rows.push([b, q, m]);
+            }
+        }
+        rows.push([
+            "(after the subqueries)".to_string(),
+            String::from_utf8_lossy(stmt).into_owned(),
+            "outer statement, routed once the subqueries' rows are bound in".to_string(),
+        ]);
+        Ok(rows)
     }
 
     /// Answers `EXPLAIN ROUTE …` with a result set; false when the client got an error.

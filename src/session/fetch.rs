@@ -24,7 +24,8 @@ pub(super) struct Fetched {
     pub rows: Vec<BoundRow>,
 }
 
-/// How much of the answer to keep.
+/// How much of the answer to keep. `max_rows: u64::MAX` means no row cap (INSERT … SELECT
+/// is capped by bytes only).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct FetchLimits {
     pub max_rows: u64,
@@ -51,12 +52,16 @@ pub(super) enum FetchError {
     NotASelect,
     #[error("a shard sent a malformed answer to the subquery")]
     Malformed,
+    /// The backend's own error (or a routing or merge refusal): the statement's answer as is.
+    #[error("{}", .0.message)]
+    Answer(SqlError),
 }
 
 impl From<FetchError> for SqlError {
     fn from(e: FetchError) -> SqlError {
         let msg = e.to_string();
         match e {
+            FetchError::Answer(e) => e,
             FetchError::TooManyBytes(_) => SqlError::new(1037, b"HY001", msg),
             _ => SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg),
         }
@@ -97,6 +102,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(None) => Route::One(self.proxy.default_pool.name.clone()),
             Err(e) => return Ok(Err(e)),
         };
+        Ok(self
+            .fetch_routed(select, route, limits)
+            .await?
+            .map_err(SqlError::from))
+    }
+
+    /// Runs `select` on `route` (already decided by the caller) and keeps its answer; the
+    /// failure stays a `FetchError` so callers can word the limits their own way.
+    pub(super) async fn fetch_routed(
+        &mut self,
+        select: &[u8],
+        route: Route,
+        limits: FetchLimits,
+    ) -> Result<Result<Fetched, FetchError>, End> {
         let (backends, packet, merge) = match route {
             Route::One(b) => (vec![b], crate::wire::command::query_packet(select), None),
             Route::Concat(bs) => (bs, crate::wire::command::query_packet(select), None),
@@ -104,15 +123,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 let packet = crate::wire::command::query_packet(&m.shard_sql);
                 (bs, packet, Some(m))
             }
-            Route::Write { .. } | Route::Everywhere(_) => {
-                return Ok(Err(FetchError::NotASelect.into()))
-            }
+            Route::Write { .. } | Route::Everywhere(_) => return Ok(Err(FetchError::NotASelect)),
         };
         let mut idx = Vec::with_capacity(backends.len());
         for b in &backends {
             match self.lease_index(b).await {
                 Ok(i) => idx.push(i),
-                Err(e) => return Ok(Err(e)),
+                Err(e) => return Ok(Err(FetchError::Answer(e))),
             }
         }
         for &i in &idx {
@@ -125,11 +142,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         let memory_limit = self.live.config.merge_memory_limit;
-        let mut writer = PacketWriter::new(Capture::new(
-            limits.max_rows,
-            limits.max_bytes.min(memory_limit),
-            limits.enough,
-        ));
+        let max_bytes = limits.max_bytes.min(memory_limit);
+        let mut writer = PacketWriter::new(Capture::new(limits.max_rows, max_bytes, limits.enough));
         let mut client = Client {
             writer: &mut writer,
             deprecate_eof: false,
@@ -138,7 +152,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let relayed = match &merge {
             None => scatter::relay_concat(&mut conns, &mut client, 0)
                 .await
-                .map(|_| Ok(())),
+                .map(|_| Ok(None)),
             Some(m) => crate::exec::merge::relay_merged(
                 &mut conns,
                 &mut client,
@@ -148,44 +162,41 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 memory_limit,
             )
             .await
-            .map(|r| r.map(|_| ())),
+            .map(|r| r.map(|r| Some(r.rows))),
         };
         drop(conns);
         match relayed {
-            Ok(Ok(())) => {}
+            Ok(Ok(Some(merged))) => self.note_merged_rows(merged),
+            Ok(Ok(None)) => {}
             Ok(Err(msg)) => {
-                return Ok(Err(SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)))
+                let e = SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg);
+                return Ok(Err(FetchError::Answer(e)));
             }
-            Err(BackendError::ClientGone(_)) => return Ok(Err(FetchError::Malformed.into())),
+            Err(BackendError::ClientGone(_)) => return Ok(Err(FetchError::Malformed)),
             Err(e) => return Err(self.backend_lost(e)),
         }
         if writer.flush().await.is_err() {
-            return Ok(Err(FetchError::Malformed.into()));
+            return Ok(Err(FetchError::Malformed));
         }
         let cap = writer.inner();
-        Ok(collected(cap, limits, memory_limit))
+        Ok(collected(cap, limits.max_rows, max_bytes))
     }
 }
 
 /// The captured answer as columns and rows, or the error it is.
-fn collected(cap: &Capture, limits: FetchLimits, memory_limit: u64) -> Result<Fetched, SqlError> {
+fn collected(cap: &Capture, max_rows: u64, max_bytes: u64) -> Result<Fetched, FetchError> {
     if let Some(e) = &cap.error {
         let (code, state, msg) = packets::parse_err(e);
-        return Err(SqlError::new(
-            code,
-            &state,
-            String::from_utf8_lossy(msg).into_owned(),
-        ));
+        let msg = String::from_utf8_lossy(msg).into_owned();
+        return Err(FetchError::Answer(SqlError::new(code, &state, msg)));
     }
     match cap.overflow {
-        Some(Overflow::Rows) => return Err(FetchError::TooManyRows(limits.max_rows).into()),
-        Some(Overflow::Bytes) => {
-            return Err(FetchError::TooManyBytes(limits.max_bytes.min(memory_limit)).into())
-        }
+        Some(Overflow::Rows) => return Err(FetchError::TooManyRows(max_rows)),
+        Some(Overflow::Bytes) => return Err(FetchError::TooManyBytes(max_bytes)),
         None => {}
     }
     if cap.no_rows || !cap.complete() {
-        return Err(FetchError::NotASelect.into());
+        return Err(FetchError::NotASelect);
     }
     let columns = cap
         .columns

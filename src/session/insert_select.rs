@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::bulk_write::BulkOk;
 use super::dml::Route;
+use super::fetch::FetchLimits;
 use super::insert_source::{Source, SourceColumn};
 use super::query::Step;
 use super::{End, Session};
@@ -531,7 +532,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Reads the SELECT's whole answer, routed as the same SELECT alone would be. `None`: the
     /// client got an error (the connections stay in step).
     async fn read_source(&mut self, query: &[u8]) -> Result<Option<Source>, End> {
-        let default = self.proxy.default_pool.name.clone();
         let route = if self.proxy.tables.placed_mentioned_in(query) {
             if sql::classify(query) != StatementKind::Select {
                 self.send_error(&unsupported(
@@ -551,12 +551,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         } else {
             None
         };
-        let limit = self.live.config.merge_memory_limit;
-        let got = match route {
-            None => self.collect_rows(&[default], query, limit).await?,
-            Some(Route::One(b)) => self.collect_rows(&[b], query, limit).await?,
-            Some(Route::Concat(bs)) => self.collect_rows(&bs, query, limit).await?,
-            Some(Route::Merge(bs, merge)) => self.collect_merged(&bs, &merge, limit).await?,
+        let route = match route {
+            None => Route::One(self.proxy.default_pool.name.clone()),
+            Some(r @ (Route::One(_) | Route::Concat(_) | Route::Merge(..))) => r,
             Some(Route::Write { .. } | Route::Everywhere(_)) => {
                 self.send_error(&unsupported(
                     "the query of INSERT ... SELECT must be a SELECT".into(),
@@ -564,10 +561,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(None);
             }
         };
-        let Some(held) = got else {
-            return Ok(None);
+        // Bytes are the only cap: merge_memory_limit, applied by the reader.
+        let limits = FetchLimits {
+            max_rows: u64::MAX,
+            max_bytes: u64::MAX,
+            enough: None,
         };
-        let source = match Source::parse(held, limit) {
+        let got = self.fetch_routed(query, route, limits).await?;
+        let source = match Source::from_fetch(got) {
             Ok(s) => s,
             Err(e) => {
                 self.send_error(&e);

@@ -2,14 +2,20 @@
 //! naming a placed table runs first, through idgate's own routing (`fetch`), and its rows are
 //! bound into the outer statement as literals (an IN list, TRUE/FALSE, a value, a literal
 //! table); the outer statement is then planned and run like any other. An inner query that
-//! refers to the outer one (correlated) cannot run first and is refused.
+//! refers to the outer one (correlated) cannot run first: it runs per shard with the outer
+//! statement when the planner finds its tables placed alike with the outer ones and
+//! correlated on their sharding columns (`route/colocate.rs`), and is refused otherwise.
 
 use tokio::io::{AsyncRead, AsyncWrite};
+
+use std::sync::Arc;
 
 use super::fetch::FetchLimits;
 use super::query::{Plan, Step};
 use super::{End, Session};
-use crate::sql::{self, StatementKind, Subquery, SubqueryUse};
+use crate::exec::relay::Adjust;
+use crate::route::{BoundMerge, Route};
+use crate::sql::{self, MergeMode, MergePlan, StatementKind, Subquery, SubqueryUse};
 use crate::wire::errors::SqlError;
 
 /// MariaDB's ER_BAD_FIELD_ERROR: what an inner query that names the outer query's columns
@@ -77,6 +83,60 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.run_plan(&bound, plan, &packet, more).await
     }
 
+    /// An execution of a prepared SELECT with subqueries over sharded tables, its parameters
+    /// bound into `text`: the inner queries run first, then the outer statement runs as text on
+    /// the shards it reaches and its rows go to the client in the binary protocol (through the
+    /// merge, which writes them so; a plain concatenation merges shard after shard).
+    pub(super) async fn execute_with_subqueries(
+        &mut self,
+        text: &[u8],
+        subs: &[Subquery],
+    ) -> Result<bool, End> {
+        let bound = match self.bind_subqueries(text, subs).await? {
+            Ok(b) => b,
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        let concat = |backends: Vec<String>| {
+            let plan = MergePlan {
+                shard_sql: bound.clone(),
+                copied: Vec::new(),
+                unread: 0..0,
+                hidden: 0,
+                mode: MergeMode::Stream,
+                order: Vec::new(),
+                offset: 0,
+                limit: None,
+            };
+            let merge = BoundMerge {
+                plan: Arc::new(plan),
+                shard_sql: bound.clone(),
+            };
+            (backends, Box::new(merge))
+        };
+        let (backends, merge) = match self.route_dml(&bound) {
+            Ok(Some(Route::Merge(bs, m))) => (bs, m),
+            Ok(Some(Route::One(b))) => concat(vec![b]),
+            Ok(Some(Route::Concat(bs))) => concat(bs),
+            Ok(None) => concat(vec![self.proxy.default_pool.name.clone()]),
+            Ok(Some(Route::Write { .. } | Route::Everywhere(_))) => {
+                self.send_error(&unsupported(
+                    "a prepared statement with subqueries over sharded tables must be a SELECT"
+                        .into(),
+                ));
+                return Ok(false);
+            }
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        self.run_merge(&backends, &merge, Adjust::default(), true)
+            .await
+    }
+
     /// Runs each inner query and gives `stmt` with their rows bound in. `Ok(Err(_))`: the
     /// statement's answer is this error.
     pub(super) async fn bind_subqueries(
@@ -114,9 +174,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Err(e) if e.code == ER_BAD_FIELD_ERROR => {
                     // A column of the outer query (correlated: not supported), or a typo.
                     let advice = "idgate runs a subquery over sharded tables first, on its own; \
-                                  one that refers to the outer query (correlated) is not \
-                                  supported: rewrite it as a join on the sharding columns, or as \
-                                  an uncorrelated `IN (SELECT …)`";
+                                  one that refers to the outer query (correlated) runs only \
+                                  when its tables are sharded alike with the outer one and it \
+                                  compares their sharding columns (`inner.author_id = \
+                                  outer.id`): rewrite it so, as a join on the sharding columns, \
+                                  or as an uncorrelated `IN (SELECT …)`";
                     if let Some(q) = outer_qualifier(stmt, s.inner.clone(), &e.message) {
                         return Ok(Err(unsupported(format!(
                             "this subquery refers to `{q}` of the outer query; {advice}"

@@ -12,7 +12,9 @@ use sqlparser::ast::{
 
 use super::error::SqlParseError;
 use super::insert::TableRef;
-use super::join_keys::{equalities, from_tables, QualifiedColumn, TopTable};
+use super::join_keys::{
+    equalities, from_tables, subquery_tables, QualifiedColumn, SubqueryTables, TopTable,
+};
 use super::lex::unquote_ident;
 use super::literal::{value_kind, ValueKind};
 use super::merge_plan::MergePlan;
@@ -79,6 +81,9 @@ pub struct DmlAnalysis {
     pub from: Vec<TopTable>,
     /// Column equalities (`a.x = b.y`) of the joins and the WHERE.
     pub equal_columns: Vec<(QualifiedColumn, QualifiedColumn)>,
+    /// A SELECT's subqueries in expressions (EXISTS, IN, scalar), each with its own tables and
+    /// equalities: a correlated one may run per shard with the outer statement.
+    pub subqueries: Vec<SubqueryTables>,
     /// For a SELECT that needs more than concatenation (ORDER BY, LIMIT, GROUP BY, aggregates,
     /// DISTINCT, HAVING): the statement, kept so the merge is planned (by [`Self::merge_plan`])
     /// only when it reaches several shards.
@@ -297,12 +302,14 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         merge_of: None,
         from: Vec::new(),
         equal_columns: Vec::new(),
+        subqueries: Vec::new(),
     };
     let mut selection = None;
     let mut wants_merge = false;
     match &parsed {
         Statement::Query(q) => {
             a.kind = DmlKind::Select;
+            a.subqueries = subquery_tables(q, &table_ref);
             match q.body.as_ref() {
                 SetExpr::Select(s) => {
                     a.target = first_table(&s.from);

@@ -2,8 +2,11 @@
 //! qualified by, and the column equalities its join conditions and WHERE state (`a.x = b.y`):
 //! what routing needs to tell whether two sharded tables are joined on their sharding columns.
 
+use std::ops::ControlFlow;
+
 use sqlparser::ast::{
-    BinaryOperator, Expr, JoinConstraint, JoinOperator, TableFactor, TableWithJoins,
+    visit_expressions, BinaryOperator, Expr, JoinConstraint, JoinOperator, Query, SetExpr,
+    TableFactor, TableWithJoins,
 };
 
 use super::insert::TableRef;
@@ -126,5 +129,39 @@ pub(super) fn equalities(
     if let Some(w) = selection {
         conjuncts(w, &mut out);
     }
+    out
+}
+
+/// The tables of one subquery's own FROM and the column equalities of its joins and WHERE:
+/// a subquery correlated with the outer query states `inner.x = outer.y` there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubqueryTables {
+    pub from: Vec<TopTable>,
+    pub equal_columns: Vec<(QualifiedColumn, QualifiedColumn)>,
+}
+
+/// Every `EXISTS (SELECT …)`, `IN (SELECT …)` and scalar `(SELECT …)` of `outer`'s expressions,
+/// nested ones included (derived tables are not expressions and are left out).
+pub(super) fn subquery_tables(
+    outer: &Query,
+    table_ref: &dyn Fn(&sqlparser::ast::ObjectName) -> TableRef,
+) -> Vec<SubqueryTables> {
+    let mut out = Vec::new();
+    let _ = visit_expressions(outer, |e| {
+        let q = match e {
+            Expr::Exists { subquery, .. } | Expr::InSubquery { subquery, .. } => subquery,
+            Expr::Subquery(q) => q,
+            _ => return ControlFlow::<()>::Continue(()),
+        };
+        if let SetExpr::Select(s) = q.body.as_ref() {
+            let from = from_tables(&s.from, table_ref);
+            let equal_columns = equalities(&s.from, &from, s.selection.as_ref());
+            out.push(SubqueryTables {
+                from,
+                equal_columns,
+            });
+        }
+        ControlFlow::Continue(())
+    });
     out
 }

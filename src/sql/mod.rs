@@ -49,7 +49,7 @@ pub use insert::{
     analyze_insert, analyze_insert_parsed, Assignment, Column, InsertAnalysis, InsertBody, Row,
     TableRef, Value,
 };
-pub use join_keys::{QualifiedColumn, TopTable};
+pub use join_keys::{QualifiedColumn, SubqueryTables, TopTable};
 pub use join_plan::{
     analyze_join, batch_condition, bind_tables, quote_ident, side_select, JoinKind, JoinRefusal,
     JoinShape, JoinSide,
