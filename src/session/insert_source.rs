@@ -349,8 +349,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 writer: &mut writer,
                 deprecate_eof: false,
             };
-            crate::exec::merge::relay_merged(&mut conns, &mut client, &merge.plan, 0, false, limit)
-                .await
+            crate::exec::merge::relay_merged(
+                &mut conns,
+                &mut client,
+                &merge.plan,
+                (merge.offset, merge.limit),
+                0,
+                false,
+                limit,
+            )
+            .await
         };
         match merged {
             Ok(Ok(r)) => self.note_merged_rows(r.rows),
