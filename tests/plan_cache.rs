@@ -149,6 +149,9 @@ fn reference(db: &common::MariaDb) -> mysql::Conn {
 
 type Row = (i64, Option<i64>, Option<String>);
 
+/// A statement body and the LIMIT clause of its page number `p`.
+type Pages = (&'static str, fn(u64) -> String);
+
 /// Pages of one shape are one plan: a miss for the first page, hits for the rest, and each page
 /// has the rows MariaDB gives for it (streaming and grouped merges, each LIMIT form, a LIMIT 0
 /// and pages past the end, prepared `LIMIT ? OFFSET ?`).
@@ -164,7 +167,7 @@ fn pages_bind_their_limit_and_offset_to_one_kept_plan() {
             must_sample(&m, "idgate_plan_cache_misses_total"),
         )
     };
-    let pages: [(&str, fn(u64) -> String); 4] = [
+    let pages: [Pages; 4] = [
         (
             "SELECT id, k, c FROM {t} WHERE k >= 1 ORDER BY k, id",
             |p| format!("LIMIT 4 OFFSET {}", p * 4),
