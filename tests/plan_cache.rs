@@ -1,7 +1,8 @@
 //! Plans kept by statement shape, against two real MariaDB shards: statements of one shape with
 //! other literals are answered from the kept plan (the admin /metrics counters say so) exactly
 //! as a fresh plan answers them; a LIMIT the merge reads is never taken from another statement;
-//! `plan_cache_size: 0` keeps nothing and answers the same.
+//! `plan_cache_size: 0` keeps nothing and answers the same; the pages of a paginator bind their
+//! LIMIT and OFFSET to one kept plan.
 
 mod common;
 
@@ -128,6 +129,108 @@ fn size_zero_keeps_nothing_and_answers_the_same() {
         "{m}"
     );
     assert_eq!(must_sample(&m, "idgate_plan_cache_entries"), 0.0, "{m}");
+}
+
+/// `orders` as one table on `db` directly (`orders_all`): what MariaDB answers without shards.
+fn reference(db: &common::MariaDb) -> mysql::Conn {
+    let mut d = common::direct(db);
+    d.query_drop("CREATE TABLE orders_all (id BIGINT PRIMARY KEY, k INT, c VARCHAR(20), KEY (k))")
+        .unwrap();
+    let rows: Vec<String> = (1..=40)
+        .map(|i| format!("({i}, {}, 'c{}')", (i * 7) % 13, i % 3))
+        .collect();
+    d.query_drop(format!(
+        "INSERT INTO orders_all (id, k, c) VALUES {}",
+        rows.join(", ")
+    ))
+    .unwrap();
+    d
+}
+
+type Row = (i64, Option<i64>, Option<String>);
+
+/// A statement body and the LIMIT clause of its page number `p`.
+type Pages = (&'static str, fn(u64) -> String);
+
+/// Pages of one shape are one plan: a miss for the first page, hits for the rest, and each page
+/// has the rows MariaDB gives for it (streaming and grouped merges, each LIMIT form, a LIMIT 0
+/// and pages past the end, prepared `LIMIT ? OFFSET ?`).
+#[test]
+fn pages_bind_their_limit_and_offset_to_one_kept_plan() {
+    let (dbs, g, admin) = setup("");
+    let mut d = reference(&dbs[0]);
+    let mut c = g.conn();
+    let counts = || {
+        let m = scrape(admin);
+        (
+            must_sample(&m, "idgate_plan_cache_hits_total"),
+            must_sample(&m, "idgate_plan_cache_misses_total"),
+        )
+    };
+    let pages: [Pages; 4] = [
+        (
+            "SELECT id, k, c FROM {t} WHERE k >= 1 ORDER BY k, id",
+            |p| format!("LIMIT 4 OFFSET {}", p * 4),
+        ),
+        (
+            "SELECT id, k, c FROM {t} WHERE k >= 2 ORDER BY c DESC, id",
+            |p| format!("LIMIT {}, 3", p * 3),
+        ),
+        (
+            "SELECT k, COUNT(*), MAX(c) FROM {t} WHERE id > 1 GROUP BY k ORDER BY k",
+            |p| format!("LIMIT {}, 2", p * 2),
+        ),
+        (
+            "SELECT k, SUM(id), NULL FROM {t} WHERE c <> 'x' GROUP BY k ORDER BY SUM(id) DESC, k",
+            |p| format!("LIMIT {} OFFSET {}", p + 1, p),
+        ),
+    ];
+    for (body, page) in pages {
+        let (h0, m0) = counts();
+        for p in 0..10 {
+            let tail = page(p);
+            let mine: Vec<Row> = c
+                .query(format!("{} {tail}", body.replace("{t}", "orders")))
+                .unwrap();
+            let want: Vec<Row> = d
+                .query(format!("{} {tail}", body.replace("{t}", "orders_all")))
+                .unwrap();
+            assert_eq!(mine, want, "{body} {tail}");
+        }
+        let (h1, m1) = counts();
+        assert_eq!((h1 - h0, m1 - m0), (9.0, 1.0), "{body}");
+    }
+    // LIMIT 0 is its own plan and answers nothing; the next page is right again.
+    let body = "SELECT id, k, c FROM {t} WHERE k >= 1 ORDER BY k, id";
+    for tail in ["LIMIT 0", "LIMIT 8 OFFSET 0", "LIMIT 3, 0", "LIMIT 3, 5"] {
+        let mine: Vec<Row> = c
+            .query(format!("{} {tail}", body.replace("{t}", "orders")))
+            .unwrap();
+        let want: Vec<Row> = d
+            .query(format!("{} {tail}", body.replace("{t}", "orders_all")))
+            .unwrap();
+        assert_eq!(mine, want, "{tail}");
+    }
+    // A row count past u64 is refused as before, not bound to a kept plan.
+    let err = c
+        .query_drop(
+            "SELECT id, k, c FROM orders WHERE k >= 1 ORDER BY k, id LIMIT 99999999999999999999",
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, mysql::Error::MySqlError(e) if e.code == 1235 || e.code == 1064),
+        "{err}"
+    );
+    // Prepared pages: the bound text binds to the kept plan as well.
+    let sql = "SELECT id, k, c FROM {t} WHERE k >= ? ORDER BY k, id LIMIT ? OFFSET ?";
+    let mine = c.prep(sql.replace("{t}", "orders")).unwrap();
+    let want = d.prep(sql.replace("{t}", "orders_all")).unwrap();
+    for p in 0..6u64 {
+        let params = (2i64, 5u64, p * 5);
+        let a: Vec<Row> = c.exec(&mine, params).unwrap();
+        let b: Vec<Row> = d.exec(&want, params).unwrap();
+        assert_eq!(a, b, "page {p}");
+    }
 }
 
 /// Statements of 64 KiB and more are parsed on the blocking pool: a 6,000-row INSERT with

@@ -49,18 +49,51 @@ fn a_changed_fixed_literal_is_planned_again() {
         tables: &t,
     };
     let cache = PlanCache::new(8);
-    let limit = |n: u64| {
-        let stmt = format!("SELECT id FROM orders WHERE k > 1 ORDER BY id LIMIT {n}");
+    let run = |item: &str| {
+        let stmt = format!("SELECT id, {item} FROM orders WHERE k > 1 ORDER BY id LIMIT 10");
         match cache.route(stmt.as_bytes(), &ctx, 0).unwrap() {
-            Some(Route::Merge(_, m)) => m.plan.limit,
+            Some(Route::Merge(_, m)) => m.shard_sql,
             other => panic!("a merge, not {other:?}"),
         }
     };
-    assert_eq!(limit(10), Some(10));
-    assert_eq!(limit(10), Some(10));
-    assert_eq!(limit(3), Some(3), "never the plan of another LIMIT");
+    assert!(run("'a'").windows(3).any(|w| w == b"'a'"));
+    assert!(run("'a'").windows(3).any(|w| w == b"'a'"));
+    assert!(
+        run("'b'").windows(3).any(|w| w == b"'b'"),
+        "never the plan of another item"
+    );
     let s = cache.stats();
     assert_eq!((s.hits, s.misses, s.entries), (1, 2, 1));
+}
+
+#[test]
+fn pages_of_a_shape_hit_one_plan() {
+    let t = tables();
+    let ctx = PlanContext {
+        db: None,
+        tables: &t,
+    };
+    let cache = PlanCache::new(8);
+    let page = |o: u64, n: u64| {
+        let stmt = format!("SELECT id FROM orders WHERE k > 1 ORDER BY id LIMIT {n} OFFSET {o}");
+        match cache.route(stmt.as_bytes(), &ctx, 0).unwrap() {
+            Some(Route::Merge(_, m)) => (m.offset, m.limit, m.shard_sql),
+            other => panic!("a merge, not {other:?}"),
+        }
+    };
+    for p in 0..10u64 {
+        let (offset, limit, sql) = page(p * 20, 20);
+        assert_eq!((offset, limit), (p * 20, Some(20)));
+        let tail = format!("LIMIT {} ", p * 20 + 20);
+        assert!(String::from_utf8_lossy(&sql).ends_with(&tail), "{tail}");
+    }
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses, s.entries), (9, 1, 1));
+    // LIMIT 0 has a plan of its own, and does not leave it to other pages.
+    assert_eq!(page(0, 0).1, Some(0));
+    assert_eq!(page(20, 20).1, Some(20));
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses), (9, 3));
 }
 
 #[test]

@@ -45,6 +45,16 @@ pub enum Route {
 pub struct BoundMerge {
     pub plan: Arc<MergePlan>,
     pub shard_sql: Vec<u8>,
+    /// This execution's OFFSET and LIMIT (a cached plan serves every page of its shape).
+    pub offset: u64,
+    pub limit: Option<u64>,
+}
+
+impl BoundMerge {
+    /// A one-line description for EXPLAIN ROUTE.
+    pub fn describe(&self) -> String {
+        self.plan.describe_page(self.offset, self.limit)
+    }
 }
 
 /// Where a value of a sharding-key condition comes from at each execution.
@@ -58,43 +68,97 @@ pub enum Term {
     Placeholder(usize),
 }
 
+/// Where a hole of a merge template gets its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// The statement's literal number `n`, as written.
+    Literal(usize),
+    /// The bound offset plus row count: the rows each shard of a streaming merge returns.
+    Rows,
+}
+
 /// The per-shard statement of a merge, with the literal slots it takes from each statement.
 #[derive(Debug)]
 pub struct MergeTemplate {
     pub plan: Arc<MergePlan>,
-    /// `plan.shard_sql` cut around the slots: piece, slot, piece, …, piece.
+    /// `plan.shard_sql` cut around the holes: piece, hole, piece, …, piece.
     pieces: Vec<Vec<u8>>,
-    slots: Vec<usize>,
+    fills: Vec<Fill>,
+    /// The literal slots of the LIMIT's offset and row count, when each statement binds its own.
+    offset_slot: Option<usize>,
+    limit_slot: Option<usize>,
 }
 
 impl MergeTemplate {
-    pub fn new(plan: MergePlan, slots_at: Vec<(Range<usize>, usize)>) -> MergeTemplate {
-        let mut pieces = Vec::with_capacity(slots_at.len() + 1);
-        let mut slots = Vec::with_capacity(slots_at.len());
+    /// `holes`: where in `plan.shard_sql` each fill goes; `page`: the slots of the offset and
+    /// of the row count that bind per statement.
+    pub fn new(
+        plan: MergePlan,
+        mut holes: Vec<(Range<usize>, Fill)>,
+        page: (Option<usize>, Option<usize>),
+    ) -> MergeTemplate {
+        holes.sort_by_key(|(r, _)| r.start);
+        let mut pieces = Vec::with_capacity(holes.len() + 1);
+        let mut fills = Vec::with_capacity(holes.len());
         let mut at = 0;
-        for (r, slot) in slots_at {
+        for (r, fill) in holes {
             pieces.push(plan.shard_sql[at..r.start].to_vec());
-            slots.push(slot);
+            fills.push(fill);
             at = r.end;
         }
         pieces.push(plan.shard_sql[at..].to_vec());
         MergeTemplate {
             plan: Arc::new(plan),
             pieces,
-            slots,
+            fills,
+            offset_slot: page.0,
+            limit_slot: page.1,
         }
     }
 
-    /// The shard statement with `stmt`'s literals in the slots.
-    pub fn render(&self, stmt: &[u8], literals: &[Range<usize>]) -> Option<Vec<u8>> {
+    /// The value of literal `slot` of `stmt` read as a LIMIT number.
+    fn number(stmt: &[u8], literals: &[Range<usize>], slot: usize) -> Option<u64> {
+        sql::limit_value(stmt.get(literals.get(slot)?.clone())?)
+    }
+
+    /// `stmt`'s OFFSET and LIMIT: its own literals where they are slots, else the plan's.
+    /// `None` when a slot is not a number that fits u64, or is a row count of 0 (a LIMIT 0
+    /// asks the shards for nothing and has a plan of its own).
+    pub fn page(&self, stmt: &[u8], literals: &[Range<usize>]) -> Option<(u64, Option<u64>)> {
+        let offset = match self.offset_slot {
+            Some(s) => Self::number(stmt, literals, s)?,
+            None => self.plan.offset,
+        };
+        let limit = match self.limit_slot {
+            Some(s) => Some(Self::number(stmt, literals, s).filter(|&n| n > 0)?),
+            None => self.plan.limit,
+        };
+        Some((offset, limit))
+    }
+
+    /// This execution's shard statement with `stmt`'s literals in the slots, and its page.
+    pub fn render(&self, stmt: &[u8], literals: &[Range<usize>]) -> Option<BoundMerge> {
+        let (offset, limit) = self.page(stmt, literals)?;
         let mut out = Vec::with_capacity(self.plan.shard_sql.len() + 16);
         for (i, piece) in self.pieces.iter().enumerate() {
             out.extend_from_slice(piece);
-            if let Some(&s) = self.slots.get(i) {
-                out.extend_from_slice(stmt.get(literals.get(s)?.clone())?);
+            match self.fills.get(i) {
+                Some(Fill::Literal(s)) => {
+                    out.extend_from_slice(stmt.get(literals.get(*s)?.clone())?)
+                }
+                Some(Fill::Rows) => {
+                    let rows = offset.saturating_add(limit?);
+                    out.extend_from_slice(rows.to_string().as_bytes());
+                }
+                None => {}
             }
         }
-        Some(out)
+        Some(BoundMerge {
+            plan: self.plan.clone(),
+            shard_sql: out,
+            offset,
+            limit,
+        })
     }
 }
 
@@ -160,8 +224,16 @@ impl Term {
 }
 
 impl ShapePlan {
-    /// Whether this plan holds for `stmt` (its literals at `literals`): the fixed literals match.
+    /// Whether this plan holds for `stmt` (its literals at `literals`): the fixed literals
+    /// match, and a LIMIT bound per statement reads as the planner would read it.
     pub fn holds_for(&self, stmt: &[u8], literals: &[Range<usize>]) -> bool {
+        if let ShapeKind::Sharded(p) = &self.kind {
+            if let Some(Ok(t)) = &p.merge {
+                if t.page(stmt, literals).is_none() {
+                    return false;
+                }
+            }
+        }
         self.fixed.iter().all(|(slot, text)| {
             literals
                 .get(*slot)
@@ -217,16 +289,10 @@ impl ShapePlan {
         if let (DmlKind::Select, Some(merge)) = (p.kind, &p.merge) {
             return match merge {
                 Ok(t) => {
-                    let shard_sql = t.render(stmt, literals).ok_or_else(|| {
+                    let bound = t.render(stmt, literals).ok_or_else(|| {
                         unsupported("a statement whose literals idgate could not place".into())
                     })?;
-                    Ok(Some(Route::Merge(
-                        targets,
-                        Box::new(BoundMerge {
-                            plan: t.plan.clone(),
-                            shard_sql,
-                        }),
-                    )))
+                    Ok(Some(Route::Merge(targets, Box::new(bound))))
                 }
                 Err(what) => Err(unsupported(format!(
                     "this SELECT on sharded table `{}` reaches {} shards, and idgate cannot merge their \

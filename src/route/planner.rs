@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::colocate::{check_colocated, rule_for};
 use super::plan::{
-    unsupported, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan, Term,
+    unsupported, Fill, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan, Term,
 };
 use super::{Placement, TableRule};
 use crate::sql::{self, DmlAnalysis, DmlKind, KeyTerm, MergePlan};
@@ -186,11 +186,24 @@ fn sharded(
 }
 
 /// The merge's shard SQL with a slot for each literal of FROM … WHERE (which the merge does not
-/// read and the shard SQL holds unchanged); every other literal is fixed.
+/// read and the shard SQL holds unchanged), and for the LIMIT's numbers, which each statement
+/// binds as its page (and, streaming, as the rows each shard returns). A LIMIT 0 stays fixed:
+/// its shard SQL asks for nothing. Every other literal is fixed.
 fn template(plan: MergePlan, literals: &[Range<usize>]) -> (MergeTemplate, Vec<usize>) {
-    let mut slots_at = Vec::new();
+    let mut holes = Vec::new();
     let mut fixed = Vec::new();
+    let (mut offset_slot, mut limit_slot) = (None, None);
     for (s, r) in literals.iter().enumerate() {
+        if let Some(w) = &plan.window {
+            if w.offset_at.as_ref() == Some(r) {
+                offset_slot = Some(s);
+                continue;
+            }
+            if w.limit_at == *r && plan.limit != Some(0) {
+                limit_slot = Some(s);
+                continue;
+            }
+        }
         let unread = plan.unread.start <= r.start && r.end <= plan.unread.end;
         let at = plan
             .copied
@@ -198,9 +211,18 @@ fn template(plan: MergePlan, literals: &[Range<usize>]) -> (MergeTemplate, Vec<u
             .find(|(src, _)| src.start <= r.start && r.end <= src.end)
             .map(|(src, dst)| dst + (r.start - src.start));
         match (unread, at) {
-            (true, Some(at)) => slots_at.push((at..at + r.len(), s)),
+            (true, Some(at)) => holes.push((at..at + r.len(), Fill::Literal(s))),
             _ => fixed.push(s),
         }
     }
-    (MergeTemplate::new(plan, slots_at), fixed)
+    let bound_page = offset_slot.is_some() || limit_slot.is_some();
+    if let Some(sum) = plan.window.as_ref().and_then(|w| w.sum_at.clone()) {
+        if bound_page {
+            holes.push((sum, Fill::Rows));
+        }
+    }
+    (
+        MergeTemplate::new(plan, holes, (offset_slot, limit_slot)),
+        fixed,
+    )
 }

@@ -1,6 +1,6 @@
 //! Plans of each kind, made and bound without a server.
 
-use super::plan::{PlanContext, Route, ShapeKind, ShapePlan, Term};
+use super::plan::{BoundMerge, PlanContext, Route, ShapeKind, ShapePlan, Term};
 use super::{planner, Algorithm, Placement, TableRule, Tables};
 use crate::sql;
 
@@ -203,7 +203,7 @@ fn merges_bind_the_where_literals_into_the_shard_sql() {
     let planned = "SELECT id, k FROM orders WHERE k >= 5012 AND c = 'a' ORDER BY k, id LIMIT 10";
     let p = plan_of(&t, planned);
     let fixed: Vec<&[u8]> = p.fixed.iter().map(|(_, t)| t.as_slice()).collect();
-    assert_eq!(fixed, [b"10".as_slice()], "only LIMIT is fixed");
+    assert!(fixed.is_empty(), "nothing is fixed: {fixed:?}");
     let stmt = "SELECT id, k FROM orders WHERE k >= 77 AND c = 'it''s' ORDER BY k, id LIMIT 10";
     let Some(Route::Merge(bs, m)) = bound(&t, planned, stmt).unwrap() else {
         panic!("a merge")
@@ -221,17 +221,108 @@ fn merges_bind_the_where_literals_into_the_shard_sql() {
         String::from_utf8_lossy(&d.shard_sql)
     );
     assert!(m.shard_sql.windows(7).any(|w| w == b"'it''s'"));
-    assert_eq!(m.plan.limit, Some(10));
-    // Another LIMIT does not hold: it is planned anew.
-    let other = "SELECT id, k FROM orders WHERE k >= 77 AND c = 'x' ORDER BY k, id LIMIT 20";
-    assert!(!p.holds_for(other.as_bytes(), &sql::shape(other.as_bytes()).slots));
+    assert_eq!(m.limit, Some(10));
+}
+
+/// The merge `stmt` binds to with the plan made for `planned`, and with a plan of its own.
+fn page_pair(t: &Tables, planned: &str, stmt: &str) -> (BoundMerge, BoundMerge) {
+    let Ok(Some(Route::Merge(_, cached))) = bound(t, planned, stmt) else {
+        panic!("a merge for {stmt}")
+    };
+    let direct = plan_of(t, stmt);
+    let Ok(Some(Route::Merge(_, fresh))) =
+        direct.bind(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots)
+    else {
+        panic!("a merge for {stmt}")
+    };
+    (*cached, *fresh)
+}
+
+#[test]
+fn every_page_binds_to_the_plan_of_one() {
+    let t = tables();
+    let bodies = [
+        "SELECT id, k FROM orders WHERE k > 5 ORDER BY k, id",
+        "SELECT k, COUNT(*) FROM orders WHERE k > 5 GROUP BY k ORDER BY k",
+        "SELECT DISTINCT k FROM orders WHERE k > 5 ORDER BY k",
+    ];
+    let forms: [fn(u64, u64) -> String; 3] = [
+        |_, n| format!("LIMIT {n}"),
+        |o, n| format!("LIMIT {o}, {n}"),
+        |o, n| format!("LIMIT {n} OFFSET {o}"),
+    ];
+    for body in bodies {
+        for form in forms {
+            let planned = format!("{body} {}", form(40, 20));
+            assert!(plan_of(&t, &planned).fixed.is_empty(), "{planned}");
+            for (o, n) in [(60, 20), (0, 7), (1, 1), (u64::MAX, 5), (3, u64::MAX)] {
+                let stmt = format!("{body} {}", form(o, n));
+                let (cached, fresh) = page_pair(&t, &planned, &stmt);
+                assert_eq!(
+                    String::from_utf8_lossy(&cached.shard_sql),
+                    String::from_utf8_lossy(&fresh.shard_sql),
+                    "{stmt}"
+                );
+                assert_eq!((cached.offset, cached.limit), (fresh.offset, fresh.limit));
+                assert_eq!(cached.limit, Some(n), "{stmt}");
+                assert_eq!(cached.describe(), fresh.describe());
+            }
+        }
+    }
+    // Streaming: each shard returns offset + rows, saturating.
+    let body = bodies[0];
+    let (m, _) = page_pair(
+        &t,
+        &format!("{body} LIMIT 40, 20"),
+        &format!("{body} LIMIT 60, 20"),
+    );
+    assert!(String::from_utf8_lossy(&m.shard_sql).ends_with("LIMIT 80 "));
+    let (m, _) = page_pair(
+        &t,
+        &format!("{body} LIMIT 40, 20"),
+        &format!("{body} LIMIT {}, 9", u64::MAX),
+    );
+    assert!(String::from_utf8_lossy(&m.shard_sql).ends_with(&format!("LIMIT {} ", u64::MAX)));
+}
+
+#[test]
+fn a_limit_of_zero_or_out_of_range_has_a_plan_of_its_own() {
+    let t = tables();
+    let body = "SELECT id, k FROM orders WHERE k > 5 ORDER BY k, id";
+    let holds = |planned: &str, stmt: &str| {
+        plan_of(&t, planned).holds_for(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots)
+    };
+    let s = |tail: &str| format!("{body} {tail}");
+    assert!(!holds(&s("LIMIT 10"), &s("LIMIT 0")));
+    assert!(!holds(&s("LIMIT 0"), &s("LIMIT 10")));
+    assert!(!holds(&s("LIMIT 5, 10"), &s("LIMIT 5, 00")));
+    assert!(holds(&s("LIMIT 0"), &s("LIMIT 0")));
+    assert!(
+        holds(&s("LIMIT 4, 0"), &s("LIMIT 9, 0")),
+        "the offset of LIMIT 0 binds"
+    );
+    let big = "99999999999999999999";
+    assert!(!holds(&s("LIMIT 10"), &s(&format!("LIMIT {big}"))));
+    assert!(!holds(&s("LIMIT 3, 10"), &s(&format!("LIMIT {big}, 10"))));
+    assert!(!holds(&s("LIMIT 10 OFFSET 3"), &s("LIMIT 10 OFFSET 3.5")));
+    // What a fresh plan says about those: LIMIT 0 asks the shards for nothing; a number past
+    // u64 is refused.
+    let (m, f) = page_pair(&t, &s("LIMIT 4, 0"), &s("LIMIT 9, 0"));
+    assert!(String::from_utf8_lossy(&m.shard_sql).ends_with("LIMIT 0 "));
+    assert_eq!((m.offset, m.limit), (f.offset, f.limit));
+    assert_eq!((m.offset, m.limit), (9, Some(0)));
+    let refused = plan_of(&t, &s(&format!("LIMIT {big}")));
+    let ShapeKind::Sharded(p) = &refused.kind else {
+        panic!("sharded")
+    };
+    assert!(matches!(&p.merge, Some(Err(w)) if w.contains(big)));
 }
 
 #[test]
 fn literals_the_merge_reads_are_fixed() {
     let t = tables();
     for (stmt, fixed) in [
-        ("SELECT k, 'tag' FROM orders ORDER BY 2 LIMIT 5 OFFSET 3", 4),
+        ("SELECT k, 'tag' FROM orders ORDER BY 2 LIMIT 5 OFFSET 3", 2),
         ("SELECT k + 1 FROM orders WHERE a = 2 ORDER BY k + 1", 2),
         (
             "SELECT k, COUNT(*) FROM orders WHERE a = 2 GROUP BY k HAVING COUNT(*) > 3",

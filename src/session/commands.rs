@@ -21,16 +21,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Handles one command. `Some` ends the session.
     pub(super) async fn dispatch(&mut self, packet: &[u8]) -> Option<End> {
         let cmd = command::decode(packet);
-        // Statements refine this per kind; an executed prepared statement may write.
-        self.stmt_writes = matches!(
-            cmd,
-            Command::Query(_)
-                | Command::Stmt {
-                    kind: StmtCommand::Execute,
-                    ..
-                }
-        );
-        self.no_join = false;
+        self.scope = super::txn::StatementScope::of_command(&cmd);
         match cmd {
             Command::Empty => {
                 self.send_error(&errors::malformed("empty command"));

@@ -174,6 +174,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             &mut conns,
             &mut client,
             plan,
+            (merge.offset, merge.limit),
             status,
             binary,
             memory_limit,

@@ -78,7 +78,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     .map(|b| row(b, "run on every backend in turn"))
                     .collect(),
                 Some(Route::Merge(bs, bound)) => {
-                    let merge = bound.plan.describe();
+                    let merge = bound.describe();
                     let shard_sql = String::from_utf8_lossy(&bound.shard_sql).into_owned();
                     bs.iter()
                         .map(|b| [b.clone(), shard_sql.clone(), merge.clone()])

@@ -157,6 +157,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 &mut conns,
                 &mut client,
                 &m.plan,
+                (m.offset, m.limit),
                 0,
                 false,
                 memory_limit,

@@ -83,10 +83,9 @@ pub struct Session<R, W> {
     multi_statements: bool,
     /// The client's transaction as idgate keeps it (XA mode, savepoints).
     txn: txn::Txn,
-    /// The statement being run may change data (a connection it touches is a writer).
-    stmt_writes: bool,
-    /// The statement being run ends the transaction implicitly and runs outside one.
-    no_join: bool,
+    /// What the statement being run decides for the transaction's participants (see
+    /// `txn::StatementScope` for why it is held here rather than passed).
+    scope: txn::StatementScope,
     packet: Vec<u8>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     /// How long the session may sit idle (wait_timeout).
@@ -200,8 +199,7 @@ pub async fn run(
         pending_sets: Vec::new(),
         multi_statements,
         txn: Default::default(),
-        stmt_writes: true,
-        no_join: false,
+        scope: txn::StatementScope::COMMAND,
         packet: Vec::with_capacity(1024),
         shutdown,
         idle: idle_timeout,

@@ -422,8 +422,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.counts_elsewhere = counts_elsewhere;
         }
         let kind = plan.kind().unwrap_or_else(|| sql::classify(stmt));
-        self.stmt_writes = super::txn::may_write(kind);
-        self.no_join = false;
+        self.scope = self.statement_scope(stmt, kind);
         if self.xa_mode() {
             if let Some(step) = self.xa_step(stmt, kind, more).await {
                 return step;

@@ -109,10 +109,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 order: Vec::new(),
                 offset: 0,
                 limit: None,
+                window: None,
             };
             let merge = BoundMerge {
                 plan: Arc::new(plan),
                 shard_sql: bound.clone(),
+                offset: 0,
+                limit: None,
             };
             (backends, Box::new(merge))
         };

@@ -13,7 +13,7 @@ use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
 use crate::exec::BackendError;
 use crate::sql::{self, SavepointAction, StatementKind};
-use crate::wire::command::query_packet;
+use crate::wire::command::{query_packet, Command, StmtCommand};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 use crate::xa::xid_sql;
@@ -30,6 +30,44 @@ pub struct Txn {
     pub gtrid: Option<Arc<[u8]>>,
     /// Savepoints in the order they were set, for participants that join later.
     pub savepoints: Vec<Vec<u8>>,
+}
+
+/// What one statement (or one command other than COM_QUERY) decides for the connections it
+/// touches: whether they become writers of the transaction, and whether they join it at all.
+/// Made once when the statement starts and not changed while it runs. The session holds the
+/// current one because connections join deep in every execution path (relay, scatter, merge,
+/// INSERT fan-out, cursors, bulk writes): threading it through each would widen a dozen
+/// signatures for two booleans that are fixed before the first of them is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatementScope {
+    /// The statement may change data (a connection it touches is a writer).
+    pub writes: bool,
+    /// Connections it touches join the client's transaction; false for a statement that ends
+    /// the transaction implicitly and runs outside one.
+    pub join: bool,
+}
+
+impl StatementScope {
+    /// Before any command: may write, joins.
+    pub const COMMAND: StatementScope = StatementScope {
+        writes: true,
+        join: true,
+    };
+
+    /// A command's scope; COM_QUERY's statements each get their own when they run.
+    pub fn of_command(cmd: &Command) -> StatementScope {
+        StatementScope {
+            writes: matches!(
+                cmd,
+                Command::Query(_)
+                    | Command::Stmt {
+                        kind: StmtCommand::Execute,
+                        ..
+                    }
+            ),
+            join: true,
+        }
+    }
 }
 
 /// Whether a statement of this kind may change data (decides which participants need 2PC).
@@ -63,15 +101,31 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.proxy.xa.is_some()
     }
 
+    /// The scope of `stmt` (of `kind`), decided before it runs: in XA mode a statement that
+    /// commits the open transaction implicitly (`xa_step`) then runs outside any.
+    pub(super) fn statement_scope(&self, stmt: &[u8], kind: StatementKind) -> StatementScope {
+        let ends_txn = self.xa_mode()
+            && self.in_transaction()
+            && !matches!(
+                kind,
+                StatementKind::Begin | StatementKind::Commit | StatementKind::Rollback
+            )
+            && commits_implicitly(stmt, kind);
+        StatementScope {
+            writes: may_write(kind),
+            join: !ends_txn,
+        }
+    }
+
     /// XA mode: makes held connection `i` a participant of the client's transaction on first
     /// touch (`XA START`, or the client's READ ONLY start), with the savepoints set so far.
     pub(super) async fn join_xa(&mut self, i: usize) -> Result<(), End> {
-        let writes = self.stmt_writes;
+        let writes = self.scope.writes;
         if self.leases.held_mut()[i].in_txn {
             self.leases.held_mut()[i].wrote |= writes;
             return Ok(());
         }
-        if self.no_join || !self.in_transaction() {
+        if !self.scope.join || !self.in_transaction() {
             return Ok(());
         }
         let backend = self.leases.held_mut()[i].backend.clone();
@@ -222,8 +276,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if let Err(step) = self.implicit_commit().await {
                     return Some(step);
                 }
-                // The statement itself runs outside any transaction.
-                self.no_join = true;
+                // The statement itself runs outside any transaction (its scope says so).
                 None
             }
             _ => None,

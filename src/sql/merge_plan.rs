@@ -172,11 +172,46 @@ pub struct MergePlan {
     pub order: Vec<SortKey>,
     pub offset: u64,
     pub limit: Option<u64>,
+    /// Where the LIMIT's literals are, so a cached plan can bind another page's.
+    pub window: Option<Window>,
+}
+
+/// How a LIMIT clause is written (statements of one shape write it alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitForm {
+    /// `LIMIT n`
+    Limit,
+    /// `LIMIT o, n`
+    OffsetComma,
+    /// `LIMIT n OFFSET o`
+    LimitOffset,
+}
+
+/// The LIMIT of a merged SELECT written as literal numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    pub form: LimitForm,
+    /// The client's bytes of the offset and of the row count.
+    pub offset_at: Option<std::ops::Range<usize>>,
+    pub limit_at: std::ops::Range<usize>,
+    /// A streaming merge: the bytes of `shard_sql` holding offset + row count, which each shard
+    /// returns at most.
+    pub sum_at: Option<std::ops::Range<usize>>,
+}
+
+/// A LIMIT literal's value as idgate reads it (`None`: not a number that fits u64).
+pub fn limit_value(text: &[u8]) -> Option<u64> {
+    std::str::from_utf8(text).ok()?.parse().ok()
 }
 
 impl MergePlan {
     /// A one-line description for EXPLAIN ROUTE.
     pub fn describe(&self) -> String {
+        self.describe_page(self.offset, self.limit)
+    }
+
+    /// The description with `offset`/`limit` bound for one execution.
+    pub fn describe_page(&self, offset: u64, limit: Option<u64>) -> String {
         let keys = |ks: &[SortKey]| {
             ks.iter()
                 .map(|k| {
@@ -214,10 +249,10 @@ impl MergePlan {
             ),
             MergeMode::Distinct { keys: k } => format!("distinct rows by [{}]", keys(k)),
         };
-        if self.offset > 0 {
-            out.push_str(&format!(", skip {}", self.offset));
+        if offset > 0 {
+            out.push_str(&format!(", skip {offset}"));
         }
-        if let Some(l) = self.limit {
+        if let Some(l) = limit {
             out.push_str(&format!(", first {l} rows"));
         }
         out

@@ -60,7 +60,8 @@ pub use load_data::{
     analyze_load_data, Field, FieldReader, FileError, FileFormat, LoadData, OnDuplicate, Target,
 };
 pub use merge_plan::{
-    AggCol, AggFn, ColRef, Having, HavingOp, MergeMode, MergePlan, SortKey, Weight,
+    limit_value, AggCol, AggFn, ColRef, Having, HavingOp, LimitForm, MergeMode, MergePlan, SortKey,
+    Weight, Window,
 };
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};

@@ -98,13 +98,15 @@ impl Layout {
     }
 }
 
-/// The merged answer, ending with `status`; `binary`: rows in the binary protocol (a prepared
+/// The merged answer, ending with `status`; `page`: this execution's OFFSET and LIMIT (the
+/// plan may serve other pages); `binary`: rows in the binary protocol (a prepared
 /// statement's), else text. `Ok(Err(message))`: the merge is not possible; every
 /// shard was read to its end and nothing was written, so the caller can send an error.
 pub async fn relay_merged<W: AsyncWrite + Unpin>(
     shards: &mut [&mut BackendConn],
     client: &mut Client<'_, W>,
     plan: &MergePlan,
+    page: (u64, Option<u64>),
     status: u16,
     binary: bool,
     memory_limit: u64,
@@ -185,8 +187,8 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
         defs: &defs,
         eof: &eof,
         visible: layout.visible,
-        offset: plan.offset,
-        limit: plan.limit,
+        offset: page.0,
+        limit: page.1,
         status,
     };
     match grouping {

@@ -440,6 +440,30 @@ fn limits(q: &Query) -> Plan<(u64, Option<u64>)> {
     }
 }
 
+/// Where a LIMIT's literal numbers are in the client's statement: its form, the offset's and the
+/// row count's bytes. `None` when they are not plain numbers idgate reads back the same.
+fn window_at(p: &Planner, q: &Query) -> Option<(LimitForm, Option<Range<usize>>, Range<usize>)> {
+    let at = |e: &Expr| {
+        let r = p.index.range(e.span())?;
+        let text = p.stmt.get(r.clone())?;
+        (literal_u64(e).ok()? == limit_value(text)?).then_some(r)
+    };
+    match q.limit_clause.as_ref()? {
+        LimitClause::LimitOffset {
+            limit: Some(limit),
+            offset,
+            ..
+        } => match offset {
+            Some(o) => Some((LimitForm::LimitOffset, Some(at(&o.value)?), at(limit)?)),
+            None => Some((LimitForm::Limit, None, at(limit)?)),
+        },
+        LimitClause::OffsetCommaLimit { offset, limit } => {
+            Some((LimitForm::OffsetComma, Some(at(offset)?), at(limit)?))
+        }
+        _ => None,
+    }
+}
+
 /// Plans the merge of `s` (the body of `q`, parsed from `text`, the sanitized `stmt`).
 pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan<MergePlan> {
     if q.with.is_some() {
@@ -590,6 +614,7 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         }
     }
     let (offset, limit) = limits(q)?;
+    let window_at = window_at(&p, q);
     let mode = if grouped {
         let mut keys = Vec::new();
         if !group_exprs.is_empty() {
@@ -693,6 +718,8 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         edits.push((at..at, ins));
     }
     let streaming = mode == MergeMode::Stream;
+    // Where the shard SQL's LIMIT number goes: the start of an edit and the offset in it.
+    let mut sum_edit: Option<(usize, usize)> = None;
     for clause in ["HAVING", "ORDER", "LIMIT"] {
         let Some(r) = p.layout.clause_range(clause) else {
             continue;
@@ -707,7 +734,10 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         let with = match (clause, streaming, limit) {
             // MariaDB answers LIMIT 0 without running the query (and flags its columns so).
             ("LIMIT", _, Some(0)) => b"LIMIT 0 ".to_vec(),
-            ("LIMIT", true, Some(l)) => format!("LIMIT {} ", offset.saturating_add(l)).into_bytes(),
+            ("LIMIT", true, Some(l)) => {
+                sum_edit = Some((r.start, "LIMIT ".len()));
+                format!("LIMIT {} ", offset.saturating_add(l)).into_bytes()
+            }
             _ => b" ".to_vec(),
         };
         edits.push((r, with));
@@ -715,10 +745,15 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
     edits.sort_by_key(|(r, _)| r.start);
     let mut shard_sql = Vec::with_capacity(stmt.len() + 64);
     let mut copied = Vec::with_capacity(edits.len() + 1);
+    let mut sum_at = None;
     let mut at = 0;
     for (r, with) in edits {
         copied.push((at..r.start, shard_sql.len()));
         shard_sql.extend_from_slice(&stmt[at..r.start]);
+        if let Some((_, skip)) = sum_edit.filter(|(start, _)| *start == r.start) {
+            let from = shard_sql.len() + skip;
+            sum_at = Some(from..shard_sql.len() + with.len() - 1);
+        }
         shard_sql.extend_from_slice(&with);
         at = r.end;
     }
@@ -733,6 +768,12 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         order,
         offset,
         limit,
+        window: window_at.map(|(form, offset_at, limit_at)| Window {
+            form,
+            offset_at,
+            limit_at,
+            sum_at,
+        }),
     })
 }
 
