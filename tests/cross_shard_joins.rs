@@ -7,6 +7,9 @@
 
 mod common;
 
+use common::answers::error_of;
+use common::rng::Rng;
+
 use mysql::prelude::Queryable;
 use mysql::Value;
 
@@ -39,18 +42,6 @@ tables:
 const ORDERS: &str = "(id INT PRIMARY KEY, sku INT, qty INT, note VARCHAR(20))";
 const ITEMS: &str = "(iid INT PRIMARY KEY, sku INT, name VARCHAR(20), price DECIMAL(8,2))";
 const LABELS: &str = "(sku INT, label VARCHAR(20))";
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
 
 /// Orders: skus 1..40 (duplicates, some without an item), NULL now and then.
 fn orders() -> String {
@@ -110,18 +101,7 @@ fn setup() -> &'static Setup {
 }
 
 fn load() -> Setup {
-    let dbs = vec![common::start_db(), common::start_db(), common::start_db()];
-    let g = common::Idgate::start_with(|port| {
-        common::idgate_proc::config_for(
-            port,
-            &[
-                ("shard0", &dbs[0]),
-                ("shard1", &dbs[1]),
-                ("shard2", &dbs[2]),
-            ],
-            &tables(),
-        )
-    });
+    let (dbs, g) = common::three_shards(&tables());
     let (o, i, l) = (orders(), items(), labels());
     // The reference tables sit on the default backend, where idgate's `labels` lives too.
     let mut reference = common::direct(&dbs[0]);
@@ -243,13 +223,6 @@ fn joins_of_tables_not_placed_alike_answer_as_one_server() {
         failures.len(),
         failures.join("\n\n")
     );
-}
-
-fn error_of(c: &mut mysql::Conn, sql: &str) -> (u16, String) {
-    match c.query_drop(sql) {
-        Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
-        other => panic!("{sql}: expected an error, got {other:?}"),
-    }
 }
 
 #[test]

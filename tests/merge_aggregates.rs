@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::rng::Rng;
+
 use mysql::prelude::Queryable;
 use mysql::Value;
 
@@ -25,24 +27,6 @@ const TABLES: &str = "tables:
 
 const COLUMNS: &str = "(id INT PRIMARY KEY, g INT, i INT, b BIGINT, u BIGINT UNSIGNED, \
     d DECIMAL(10,3), f DOUBLE, v VARCHAR(60) COLLATE utf8mb4_general_ci, w VARBINARY(20))";
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-}
 
 /// Mixed case, trailing spaces, non-ASCII and one long value (no commas: a GROUP_CONCAT
 /// without ORDER BY is compared piece by piece).
@@ -396,18 +380,7 @@ struct Setup {
 fn setup() -> &'static Setup {
     static SETUP: std::sync::OnceLock<Setup> = std::sync::OnceLock::new();
     SETUP.get_or_init(|| {
-        let dbs = vec![common::start_db(), common::start_db(), common::start_db()];
-        let g = common::Idgate::start_with(|port| {
-            common::idgate_proc::config_for(
-                port,
-                &[
-                    ("shard0", &dbs[0]),
-                    ("shard1", &dbs[1]),
-                    ("shard2", &dbs[2]),
-                ],
-                TABLES,
-            )
-        });
+        let (dbs, g) = common::three_shards(TABLES);
         let data = rows(240).join(", ");
         let mut reference = common::direct(&dbs[0]);
         reference

@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::rng::Rng;
+
 use common::answers::*;
 
 use mysql::prelude::Queryable;
@@ -65,28 +67,6 @@ fn child_rows() -> String {
 
 const COLUMNS: &str = "(id INT PRIMARY KEY, i INT, b BIGINT, d DECIMAL(12,3), f DOUBLE, \
     v VARCHAR(20) COLLATE utf8mb4_general_ci, dt DATE, ts DATETIME, tm TIME, e ENUM('b','a'))";
-
-/// A small deterministic generator (64-bit LCG), so every run checks the same cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 const WORDS: &[&str] = &[
     "apple", "Apple", "APPLE ", "apple  ", "banana", "Banana ", "ch", "Ch ", "cherry", "", " x",
@@ -274,18 +254,7 @@ fn setup() -> &'static Setup {
 }
 
 fn load() -> Setup {
-    let dbs = vec![common::start_db(), common::start_db(), common::start_db()];
-    let g = common::Idgate::start_with(|port| {
-        common::idgate_proc::config_for(
-            port,
-            &[
-                ("shard0", &dbs[0]),
-                ("shard1", &dbs[1]),
-                ("shard2", &dbs[2]),
-            ],
-            TABLES,
-        )
-    });
+    let (dbs, g) = common::three_shards(TABLES);
     let data = rows(300).join(", ");
     let mut reference = common::direct(&dbs[0]);
     reference

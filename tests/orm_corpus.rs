@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::rng::Rng;
+
 use common::answers::*;
 use mysql::prelude::Queryable;
 use mysql::Value;
@@ -42,31 +44,6 @@ const DDL: &[&str] = &[
     "CREATE TABLE app_genre (code VARCHAR(20) PRIMARY KEY, label VARCHAR(40) NOT NULL)",
     "CREATE TABLE app_setting (name VARCHAR(40) PRIMARY KEY, value VARCHAR(100))",
 ];
-
-/// A small deterministic generator (64-bit LCG), so every run checks the same data.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-    /// `value`, or NULL `percent` of the time.
-    fn or_null(&mut self, percent: u64, value: impl FnOnce(&mut Rng) -> String) -> String {
-        let v = value(self);
-        if self.below(100) < percent {
-            "NULL".into()
-        } else {
-            v
-        }
-    }
-}
 
 const FIRST: &[&str] = &[
     "Ann", "ann", "Bo", "Chen", "Dana", "Émile", "Zoë", "ZOË", "Li",
@@ -348,7 +325,7 @@ fn corpus() -> Vec<Entry> {
 }
 
 struct Setup {
-    dbs: [common::MariaDb; 3],
+    dbs: Vec<common::MariaDb>,
     g: common::Idgate,
 }
 
@@ -360,18 +337,7 @@ fn setup() -> &'static Setup {
 }
 
 fn load() -> Setup {
-    let dbs = [common::start_db(), common::start_db(), common::start_db()];
-    let g = common::Idgate::start_with(|port| {
-        common::idgate_proc::config_for(
-            port,
-            &[
-                ("shard0", &dbs[0]),
-                ("shard1", &dbs[1]),
-                ("shard2", &dbs[2]),
-            ],
-            TABLES,
-        )
-    });
+    let (dbs, g) = common::three_shards(TABLES);
     let mut reference = common::direct(&dbs[0]);
     reference
         .query_drop("CREATE DATABASE orm_ref")

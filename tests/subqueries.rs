@@ -7,6 +7,9 @@
 
 mod common;
 
+use common::answers::{error_of, run, Answer};
+use common::rng::Rng;
+
 use mysql::prelude::Queryable;
 use mysql::Value;
 
@@ -45,18 +48,6 @@ tables:
 const COLUMNS: &str = "(id INT PRIMARY KEY, i INT, k INT, v VARCHAR(20) COLLATE \
     utf8mb4_general_ci, d DECIMAL(8,2), dt DATE)";
 const CHILD_COLUMNS: &str = "(cid INT PRIMARY KEY, ref_id INT, amount DECIMAL(8,2))";
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
 
 const WORDS: &[&str] = &[
     "apple", "Apple", "APPLE ", "banana", "Banana ", "cherry", "", "it's", "a\\\\b", "ähre", "Ähre",
@@ -111,18 +102,7 @@ fn setup() -> &'static Setup {
 }
 
 fn load() -> Setup {
-    let dbs = vec![common::start_db(), common::start_db(), common::start_db()];
-    let g = common::Idgate::start_with(|port| {
-        common::idgate_proc::config_for(
-            port,
-            &[
-                ("shard0", &dbs[0]),
-                ("shard1", &dbs[1]),
-                ("shard2", &dbs[2]),
-            ],
-            &tables(),
-        )
-    });
+    let (dbs, g) = common::three_shards(&tables());
     let data = rows();
     let children = child_rows();
     // The reference tables sit on the default backend, where idgate's `dflt` lives too.
@@ -211,51 +191,6 @@ const CASES: &[Case] = &[
     case("SELECT (SELECT id FROM {T} WHERE i = 1)", false, true),
 ];
 
-type Answer = Result<(Vec<String>, Vec<Vec<Option<Vec<u8>>>>), (u16, String)>;
-
-fn run(c: &mut mysql::Conn, sql: &str) -> Answer {
-    let mut res = match c.query_iter(sql) {
-        Ok(r) => r,
-        Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
-        Err(e) => panic!("{sql}: {e}"),
-    };
-    let meta = res
-        .columns()
-        .as_ref()
-        .iter()
-        .map(|col| {
-            format!(
-                "{} {:?} dec={} len={} cs={} flags={:?}",
-                col.name_str(),
-                col.column_type(),
-                col.decimals(),
-                col.column_length(),
-                col.character_set(),
-                col.flags()
-            )
-        })
-        .collect();
-    let mut rows = Vec::new();
-    for row in res.by_ref() {
-        let row = match row {
-            Ok(r) => r,
-            Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
-            Err(e) => panic!("{sql}: {e}"),
-        };
-        rows.push(
-            row.unwrap()
-                .into_iter()
-                .map(|v| match v {
-                    Value::NULL => None,
-                    Value::Bytes(b) => Some(b),
-                    other => Some(format!("{other:?}").into_bytes()),
-                })
-                .collect(),
-        );
-    }
-    Ok((meta, rows))
-}
-
 fn differs(c: &Case, want: &Answer, got: &Answer) -> Option<String> {
     let (want, got) = match (want, got) {
         (Err(a), Err(b)) if a == b => return None,
@@ -308,13 +243,6 @@ fn subqueries_over_sharded_tables_answer_as_one_server() {
         failures.len(),
         failures.join("\n\n")
     );
-}
-
-fn error_of(c: &mut mysql::Conn, sql: &str) -> (u16, String) {
-    match c.query_drop(sql) {
-        Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
-        other => panic!("{sql}: expected an error, got {other:?}"),
-    }
 }
 
 #[test]

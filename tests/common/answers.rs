@@ -152,3 +152,11 @@ pub fn differs(c: &Case, want: &Answer, got: &Answer) -> Option<String> {
         show(&g)
     ))
 }
+
+/// The error `sql` gets (it must get one): code and message.
+pub fn error_of(c: &mut mysql::Conn, sql: &str) -> (u16, String) {
+    match c.query_drop(sql) {
+        Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
+        other => panic!("{sql}: expected an error, got {other:?}"),
+    }
+}

@@ -10,6 +10,7 @@ pub mod idgate_proc;
 pub mod prometheus;
 pub mod raw;
 pub mod relay;
+pub mod rng;
 pub mod scenario;
 pub mod writers;
 
@@ -58,6 +59,24 @@ tables:
 pub struct TwoShards {
     pub dbs: Vec<MariaDb>,
     pub g: Idgate,
+}
+
+/// Three fresh MariaDB servers (`shard0`, the default backend, `shard1`, `shard2`) and idgate in
+/// front of them with `tables_yaml` appended to its config.
+pub fn three_shards(tables_yaml: &str) -> (Vec<MariaDb>, Idgate) {
+    let dbs = vec![start_db(), start_db(), start_db()];
+    let g = Idgate::start_with(|port| {
+        idgate_proc::config_for(
+            port,
+            &[
+                ("shard0", &dbs[0]),
+                ("shard1", &dbs[1]),
+                ("shard2", &dbs[2]),
+            ],
+            tables_yaml,
+        )
+    });
+    (dbs, g)
 }
 
 pub fn two_shards(tables_yaml: &str, ddl: &[&str]) -> TwoShards {
