@@ -20,9 +20,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Step::Ok
             }
             Answer::Ok(info) => {
-                // As MariaDB's net_send_ok writes it: a length-encoded string.
-                let mut text = Vec::with_capacity(info.len() + 3);
-                packets::put_lenenc_str(&mut text, info.as_bytes());
                 let start = self.writer.begin();
                 packets::ok(
                     self.writer.payload(),
@@ -31,7 +28,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     0,
                     status,
                     0,
-                    &text,
+                    info.as_bytes(),
                 );
                 self.writer.end(start);
                 Step::Ok

@@ -516,14 +516,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             "Records: {records}  Duplicates: {}  Warnings: {}",
             tally.duplicates, tally.warnings
         );
-        // MariaDB sends the info text length-encoded.
-        let mut info = Vec::with_capacity(text.len() + 1);
-        packets::put_lenenc_str(&mut info, text.as_bytes());
         let ok = BulkOk {
             affected: tally.affected,
             insert_id,
             warnings,
-            info,
+            info: text.into_bytes(),
         };
         self.answer_bulk(&ok, first_generated, more);
         Ok(true)

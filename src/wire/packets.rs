@@ -59,6 +59,7 @@ pub fn get_lenenc_str<'a>(buf: &mut &'a [u8]) -> Option<&'a [u8]> {
 }
 
 /// OK packet as written for a client without CLIENT_SESSION_TRACK (idgate never offers it).
+/// A non-empty `info` text goes out length-encoded, as MariaDB's net_send_ok writes it.
 pub fn ok(
     buf: &mut Vec<u8>,
     header: u8,
@@ -73,7 +74,9 @@ pub fn ok(
     put_lenenc_int(buf, last_insert_id);
     buf.extend_from_slice(&status.bits().to_le_bytes());
     buf.extend_from_slice(&warnings.to_le_bytes());
-    buf.extend_from_slice(info);
+    if !info.is_empty() {
+        put_lenenc_str(buf, info);
+    }
 }
 
 pub fn eof(buf: &mut Vec<u8>, warnings: u16, status: StatusFlags) {
@@ -162,13 +165,20 @@ pub fn parse_ok(p: &[u8]) -> Option<OkInfo> {
     })
 }
 
-/// The info text of an OK packet (after the warnings), e.g. `Records: 3  Duplicates: 0  Warnings: 0`.
+/// The info text of an OK packet (after the warnings), e.g. `Records: 3  Duplicates: 0  Warnings: 0`,
+/// without the length MariaDB writes before it (a server that writes the bare text to the end
+/// of the packet is read as such).
 pub fn ok_info(p: &[u8]) -> &[u8] {
     let mut rest = p.get(1..).unwrap_or_default();
     if get_lenenc_int(&mut rest).is_none() || get_lenenc_int(&mut rest).is_none() {
         return b"";
     }
-    rest.get(4..).unwrap_or_default()
+    let raw = rest.get(4..).unwrap_or_default();
+    let mut text = raw;
+    match get_lenenc_int(&mut text) {
+        Some(n) if n == text.len() as u64 => text,
+        _ => raw,
+    }
 }
 
 /// Rewrites an OK packet with another insert id and/or extra status flags, keeping the rest.
@@ -242,5 +252,37 @@ mod tests {
             (3, 1 << 40, 2)
         );
         assert_eq!(o.status, StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
+        assert_eq!(ok_info(&b), b"x");
+    }
+
+    #[test]
+    fn info_text_is_read_and_written_length_encoded() {
+        // As MariaDB sends it after a multi-row INSERT: the text behind its length.
+        let text = b"Records: 3  Duplicates: 0  Warnings: 0";
+        let mut from_server = vec![OK_HEADER, 3, 0, 2, 0, 0, 0];
+        put_lenenc_str(&mut from_server, text);
+        assert_eq!(ok_info(&from_server), text);
+        // Patching the insert id keeps the packet's bytes but for the id.
+        let mut patched = Vec::new();
+        assert!(patch_ok(&from_server, Some(0), 0, &mut patched));
+        assert_eq!(patched, from_server);
+        // A text written to the end of the packet without a length is read as it is.
+        let mut bare = vec![OK_HEADER, 1, 0, 2, 0, 0, 0];
+        bare.extend_from_slice(b"Rows matched: 1");
+        assert_eq!(ok_info(&bare), b"Rows matched: 1");
+        // A summed text longer than its parts gets its own length.
+        let mut out = Vec::new();
+        ok(
+            &mut out,
+            OK_HEADER,
+            10,
+            0,
+            StatusFlags::empty(),
+            0,
+            b"Records: 10",
+        );
+        assert_eq!(ok_info(&out), b"Records: 10");
+        assert_eq!(out[out.len() - 12], 11);
+        assert!(ok_info(&[OK_HEADER, 0, 0, 2, 0, 0, 0]).is_empty());
     }
 }
