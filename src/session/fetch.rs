@@ -7,8 +7,9 @@
 use mysql_common::constants::{ColumnFlags, ColumnType};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::fetch_capture::{text_values, Capture, Overflow};
+use super::fetch_capture::{Capture, Overflow};
 use super::{End, Session};
+use crate::exec::merge::parse_text_row;
 use crate::exec::relay::Client;
 use crate::exec::{scatter, BackendError};
 use crate::route::Route;
@@ -208,7 +209,7 @@ fn collected(cap: &Capture, max_rows: u64, max_bytes: u64) -> Result<Fetched, Fe
     let rows = cap
         .rows
         .iter()
-        .map(|r| text_values(r).filter(|v| v.len() == columns.len()))
+        .map(|r| parse_text_row(r).filter(|v| v.len() == columns.len()))
         .collect::<Option<Vec<_>>>()
         .ok_or(FetchError::Malformed)?;
     Ok(Fetched { columns, rows })

@@ -183,26 +183,10 @@ impl AsyncWrite for Capture {
     }
 }
 
-/// A text row's values (`None` for NULL); `None` for a malformed row.
-pub(super) fn text_values(p: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
-    let mut rest = p;
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        if rest[0] == 0xfb {
-            out.push(None);
-            rest = &rest[1..];
-            continue;
-        }
-        let len = packets::get_lenenc_int(&mut rest)? as usize;
-        out.push(Some(rest.get(..len)?.to_vec()));
-        rest = &rest[len..];
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::merge::parse_text_row;
 
     fn frame(seq: u8, payload: &[u8]) -> Vec<u8> {
         let mut out = (payload.len() as u32).to_le_bytes()[..3].to_vec();
@@ -235,8 +219,11 @@ mod tests {
         assert!(c.complete());
         assert_eq!(c.columns.len(), 1);
         assert_eq!(c.rows.len(), 4);
-        assert_eq!(text_values(&c.rows[3]).unwrap(), vec![None]);
-        assert_eq!(text_values(&c.rows[0]).unwrap(), vec![Some(b"0".to_vec())]);
+        assert_eq!(parse_text_row(&c.rows[3]).unwrap(), vec![None]);
+        assert_eq!(
+            parse_text_row(&c.rows[0]).unwrap(),
+            vec![Some(b"0".to_vec())]
+        );
     }
 
     #[test]

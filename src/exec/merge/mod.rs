@@ -21,6 +21,8 @@ use tokio::io::AsyncWrite;
 use super::backend::{BackendConn, BackendError};
 use super::relay::{Client, Relayed};
 use crate::sql::{ColRef, MergeMode, MergePlan, SortKey};
+/// The parser of text-protocol rows, for idgate's own reads of an answer too.
+pub use rows::parse_text_row;
 use rows::{Ends, Start, Values};
 use value::{ColumnInfo, KeyPart, Kind};
 
