@@ -429,33 +429,13 @@ fn distinct_aggregates_group_concat_variances_and_bits_answer_as_one_server() {
     );
 }
 
-/// Packets of an answer, shown with their bytes when two answers differ.
-fn show(packets: &[Vec<u8>]) -> String {
-    packets
-        .iter()
-        .map(|p| format!("{:02x?}", p))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// GROUP_CONCAT past the session's group_concat_max_len: the same cut values, the same column
 /// type (VARCHAR below 512 characters, else TEXT) and the same warning count in the EOF, byte
 /// for byte. (The warnings' text lives on the shards; SHOW WARNINGS goes to one of them.)
 #[test]
 fn group_concat_is_cut_at_the_sessions_max_len_with_its_warning_count() {
     let s = setup();
-    let mut reference = common::raw::Raw::connect(
-        s.dbs[0].port,
-        common::USER,
-        common::PASSWORD,
-        common::DATABASE,
-    );
-    let mut through = common::raw::Raw::connect(
-        s.g.port,
-        common::idgate_proc::APP_USER,
-        common::idgate_proc::APP_PASSWORD,
-        common::DATABASE,
-    );
+    let (mut reference, mut through) = common::raw::direct_and_through(&s.dbs[0], &s.g);
     for len in [20, 7, 2000] {
         let set = format!("SET SESSION group_concat_max_len = {len}");
         reference.query(set.as_bytes());
@@ -475,16 +455,16 @@ fn group_concat_is_cut_at_the_sessions_max_len_with_its_warning_count() {
                 assert!(
                     got == want,
                     "{len}: {q}\nwant:\n{}\ngot:\n{}",
-                    show(&want),
-                    show(&got)
+                    common::raw::show(&want),
+                    common::raw::show(&got)
                 );
                 let (id, _) = through.prepare(q.as_bytes());
                 let got_bin = through.execute(id, &[]);
                 assert!(
                     got_bin == want_bin,
                     "{len}: prepared {q}\nwant:\n{}\ngot:\n{}",
-                    show(&want_bin),
-                    show(&got_bin)
+                    common::raw::show(&want_bin),
+                    common::raw::show(&got_bin)
                 );
             }
         }

@@ -490,32 +490,12 @@ fn tables_sharded_alike_join_on_their_sharding_columns_per_shard() {
     }
 }
 
-/// Packets of an answer, each shown with its bytes when two answers differ.
-fn show(packets: &[Vec<u8>]) -> String {
-    packets
-        .iter()
-        .map(|p| format!("{:02x?}", p))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[test]
 fn merged_answers_are_byte_identical_in_both_protocols() {
     let s = setup();
     // Columns computed by expressions carry no table name, so MariaDB's own answer for `ref`
     // must match idgate's for the sharded tables byte for byte (classic EOF framing).
-    let mut reference = common::raw::Raw::connect(
-        s.dbs[0].port,
-        common::USER,
-        common::PASSWORD,
-        common::DATABASE,
-    );
-    let mut through = common::raw::Raw::connect(
-        s.g.port,
-        common::idgate_proc::APP_USER,
-        common::idgate_proc::APP_PASSWORD,
-        common::DATABASE,
-    );
+    let (mut reference, mut through) = common::raw::direct_and_through(&s.dbs[0], &s.g);
     for sql in [
         "SELECT i + 0 AS k, COUNT(*), SUM(d), AVG(d), MIN(dt), MAX(ts), MIN(tm), SUM(f), AVG(b) \
          FROM T GROUP BY i ORDER BY k",
@@ -533,16 +513,16 @@ fn merged_answers_are_byte_identical_in_both_protocols() {
             assert!(
                 got == want,
                 "{q}\nwant:\n{}\ngot:\n{}",
-                show(&want),
-                show(&got)
+                common::raw::show(&want),
+                common::raw::show(&got)
             );
             let (id, _) = through.prepare(q.as_bytes());
             let got_bin = through.execute(id, &[]);
             assert!(
                 got_bin == want_bin,
                 "prepared {q}\nwant:\n{}\ngot:\n{}",
-                show(&want_bin),
-                show(&got_bin)
+                common::raw::show(&want_bin),
+                common::raw::show(&got_bin)
             );
         }
     }

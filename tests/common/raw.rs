@@ -54,6 +54,29 @@ pub fn connect_backend(
     conn
 }
 
+/// Raw connections to MariaDB directly (as the test user) and through idgate (as the app user),
+/// both to the test database, for byte-for-byte comparisons of answers.
+pub fn direct_and_through(db: &super::MariaDb, g: &super::Idgate) -> (Raw, Raw) {
+    (
+        Raw::connect(db.port, super::USER, super::PASSWORD, super::DATABASE),
+        Raw::connect(
+            g.port,
+            super::idgate_proc::APP_USER,
+            super::idgate_proc::APP_PASSWORD,
+            super::DATABASE,
+        ),
+    )
+}
+
+/// Packets of an answer, each shown with its bytes when two answers differ.
+pub fn show(packets: &[Vec<u8>]) -> String {
+    packets
+        .iter()
+        .map(|p| format!("{:02x?}", p))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 impl Raw {
     pub fn connect(port: u16, user: &str, password: &str, db: &str) -> Raw {
         let rt = tokio::runtime::Builder::new_current_thread()
