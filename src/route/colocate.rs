@@ -39,13 +39,13 @@ fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], Vec<String>
     }
 }
 
-/// What idgate does with the joins refused here in a text query (the session runs a join of two
-/// such tables in the gateway; `session/join.rs`).
+/// What idgate does with the joins refused here in a SELECT, text or prepared (the session runs
+/// a join of two such tables in the gateway; `session/join.rs`).
 const GATEWAY_ONLY: &str =
-    "except as a text query joining two tables (idgate runs it in the gateway): send it as a text query";
+    "except in a SELECT joining just these two tables (idgate runs that join in the gateway)";
 
 /// Whether `e` is a refusal of [`check_colocated`] for tables not placed alike (not one of a
-/// subquery), which a text query can have idgate run in the gateway instead.
+/// subquery), which a SELECT can have idgate run in the gateway instead.
 pub fn is_colocation_refusal(e: &SqlError) -> bool {
     e.message.contains(GATEWAY_ONLY)
 }
@@ -128,7 +128,7 @@ pub fn check_colocated(
         return Err(unsupported(format!(
             "a join of sharded table `{}` with sharded table `{}` is not supported unless they \
              are sharded alike (same algorithm and shards) and joined on their sharding columns \
-             (`{}.{}` = `{}.{}`), or {GATEWAY_ONLY}",
+             (`{}.{}` = `{}.{}`), {GATEWAY_ONLY}",
             top[0].1.name,
             top[j].1.name,
             top[0].0.qualifier,

@@ -7,7 +7,12 @@
 //!   each shard reached, so rows come back in the binary protocol;
 //! - SELECT with subqueries over sharded tables: binds them into the text, runs the inner
 //!   queries first as a text query would, and writes the outer statement's rows in the binary
-//!   protocol (`subquery.rs`).
+//!   protocol (`subquery.rs`);
+//! - SELECT joining two tables not placed alike: binds them into the text, runs the join in the
+//!   gateway as a text query would, and writes the final statement's rows in the binary
+//!   protocol (`join.rs`).
+
+use std::sync::Arc;
 
 use mysql_common::packets::ComStmtExecuteRequestBuilder;
 use mysql_common::proto::MySerialize;
@@ -19,7 +24,8 @@ use super::prepared::{Emulated, EmulatedKind};
 use super::{End, Session};
 use crate::exec::relay::{Adjust, Client, Reply};
 use crate::exec::BackendError;
-use crate::sql::{self, StatementKind};
+use crate::route::BoundMerge;
+use crate::sql::{self, MergeMode, MergePlan, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 use crate::wire::stmt_execute::{self, BoundState};
@@ -226,11 +232,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         values: &[Value],
     ) -> Option<End> {
         let route = self.route_dml(text);
-        if route.is_err() {
+        if let Err(e) = &route {
             // Subqueries over sharded tables: run first, bound in, then the outer statement.
             if let Some(super::query::Plan::Subqueries(subs)) = self.subquery_plan(text) {
                 return self.execute_with_subqueries(text, &subs).await.err();
             }
+            // A join of tables not placed alike: run in the gateway.
+            return self.execute_join_or_refuse(text, e.clone()).await.err();
         }
         if let Ok(Some(r)) = &route {
             self.note_route(super::observe::dml_route(r));
@@ -255,6 +263,35 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         self.execute_select_on(id, backends, values).await
+    }
+
+    /// Runs `sql` as a text query on `backends` and writes their rows to the client in the
+    /// binary protocol, shard after shard (a merge plan that only concatenates): how a prepared
+    /// statement idgate bound and rewrote itself answers.
+    pub(super) async fn run_binary(
+        &mut self,
+        backends: &[String],
+        sql: Vec<u8>,
+    ) -> Result<bool, End> {
+        let plan = MergePlan {
+            shard_sql: sql.clone(),
+            copied: Vec::new(),
+            unread: 0..0,
+            hidden: 0,
+            mode: MergeMode::Stream,
+            order: Vec::new(),
+            offset: 0,
+            limit: None,
+            window: None,
+        };
+        let merge = BoundMerge {
+            plan: Arc::new(plan),
+            shard_sql: sql,
+            offset: 0,
+            limit: None,
+        };
+        self.run_merge(backends, &merge, Adjust::default(), true)
+            .await
     }
 
     /// Executes prepared SELECT `id` on `backends` (preparing it there first) and relays the

@@ -226,33 +226,81 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }))
     }
 
+    /// Fetches both tables' rows and gives `stmt` with each table replaced by a literal table
+    /// of them. `Ok(Err(_))`: the statement's answer is this error.
+    async fn bind_join(
+        &mut self,
+        stmt: &[u8],
+        shape: &JoinShape,
+    ) -> Result<Result<Vec<u8>, SqlError>, End> {
+        let fetched = match self.fetch_join(stmt, shape).await? {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut tables: [Vec<u8>; 2] = Default::default();
+        for (t, f) in tables.iter_mut().zip(&fetched) {
+            match sql::render_derived(&f.columns, &f.rows) {
+                Ok(text) => *t = text,
+                Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
+            }
+        }
+        drop(fetched);
+        Ok(Ok(sql::bind_tables(stmt, shape, tables)))
+    }
+
     /// Runs a join in the gateway (see the module's notes).
     pub(super) async fn run_join(&mut self, stmt: &[u8], shape: &JoinShape, more: bool) -> Step {
-        let fetched = match self.fetch_join(stmt, shape).await {
-            Ok(Ok(f)) => f,
+        let bound = match self.bind_join(stmt, shape).await {
+            Ok(Ok(b)) => b,
             Ok(Err(e)) => {
                 self.send_error(&e);
                 return Step::Failed;
             }
             Err(end) => return Step::End(end),
         };
-        let mut tables: [Vec<u8>; 2] = Default::default();
-        for (t, f) in tables.iter_mut().zip(&fetched) {
-            match sql::render_derived(&f.columns, &f.rows) {
-                Ok(text) => *t = text,
-                Err(e) => {
-                    self.send_error(&SqlError::new(e.code, e.state, e.message));
-                    return Step::Failed;
-                }
-            }
-        }
-        drop(fetched);
-        let bound = sql::bind_tables(stmt, shape, tables);
         // No placed table is left (subqueries over them were bound before): the default
         // backend runs it as written.
         let plan = Plan::Forward(StatementKind::Select);
         let packet = crate::wire::command::query_packet(&bound);
         self.run_plan(&bound, plan, &packet, more).await
+    }
+
+    /// An execution of a prepared join, its parameters bound into `text`: run in the gateway
+    /// like the text query, the final statement's rows written in the binary protocol.
+    pub(super) async fn execute_join(
+        &mut self,
+        text: &[u8],
+        shape: &JoinShape,
+    ) -> Result<bool, End> {
+        let bound = match self.bind_join(text, shape).await? {
+            Ok(b) => b,
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        let default = self.proxy.default_pool.name.clone();
+        self.run_binary(&[default], bound).await
+    }
+
+    /// An execution of a prepared SELECT (bound into `text`) the planner refused with
+    /// `refusal`: run in the gateway when it is a join idgate can run there, else refused.
+    pub(super) async fn execute_join_or_refuse(
+        &mut self,
+        text: &[u8],
+        refusal: SqlError,
+    ) -> Result<bool, End> {
+        match self.join_plan(text, &refusal) {
+            Some(Plan::Join(shape)) => self.execute_join(text, &shape).await,
+            Some(Plan::Refuse(e)) => {
+                self.send_error(&e);
+                Ok(false)
+            }
+            _ => {
+                self.send_error(&refusal);
+                Ok(false)
+            }
+        }
     }
 
     /// Where a statement would run, for `EXPLAIN ROUTE`.

@@ -8,14 +8,12 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use std::sync::Arc;
-
 use super::fetch::FetchLimits;
 use super::query::{Plan, Step};
 use super::{End, Session};
 use crate::exec::relay::Adjust;
-use crate::route::{BoundMerge, Route};
-use crate::sql::{self, MergeMode, MergePlan, StatementKind, Subquery, SubqueryUse};
+use crate::route::Route;
+use crate::sql::{self, StatementKind, Subquery, SubqueryUse};
 use crate::wire::errors::SqlError;
 
 /// MariaDB's ER_BAD_FIELD_ERROR: what an inner query that names the outer query's columns
@@ -99,31 +97,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
         };
-        let concat = |backends: Vec<String>| {
-            let plan = MergePlan {
-                shard_sql: bound.clone(),
-                copied: Vec::new(),
-                unread: 0..0,
-                hidden: 0,
-                mode: MergeMode::Stream,
-                order: Vec::new(),
-                offset: 0,
-                limit: None,
-                window: None,
-            };
-            let merge = BoundMerge {
-                plan: Arc::new(plan),
-                shard_sql: bound.clone(),
-                offset: 0,
-                limit: None,
-            };
-            (backends, Box::new(merge))
-        };
-        let (backends, merge) = match self.route_dml(&bound) {
-            Ok(Some(Route::Merge(bs, m))) => (bs, m),
-            Ok(Some(Route::One(b))) => concat(vec![b]),
-            Ok(Some(Route::Concat(bs))) => concat(bs),
-            Ok(None) => concat(vec![self.proxy.default_pool.name.clone()]),
+        let backends = match self.route_dml(&bound) {
+            Ok(Some(Route::Merge(bs, m))) => {
+                return self.run_merge(&bs, &m, Adjust::default(), true).await;
+            }
+            Ok(Some(Route::One(b))) => vec![b],
+            Ok(Some(Route::Concat(bs))) => bs,
+            Ok(None) => vec![self.proxy.default_pool.name.clone()],
             Ok(Some(Route::Write { .. } | Route::Everywhere(_))) => {
                 self.send_error(&unsupported(
                     "a prepared statement with subqueries over sharded tables must be a SELECT"
@@ -131,13 +111,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 ));
                 return Ok(false);
             }
-            Err(e) => {
-                self.send_error(&e);
-                return Ok(false);
-            }
+            // A join of tables not placed alike, its subqueries bound: run in the gateway.
+            Err(e) => return self.execute_join_or_refuse(&bound, e).await,
         };
-        self.run_merge(&backends, &merge, Adjust::default(), true)
-            .await
+        self.run_binary(&backends, bound).await
     }
 
     /// Runs each inner query and gives `stmt` with their rows bound in. `Ok(Err(_))`: the
