@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::answers::error_of;
+use common::answers::{self, error_of};
 use common::rng::Rng;
 
 use mysql::prelude::Queryable;
@@ -164,25 +164,9 @@ const CASES: &[(&str, bool)] = &[
 
 type Answer = Result<Vec<Vec<Option<Vec<u8>>>>, (u16, String)>;
 
+/// The rows `sql` gives (the literal tables' column definitions are not compared).
 fn run(c: &mut mysql::Conn, sql: &str) -> Answer {
-    let rows: Vec<mysql::Row> = match c.query(sql) {
-        Ok(r) => r,
-        Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
-        Err(e) => panic!("{sql}: {e}"),
-    };
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            r.unwrap()
-                .into_iter()
-                .map(|v| match v {
-                    Value::NULL => None,
-                    Value::Bytes(b) => Some(b),
-                    other => Some(format!("{other:?}").into_bytes()),
-                })
-                .collect()
-        })
-        .collect())
+    answers::run(c, sql).map(|(_, rows)| rows)
 }
 
 #[test]
