@@ -415,6 +415,32 @@ fn literal_u64(e: &Expr) -> Plan<u64> {
     Err(format!("LIMIT {e} (only literal numbers)"))
 }
 
+/// Whether each shard may answer only its first OFFSET + LIMIT rows. Streaming, always. A
+/// grouped or DISTINCT merge ordered by exactly its keys, too: the first OFFSET + LIMIT groups
+/// overall are, on every shard holding rows of them, among that shard's first OFFSET + LIMIT
+/// groups (the order is total on groups, and a shard's groups all belong to the whole), and each
+/// shard sends a group's rows folded whole. Not with HAVING (judged on the combined groups: a
+/// shard cannot know which of its groups survive) nor when the shards group more finely than the
+/// client (DISTINCT aggregate arguments, GROUP_CONCAT pieces: `!whole_groups`).
+fn shards_may_stop_early(mode: &MergeMode, order: &[SortKey], whole_groups: bool) -> bool {
+    let ordered_by = |keys: &[SortKey]| {
+        !order.is_empty()
+            && order
+                .iter()
+                .all(|o| keys.iter().any(|k| k.value == o.value))
+            && keys
+                .iter()
+                .all(|k| order.iter().any(|o| o.value == k.value))
+    };
+    match mode {
+        MergeMode::Stream => true,
+        MergeMode::Group { keys, having, .. } => {
+            whole_groups && having.is_none() && ordered_by(keys)
+        }
+        MergeMode::Distinct { keys } => ordered_by(keys),
+    }
+}
+
 /// (offset, limit) of a LIMIT clause.
 fn limits(q: &Query) -> Plan<(u64, Option<u64>)> {
     match &q.limit_clause {
@@ -717,7 +743,7 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         }
         edits.push((at..at, ins));
     }
-    let streaming = mode == MergeMode::Stream;
+    let shards_stop_early = shards_may_stop_early(&mode, &order, p.extras.is_empty());
     // Where the shard SQL's LIMIT number goes: the start of an edit and the offset in it.
     let mut sum_edit: Option<(usize, usize)> = None;
     for clause in ["HAVING", "ORDER", "LIMIT"] {
@@ -731,7 +757,7 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         if clause == "ORDER" || (clause == "HAVING" && !grouped) {
             continue;
         }
-        let with = match (clause, streaming, limit) {
+        let with = match (clause, shards_stop_early, limit) {
             // MariaDB answers LIMIT 0 without running the query (and flags its columns so).
             ("LIMIT", _, Some(0)) => b"LIMIT 0 ".to_vec(),
             ("LIMIT", true, Some(l)) => {

@@ -108,3 +108,37 @@ fn splices_keep_the_clients_bytes_across_lines_and_non_utf8() {
         "raw bytes kept"
     );
 }
+
+#[test]
+fn groups_ordered_by_their_keys_let_shards_stop_at_offset_plus_limit() {
+    let stops = |sql: &str| {
+        let s = shard(sql);
+        assert!(!s.contains("LIMIT 2,"), "{s}");
+        s.ends_with("LIMIT 7 ")
+    };
+    // Ordered by exactly the group keys (any direction, any order): each shard's first 7 groups
+    // hold every group of the first 7 overall.
+    assert!(stops(
+        "SELECT k, COUNT(*) FROM t GROUP BY k ORDER BY k LIMIT 2, 5"
+    ));
+    assert!(stops(
+        "SELECT a, b, SUM(q) FROM t GROUP BY a, b ORDER BY b DESC, a LIMIT 5 OFFSET 2"
+    ));
+    assert!(stops(
+        "SELECT DISTINCT a, b FROM t ORDER BY b, a LIMIT 2, 5"
+    ));
+    // Not when the order leaves a key out or orders by an aggregate, with HAVING, or when the
+    // shards group more finely than the client (DISTINCT arguments, GROUP_CONCAT pieces).
+    for sql in [
+        "SELECT a, b, COUNT(*) FROM t GROUP BY a, b ORDER BY a LIMIT 2, 5",
+        "SELECT k, COUNT(*) FROM t GROUP BY k ORDER BY COUNT(*), k LIMIT 2, 5",
+        "SELECT k FROM t GROUP BY k HAVING COUNT(*) > 1 ORDER BY k LIMIT 2, 5",
+        "SELECT k, COUNT(DISTINCT v) FROM t GROUP BY k ORDER BY k LIMIT 2, 5",
+        "SELECT k, GROUP_CONCAT(v) FROM t GROUP BY k ORDER BY k LIMIT 2, 5",
+        "SELECT DISTINCT a, b FROM t ORDER BY a LIMIT 2, 5",
+        "SELECT k, COUNT(*) FROM t GROUP BY k LIMIT 2, 5",
+    ] {
+        let s = shard(sql);
+        assert!(!s.contains("LIMIT"), "{sql} → {s}");
+    }
+}
