@@ -546,3 +546,79 @@ fn a_shard_failing_mid_merge_gives_its_error_and_the_session_goes_on() {
         assert_eq!(n, Some(300), "after {sql}");
     }
 }
+
+/// A grouped merge reads its shards as their rows arrive: with `shard0`'s statement held behind
+/// a table lock, `shard1` still sends all of its answer (more than the sockets between them
+/// buffer) and is done, and the answer is right once `shard0` goes on. Read shard after shard,
+/// `shard1` would wait on a full socket until `shard0` answered.
+#[test]
+fn a_grouped_merge_reads_each_shard_as_its_rows_arrive() {
+    const DDL: &str = "CREATE TABLE fat (id INT PRIMARY KEY, k INT, pad VARCHAR(1000))";
+    let s = common::two_shards(
+        "merge_memory_limit: 1073741824\ntables:\n  fat:\n    sharding:\n      columns: [id]\n      algorithm: mod\n      shards: [shard0, shard1]\n",
+        &[DDL],
+    );
+    // 40,000 groups of about 1 KB on shard1 (odd ids), a few on shard0 (even ids).
+    let mut d1 = common::direct(&s.dbs[1]);
+    d1.query_drop(
+        "INSERT INTO fat SELECT 2 * seq + 1, seq, REPEAT(CHAR(97 + seq % 26), 1000) \
+         FROM seq_0_to_39999",
+    )
+    .unwrap();
+    let mut d0 = common::direct(&s.dbs[0]);
+    d0.query_drop("INSERT INTO fat VALUES (2, 7, 'a'), (4, 7, 'b'), (6, 8, 'c')")
+        .unwrap();
+    d0.query_drop("LOCK TABLES fat WRITE").unwrap();
+
+    let url = s.g.url(common::DATABASE);
+    let client = std::thread::spawn(move || {
+        let mut c = mysql::Conn::new(mysql::Opts::from_url(&url).unwrap()).unwrap();
+        c.query::<(i64, i64, String), _>(
+            "SELECT k, COUNT(*), MAX(pad) FROM fat GROUP BY k ORDER BY COUNT(*) DESC, k LIMIT 3",
+        )
+        .unwrap()
+    });
+    let mut watch = common::direct(&s.dbs[1]);
+    let mut busy = || -> u64 {
+        watch
+            .query_first(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                 WHERE INFO LIKE 'SELECT k, COUNT(*)%' AND ID <> CONNECTION_ID()",
+            )
+            .unwrap()
+            .unwrap()
+    };
+    let mut started = false;
+    let mut done = false;
+    for _ in 0..600 {
+        let n = busy();
+        started |= n > 0;
+        if started && n == 0 {
+            done = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let waiting: u64 = d0
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+             WHERE INFO LIKE 'SELECT k, COUNT(*)%'",
+        )
+        .unwrap()
+        .unwrap();
+    d0.query_drop("UNLOCK TABLES").unwrap();
+    let rows = client.join().unwrap();
+    assert_eq!(waiting, 1, "shard0's statement was not waiting on the lock");
+    assert!(
+        done,
+        "shard1 never finished sending while shard0 was held (started: {started})"
+    );
+    assert_eq!(
+        rows,
+        vec![
+            (7, 3, "h".repeat(1000)),
+            (8, 2, "i".repeat(1000)),
+            (0, 1, "a".repeat(1000)),
+        ]
+    );
+}

@@ -1,6 +1,7 @@
 -- sysbench workload for scripts/bench-load: a GROUP BY on a non-sharding column over a range of
--- about 500 k values. Over shards it reaches every shard and idgate folds their whole answers
--- into groups before writing any; directly it is one indexed range read and a grouping.
+-- about 500 k values, ordered by the group key (GROUP BY k ORDER BY k LIMIT 20). Over shards it
+-- reaches every shard; ordered by its key, each shard stops after 20 groups and idgate folds
+-- those. Directly it is one indexed range read and a grouping.
 -- Uses the sbtest tables oltp_common prepares (index on k).
 sysbench.cmdline.options = {
     tables = { "Number of tables", 1 },

@@ -9,12 +9,12 @@ use tokio::io::AsyncWrite;
 
 use super::combine::{self, ConcatCols, DistinctSet, Moments, Pieces};
 use super::number::{self, format_double, format_scaled};
-use super::rows::{self, Ends, Values};
+use super::rows::{self, Ends, Event, Values};
 use super::value::{exact, heap_block, KeyPart, Kind};
-use super::{compare, Key, Layout, Output};
+use super::{compare, Answer, Key, Layout, Output};
 use crate::exec::backend::{BackendConn, BackendError};
 use crate::exec::relay::{Client, Relayed};
-use crate::sql::{AggCol, AggFn, Having};
+use crate::sql::{AggCol, AggFn, Having, MergePlan};
 
 /// How one aggregate column combines, resolved against the shards' columns.
 struct Agg {
@@ -368,56 +368,19 @@ impl Grouping {
         }
     }
 
-    pub(super) async fn relay<W: AsyncWrite + Unpin>(
+    /// Writes the merged answer of the groups folded from the shards' rows (`held`: the bytes
+    /// they take).
+    #[allow(clippy::too_many_arguments)]
+    async fn answer<W: AsyncWrite + Unpin>(
         self,
-        shards: &mut [&mut BackendConn],
+        mut groups: BTreeMap<Vec<KeyPart>, Group>,
+        held: u64,
         client: &mut Client<'_, W>,
         order: &[Key],
         out: &Output<'_>,
         mut ends: Ends,
         memory_limit: u64,
     ) -> Result<Result<Relayed, String>, BackendError> {
-        let mut groups: BTreeMap<Vec<KeyPart>, Group> = BTreeMap::new();
-        let mut problem: Option<String> = None;
-        // Bytes the groups hold (estimated per group when it is created).
-        let mut held: u64 = 0;
-        let mut over = false;
-        for be in shards.iter_mut() {
-            while let Some(packet) = rows::next_row(be, &mut ends).await? {
-                if problem.is_some() || over {
-                    continue; // read to the end so the connections stay usable
-                }
-                match self.add(&mut groups, &packet) {
-                    Ok(added) => {
-                        held = held.saturating_add(added);
-                        if held > memory_limit {
-                            over = true;
-                            groups = BTreeMap::new();
-                        }
-                    }
-                    Err(m) => problem = Some(m),
-                }
-            }
-        }
-        if let Some(e) = ends.failed {
-            client.writer.write(&e);
-            return Ok(Ok(Relayed {
-                error: true,
-                ..Relayed::default()
-            }));
-        }
-        if over {
-            let start = client.writer.begin();
-            super::memory_limit_error(memory_limit).encode(client.writer.payload());
-            client.writer.end(start);
-            return Ok(Ok(Relayed {
-                error: true,
-                ..Relayed::default()
-            }));
-        }
-        if let Some(m) = problem {
-            return Ok(Err(m));
-        }
         // Without GROUP BY there is one group even when no row matched (the shards, grouping
         // by DISTINCT arguments, then send none).
         if self.keys.is_empty() && groups.is_empty() {
@@ -548,4 +511,78 @@ impl Grouping {
         }
         Ok((rows, cuts))
     }
+}
+
+/// Folds every shard's rows into groups as they arrive (a shard's columns resolve the plan when
+/// the first header comes), then writes the merged answer.
+pub(super) async fn relay<W: AsyncWrite + Unpin>(
+    shards: &mut [&mut BackendConn],
+    client: &mut Client<'_, W>,
+    plan: &MergePlan,
+    answer: &Answer,
+    memory_limit: u64,
+) -> Result<Result<Relayed, String>, BackendError> {
+    let mut ends = Ends::default();
+    let mut header: Option<(Vec<Vec<u8>>, Vec<u8>)> = None;
+    let mut prepared = None;
+    let mut groups: BTreeMap<Vec<KeyPart>, Group> = BTreeMap::new();
+    let mut problem: Option<String> = None;
+    // Bytes the groups hold (estimated per group when it is created).
+    let mut held: u64 = 0;
+    let mut over = false;
+    rows::each_event(shards, &mut ends, |event| match event {
+        Event::Columns(defs, eof) => {
+            if prepared.is_none() {
+                prepared = Some(super::prepare(plan, &defs));
+                header = Some((defs, eof));
+            }
+        }
+        Event::Row(packet) => {
+            let Some(Ok((_, _, Some(g)))) = &prepared else {
+                return; // read to the end so the connections stay usable
+            };
+            if problem.is_some() || over {
+                return;
+            }
+            match g.add(&mut groups, &packet) {
+                Ok(added) => {
+                    held = held.saturating_add(added);
+                    if held > memory_limit {
+                        over = true;
+                        groups = BTreeMap::new();
+                    }
+                }
+                Err(m) => problem = Some(m),
+            }
+        }
+    })
+    .await?;
+    if ends.failed.is_some() {
+        return Ok(super::failed_or(client, ends, String::new()));
+    }
+    let (layout, order, grouping) = match prepared {
+        Some(Ok((l, o, Some(g)))) => (l, o, g),
+        Some(Ok(_)) => return Ok(Err("a merge without groups".into())),
+        Some(Err(m)) => return Ok(Err(m)),
+        None => return Ok(Err("no shard answered".into())),
+    };
+    if over {
+        let start = client.writer.begin();
+        super::memory_limit_error(memory_limit).encode(client.writer.payload());
+        client.writer.end(start);
+        return Ok(Ok(Relayed {
+            error: true,
+            ..Relayed::default()
+        }));
+    }
+    if let Some(m) = problem {
+        return Ok(Err(m));
+    }
+    let Some((defs, eof)) = header else {
+        return Ok(Err("no shard answered".into()));
+    };
+    let out = answer.output(&layout, &defs, &eof);
+    grouping
+        .answer(groups, held, client, &order, &out, ends, memory_limit)
+        .await
 }

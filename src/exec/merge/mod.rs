@@ -113,11 +113,22 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
     binary: bool,
     memory_limit: u64,
 ) -> Result<Result<Relayed, String>, BackendError> {
+    let answer = Answer {
+        page,
+        status,
+        binary,
+    };
+    if plan.mode != MergeMode::Stream {
+        return group::relay(shards, client, plan, &answer, memory_limit).await;
+    }
     let mut ends = Ends::default();
     let mut header = None;
     let mut live = vec![true; shards.len()];
-    for (i, be) in shards.iter_mut().enumerate() {
-        match rows::read_header(be).await? {
+    // Headers come in as the shards answer: a slow shard does not hold up reading the others.
+    let starts =
+        futures_util::future::join_all(shards.iter_mut().map(|be| rows::read_header(be))).await;
+    for (i, start) in starts.into_iter().enumerate() {
+        match start? {
             Start::Columns(defs, eof) => {
                 header.get_or_insert((defs, eof));
             }
@@ -127,77 +138,98 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
             }
         }
     }
-    let layout = match (&header, &ends.failed) {
-        (Some((defs, _)), None) => defs
-            .iter()
-            .map(|d| value::column_info(d))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| "a shard sent a malformed column definition".to_string())
-            .and_then(|infos| {
-                let visible = infos
-                    .len()
-                    .checked_sub(plan.hidden)
-                    .ok_or("a shard answered with fewer columns than idgate asked for")?;
-                Ok(Layout {
-                    infos,
-                    hidden: plan.hidden,
-                    visible,
-                })
-            }),
+    let prepared = match (&header, &ends.failed) {
+        (Some((defs, _)), None) => prepare(plan, defs),
         _ => Err(String::new()),
     };
-    let prepared = layout.and_then(|l| {
-        let order = l.keys(&plan.order)?;
-        let mode = match &plan.mode {
-            MergeMode::Stream => None,
-            MergeMode::Group { keys, aggs, having } => Some(group::Grouping::new(
-                &l,
-                l.keys(keys)?,
-                aggs,
-                having.clone(),
-            )?),
-            MergeMode::Distinct { keys } => {
-                Some(group::Grouping::new(&l, l.keys(keys)?, &[], None)?)
-            }
-        };
-        Ok((l, order, mode))
-    });
-    let (layout, order, grouping) = match prepared {
-        Ok(p) if ends.failed.is_none() => p,
-        other => {
+    let (layout, order, _) = match prepared {
+        Ok(p) => p,
+        Err(m) => {
             for (i, be) in shards.iter_mut().enumerate() {
                 if live[i] {
                     rows::drain(be, &mut ends).await?;
                 }
             }
-            if let Some(e) = ends.failed {
-                client.writer.write(&e);
-                return Ok(Ok(Relayed {
-                    error: true,
-                    ..Relayed::default()
-                }));
-            }
-            return Ok(Err(other.err().unwrap_or_default()));
+            return Ok(failed_or(client, ends, m));
         }
     };
     let Some((defs, eof)) = header else {
         return Ok(Err("no shard answered".into()));
     };
-    let out = Output {
-        infos: &layout.infos,
-        binary,
-        defs: &defs,
-        eof: &eof,
-        visible: layout.visible,
-        offset: page.0,
-        limit: page.1,
-        status,
+    let out = answer.output(&layout, &defs, &eof);
+    sorted::relay(shards, client, &order, &out, ends).await
+}
+
+/// The shards' error if one failed (written to the client), else the merge's problem `m`.
+fn failed_or<W: AsyncWrite + Unpin>(
+    client: &mut Client<'_, W>,
+    ends: Ends,
+    m: String,
+) -> Result<Relayed, String> {
+    match ends.failed {
+        Some(e) => {
+            client.writer.write(&e);
+            Ok(Relayed {
+                error: true,
+                ..Relayed::default()
+            })
+        }
+        None => Err(m),
+    }
+}
+
+/// The shards' columns resolved for the plan: their layout, the ORDER BY keys, and for a
+/// grouped or DISTINCT merge how rows fold into groups.
+fn prepare(
+    plan: &MergePlan,
+    defs: &[Vec<u8>],
+) -> Result<(Layout, Vec<Key>, Option<group::Grouping>), String> {
+    let infos = defs
+        .iter()
+        .map(|d| value::column_info(d))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| "a shard sent a malformed column definition".to_string())?;
+    let visible = infos
+        .len()
+        .checked_sub(plan.hidden)
+        .ok_or("a shard answered with fewer columns than idgate asked for")?;
+    let l = Layout {
+        infos,
+        hidden: plan.hidden,
+        visible,
     };
-    match grouping {
-        None => sorted::relay(shards, client, &order, &out, ends).await,
-        Some(g) => {
-            g.relay(shards, client, &order, &out, ends, memory_limit)
-                .await
+    let order = l.keys(&plan.order)?;
+    let grouping = match &plan.mode {
+        MergeMode::Stream => None,
+        MergeMode::Group { keys, aggs, having } => Some(group::Grouping::new(
+            &l,
+            l.keys(keys)?,
+            aggs,
+            having.clone(),
+        )?),
+        MergeMode::Distinct { keys } => Some(group::Grouping::new(&l, l.keys(keys)?, &[], None)?),
+    };
+    Ok((l, order, grouping))
+}
+
+/// What one execution asks of the merged answer.
+struct Answer {
+    page: (u64, Option<u64>),
+    status: u16,
+    binary: bool,
+}
+
+impl Answer {
+    fn output<'a>(&self, layout: &'a Layout, defs: &'a [Vec<u8>], eof: &'a [u8]) -> Output<'a> {
+        Output {
+            infos: &layout.infos,
+            binary: self.binary,
+            defs,
+            eof,
+            visible: layout.visible,
+            offset: self.page.0,
+            limit: self.page.1,
+            status: self.status,
         }
     }
 }

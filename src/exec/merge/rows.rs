@@ -107,6 +107,66 @@ pub async fn next_row(
     Ok(Some(be.packet.clone()))
 }
 
+impl Ends {
+    /// Adds what ended another part of the answer.
+    fn absorb(&mut self, other: Ends) {
+        self.warnings = self.warnings.saturating_add(other.warnings);
+        if self.failed.is_none() {
+            self.failed = other.failed;
+        }
+        self.index_flags |= other.index_flags;
+        self.rows += other.rows;
+    }
+}
+
+/// What a shard's answer brought next.
+pub enum Event {
+    /// Its column definitions and the EOF after them (an error instead went to `Ends`).
+    Columns(Vec<Vec<u8>>, Vec<u8>),
+    Row(Vec<u8>),
+}
+
+/// Reads every shard's answer (header, then rows) and hands each part to `take` in the order
+/// they arrive, not shard after shard, so no shard waits on a full socket while idgate waits on
+/// another (a slow one, or one held by a lock). A shard's rows come after its header. A shard
+/// answering with an error instead of columns ends there (its error goes to `ends.failed`);
+/// every other is read to its end, whatever `take` does.
+pub async fn each_event(
+    shards: &mut [&mut BackendConn],
+    ends: &mut Ends,
+    mut take: impl FnMut(Event),
+) -> Result<(), BackendError> {
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+
+    type Next<'a> = (&'a mut BackendConn, Ends, Result<Option<Event>, BackendError>);
+    async fn next_of(be: &mut BackendConn, header: bool) -> Next<'_> {
+        let mut ends = Ends::default();
+        let event = if header {
+            match read_header(be).await {
+                Ok(Start::Columns(defs, eof)) => Ok(Some(Event::Columns(defs, eof))),
+                Ok(Start::Failed(e)) => {
+                    ends.failed = Some(e);
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            next_row(be, &mut ends).await.map(|r| r.map(Event::Row))
+        };
+        (be, ends, event)
+    }
+
+    let mut pending: FuturesUnordered<_> = shards.iter_mut().map(|be| next_of(be, true)).collect();
+    while let Some((be, part, event)) = pending.next().await {
+        ends.absorb(part);
+        if let Some(event) = event? {
+            take(event);
+            pending.push(next_of(be, false));
+        }
+    }
+    Ok(())
+}
+
 /// Reads the rest of a shard's rows, keeping the connection in step.
 pub async fn drain(be: &mut BackendConn, ends: &mut Ends) -> Result<(), BackendError> {
     while next_row(be, ends).await?.is_some() {}
