@@ -112,7 +112,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 sql::SubqueryUse::Exists => "EXISTS, first row",
                 sql::SubqueryUse::Scalar => "scalar",
                 sql::SubqueryUse::Derived => "derived table",
-                sql::SubqueryUse::Quantified => "ANY/ALL: refused",
+                sql::SubqueryUse::Quantified => "ANY/SOME/ALL set",
             };
             for [b, q, m] in self.explain_rows(inner)? {
                 let m = format!("subquery {} ({what}), run first and bound in: {m}", n + 1);

@@ -131,8 +131,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let Some(inner) = stmt.get(s.inner.clone()) else {
                 return Ok(Err(unsupported("a subquery idgate could not place".into())));
             };
-            if s.kind == SubqueryUse::Quantified {
-                return Ok(Err(quantified_refusal()));
+            if matches!(s.kind, SubqueryUse::In | SubqueryUse::Quantified)
+                && sql::has_own_limit(inner)
+            {
+                return Ok(Err(SqlError::new(
+                    sql::ER_NOT_SUPPORTED_YET,
+                    b"42000",
+                    "This version of MariaDB doesn't yet support 'LIMIT & IN/ALL/ANY/SOME subquery'",
+                )));
             }
             // An inner query with subqueries of its own over sharded tables: those first.
             let mut inner = inner.to_vec();
@@ -149,7 +155,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 max_bytes,
                 enough: (s.kind == SubqueryUse::Exists).then_some(1),
             };
-            let fetched = match self.fetch(&inner, limits).await? {
+            let mut fetched = match self.fetch(&inner, limits).await? {
                 Ok(f) => f,
                 Err(e) if e.code == ER_BAD_FIELD_ERROR => {
                     // A column of the outer query (correlated: not supported), or a typo.
@@ -185,19 +191,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
                     }
                 }
-                SubqueryUse::Quantified => return Ok(Err(quantified_refusal())),
+                SubqueryUse::Quantified => {
+                    match sql::render_quantified(&fetched.columns, &mut fetched.rows) {
+                        Ok(t) => t,
+                        Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
+                    }
+                }
             };
             parts.push((s.replace.clone(), text));
         }
         Ok(Ok(sql::splice(stmt, &parts)))
     }
-}
-
-/// `x > ALL (SELECT …)` and the like: their NULL and empty-set rules are not bound yet.
-fn quantified_refusal() -> SqlError {
-    unsupported(
-        "comparisons with ANY, SOME or ALL of a subquery over sharded tables are not supported \
-         yet; write `IN (SELECT …)`, or compare with `(SELECT MIN(…))` / `(SELECT MAX(…))`"
-            .into(),
-    )
 }

@@ -19,7 +19,7 @@ pub enum SubqueryUse {
     Scalar,
     /// `FROM (SELECT …) AS d`: a table.
     Derived,
-    /// `x = ANY (SELECT …)`, `ALL`, `SOME`: not bound by idgate.
+    /// `x = ANY (SELECT …)`, `ALL`, `SOME`: a set bound as a literal table.
     Quantified,
 }
 
@@ -155,4 +155,15 @@ pub fn splice(stmt: &[u8], parts: &[(Range<usize>, Vec<u8>)]) -> Vec<u8> {
     }
     out.extend_from_slice(&stmt[at..]);
     out
+}
+
+/// Whether an inner statement has a LIMIT of its own (not one of a subquery in it): MariaDB
+/// refuses `IN`/`ANY`/`ALL` of such a subquery, and so must a bound copy of it.
+pub fn has_own_limit(inner: &[u8]) -> bool {
+    let Some(st) = std::str::from_utf8(inner).ok().and_then(SelectText::new) else {
+        return false;
+    };
+    st.toks
+        .iter()
+        .any(|t| t.depth == 0 && t.tok == Tok::Word("LIMIT".into()))
 }

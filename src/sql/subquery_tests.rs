@@ -2,7 +2,7 @@
 
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
-use super::subquery::{find_subqueries, splice, SubqueryUse};
+use super::subquery::{find_subqueries, has_own_limit, splice, SubqueryUse};
 use super::subquery_bind::*;
 
 fn found(sql: &str) -> Vec<(SubqueryUse, String, String)> {
@@ -197,4 +197,40 @@ fn derived_tables_are_typed_literal_tables() {
         "(SELECT CAST(NULL AS SIGNED) AS `id`,CAST(NULL AS CHAR CHARACTER SET utf8mb4) AS \
          `we``ird` FROM DUAL WHERE FALSE)"
     );
+}
+
+#[test]
+fn quantified_sets_are_literal_tables_with_a_full_row_first() {
+    let f =
+        found("SELECT * FROM u WHERE a <> SOME (SELECT b FROM o) AND c = ANY (SELECT d FROM p)");
+    assert_eq!(f.len(), 2);
+    assert!(f.iter().all(|x| x.0 == SubqueryUse::Quantified));
+    assert_eq!(f[0].1, "(SELECT b FROM o)");
+    let k = col(ColumnType::MYSQL_TYPE_LONG, 63);
+    let v = col(ColumnType::MYSQL_TYPE_VAR_STRING, 45);
+    let cols = vec![k.clone(), v.clone()];
+    // The inner names repeat; the NULL-free row goes first so a text value stays a literal.
+    let mut rows = vec![
+        vec![None, Some(b"a".to_vec())],
+        vec![Some(b"2".to_vec()), Some(b"b".to_vec())],
+    ];
+    assert_eq!(
+        String::from_utf8(render_quantified(&cols, &mut rows).unwrap()).unwrap(),
+        "(SELECT * FROM (SELECT CAST(2 AS SIGNED) AS `c1`,_utf8mb4 X'62' AS `c2` \
+         UNION ALL VALUES (NULL,_utf8mb4 X'61')) AS idgate_set)"
+    );
+    // An empty set stays empty (ALL: TRUE, ANY: FALSE, as MariaDB decides).
+    assert_eq!(
+        String::from_utf8(render_quantified(&[k], &mut []).unwrap()).unwrap(),
+        "(SELECT * FROM (SELECT CAST(NULL AS SIGNED) AS `c1` FROM DUAL WHERE FALSE) AS \
+         idgate_set)"
+    );
+}
+
+#[test]
+fn a_limit_of_the_inner_statement_itself_is_found() {
+    assert!(has_own_limit(b"SELECT k FROM t ORDER BY id LIMIT 3"));
+    assert!(has_own_limit(b"select k from t limit 1"));
+    assert!(!has_own_limit(b"SELECT k FROM (SELECT k FROM t LIMIT 3) d"));
+    assert!(!has_own_limit(b"SELECT `limit` FROM t WHERE v = 'LIMIT 1'"));
 }
