@@ -1,7 +1,11 @@
-//! SELECTs with subqueries or derived tables over sharded tables. Each outer-level inner query
+//! SELECTs, UPDATEs and DELETEs with subqueries or derived tables over sharded tables. Each
+//! outer-level inner query
 //! naming a placed table runs first, through idgate's own routing (`fetch`), and its rows are
 //! bound into the outer statement as literals (an IN list, TRUE/FALSE, a value, a literal
-//! table); the outer statement is then planned and run like any other. An inner query that
+//! table); the outer statement is then planned and run like any other (an UPDATE's bound
+//! `id IN (…)` pins the shards as a literal list would). MariaDB too evaluates the subquery of
+//! an UPDATE or DELETE before it changes rows; inside a client transaction the inner read
+//! uses the transaction's connections and so sees its own writes. An inner query that
 //! refers to the outer one (correlated) cannot run first: it runs per shard with the outer
 //! statement when the planner finds its tables placed alike with the outer ones and
 //! correlated on their sharding columns (`route/colocate.rs`), and is refused otherwise.
@@ -48,10 +52,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         (!subs.is_empty()).then_some(subs)
     }
 
-    /// The plan of a SELECT the planner refused, when idgate can run its subqueries first.
+    /// The plan of a SELECT, or a single-table UPDATE or DELETE, the planner refused, when
+    /// idgate can run its subqueries first. A multi-table UPDATE/DELETE keeps its refusal.
     pub(super) fn subquery_plan(&self, stmt: &[u8]) -> Option<Plan> {
-        if sql::classify(stmt) != StatementKind::Select {
-            return None;
+        match sql::classify(stmt) {
+            StatementKind::Select => {}
+            StatementKind::Update | StatementKind::Delete if !sql::is_multi_table_write(stmt) => {}
+            _ => return None,
         }
         self.placed_subqueries(stmt).map(Plan::Subqueries)
     }

@@ -167,3 +167,41 @@ pub fn has_own_limit(inner: &[u8]) -> bool {
         .iter()
         .any(|t| t.depth == 0 && t.tok == Tok::Word("LIMIT".into()))
 }
+
+/// Whether an UPDATE or DELETE changes (or reads at its own level) several tables: `UPDATE a
+/// JOIN b …`, `UPDATE a, b …`, `DELETE a FROM a JOIN b …`, `DELETE FROM a USING a, b …`. Such
+/// statements keep the planner's answer; only single-table ones get their subqueries bound.
+/// Text idgate cannot read counts as multi-table.
+pub fn is_multi_table_write(stmt: &[u8]) -> bool {
+    let Some(st) = std::str::from_utf8(stmt).ok().and_then(SelectText::new) else {
+        return true;
+    };
+    let mut top = st.toks.iter().filter(|t| t.depth == 0).map(|t| &t.tok);
+    let joins = |t: &Tok| match t {
+        Tok::Comma => true,
+        Tok::Word(w) => w == "JOIN" || w == "STRAIGHT_JOIN" || w == "USING",
+        _ => false,
+    };
+    let word = |t: Option<&Tok>| match t {
+        Some(Tok::Word(w)) => Some(w.clone()),
+        _ => None,
+    };
+    match word(top.next()).as_deref() {
+        Some("UPDATE") => {
+            let until_set = top.take_while(|t| **t != Tok::Word("SET".into()));
+            until_set.into_iter().any(joins)
+        }
+        Some("DELETE") => {
+            let mut next = word(top.next());
+            while matches!(next.as_deref(), Some("LOW_PRIORITY" | "QUICK" | "IGNORE")) {
+                next = word(top.next());
+            }
+            if next.as_deref() != Some("FROM") {
+                return true;
+            }
+            let until_where = top.take_while(|t| **t != Tok::Word("WHERE".into()));
+            until_where.into_iter().any(joins)
+        }
+        _ => true,
+    }
+}

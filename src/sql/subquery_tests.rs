@@ -2,7 +2,7 @@
 
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
-use super::subquery::{find_subqueries, has_own_limit, splice, SubqueryUse};
+use super::subquery::{find_subqueries, has_own_limit, is_multi_table_write, splice, SubqueryUse};
 use super::subquery_bind::*;
 
 fn found(sql: &str) -> Vec<(SubqueryUse, String, String)> {
@@ -233,4 +233,29 @@ fn a_limit_of_the_inner_statement_itself_is_found() {
     assert!(has_own_limit(b"select k from t limit 1"));
     assert!(!has_own_limit(b"SELECT k FROM (SELECT k FROM t LIMIT 3) d"));
     assert!(!has_own_limit(b"SELECT `limit` FROM t WHERE v = 'LIMIT 1'"));
+}
+
+#[test]
+fn single_table_writes_are_told_from_multi_table_ones() {
+    for single in [
+        "UPDATE orders SET qty = 0 WHERE id IN (SELECT order_id FROM items WHERE x = 1)",
+        "update `orders` set a = (SELECT MAX(b) FROM t), c = 1 where id = 2",
+        "DELETE FROM orders WHERE customer_id IN (SELECT id FROM customers WHERE y, z)",
+        "DELETE LOW_PRIORITY QUICK IGNORE FROM o WHERE EXISTS (SELECT 1 FROM t JOIN u ON 1)",
+        "DELETE FROM o ORDER BY id LIMIT 3",
+    ] {
+        assert!(!is_multi_table_write(single.as_bytes()), "{single}");
+    }
+    for multi in [
+        "UPDATE orders o JOIN items i ON i.order_id = o.id SET o.qty = 0",
+        "UPDATE orders o, items i SET o.qty = 0 WHERE i.order_id = o.id",
+        "UPDATE orders o STRAIGHT_JOIN items i ON 1 SET o.qty = 0",
+        "DELETE o FROM orders o JOIN items i ON i.order_id = o.id",
+        "DELETE o.* FROM orders o WHERE o.id IN (SELECT 1)",
+        "DELETE FROM o USING orders o, items i WHERE i.order_id = o.id",
+        "DELETE FROM o, i USING orders o JOIN items i",
+        "SELECT 1",
+    ] {
+        assert!(is_multi_table_write(multi.as_bytes()), "{multi}");
+    }
 }
