@@ -42,9 +42,11 @@ const CLAUSE_WORDS: &[&str] = &[
     "VALUES", "BY", "WINDOW",
 ];
 
-/// The outer-level subqueries of `stmt`, in text order. `None` when the text cannot be read
-/// (not UTF-8, unbalanced parentheses) or when a parenthesized SELECT is not a subquery but a
-/// part of a UNION, which idgate does not take apart.
+/// The outer-level subqueries of `stmt`, in text order; those of each member of the
+/// statement's own UNION count as outer-level (a member, parenthesized or not, is not a
+/// subquery). `None` when the text cannot be read (not UTF-8, unbalanced parentheses) or when
+/// a parenthesized SELECT opens a group of tables or of UNION members, which idgate does not
+/// take apart.
 pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
     let text = std::str::from_utf8(stmt).ok()?;
     let st = SelectText::new(text)?;
@@ -70,11 +72,17 @@ pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
         let inner = toks[i + 1].at.start..toks[close - 1].at.end;
         let paren = toks[i].at.start..toks[close].at.end;
         let (kind, replace) = match prev_word {
-            None if prev.is_none() => return None, // `(SELECT …) UNION …`
+            // A parenthesized member of the statement's own UNION (`(SELECT …) UNION (SELECT
+            // …)`): its subqueries are the statement's, so the scan goes on inside it.
+            None if prev.is_none() => {
+                i += 1;
+                continue;
+            }
             Some("UNION" | "EXCEPT" | "INTERSECT" | "ALL" | "DISTINCT")
                 if prev_word != Some("ALL") || is_set_operator(toks, i - 1) =>
             {
-                return None
+                i += 1;
+                continue;
             }
             Some("IN") => (SubqueryUse::In, paren),
             Some("EXISTS") => {

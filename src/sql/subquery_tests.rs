@@ -62,8 +62,9 @@ fn nested_subqueries_belong_to_their_parent() {
 
 #[test]
 fn unions_and_strings_are_not_subqueries() {
-    assert!(find_subqueries(b"(SELECT 1) UNION (SELECT 2)").is_none());
-    assert!(find_subqueries(b"SELECT 1 UNION ALL (SELECT 2)").is_none());
+    assert_eq!(found("(SELECT 1) UNION (SELECT 2)"), vec![]);
+    assert_eq!(found("SELECT 1 UNION ALL (SELECT 2)"), vec![]);
+    assert!(find_subqueries(b"((SELECT 1) UNION (SELECT 2)) UNION SELECT 3").is_none());
     assert_eq!(found("SELECT '(SELECT 1)' FROM o"), vec![]);
     assert!(find_subqueries(b"SELECT (SELECT 1 FROM o").is_none());
 }
@@ -258,4 +259,28 @@ fn single_table_writes_are_told_from_multi_table_ones() {
     ] {
         assert!(is_multi_table_write(multi.as_bytes()), "{multi}");
     }
+}
+
+#[test]
+fn subqueries_of_each_union_member_are_found() {
+    let f = found(
+        "(SELECT a FROM u WHERE a IN (SELECT b FROM o)) UNION ALL (SELECT (SELECT MAX(c) FROM p)) \
+         UNION DISTINCT SELECT d FROM v WHERE d > ALL (SELECT e FROM q) ORDER BY 1",
+    );
+    let kinds: Vec<SubqueryUse> = f.iter().map(|x| x.0).collect();
+    assert_eq!(
+        kinds,
+        [
+            SubqueryUse::In,
+            SubqueryUse::Scalar,
+            SubqueryUse::Quantified
+        ]
+    );
+    assert_eq!(f[0].2, "SELECT b FROM o");
+    assert_eq!(f[1].1, "(SELECT MAX(c) FROM p)");
+    assert_eq!(f[2].2, "SELECT e FROM q");
+    // A derived table whose body is a UNION stays one derived table.
+    let f = found("SELECT * FROM (SELECT a FROM u UNION SELECT b FROM o) d");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0, SubqueryUse::Derived);
 }
