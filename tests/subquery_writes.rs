@@ -356,7 +356,7 @@ fn refused_shapes_stay_refused_clearly_and_the_session_goes_on() {
 }
 
 #[test]
-fn explain_route_shows_the_inner_queries_of_a_write() {
+fn explain_route_shows_the_inner_queries_of_writes_sets_and_unions() {
     let _serial = serial();
     let s = setup();
     let mut c = s.g.conn();
@@ -370,4 +370,22 @@ fn explain_route_shows_the_inner_queries_of_a_write() {
         && r.1 == "SELECT ref_id FROM m2c WHERE amount > 3"));
     assert_eq!(rows[2].0, "(after the subqueries)");
     assert!(rows[2].1.starts_with("DELETE FROM h3"), "{rows:?}");
+    // An ALL set and a UNION member's subquery show the same way.
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE SELECT id FROM dflt WHERE k > ALL (SELECT k FROM h3 WHERE id = 7) \
+             UNION SELECT id FROM dflt WHERE id IN (SELECT ref_id FROM m2c WHERE ref_id = 4)",
+        )
+        .unwrap();
+    let merges: Vec<&str> = rows.iter().map(|r| r.2.as_str()).collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(
+        merges[0].starts_with("subquery 1 (ANY/SOME/ALL set), run first and bound in: "),
+        "{rows:?}"
+    );
+    assert!(
+        merges[1].starts_with("subquery 2 (IN list), run first and bound in: "),
+        "{rows:?}"
+    );
+    assert_eq!(rows[2].0, "(after the subqueries)");
 }
