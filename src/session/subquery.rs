@@ -1,11 +1,11 @@
 //! SELECTs, UPDATEs and DELETEs with subqueries or derived tables over sharded tables. Each
-//! outer-level inner query
-//! naming a placed table runs first, through idgate's own routing (`fetch`), and its rows are
-//! bound into the outer statement as literals (an IN list, TRUE/FALSE, a value, a literal
-//! table); the outer statement is then planned and run like any other (an UPDATE's bound
-//! `id IN (…)` pins the shards as a literal list would). MariaDB too evaluates the subquery of
-//! an UPDATE or DELETE before it changes rows; inside a client transaction the inner read
-//! uses the transaction's connections and so sees its own writes. An inner query that
+//! outer-level inner query naming a placed table runs first, through idgate's own routing
+//! (`fetch`), and its rows are bound into the outer statement as literals (an IN list,
+//! TRUE/FALSE, a value, a literal table, an ANY/ALL set); the outer statement is then planned
+//! and run like any other (an UPDATE's bound `id IN (…)` pins the shards as a literal list
+//! would). MariaDB too evaluates the subquery of an UPDATE or DELETE before it changes rows;
+//! inside a client transaction the inner read uses the transaction's connections and so sees
+//! its own writes. An inner query that
 //! refers to the outer one (correlated) cannot run first: it runs per shard with the outer
 //! statement when the planner finds its tables placed alike with the outer ones and
 //! correlated on their sharding columns (`route/colocate.rs`), and is refused otherwise.
