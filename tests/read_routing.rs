@@ -296,10 +296,10 @@ fn subqueries_over_a_sharded_table_run_first_or_are_refused() {
         ))
         .unwrap();
     assert_eq!(below, [first]);
-    let (n, m) =
-        code(c.query_drop("UPDATE orders SET qty = 0 WHERE id IN (SELECT id FROM orders)"));
-    assert_eq!(n, 1235, "{m}");
-    assert!(m.contains("subquery"), "{m}");
+    // An UPDATE's subquery over the table itself runs first too (tests/subquery_writes.rs).
+    c.query_drop("UPDATE orders SET qty = qty WHERE id IN (SELECT id FROM orders)")
+        .unwrap();
+    assert_eq!(c.info_str(), "Rows matched: 3  Changed: 0  Warnings: 0");
     // A self-join off the sharding column runs in the gateway: every pair of equal quantities.
     let pairs: Vec<(u64, u64)> = c
         .query("SELECT a.id, b.id FROM orders a JOIN orders b ON a.qty = b.qty")

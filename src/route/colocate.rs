@@ -89,8 +89,8 @@ pub fn check_colocated(
             .map_or(rule, |r| &***r);
         return Err(unsupported(format!(
             "sharded table `{}` inside a subquery is supported only in SELECTs whose \
-             subqueries idgate can run first (IN, EXISTS, scalar, derived tables; not in UNIONs \
-             or ANY/ALL), or that correlate it on its sharding column with a table sharded \
+             subqueries idgate can run first (IN, EXISTS, scalar, ANY/SOME/ALL, derived \
+             tables, also in UNION members), or that correlate it on its sharding column with a table sharded \
              alike; run the inner SELECT first and pass its values",
             inner.name
         )));

@@ -52,7 +52,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 rows.extend(target.map(|[b, q, m]| [b, q, format!("target: {m}")]));
                 Ok(rows)
             }
-            StatementKind::Select if self.route_dml(stmt).is_err() => {
+            StatementKind::Select | StatementKind::Update | StatementKind::Delete
+                if self.route_dml(stmt).is_err() =>
+            {
                 match self.subquery_plan(stmt) {
                     Some(super::query::Plan::Subqueries(subs)) => self.subquery_rows(stmt, &subs),
                     _ => self.route_dml(stmt).map(|_| Vec::new()),
@@ -97,7 +99,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .collect())
     }
 
-    /// The rows of a SELECT whose subqueries over sharded tables run first: each inner query's
+    /// The rows of a statement whose subqueries over sharded tables run first: each inner query's
     /// plan, then the outer statement, whose route depends on the rows bound into it.
     fn subquery_rows(
         &self,
@@ -112,7 +114,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 sql::SubqueryUse::Exists => "EXISTS, first row",
                 sql::SubqueryUse::Scalar => "scalar",
                 sql::SubqueryUse::Derived => "derived table",
-                sql::SubqueryUse::Quantified => "ANY/ALL: refused",
+                sql::SubqueryUse::Quantified => "ANY/SOME/ALL set",
             };
             for [b, q, m] in self.explain_rows(inner)? {
                 let m = format!("subquery {} ({what}), run first and bound in: {m}", n + 1);

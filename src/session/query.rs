@@ -35,7 +35,8 @@ pub(super) enum Plan {
     },
     /// A statement about placed tables, with its kind.
     Routed(super::dml::Route, StatementKind),
-    /// A SELECT whose subqueries over placed tables idgate runs first (`subquery.rs`).
+    /// A SELECT, UPDATE or DELETE whose subqueries over placed tables idgate runs first
+    /// (`subquery.rs`).
     Subqueries(Vec<sql::Subquery>),
     /// A join of tables not placed alike, run in the gateway (`join.rs`).
     Join(Box<sql::JoinShape>),
@@ -58,9 +59,7 @@ impl Plan {
             Plan::Forward(k) | Plan::Routed(_, k) => Some(*k),
             Plan::Insert(boxed) if boxed.0.replace => Some(StatementKind::Replace),
             Plan::Insert(_) => Some(StatementKind::Insert),
-            Plan::NextValues { .. } | Plan::Subqueries(_) | Plan::Join(_) => {
-                Some(StatementKind::Select)
-            }
+            Plan::NextValues { .. } | Plan::Join(_) => Some(StatementKind::Select),
             Plan::ListTables { .. } => Some(StatementKind::Show),
             _ => None,
         }

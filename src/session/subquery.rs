@@ -1,7 +1,11 @@
-//! SELECTs with subqueries or derived tables over sharded tables. Each outer-level inner query
-//! naming a placed table runs first, through idgate's own routing (`fetch`), and its rows are
-//! bound into the outer statement as literals (an IN list, TRUE/FALSE, a value, a literal
-//! table); the outer statement is then planned and run like any other. An inner query that
+//! SELECTs, UPDATEs and DELETEs with subqueries or derived tables over sharded tables. Each
+//! outer-level inner query naming a placed table runs first, through idgate's own routing
+//! (`fetch`), and its rows are bound into the outer statement as literals (an IN list,
+//! TRUE/FALSE, a value, a literal table, an ANY/ALL set); the outer statement is then planned
+//! and run like any other (an UPDATE's bound `id IN (…)` pins the shards as a literal list
+//! would). MariaDB too evaluates the subquery of an UPDATE or DELETE before it changes rows;
+//! inside a client transaction the inner read uses the transaction's connections and so sees
+//! its own writes. An inner query that
 //! refers to the outer one (correlated) cannot run first: it runs per shard with the outer
 //! statement when the planner finds its tables placed alike with the outer ones and
 //! correlated on their sharding columns (`route/colocate.rs`), and is refused otherwise.
@@ -48,10 +52,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         (!subs.is_empty()).then_some(subs)
     }
 
-    /// The plan of a SELECT the planner refused, when idgate can run its subqueries first.
+    /// The plan of a SELECT, or a single-table UPDATE or DELETE, the planner refused, when
+    /// idgate can run its subqueries first. A multi-table UPDATE/DELETE keeps its refusal.
     pub(super) fn subquery_plan(&self, stmt: &[u8]) -> Option<Plan> {
-        if sql::classify(stmt) != StatementKind::Select {
-            return None;
+        match sql::classify(stmt) {
+            StatementKind::Select => {}
+            StatementKind::Update | StatementKind::Delete if !sql::is_multi_table_write(stmt) => {}
+            _ => return None,
         }
         self.placed_subqueries(stmt).map(Plan::Subqueries)
     }
@@ -131,8 +138,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let Some(inner) = stmt.get(s.inner.clone()) else {
                 return Ok(Err(unsupported("a subquery idgate could not place".into())));
             };
-            if s.kind == SubqueryUse::Quantified {
-                return Ok(Err(quantified_refusal()));
+            if matches!(s.kind, SubqueryUse::In | SubqueryUse::Quantified)
+                && sql::has_own_limit(inner)
+            {
+                return Ok(Err(SqlError::new(
+                    sql::ER_NOT_SUPPORTED_YET,
+                    b"42000",
+                    "This version of MariaDB doesn't yet support 'LIMIT & IN/ALL/ANY/SOME subquery'",
+                )));
             }
             // An inner query with subqueries of its own over sharded tables: those first.
             let mut inner = inner.to_vec();
@@ -149,7 +162,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 max_bytes,
                 enough: (s.kind == SubqueryUse::Exists).then_some(1),
             };
-            let fetched = match self.fetch(&inner, limits).await? {
+            let mut fetched = match self.fetch(&inner, limits).await? {
                 Ok(f) => f,
                 Err(e) if e.code == ER_BAD_FIELD_ERROR => {
                     // A column of the outer query (correlated: not supported), or a typo.
@@ -185,19 +198,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
                     }
                 }
-                SubqueryUse::Quantified => return Ok(Err(quantified_refusal())),
+                SubqueryUse::Quantified => {
+                    match sql::render_quantified(&fetched.columns, &mut fetched.rows) {
+                        Ok(t) => t,
+                        Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
+                    }
+                }
             };
             parts.push((s.replace.clone(), text));
         }
         Ok(Ok(sql::splice(stmt, &parts)))
     }
-}
-
-/// `x > ALL (SELECT …)` and the like: their NULL and empty-set rules are not bound yet.
-fn quantified_refusal() -> SqlError {
-    unsupported(
-        "comparisons with ANY, SOME or ALL of a subquery over sharded tables are not supported \
-         yet; write `IN (SELECT …)`, or compare with `(SELECT MIN(…))` / `(SELECT MAX(…))`"
-            .into(),
-    )
 }

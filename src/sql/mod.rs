@@ -68,10 +68,12 @@ pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource}
 pub use session_query::{session_query, SessionQuery};
 pub use shape::{shape, Shape};
 pub use split::split_statements;
-pub use subquery::{find_subqueries, splice, Subquery, SubqueryUse};
+pub use subquery::{
+    find_subqueries, has_own_limit, is_multi_table_write, splice, Subquery, SubqueryUse,
+};
 pub use subquery_bind::{
-    render_derived, render_exists, render_in_list, render_scalar, render_value, BindError,
-    BoundColumn, BoundRow, ER_SUBQUERY_NO_1_ROW,
+    render_derived, render_exists, render_in_list, render_quantified, render_scalar, render_value,
+    BindError, BoundColumn, BoundRow, ER_SUBQUERY_NO_1_ROW,
 };
 pub use words::{
     chain_or_release, explain_route_target, is_temporary_ddl, lists_tables, mentions,

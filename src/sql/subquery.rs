@@ -19,7 +19,7 @@ pub enum SubqueryUse {
     Scalar,
     /// `FROM (SELECT …) AS d`: a table.
     Derived,
-    /// `x = ANY (SELECT …)`, `ALL`, `SOME`: not bound by idgate.
+    /// `x = ANY (SELECT …)`, `ALL`, `SOME`: a set bound as a literal table.
     Quantified,
 }
 
@@ -42,9 +42,11 @@ const CLAUSE_WORDS: &[&str] = &[
     "VALUES", "BY", "WINDOW",
 ];
 
-/// The outer-level subqueries of `stmt`, in text order. `None` when the text cannot be read
-/// (not UTF-8, unbalanced parentheses) or when a parenthesized SELECT is not a subquery but a
-/// part of a UNION, which idgate does not take apart.
+/// The outer-level subqueries of `stmt`, in text order; those of each member of the
+/// statement's own UNION count as outer-level (a member, parenthesized or not, is not a
+/// subquery). `None` when the text cannot be read (not UTF-8, unbalanced parentheses) or when
+/// a parenthesized SELECT opens a group of tables or of UNION members, which idgate does not
+/// take apart.
 pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
     let text = std::str::from_utf8(stmt).ok()?;
     let st = SelectText::new(text)?;
@@ -70,11 +72,17 @@ pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
         let inner = toks[i + 1].at.start..toks[close - 1].at.end;
         let paren = toks[i].at.start..toks[close].at.end;
         let (kind, replace) = match prev_word {
-            None if prev.is_none() => return None, // `(SELECT …) UNION …`
+            // A parenthesized member of the statement's own UNION (`(SELECT …) UNION (SELECT
+            // …)`): its subqueries are the statement's, so the scan goes on inside it.
+            None if prev.is_none() => {
+                i += 1;
+                continue;
+            }
             Some("UNION" | "EXCEPT" | "INTERSECT" | "ALL" | "DISTINCT")
                 if prev_word != Some("ALL") || is_set_operator(toks, i - 1) =>
             {
-                return None
+                i += 1;
+                continue;
             }
             Some("IN") => (SubqueryUse::In, paren),
             Some("EXISTS") => {
@@ -155,4 +163,53 @@ pub fn splice(stmt: &[u8], parts: &[(Range<usize>, Vec<u8>)]) -> Vec<u8> {
     }
     out.extend_from_slice(&stmt[at..]);
     out
+}
+
+/// Whether an inner statement has a LIMIT of its own (not one of a subquery in it): MariaDB
+/// refuses `IN`/`ANY`/`ALL` of such a subquery, and so must a bound copy of it.
+pub fn has_own_limit(inner: &[u8]) -> bool {
+    let Some(st) = std::str::from_utf8(inner).ok().and_then(SelectText::new) else {
+        return false;
+    };
+    st.toks
+        .iter()
+        .any(|t| t.depth == 0 && t.tok == Tok::Word("LIMIT".into()))
+}
+
+/// Whether an UPDATE or DELETE changes (or reads at its own level) several tables: `UPDATE a
+/// JOIN b …`, `UPDATE a, b …`, `DELETE a FROM a JOIN b …`, `DELETE FROM a USING a, b …`. Such
+/// statements keep the planner's answer; only single-table ones get their subqueries bound.
+/// Text idgate cannot read counts as multi-table.
+pub fn is_multi_table_write(stmt: &[u8]) -> bool {
+    let Some(st) = std::str::from_utf8(stmt).ok().and_then(SelectText::new) else {
+        return true;
+    };
+    let mut top = st.toks.iter().filter(|t| t.depth == 0).map(|t| &t.tok);
+    let joins = |t: &Tok| match t {
+        Tok::Comma => true,
+        Tok::Word(w) => w == "JOIN" || w == "STRAIGHT_JOIN" || w == "USING",
+        _ => false,
+    };
+    let word = |t: Option<&Tok>| match t {
+        Some(Tok::Word(w)) => Some(w.clone()),
+        _ => None,
+    };
+    match word(top.next()).as_deref() {
+        Some("UPDATE") => {
+            let until_set = top.take_while(|t| **t != Tok::Word("SET".into()));
+            until_set.into_iter().any(joins)
+        }
+        Some("DELETE") => {
+            let mut next = word(top.next());
+            while matches!(next.as_deref(), Some("LOW_PRIORITY" | "QUICK" | "IGNORE")) {
+                next = word(top.next());
+            }
+            if next.as_deref() != Some("FROM") {
+                return true;
+            }
+            let until_where = top.take_while(|t| **t != Tok::Word("WHERE".into()));
+            until_where.into_iter().any(joins)
+        }
+        _ => true,
+    }
 }

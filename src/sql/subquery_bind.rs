@@ -311,6 +311,35 @@ pub fn render_derived(cols: &[BoundColumn], rows: &[BoundRow]) -> Result<Vec<u8>
     Ok(out)
 }
 
+/// The set `x > ALL (…)`, `x = ANY (…)` and the like compare with, as a subquery over a
+/// literal table, so MariaDB applies its own rules: an empty set makes ALL TRUE and ANY FALSE,
+/// a NULL in it makes a comparison that no other value settles NULL. The columns are named
+/// `c1`, `c2`, … (the inner names may repeat), and a row without NULLs goes first, since the
+/// first row types the table (a text value stays a literal that takes the outer collation).
+pub fn render_quantified(
+    cols: &[BoundColumn],
+    rows: &mut [BoundRow],
+) -> Result<Vec<u8>, BindError> {
+    let named: Vec<BoundColumn> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| BoundColumn {
+            name: format!("c{}", i + 1).into_bytes(),
+            ..c.clone()
+        })
+        .collect();
+    let nulls = |r: &BoundRow| r.iter().filter(|v| v.is_none()).count();
+    if let Some(f) = (0..rows.len()).min_by_key(|&i| nulls(&rows[i])) {
+        rows.swap(0, f);
+    }
+    let table = render_derived(&named, rows)?;
+    let mut out = Vec::with_capacity(table.len() + 40);
+    out.extend_from_slice(b"(SELECT * FROM ");
+    out.extend_from_slice(&table);
+    out.extend_from_slice(b" AS idgate_set)");
+    Ok(out)
+}
+
 /// A backquoted identifier.
 fn push_ident(out: &mut Vec<u8>, name: &[u8]) {
     out.push(b'`');

@@ -2,7 +2,7 @@
 
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
-use super::subquery::{find_subqueries, splice, SubqueryUse};
+use super::subquery::{find_subqueries, has_own_limit, is_multi_table_write, splice, SubqueryUse};
 use super::subquery_bind::*;
 
 fn found(sql: &str) -> Vec<(SubqueryUse, String, String)> {
@@ -62,8 +62,9 @@ fn nested_subqueries_belong_to_their_parent() {
 
 #[test]
 fn unions_and_strings_are_not_subqueries() {
-    assert!(find_subqueries(b"(SELECT 1) UNION (SELECT 2)").is_none());
-    assert!(find_subqueries(b"SELECT 1 UNION ALL (SELECT 2)").is_none());
+    assert_eq!(found("(SELECT 1) UNION (SELECT 2)"), vec![]);
+    assert_eq!(found("SELECT 1 UNION ALL (SELECT 2)"), vec![]);
+    assert!(find_subqueries(b"((SELECT 1) UNION (SELECT 2)) UNION SELECT 3").is_none());
     assert_eq!(found("SELECT '(SELECT 1)' FROM o"), vec![]);
     assert!(find_subqueries(b"SELECT (SELECT 1 FROM o").is_none());
 }
@@ -197,4 +198,89 @@ fn derived_tables_are_typed_literal_tables() {
         "(SELECT CAST(NULL AS SIGNED) AS `id`,CAST(NULL AS CHAR CHARACTER SET utf8mb4) AS \
          `we``ird` FROM DUAL WHERE FALSE)"
     );
+}
+
+#[test]
+fn quantified_sets_are_literal_tables_with_a_full_row_first() {
+    let f =
+        found("SELECT * FROM u WHERE a <> SOME (SELECT b FROM o) AND c = ANY (SELECT d FROM p)");
+    assert_eq!(f.len(), 2);
+    assert!(f.iter().all(|x| x.0 == SubqueryUse::Quantified));
+    assert_eq!(f[0].1, "(SELECT b FROM o)");
+    let k = col(ColumnType::MYSQL_TYPE_LONG, 63);
+    let v = col(ColumnType::MYSQL_TYPE_VAR_STRING, 45);
+    let cols = vec![k.clone(), v.clone()];
+    // The inner names repeat; the NULL-free row goes first so a text value stays a literal.
+    let mut rows = vec![
+        vec![None, Some(b"a".to_vec())],
+        vec![Some(b"2".to_vec()), Some(b"b".to_vec())],
+    ];
+    assert_eq!(
+        String::from_utf8(render_quantified(&cols, &mut rows).unwrap()).unwrap(),
+        "(SELECT * FROM (SELECT CAST(2 AS SIGNED) AS `c1`,_utf8mb4 X'62' AS `c2` \
+         UNION ALL VALUES (NULL,_utf8mb4 X'61')) AS idgate_set)"
+    );
+    // An empty set stays empty (ALL: TRUE, ANY: FALSE, as MariaDB decides).
+    assert_eq!(
+        String::from_utf8(render_quantified(&[k], &mut []).unwrap()).unwrap(),
+        "(SELECT * FROM (SELECT CAST(NULL AS SIGNED) AS `c1` FROM DUAL WHERE FALSE) AS \
+         idgate_set)"
+    );
+}
+
+#[test]
+fn a_limit_of_the_inner_statement_itself_is_found() {
+    assert!(has_own_limit(b"SELECT k FROM t ORDER BY id LIMIT 3"));
+    assert!(has_own_limit(b"select k from t limit 1"));
+    assert!(!has_own_limit(b"SELECT k FROM (SELECT k FROM t LIMIT 3) d"));
+    assert!(!has_own_limit(b"SELECT `limit` FROM t WHERE v = 'LIMIT 1'"));
+}
+
+#[test]
+fn single_table_writes_are_told_from_multi_table_ones() {
+    for single in [
+        "UPDATE orders SET qty = 0 WHERE id IN (SELECT order_id FROM items WHERE x = 1)",
+        "update `orders` set a = (SELECT MAX(b) FROM t), c = 1 where id = 2",
+        "DELETE FROM orders WHERE customer_id IN (SELECT id FROM customers WHERE y, z)",
+        "DELETE LOW_PRIORITY QUICK IGNORE FROM o WHERE EXISTS (SELECT 1 FROM t JOIN u ON 1)",
+        "DELETE FROM o ORDER BY id LIMIT 3",
+    ] {
+        assert!(!is_multi_table_write(single.as_bytes()), "{single}");
+    }
+    for multi in [
+        "UPDATE orders o JOIN items i ON i.order_id = o.id SET o.qty = 0",
+        "UPDATE orders o, items i SET o.qty = 0 WHERE i.order_id = o.id",
+        "UPDATE orders o STRAIGHT_JOIN items i ON 1 SET o.qty = 0",
+        "DELETE o FROM orders o JOIN items i ON i.order_id = o.id",
+        "DELETE o.* FROM orders o WHERE o.id IN (SELECT 1)",
+        "DELETE FROM o USING orders o, items i WHERE i.order_id = o.id",
+        "DELETE FROM o, i USING orders o JOIN items i",
+        "SELECT 1",
+    ] {
+        assert!(is_multi_table_write(multi.as_bytes()), "{multi}");
+    }
+}
+
+#[test]
+fn subqueries_of_each_union_member_are_found() {
+    let f = found(
+        "(SELECT a FROM u WHERE a IN (SELECT b FROM o)) UNION ALL (SELECT (SELECT MAX(c) FROM p)) \
+         UNION DISTINCT SELECT d FROM v WHERE d > ALL (SELECT e FROM q) ORDER BY 1",
+    );
+    let kinds: Vec<SubqueryUse> = f.iter().map(|x| x.0).collect();
+    assert_eq!(
+        kinds,
+        [
+            SubqueryUse::In,
+            SubqueryUse::Scalar,
+            SubqueryUse::Quantified
+        ]
+    );
+    assert_eq!(f[0].2, "SELECT b FROM o");
+    assert_eq!(f[1].1, "(SELECT MAX(c) FROM p)");
+    assert_eq!(f[2].2, "SELECT e FROM q");
+    // A derived table whose body is a UNION stays one derived table.
+    let f = found("SELECT * FROM (SELECT a FROM u UNION SELECT b FROM o) d");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0, SubqueryUse::Derived);
 }
