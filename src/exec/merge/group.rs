@@ -490,19 +490,32 @@ impl Grouping {
             }
             rows.push(g.values);
         }
-        if !order.is_empty() {
-            let mut keyed = rows
-                .into_iter()
-                .map(|r| Key::parts(order, &r).map(|k| (k, r)))
-                .collect::<Result<Vec<_>, _>>()?;
-            keyed.sort_by(|a, b| compare(&a.0, &b.0, order));
-            rows = keyed.into_iter().map(|(_, r)| r).collect();
-        }
         let skip = usize::try_from(out.offset).unwrap_or(usize::MAX);
         let take = out
             .limit
             .map(|l| usize::try_from(l).unwrap_or(usize::MAX))
             .unwrap_or(usize::MAX);
+        if !order.is_empty() {
+            // Ties keep the groups' key order (the position breaks them), so only the first
+            // OFFSET + LIMIT need sorting.
+            let mut keyed = rows
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| Key::parts(order, &r).map(|k| (k, i, r)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let by = |a: &(Vec<KeyPart>, usize, Values), b: &(Vec<KeyPart>, usize, Values)| {
+                compare(&a.0, &b.0, order).then(a.1.cmp(&b.1))
+            };
+            let wanted = skip.saturating_add(take);
+            if wanted == 0 {
+                keyed.clear();
+            } else if wanted < keyed.len() {
+                keyed.select_nth_unstable_by(wanted - 1, by);
+                keyed.truncate(wanted);
+            }
+            keyed.sort_unstable_by(by);
+            rows = keyed.into_iter().map(|(_, _, r)| r).collect();
+        }
         let mut rows: Vec<Values> = rows.into_iter().skip(skip).take(take).collect();
         if !out.binary {
             for r in &mut rows {

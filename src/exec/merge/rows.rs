@@ -134,35 +134,34 @@ pub enum Event {
 pub async fn each_event(
     shards: &mut [&mut BackendConn],
     ends: &mut Ends,
-    mut take: impl FnMut(Event),
+    take: impl FnMut(Event),
 ) -> Result<(), BackendError> {
-    use futures_util::stream::{FuturesUnordered, StreamExt};
-
-    type Next<'a> = (&'a mut BackendConn, Ends, Result<Option<Event>, BackendError>);
-    async fn next_of(be: &mut BackendConn, header: bool) -> Next<'_> {
+    // One reading loop per shard, polled together by this task (never in parallel: the lock
+    // is only for the future to be Send); `take` is only held between awaits.
+    let take = std::sync::Mutex::new(take);
+    let take = &take;
+    let give = |event| match take.lock() {
+        Ok(mut f) => f(event),
+        Err(poisoned) => (poisoned.into_inner())(event),
+    };
+    let give = &give;
+    let parts = futures_util::future::join_all(shards.iter_mut().map(|be| async move {
         let mut ends = Ends::default();
-        let event = if header {
-            match read_header(be).await {
-                Ok(Start::Columns(defs, eof)) => Ok(Some(Event::Columns(defs, eof))),
-                Ok(Start::Failed(e)) => {
-                    ends.failed = Some(e);
-                    Ok(None)
-                }
-                Err(e) => Err(e),
+        match read_header(be).await? {
+            Start::Columns(defs, eof) => give(Event::Columns(defs, eof)),
+            Start::Failed(e) => {
+                ends.failed = Some(e);
+                return Ok(ends);
             }
-        } else {
-            next_row(be, &mut ends).await.map(|r| r.map(Event::Row))
-        };
-        (be, ends, event)
-    }
-
-    let mut pending: FuturesUnordered<_> = shards.iter_mut().map(|be| next_of(be, true)).collect();
-    while let Some((be, part, event)) = pending.next().await {
-        ends.absorb(part);
-        if let Some(event) = event? {
-            take(event);
-            pending.push(next_of(be, false));
         }
+        while let Some(row) = next_row(be, &mut ends).await? {
+            give(Event::Row(row));
+        }
+        Ok::<_, BackendError>(ends)
+    }))
+    .await;
+    for part in parts {
+        ends.absorb(part?);
     }
     Ok(())
 }
