@@ -158,7 +158,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .into_iter()
             .map(|st| Fetch {
                 side: st.side,
-                pinned: st.key.is_some_and(|k| prefer(k)),
+                pinned: st.key.is_some_and(&prefer),
                 key: st
                     .key
                     .map(|k| (k.from, k.from_column.clone(), k.to_column.clone())),
