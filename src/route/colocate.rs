@@ -40,9 +40,9 @@ fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], Vec<String>
 }
 
 /// What idgate does with the joins refused here in a SELECT, text or prepared (the session runs
-/// a join of two such tables in the gateway; `session/join.rs`).
+/// such joins in the gateway; `session/join.rs`).
 const GATEWAY_ONLY: &str =
-    "except in a SELECT joining just these two tables (idgate runs that join in the gateway)";
+    "except in a SELECT joining plain tables (idgate runs that join in the gateway)";
 
 /// Whether `e` is a refusal of [`check_colocated`] for tables not placed alike (not one of a
 /// subquery), which a SELECT can have idgate run in the gateway instead.

@@ -1,23 +1,32 @@
-//! A join of two tables that no single backend can evaluate (sharded tables not placed alike, or
-//! a sharded table with one on the default backend), taken apart so idgate can run it in the
+//! A join of tables that no single backend can evaluate (sharded tables not placed alike, or a
+//! sharded table with one on the default backend), taken apart so idgate can run it in the
 //! gateway: which table drives, the conditions that filter each table's rows before the join,
-//! and the column pairs that tie the inner table's rows to the driving ones. The statement is
-//! then evaluated on one backend with each table replaced by a literal table of its rows
-//! ([`bind_tables`]); the conditions here only narrow what is fetched, the client's whole
-//! statement still decides every row.
+//! and the column equalities by which each further table's rows are fetched from the values of
+//! tables already fetched. The statement is then evaluated on one backend with each table
+//! replaced by a literal table of its rows ([`bind_tables`]); the conditions here only narrow
+//! what is fetched, the client's whole statement still decides every row.
+//!
+//! FROM is read as MariaDB does: comma-separated items crossed (inner), each a left-deep chain
+//! `t0 J1 t1 J2 t2 …`. A condition may narrow a table's fetch only where dropping the rows it
+//! rejects cannot change the answer: a WHERE condition on a table no outer join NULL-extends;
+//! an ON condition on a table its join must match (either side of an inner join, the right of
+//! a LEFT, the left of a RIGHT) and that no outer join inside that join NULL-extends. An
+//! equality `u.c = t.d` fetches `t` by `u`'s values when every row the join gives with a row
+//! of `t` satisfies it against the fetched `u` rows: in WHERE (it rejects NULLs), or in the ON
+//! of a join that must match `t`.
 
 use std::ops::{ControlFlow, Range};
 
 use sqlparser::ast::{
-    visit_expressions, BinaryOperator, Expr, JoinConstraint, JoinOperator, ObjectName, SetExpr,
-    Spanned, Statement, TableFactor,
+    visit_expressions, BinaryOperator, Expr, GroupByExpr, JoinConstraint, JoinOperator, ObjectName,
+    Query, Select, SetExpr, Spanned, Statement, TableFactor,
 };
 
 use super::insert::TableRef;
 use super::lex::unquote_ident;
 use super::parse::{parse_one, sanitize, LineIndex};
 
-/// How the two tables are joined.
+/// How a table is joined to the tables before it in its chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinKind {
     Inner,
@@ -36,23 +45,89 @@ pub struct JoinSide {
     pub aliased: bool,
     /// Conditions naming only this table that may filter its rows before the join, as SQL.
     pub filters: Vec<String>,
+    /// An outer join may give this table's columns as NULL: it never drives.
+    pub nullable: bool,
+    /// Columns its filters equate to a literal (`t.c = 5`): a fetch they may pin to one shard.
+    pub pinned: Vec<String>,
 }
 
-/// A two-table join idgate can run in the gateway.
+/// `from`'s column equals `to`'s in every row the join gives with a row of `to`: `to`'s rows
+/// can be fetched by the values of `from`'s fetched rows (`to.to_column IN (…)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinKey {
+    pub from: usize,
+    pub from_column: String,
+    pub to: usize,
+    pub to_column: String,
+}
+
+/// A join idgate can run in the gateway.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinShape {
     /// The tables in FROM order.
-    pub sides: [JoinSide; 2],
-    pub kind: JoinKind,
-    /// The side whose rows are fetched first (index into `sides`).
+    pub sides: Vec<JoinSide>,
+    /// The side fetched first when nothing better is known (index into `sides`): one no outer
+    /// join NULL-extends, preferring one equated to a literal, then one with any condition.
     pub driver: usize,
-    /// `(driving column, inner column)` pairs the join condition equates (unqualified names).
-    pub keys: Vec<(String, String)>,
+    /// Every usable key, in the order the statement states them.
+    pub keys: Vec<JoinKey>,
+    /// No GROUP BY, aggregates, DISTINCT, ORDER BY, LIMIT, HAVING, window functions or INTO:
+    /// each row of the answer comes from one driving row alone, so the join can run a batch of
+    /// driving rows at a time.
+    pub row_wise: bool,
+}
+
+/// One fetch of a gateway join: `side`'s rows, by `key` (`None`: read whole — no table
+/// fetched before ties it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchStep<'a> {
+    pub side: usize,
+    pub key: Option<&'a JoinKey>,
 }
 
 impl JoinShape {
-    pub fn inner(&self) -> usize {
-        1 - self.driver
+    /// The sides that may drive (no outer join NULL-extends them).
+    pub fn drivers(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.sides.len()).filter(|&i| !self.sides[i].nullable)
+    }
+
+    /// The order the tables are fetched in from `driver`: each further table tied by a key to
+    /// one already fetched, `prefer`red keys first (one on the table's sharding column pins
+    /// each batch to the shards owning it); a table nothing fetched ties is read whole.
+    pub fn fetch_order(
+        &self,
+        driver: usize,
+        prefer: &dyn Fn(&JoinKey) -> bool,
+    ) -> Vec<FetchStep<'_>> {
+        let mut done = vec![false; self.sides.len()];
+        let mut out = Vec::with_capacity(self.sides.len());
+        if let Some(d) = done.get_mut(driver) {
+            *d = true;
+            out.push(FetchStep {
+                side: driver,
+                key: None,
+            });
+        }
+        while let Some(first_left) = done.iter().position(|d| !d) {
+            let usable: Vec<&JoinKey> = self
+                .keys
+                .iter()
+                .filter(|k| done[k.from] && !done[k.to])
+                .collect();
+            let step = match usable.iter().find(|k| prefer(k)).or(usable.first()) {
+                Some(k) => FetchStep {
+                    side: k.to,
+                    key: Some(k),
+                },
+                None => FetchStep {
+                    side: first_left,
+                    key: None,
+                },
+            };
+            done[step.side] = true;
+            out.push(step);
+        }
+        out
     }
 }
 
@@ -131,12 +206,28 @@ fn column(e: &Expr) -> Option<(String, String)> {
     }
 }
 
+/// The column `e` equates to a literal (`t.c = 5`, `5 = t.c`).
+fn pinned_column(e: &Expr) -> Option<String> {
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::Eq,
+        right,
+    } = e
+    else {
+        return None;
+    };
+    match (left.as_ref(), right.as_ref()) {
+        (c, Expr::Value(_)) | (Expr::Value(_), c) => column(c).map(|(_, c)| c),
+        _ => None,
+    }
+}
+
 /// A table of FROM, or a refusal for anything else there.
 fn side(f: &TableFactor, idx: &LineIndex<'_>) -> Result<JoinSide, JoinRefusal> {
     let TableFactor::Table { name, alias, .. } = f else {
         return Err(JoinRefusal(
-            "a join of tables not sharded alike runs in idgate only between two tables (no \
-             derived tables or table functions in its FROM)"
+            "a join of tables not sharded alike runs in idgate only over plain tables (no \
+             derived tables, parenthesized joins or table functions in its FROM)"
                 .into(),
         ));
     };
@@ -154,11 +245,141 @@ fn side(f: &TableFactor, idx: &LineIndex<'_>) -> Result<JoinSide, JoinRefusal> {
         qualifier,
         aliased,
         filters: Vec::new(),
+        nullable: false,
+        pinned: Vec::new(),
     })
 }
 
-/// The join in `stmt`, when it is a SELECT over exactly two tables joined INNER, LEFT or RIGHT
-/// (or by a comma). `Ok(None)`: not such a join (another refusal applies); `Err`: a join
+/// Where a table sits in FROM: its comma-separated item, its place in that item's chain, and
+/// how it is joined to the tables before it (`None` for the chain's first).
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    chain: usize,
+    pos: usize,
+    op: Option<JoinKind>,
+}
+
+/// The join's kind and condition, or a refusal for NATURAL, APPLY and the like.
+fn operator(op: &JoinOperator) -> Result<(JoinKind, &JoinConstraint), JoinRefusal> {
+    Ok(match op {
+        JoinOperator::Join(c)
+        | JoinOperator::Inner(c)
+        | JoinOperator::CrossJoin(c)
+        | JoinOperator::StraightJoin(c) => (JoinKind::Inner, c),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+        JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
+        _ => {
+            return Err(JoinRefusal(
+                "idgate runs joins of tables not sharded alike only as INNER, LEFT, RIGHT, CROSS \
+                 or comma joins"
+                    .into(),
+            ))
+        }
+    })
+    .and_then(|(k, c)| match c {
+        JoinConstraint::Natural => Err(JoinRefusal(
+            "idgate runs NATURAL joins of tables not sharded alike only with the columns named \
+             (`USING (…)` or `ON …`)"
+                .into(),
+        )),
+        _ => Ok((k, c)),
+    })
+}
+
+/// The FROM's layout: which table sits where, and which joins NULL-extend which tables.
+struct Layout {
+    places: Vec<Place>,
+}
+
+impl Layout {
+    /// Whether an outer join among the first `upto` joins of its chain (all: `usize::MAX`)
+    /// NULL-extends table `i`: a LEFT join of it, or a RIGHT join after it.
+    fn nulled(&self, i: usize, upto: usize) -> bool {
+        let p = self.places[i];
+        (p.op == Some(JoinKind::Left) && p.pos <= upto)
+            || self.places.iter().any(|m| {
+                m.chain == p.chain
+                    && m.pos > p.pos
+                    && m.pos <= upto
+                    && m.op == Some(JoinKind::Right)
+            })
+    }
+
+    /// For the join that brings in table `at`: when it must match a row of table `i` for the
+    /// row to be in its answer (inner: both sides; LEFT: its right; RIGHT: its left), the last
+    /// join of the chain inside that side (for `nulled`); else `None`.
+    fn must_match(&self, at: usize, i: usize) -> Option<usize> {
+        let (a, p) = (self.places[at], self.places[i]);
+        if p.chain != a.chain || p.pos > a.pos {
+            return None;
+        }
+        match a.op? {
+            JoinKind::Inner => Some(a.pos),
+            JoinKind::Left => (p.pos == a.pos).then(|| a.pos - 1),
+            JoinKind::Right => (p.pos < a.pos).then(|| a.pos - 1),
+        }
+    }
+}
+
+const AGGREGATES: &[&str] = &[
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "group_concat",
+    "std",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "variance",
+    "var_pop",
+    "var_samp",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+    "json_arrayagg",
+    "json_objectagg",
+];
+
+/// Whether each row of `q`'s answer comes from one combination of rows alone (see
+/// [`JoinShape::row_wise`]); aggregates anywhere in the select list count, subqueries too.
+fn row_wise(q: &Query, s: &Select) -> bool {
+    let grouped = match &s.group_by {
+        GroupByExpr::All(_) => true,
+        GroupByExpr::Expressions(e, m) => !e.is_empty() || !m.is_empty(),
+    };
+    if q.order_by.is_some()
+        || q.limit_clause.is_some()
+        || q.fetch.is_some()
+        || s.distinct.is_some()
+        || s.select_modifiers.is_some()
+        || s.top.is_some()
+        || s.into.is_some()
+        || grouped
+        || s.having.is_some()
+        || s.qualify.is_some()
+        || !s.named_window.is_empty()
+    {
+        return false;
+    }
+    let aggregate = visit_expressions(&s.projection, |e| match e {
+        Expr::Function(f)
+            if f.over.is_some()
+                || f.name.0.last().is_some_and(|n| {
+                    let n = n.to_string().to_lowercase();
+                    AGGREGATES.contains(&n.trim_matches('`'))
+                }) =>
+        {
+            ControlFlow::Break(())
+        }
+        _ => ControlFlow::Continue(()),
+    });
+    aggregate.is_continue()
+}
+
+/// The join in `stmt`, when it is a SELECT over two or more tables joined INNER, LEFT, RIGHT,
+/// CROSS or by commas. `Ok(None)`: not such a join (another refusal applies); `Err`: a join
 /// idgate cannot run in the gateway, with why.
 pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
     let text = sanitize(stmt);
@@ -176,129 +397,163 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
     if count < 2 {
         return Ok(None);
     }
-    if count > 2 {
-        return Err(JoinRefusal(format!(
-            "a join of tables not sharded alike runs in idgate only between two tables; this one \
-             has {count}: join the sharded tables placed alike on their sharding columns, or split \
-             the query"
-        )));
-    }
-    let (first, second, kind, on) = match s.from.as_slice() {
-        [one] => {
-            let j = &one.joins[0];
-            let (kind, constraint) = match &j.join_operator {
-                JoinOperator::Join(c)
-                | JoinOperator::Inner(c)
-                | JoinOperator::CrossJoin(c)
-                | JoinOperator::StraightJoin(c) => (JoinKind::Inner, c),
-                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
-                JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
-                _ => {
-                    return Err(JoinRefusal(
-                        "idgate runs joins of tables not sharded alike only as INNER, LEFT or \
-                         RIGHT joins"
-                            .into(),
-                    ))
-                }
-            };
-            (&one.relation, &j.relation, kind, Some(constraint))
+    let mut sides = Vec::with_capacity(count);
+    let mut places = Vec::with_capacity(count);
+    // (the table a join brings in, its condition)
+    let mut joins: Vec<(usize, &JoinConstraint)> = Vec::new();
+    for (chain, twj) in s.from.iter().enumerate() {
+        sides.push(side(&twj.relation, &idx)?);
+        places.push(Place {
+            chain,
+            pos: 0,
+            op: None,
+        });
+        for (k, j) in twj.joins.iter().enumerate() {
+            let (kind, constraint) = operator(&j.join_operator)?;
+            sides.push(side(&j.relation, &idx)?);
+            places.push(Place {
+                chain,
+                pos: k + 1,
+                op: Some(kind),
+            });
+            joins.push((sides.len() - 1, constraint));
         }
-        [a, b] => (&a.relation, &b.relation, JoinKind::Inner, None),
-        _ => return Ok(None),
-    };
-    let mut sides = [side(first, &idx)?, side(second, &idx)?];
-    if sides[0].qualifier.eq_ignore_ascii_case(&sides[1].qualifier) {
+    }
+    let names: Vec<String> = sides.iter().map(|s| s.qualifier.to_lowercase()).collect();
+    if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
         return Ok(None);
     }
-    let mut on_parts: Vec<&Expr> = Vec::new();
-    let mut keys_from: Vec<&Expr> = Vec::new();
-    let mut using: Vec<String> = Vec::new();
-    match on {
-        Some(JoinConstraint::On(e)) => conjuncts(e, &mut on_parts),
-        Some(JoinConstraint::Using(cols)) => {
-            using = cols
-                .iter()
-                .map(|c| unquote_ident(c.to_string().as_bytes()))
-                .collect()
-        }
-        _ => {}
-    }
-    let mut where_parts: Vec<&Expr> = Vec::new();
-    if let Some(w) = &s.selection {
-        conjuncts(w, &mut where_parts);
-    }
-    keys_from.extend(on_parts.iter().copied());
-    // The driver: the preserved side of an outer join; for an inner join the first table,
-    // unless only the second has conditions of its own (fewer rows to fetch first).
-    let names = [
-        sides[0].qualifier.to_lowercase(),
-        sides[1].qualifier.to_lowercase(),
-    ];
+    let layout = Layout { places };
     let owner = |e: &Expr| {
         let q = sole_qualifier(e)?;
         names.iter().position(|n| *n == q)
     };
-    let driver = match kind {
-        JoinKind::Left => 0,
-        JoinKind::Right => 1,
-        JoinKind::Inner => {
-            keys_from.extend(where_parts.iter().copied());
-            let own = |i: usize| {
-                on_parts
-                    .iter()
-                    .chain(where_parts.iter())
-                    .any(|e| owner(e) == Some(i))
-            };
-            if !own(0) && own(1) {
-                1
-            } else {
-                0
-            }
+    let side_of = |q: &str| names.iter().position(|n| n == q);
+    for (i, s) in sides.iter_mut().enumerate() {
+        s.nullable = layout.nulled(i, usize::MAX);
+    }
+    let mut keys: Vec<JoinKey> = Vec::new();
+    let mut key = |from: usize, from_column: &str, to: usize, to_column: &str| {
+        let k = JoinKey {
+            from,
+            from_column: from_column.to_string(),
+            to,
+            to_column: to_column.to_string(),
+        };
+        if from != to && !keys.contains(&k) {
+            keys.push(k);
         }
     };
+    // WHERE: filters a table no outer join NULL-extends; its equalities reject NULLs, so they
+    // tie tables either way.
+    let mut where_parts: Vec<&Expr> = Vec::new();
+    if let Some(w) = &s.selection {
+        conjuncts(w, &mut where_parts);
+    }
     for e in &where_parts {
-        // WHERE filters the preserved side before an outer join; the other side's NULL rows
-        // would be filtered after it, so those conditions stay in the final evaluation only.
         if let Some(i) = owner(e) {
-            if kind == JoinKind::Inner || i == driver {
-                sides[i].filters.push(e.to_string());
+            if !sides[i].nullable {
+                narrow(&mut sides[i], e);
             }
         }
-    }
-    for e in &on_parts {
-        // ON filters the inner side of an outer join; on the preserved side it only decides
-        // matches.
-        if let Some(i) = owner(e) {
-            if kind == JoinKind::Inner || i != driver {
-                sides[i].filters.push(e.to_string());
-            }
+        if let Some((a, b)) = equated(e, &side_of) {
+            key(a.0, &a.1, b.0, &b.1);
+            key(b.0, &b.1, a.0, &a.1);
         }
     }
-    let dq = sides[driver].qualifier.to_lowercase();
-    let iq = sides[1 - driver].qualifier.to_lowercase();
-    let mut keys: Vec<(String, String)> = using.iter().map(|c| (c.clone(), c.clone())).collect();
-    for e in keys_from {
-        if let Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } = e
-        {
-            if let (Some(l), Some(r)) = (column(left), column(right)) {
-                if l.0 == dq && r.0 == iq {
-                    keys.push((l.1, r.1));
-                } else if l.0 == iq && r.0 == dq {
-                    keys.push((r.1, l.1));
+    // ON: filters and ties only the tables its join must match.
+    for &(at, constraint) in &joins {
+        match constraint {
+            JoinConstraint::On(on) => {
+                let mut parts = Vec::new();
+                conjuncts(on, &mut parts);
+                for e in parts {
+                    if let Some(i) = owner(e) {
+                        if let Some(upto) = layout.must_match(at, i) {
+                            if !layout.nulled(i, upto) {
+                                narrow(&mut sides[i], e);
+                            }
+                        }
+                    }
+                    if let Some((a, b)) = equated(e, &side_of) {
+                        if layout.must_match(at, b.0).is_some() {
+                            key(a.0, &a.1, b.0, &b.1);
+                        }
+                        if layout.must_match(at, a.0).is_some() {
+                            key(b.0, &b.1, a.0, &a.1);
+                        }
+                    }
                 }
             }
+            JoinConstraint::Using(cols) => {
+                // `USING (c)` equates the new table's `c` with the one table before it, or,
+                // in a chain of inner joins, with every table before it that has `c` (the
+                // merged column equals each); else it ties nothing.
+                let p = layout.places[at];
+                let chain_inner = layout.places.iter().all(|m| {
+                    m.chain != p.chain || m.pos > p.pos || m.op.is_none_or(|o| o == JoinKind::Inner)
+                });
+                let before: Vec<usize> = (0..sides.len())
+                    .filter(|&u| {
+                        let m = layout.places[u];
+                        m.chain == p.chain && m.pos < p.pos && (p.pos == 1 || chain_inner)
+                    })
+                    .collect();
+                for c in cols {
+                    let c = unquote_ident(c.to_string().as_bytes());
+                    for &u in &before {
+                        if layout.must_match(at, at).is_some() {
+                            key(u, &c, at, &c);
+                        }
+                        if layout.must_match(at, u).is_some() {
+                            key(at, &c, u, &c);
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
     }
+    // Most selective first: a column equated to a literal, then any condition of its own,
+    // then FROM order.
+    let score = |s: &JoinSide| (!s.pinned.is_empty()) as u8 * 2 + (!s.filters.is_empty()) as u8;
+    let driver = (0..sides.len())
+        .filter(|&i| !sides[i].nullable)
+        .fold(None, |best: Option<usize>, i| match best {
+            Some(b) if score(&sides[b]) >= score(&sides[i]) => Some(b),
+            _ => Some(i),
+        })
+        .unwrap_or(0);
     Ok(Some(JoinShape {
         sides,
-        kind,
         driver,
         keys,
+        row_wise: row_wise(&q, s),
     }))
+}
+
+/// Adds `e` to the conditions `side`'s fetch applies.
+fn narrow(side: &mut JoinSide, e: &Expr) {
+    side.filters.push(e.to_string());
+    side.pinned.extend(pinned_column(e));
+}
+
+/// `a.x = b.y` between two tables of the join: `((side, column), (side, column))`.
+fn equated(
+    e: &Expr,
+    side_of: &dyn Fn(&str) -> Option<usize>,
+) -> Option<((usize, String), (usize, String))> {
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::Eq,
+        right,
+    } = e
+    else {
+        return None;
+    };
+    let (l, r) = (column(left)?, column(right)?);
+    let (a, b) = (side_of(&l.0)?, side_of(&r.0)?);
+    (a != b).then_some(((a, l.1), (b, r.1)))
 }
 
 /// A backquoted identifier.
@@ -348,7 +603,7 @@ pub fn batch_condition(side: &JoinSide, column: &str, values: &[Vec<u8>]) -> Str
 
 /// `stmt` with each table of the join replaced by its literal table (`tables[i]` for
 /// `shape.sides[i]`), keeping the name its columns are qualified with.
-pub fn bind_tables(stmt: &[u8], shape: &JoinShape, tables: [Vec<u8>; 2]) -> Vec<u8> {
+pub fn bind_tables(stmt: &[u8], shape: &JoinShape, tables: Vec<Vec<u8>>) -> Vec<u8> {
     let mut parts: Vec<(Range<usize>, Vec<u8>)> = shape
         .sides
         .iter()

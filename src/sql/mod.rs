@@ -51,8 +51,8 @@ pub use insert::{
 };
 pub use join_keys::{QualifiedColumn, SubqueryTables, TopTable};
 pub use join_plan::{
-    analyze_join, batch_condition, bind_tables, quote_ident, side_select, JoinKind, JoinRefusal,
-    JoinShape, JoinSide,
+    analyze_join, batch_condition, bind_tables, quote_ident, side_select, FetchStep, JoinKey,
+    JoinKind, JoinRefusal, JoinShape, JoinSide,
 };
 pub use literal::ValueKind;
 pub use load::{first_word, is_load_local};

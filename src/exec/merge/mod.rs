@@ -21,10 +21,14 @@ use tokio::io::AsyncWrite;
 use super::backend::{BackendConn, BackendError};
 use super::relay::{Client, Relayed};
 use crate::sql::{ColRef, MergeMode, MergePlan, SortKey};
+/// Encoding rows in the binary protocol, for answers idgate relays batch by batch.
+pub use binary::binary_row;
 /// The parser of text-protocol rows, for idgate's own reads of an answer too.
 pub use rows::parse_text_row;
 use rows::{Ends, Start, Values};
-use value::{ColumnInfo, KeyPart, Kind};
+pub use value::column_info;
+pub use value::ColumnInfo;
+use value::{KeyPart, Kind};
 
 /// A sort key resolved against the shards' columns.
 #[derive(Debug, Clone)]
