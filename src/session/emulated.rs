@@ -8,7 +8,7 @@
 //! - SELECT with subqueries over sharded tables: binds them into the text, runs the inner
 //!   queries first as a text query would, and writes the outer statement's rows in the binary
 //!   protocol (`subquery.rs`);
-//! - SELECT joining two tables not placed alike: binds them into the text, runs the join in the
+//! - SELECT joining tables not placed alike: binds them into the text, runs the join in the
 //!   gateway as a text query would, and writes the final statement's rows in the binary
 //!   protocol (`join.rs`).
 
