@@ -1,0 +1,1 @@
+//! INSERT plans of each kind, made without a server.
