@@ -102,14 +102,16 @@ fn insert_id(ids: &[RowId], first_generated: Option<u64>) -> u64 {
     }
 }
 
+/// Each backend with the statement's row indices it gets.
+type Groups = Vec<(String, Vec<usize>)>;
+
 /// Each backend with the rows it gets, in shard order; and whether every row goes everywhere.
-#[allow(clippy::type_complexity)]
 fn place(
     a: &InsertAnalysis,
     rule: &TableRule,
     meta: &TableMeta,
     ids: &[RowId],
-) -> Result<(Vec<(String, Vec<usize>)>, bool), SqlError> {
+) -> Result<(Groups, bool), SqlError> {
     let n = ids.len();
     let (columns, algorithm, shards) = match &rule.placement {
         Placement::Single { backend } => {
