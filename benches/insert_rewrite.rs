@@ -7,7 +7,11 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use idgate::sql::{analyze_insert, analyze_insert_parsed, render_insert, IdFill, IdValue};
+use idgate::sql::{
+    analyze_insert, analyze_insert_parsed, bind_insert, render_insert, IdFill, IdValue,
+};
+use mysql_common::constants::ColumnType;
+use mysql_common::value::Value;
 
 /// What sysbench `oltp_insert` sends (120- and 60-character c and pad values).
 fn sysbench_insert() -> Vec<u8> {
@@ -63,6 +67,37 @@ fn bench(c: &mut Criterion) {
         };
         g.bench_function(format!("{name}/render"), |b| {
             b.iter(|| render_insert(black_box(&stmt), &a, &fill, &rows).unwrap())
+        });
+    }
+    // A prepared batch INSERT of `rows` rows × 4 parameters bound into its text and analysis:
+    // the time per placeholder should not grow with the batch.
+    for rows in [10usize, 100, 1000] {
+        let mut stmt = b"INSERT INTO orders (id, user_id, status, note) VALUES ".to_vec();
+        for k in 0..rows {
+            if k > 0 {
+                stmt.extend_from_slice(b", ");
+            }
+            stmt.extend_from_slice(b"(?, ?, ?, ?)");
+        }
+        let a = analyze_insert(&stmt).unwrap();
+        let params: Vec<(Value, ColumnType)> = (0..rows)
+            .flat_map(|k| {
+                [
+                    (Value::NULL, ColumnType::MYSQL_TYPE_NULL),
+                    (Value::Int(k as i64), ColumnType::MYSQL_TYPE_LONGLONG),
+                    (
+                        Value::Bytes(b"new".to_vec()),
+                        ColumnType::MYSQL_TYPE_VAR_STRING,
+                    ),
+                    (
+                        Value::Bytes(format!("order {k}").into_bytes()),
+                        ColumnType::MYSQL_TYPE_VAR_STRING,
+                    ),
+                ]
+            })
+            .collect();
+        g.bench_function(format!("bind_insert/{rows}_rows"), |b| {
+            b.iter(|| bind_insert(black_box(&stmt), &a, &params, "utf8mb4").unwrap())
         });
     }
     g.finish();

@@ -1,17 +1,23 @@
 //! Where rows and statements go. This module owns the placement of each configured table
 //! (sharded by an algorithm, broadcast to every shard, or single on the default backend), the
-//! choice of shard for a row's sharding value, and the plans of SELECT/UPDATE/DELETE/DDL over
-//! placed tables: `planner` turns an analysed statement and a [`PlanContext`] into a
+//! choice of shard for a row's sharding value, and the plans of statements over configured
+//! tables: `planner` turns an analysed SELECT/UPDATE/DELETE/DDL and a [`PlanContext`] into a
 //! [`ShapePlan`] (colocation checks, pinned shards, merge and per-shard SQL), `cache` keeps
-//! plans by statement shape and binds each execution's literals to them.
+//! plans by statement shape and binds each execution's literals to them; `insert` decides which
+//! rows of an INSERT get a generated id (AUTO_INCREMENT's rules, `explicit_ids`) and, given the
+//! ids, makes an [`InsertPlan`]: each row's shard, the per-shard SQL with the ids spliced in and
+//! `LAST_INSERT_ID(id)` on the first generated one, and the insert id the client is told.
 //!
 //! It must not do I/O or know about sessions: everything here is a function of the statement,
-//! the configuration and the context passed in, so plans can be cached and tested without a
-//! server. Running a plan belongs to `session`/`exec`.
+//! the configuration and the context passed in (for an INSERT: the table's columns, sql_mode's
+//! NO_AUTO_VALUE_ON_ZERO and the generated ids, which the session fetches), so plans can be
+//! cached and tested without a server. Running a plan belongs to `session`/`exec`.
 
 pub mod algorithm;
 pub mod cache;
 pub mod colocate;
+pub mod insert;
+mod insert_place;
 pub mod pinned;
 pub mod plan;
 pub mod planner;
@@ -19,10 +25,13 @@ pub mod tables;
 
 pub use algorithm::{Algorithm, ShardValue};
 pub use cache::{CacheStats, PlanCache};
+pub use insert::{InsertPlan, RowId};
 pub use plan::{BoundMerge, PlanContext, Route, ShapePlan};
 pub use tables::{Placement, TableRule, Tables};
 
 #[cfg(test)]
 mod cache_tests;
+#[cfg(test)]
+mod insert_tests;
 #[cfg(test)]
 mod planner_tests;

@@ -4,11 +4,11 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert::InsertPlan;
 use super::{End, Session};
 use crate::exec::relay::{Adjust, Client, Reply};
 use crate::exec::scatter;
 use crate::exec::BackendError;
+use crate::route::InsertPlan;
 pub(super) use crate::route::Route;
 use crate::route::{BoundMerge, PlanContext};
 use crate::sql;

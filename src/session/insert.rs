@@ -6,139 +6,15 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
-use crate::config::tables::ExplicitIds;
 use crate::exec::metadata::TableMeta;
 use crate::exec::relay::{Adjust, Reply};
-use crate::route::{Placement, ShardValue, TableRule};
-use crate::sql::{self, IdFill, IdValue, InsertAnalysis, InsertBody, Value, ValueKind};
+use crate::route::insert::{self, shard_value, value_of, InsertPlan, RowId};
+use crate::route::{ShardValue, TableRule};
+use crate::sql::InsertAnalysis;
 use crate::wire::errors::{self, SqlError};
-
-/// Where one row's id comes from.
-#[derive(Debug, Clone)]
-pub(super) enum RowId {
-    /// Generated: a numeric id, or the text of a UUID literal.
-    Generated(u64),
-    GeneratedText(Vec<u8>),
-    /// The statement's own value, kept.
-    Explicit(Option<i128>),
-}
-
-/// What the INSERT will send where.
-pub(super) struct InsertPlan {
-    /// (backend, rendered statement, the statement's row indices it carries).
-    pub parts: Vec<(String, Vec<u8>, Vec<usize>)>,
-    /// Every row on every backend: answer with one backend's counts, not the sum.
-    pub broadcast: bool,
-    /// The insert id the client is told, as MySQL reports it for AUTO_INCREMENT.
-    pub insert_id: u64,
-    /// The first generated numeric id, which becomes LAST_INSERT_ID().
-    pub first_generated: Option<u64>,
-    /// The backend whose part sets LAST_INSERT_ID() (it carries the first generated row).
-    pub lid_backend: Option<String>,
-}
 
 fn err(code: u16, state: &[u8; 5], msg: impl Into<String>) -> SqlError {
     SqlError::new(code, state, msg)
-}
-
-fn unsupported(msg: impl Into<String>) -> SqlError {
-    err(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
-}
-
-/// The value `a` gives `column` in row `row`.
-fn value_of<'a>(
-    a: &'a InsertAnalysis,
-    meta: &TableMeta,
-    row: usize,
-    column: &str,
-) -> Option<&'a Value> {
-    match &a.body {
-        InsertBody::Values { rows } => {
-            let idx = match &a.columns {
-                Some(cols) => cols
-                    .iter()
-                    .position(|c| c.name.eq_ignore_ascii_case(column))?,
-                None => meta.position(column)?,
-            };
-            rows.get(row)?.values.get(idx)
-        }
-        InsertBody::Set { assignments } => assignments
-            .iter()
-            .find(|x| x.column.name.eq_ignore_ascii_case(column))
-            .map(|x| &x.value),
-        InsertBody::Select { .. } => None,
-    }
-}
-
-/// Index of the id column in the statement's column/SET list, or in the table when the statement
-/// has no column list; `None` when the statement leaves it out.
-fn id_index(a: &InsertAnalysis, meta: &TableMeta, id_column: &str) -> Option<usize> {
-    match (&a.body, &a.columns) {
-        (InsertBody::Set { assignments }, _) => assignments
-            .iter()
-            .position(|x| x.column.name.eq_ignore_ascii_case(id_column)),
-        (_, Some(cols)) => cols
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(id_column)),
-        (_, None) => meta.position(id_column),
-    }
-}
-
-fn row_count(a: &InsertAnalysis) -> usize {
-    match &a.body {
-        InsertBody::Values { rows } => rows.len(),
-        InsertBody::Set { .. } => 1,
-        InsertBody::Select { .. } => 0,
-    }
-}
-
-/// Checks that the id column can hold what the generator makes.
-pub(super) fn check_id_type(
-    rule: &TableRule,
-    kind: &str,
-    meta: &TableMeta,
-    table: &str,
-) -> Result<(), SqlError> {
-    let Some(ty) = meta.column_type(&rule.id_column) else {
-        return Err(err(
-            1054,
-            b"42S22",
-            format!(
-                "Unknown column '{}' in '{table}': idgate's config names it as the id column; fix tables.{table}.id_column",
-                rule.id_column
-            ),
-        ));
-    };
-    let ok = match kind {
-        "uuidv7" => ty.starts_with("binary(16)") || ty.contains("char("),
-        "segment" => ty.contains("int"),
-        _ => ty.starts_with("bigint"),
-    };
-    if ok {
-        return Ok(());
-    }
-    Err(err(
-        errors::ER_UNKNOWN_ERROR,
-        b"HY000",
-        format!(
-            "Column '{}' of '{table}' is {ty}, too small for the {kind} generator's ids; \
-             make it {}",
-            rule.id_column,
-            if kind == "uuidv7" {
-                "BINARY(16) or CHAR(36)"
-            } else {
-                "BIGINT"
-            }
-        ),
-    ))
-}
-
-fn shard_value(v: &Value) -> Option<ShardValue> {
-    match &v.kind {
-        ValueKind::Int(i) => Some(ShardValue::Int(*i)),
-        ValueKind::Str(s) => Some(ShardValue::Str(s.clone())),
-        _ => None,
-    }
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
@@ -189,7 +65,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         })
     }
 
-    /// Decides ids and shards for an INSERT and renders what each backend runs.
+    /// Decides ids and shards for an INSERT and renders what each backend runs: the I/O
+    /// (metadata, sql_mode, the generator) here, the decisions in `route::insert`.
     pub(super) async fn plan_insert(
         &mut self,
         stmt: &[u8],
@@ -197,15 +74,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rule: &TableRule,
     ) -> Result<InsertPlan, SqlError> {
         let table = &a.table.name;
-        if matches!(a.body, InsertBody::Select { .. }) {
-            return Err(unsupported(format!(
-                "INSERT ... SELECT into `{table}` is not supported: idgate gives each row its id and shard, \
-                 so it must see the rows; insert them with VALUES"
-            )));
-        }
-        if a.on_duplicate_update {
-            refuse_moving_update(stmt, rule)?;
-        }
+        insert::check_statement(stmt, a, rule)?;
         let schema = match (&a.table.schema, &self.db) {
             (Some(s), _) => s.clone(),
             (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
@@ -223,197 +92,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             None => None,
         };
         if let Some(g) = &generator {
-            check_id_type(rule, g.kind(), &meta, table)?;
+            insert::check_id_type(rule, g.kind(), &meta, table)?;
         }
-        let n = row_count(a);
-        let existing = id_index(a, &meta, &rule.id_column);
-
-        // Which rows get a generated id, as AUTO_INCREMENT decides.
-        let mut wants = vec![false; n];
-        let mut ids: Vec<RowId> = Vec::with_capacity(n);
-        let mut zero_seen = false;
-        for (row, want) in wants.iter_mut().enumerate() {
-            let v = existing.and_then(|_| value_of(a, &meta, row, &rule.id_column));
-            match v.map(|v| &v.kind) {
-                None | Some(ValueKind::Null) | Some(ValueKind::Default) => *want = true,
-                Some(k) if means_zero(k) => {
-                    zero_seen = true;
-                    *want = true;
-                }
-                Some(ValueKind::Placeholder(_)) => {
-                    return Err(err(
-                        sql::ER_PARSE_ERROR,
-                        b"42000",
-                        "a `?` placeholder outside a prepared statement",
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
-        if zero_seen && self.no_auto_value_on_zero().await? {
-            for (row, want) in wants.iter_mut().enumerate() {
-                let v = existing.and_then(|_| value_of(a, &meta, row, &rule.id_column));
-                if v.is_some_and(|v| means_zero(&v.kind)) {
-                    *want = false;
-                }
-            }
-        }
-        let generate = generator.is_some();
-        for (row, want) in wants.iter().enumerate() {
-            if *want && generate {
-                ids.push(RowId::Generated(0));
-                continue;
-            }
-            let v = existing.and_then(|_| value_of(a, &meta, row, &rule.id_column));
-            if generate && rule.explicit_ids == ExplicitIds::Reject {
-                return Err(err(
-                    errors::ER_UNKNOWN_ERROR,
-                    b"HY000",
-                    format!(
-                        "Explicit value for `{}`.`{}` rejected (explicit_ids: reject): leave the column out or pass NULL and idgate generates it",
-                        table, rule.id_column
-                    ),
-                ));
-            }
-            ids.push(RowId::Explicit(match v.map(|v| &v.kind) {
-                Some(ValueKind::Int(i)) => Some(*i),
-                _ => None,
-            }));
-        }
+        let wants = insert::wanted_ids(a, rule, &meta)?;
+        let zero_is_value = wants.zero_seen() && self.no_auto_value_on_zero().await?;
+        let mut ids = insert::row_ids(a, rule, &meta, &wants, zero_is_value)?;
         let first_generated = match &generator {
             Some(g) => self.generate(g, rule, a, &meta, &mut ids).await?,
             None => None,
         };
-
-        // Shards.
-        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-        let mut broadcast = false;
-        match &rule.placement {
-            Placement::Single { backend } => groups.push((backend.clone(), (0..n).collect())),
-            Placement::Broadcast { backends } => {
-                broadcast = true;
-                for b in backends {
-                    groups.push((b.clone(), (0..n).collect()));
-                }
-            }
-            Placement::Sharded {
-                columns,
-                algorithm,
-                shards,
-            } => {
-                let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); shards.len()];
-                for (row, id) in ids.iter().enumerate() {
-                    let mut value = None;
-                    let mut used = "";
-                    for c in columns {
-                        used = c;
-                        if c.eq_ignore_ascii_case(&rule.id_column) {
-                            value = match id {
-                                RowId::Generated(id) => Some(ShardValue::Int(*id as i128)),
-                                RowId::GeneratedText(t) => Some(ShardValue::Str(t.clone())),
-                                RowId::Explicit(_) => {
-                                    value_of(a, &meta, row, c).and_then(shard_value)
-                                }
-                            };
-                        } else {
-                            value = value_of(a, &meta, row, c).and_then(shard_value);
-                        }
-                        if value.is_some() {
-                            break;
-                        }
-                    }
-                    let Some(value) = value else {
-                        return Err(err(
-                            errors::ER_UNKNOWN_ERROR,
-                            b"HY000",
-                            format!(
-                                "Row {} of the INSERT into `{table}` gives no literal value for its sharding column `{used}`; \
-                                 idgate needs it to choose the shard",
-                                row + 1
-                            ),
-                        ));
-                    };
-                    let s = algorithm
-                        .shard_of(&value, shards.len(), used)
-                        .map_err(|e| err(errors::ER_UNKNOWN_ERROR, b"HY000", e.to_string()))?;
-                    by_shard[s].push(row);
-                }
-                for (s, rows) in by_shard.into_iter().enumerate() {
-                    if !rows.is_empty() {
-                        groups.push((shards[s].clone(), rows));
-                    }
-                }
-            }
-        }
-
-        // Render each part with its rows' ids. The first generated id is written as
-        // LAST_INSERT_ID(id): the backend then reports it and remembers it for the session,
-        // exactly as after an AUTO_INCREMENT insert (also for LAST_INSERT_ID() inside later SQL).
-        let lid_text = first_generated.map(|id| format!("LAST_INSERT_ID({id})").into_bytes());
-        let mut lid_backend = None;
-        let mut parts = Vec::with_capacity(groups.len());
-        for (backend, rows) in groups {
-            let sql = if generate {
-                let values: Vec<IdValue> = rows
-                    .iter()
-                    .map(|&r| match (&ids[r], &lid_text) {
-                        (RowId::Generated(id), Some(t))
-                            if Some(*id) == first_generated
-                                && lid_backend.get_or_insert_with(|| backend.clone())
-                                    == &backend =>
-                        {
-                            IdValue::Text(t)
-                        }
-                        (RowId::Generated(id), _) => IdValue::Literal(*id),
-                        (RowId::GeneratedText(t), _) => IdValue::Text(t),
-                        (RowId::Explicit(_), _) => IdValue::Keep,
-                    })
-                    .collect();
-                let fill = IdFill {
-                    column: &rule.id_column,
-                    existing,
-                    values: &values,
-                };
-                if existing.is_none() && values.iter().all(|v| matches!(v, IdValue::Keep)) {
-                    return Err(err(
-                        errors::ER_UNKNOWN_ERROR,
-                        b"HY000",
-                        "idgate: no id to fill",
-                    ));
-                }
-                sql::render_insert(stmt, a, &fill, &rows).map_err(SqlError::from)?
-            } else if rows.len() == n {
-                stmt.to_vec()
-            } else {
-                let values = vec![IdValue::Keep; rows.len()];
-                let fill = IdFill {
-                    column: &rule.id_column,
-                    existing: Some(existing.unwrap_or(0)),
-                    values: &values,
-                };
-                sql::render_insert(stmt, a, &fill, &rows).map_err(SqlError::from)?
-            };
-            parts.push((backend, sql, rows));
-        }
-        // MySQL reports the first generated id; with only explicit ids, the last row's value.
-        let insert_id = match first_generated {
-            Some(id) => id,
-            None => ids
-                .iter()
-                .rev()
-                .find_map(|r| match r {
-                    RowId::Explicit(Some(v)) if *v > 0 => Some(*v as u64),
-                    _ => None,
-                })
-                .unwrap_or(0),
-        };
-        Ok(InsertPlan {
-            parts,
-            broadcast,
-            insert_id,
-            first_generated,
-            lid_backend,
-        })
+        insert::place_and_render(stmt, a, rule, &meta, &ids, first_generated)
     }
 
     /// Fills the `Generated` slots of `ids`; returns the first numeric id.
@@ -555,43 +243,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         Ok(ok)
-    }
-}
-
-/// ON DUPLICATE KEY UPDATE of a sharding column (or the id of a sharded table) would leave the
-/// row on a shard that no longer owns it.
-fn refuse_moving_update(stmt: &[u8], rule: &TableRule) -> Result<(), SqlError> {
-    let Placement::Sharded { columns, .. } = &rule.placement else {
-        return Ok(());
-    };
-    let assigned = crate::sql::duplicate_update_columns(stmt).map_err(SqlError::from)?;
-    match assigned.iter().find(|c| {
-        columns.iter().any(|s| s.eq_ignore_ascii_case(c)) || c.eq_ignore_ascii_case(&rule.id_column)
-    }) {
-        Some(c) => Err(err(
-            errors::ER_UNKNOWN_ERROR,
-            b"HY000",
-            format!(
-                "ON DUPLICATE KEY UPDATE of `{c}` in sharded table `{}` would move the row to another shard; \
-                 update the other columns only, or delete the row and insert it again",
-                rule.name
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// A value MySQL stores as 0 in an integer id column, which AUTO_INCREMENT replaces with a new
-/// id: `0`, and strings such as '0' or ' 00' that convert to it.
-fn means_zero(k: &ValueKind) -> bool {
-    match k {
-        ValueKind::Int(0) => true,
-        ValueKind::Str(s) => {
-            std::str::from_utf8(s)
-                .ok()
-                .and_then(|t| t.trim().parse::<i128>().ok())
-                == Some(0)
-        }
-        _ => false,
     }
 }

@@ -223,7 +223,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             None => None,
         };
         if let Some(g) = &generator {
-            super::insert::check_id_type(rule, g.kind(), &meta, &a.table.name)?;
+            crate::route::insert::check_id_type(rule, g.kind(), &meta, &a.table.name)?;
         }
         let id_pos = columns
             .iter()

@@ -4,11 +4,11 @@
 use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert::InsertPlan;
 use super::{End, Session};
 use crate::exec::collect::{collect, merge_info, Collected};
 use crate::exec::relay::Adjust;
 use crate::exec::BackendError;
+use crate::route::InsertPlan;
 use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;

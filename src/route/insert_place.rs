@@ -1,0 +1,183 @@
+//! An INSERT's rows placed on the backends that own them and rendered per backend, with the
+//! ids spliced in, and the insert id the client is told.
+
+use crate::exec::metadata::TableMeta;
+use crate::sql::{self, IdFill, IdValue, InsertAnalysis};
+use crate::wire::errors::{self, SqlError};
+
+use super::insert::{err, id_index, row_count, shard_value, value_of, InsertPlan, RowId};
+use super::{Placement, ShardValue, TableRule};
+
+/// The plan of an INSERT whose row ids are decided (`ids`, one per row, generated slots filled;
+/// `first_generated`: the first numeric id the generator gave, if any).
+pub fn place_and_render(
+    stmt: &[u8],
+    a: &InsertAnalysis,
+    rule: &TableRule,
+    meta: &TableMeta,
+    ids: &[RowId],
+    first_generated: Option<u64>,
+) -> Result<InsertPlan, SqlError> {
+    let n = row_count(a);
+    if ids.len() != n {
+        return Err(err(
+            errors::ER_UNKNOWN_ERROR,
+            b"HY000",
+            format!("idgate: {} ids for {n} rows", ids.len()),
+        ));
+    }
+    let (groups, broadcast) = place(a, rule, meta, ids)?;
+    let existing = id_index(a, meta, &rule.id_column);
+    let generate = rule.generator.is_some();
+
+    // Render each part with its rows' ids. The first generated id is written as
+    // LAST_INSERT_ID(id): the backend then reports it and remembers it for the session,
+    // exactly as after an AUTO_INCREMENT insert (also for LAST_INSERT_ID() inside later SQL).
+    let lid_text = first_generated.map(|id| format!("LAST_INSERT_ID({id})").into_bytes());
+    let mut lid_backend = None;
+    let mut parts = Vec::with_capacity(groups.len());
+    for (backend, rows) in groups {
+        let sql = if generate {
+            let values: Vec<IdValue> = rows
+                .iter()
+                .map(|&r| match (&ids[r], &lid_text) {
+                    (RowId::Generated(id), Some(t))
+                        if Some(*id) == first_generated
+                            && lid_backend.get_or_insert_with(|| backend.clone()) == &backend =>
+                    {
+                        IdValue::Text(t)
+                    }
+                    (RowId::Generated(id), _) => IdValue::Literal(*id),
+                    (RowId::GeneratedText(t), _) => IdValue::Text(t),
+                    (RowId::Explicit(_), _) => IdValue::Keep,
+                })
+                .collect();
+            let fill = IdFill {
+                column: &rule.id_column,
+                existing,
+                values: &values,
+            };
+            if existing.is_none() && values.iter().all(|v| matches!(v, IdValue::Keep)) {
+                return Err(err(
+                    errors::ER_UNKNOWN_ERROR,
+                    b"HY000",
+                    "idgate: no id to fill",
+                ));
+            }
+            sql::render_insert(stmt, a, &fill, &rows).map_err(SqlError::from)?
+        } else if rows.len() == n {
+            stmt.to_vec()
+        } else {
+            let values = vec![IdValue::Keep; rows.len()];
+            let fill = IdFill {
+                column: &rule.id_column,
+                existing: Some(existing.unwrap_or(0)),
+                values: &values,
+            };
+            sql::render_insert(stmt, a, &fill, &rows).map_err(SqlError::from)?
+        };
+        parts.push((backend, sql, rows));
+    }
+    Ok(InsertPlan {
+        parts,
+        broadcast,
+        insert_id: insert_id(ids, first_generated),
+        first_generated,
+        lid_backend,
+    })
+}
+
+/// MySQL reports the first generated id; with only explicit ids, the last row's positive value.
+fn insert_id(ids: &[RowId], first_generated: Option<u64>) -> u64 {
+    match first_generated {
+        Some(id) => id,
+        None => ids
+            .iter()
+            .rev()
+            .find_map(|r| match r {
+                RowId::Explicit(Some(v)) if *v > 0 => Some(*v as u64),
+                _ => None,
+            })
+            .unwrap_or(0),
+    }
+}
+
+/// Each backend with the statement's row indices it gets.
+type Groups = Vec<(String, Vec<usize>)>;
+
+/// Each backend with the rows it gets, in shard order; and whether every row goes everywhere.
+fn place(
+    a: &InsertAnalysis,
+    rule: &TableRule,
+    meta: &TableMeta,
+    ids: &[RowId],
+) -> Result<(Groups, bool), SqlError> {
+    let n = ids.len();
+    let (columns, algorithm, shards) = match &rule.placement {
+        Placement::Single { backend } => {
+            return Ok((vec![(backend.clone(), (0..n).collect())], false))
+        }
+        Placement::Broadcast { backends } => {
+            let groups = backends.iter().map(|b| (b.clone(), (0..n).collect()));
+            return Ok((groups.collect(), true));
+        }
+        Placement::Sharded {
+            columns,
+            algorithm,
+            shards,
+        } => (columns, algorithm, shards),
+    };
+    let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); shards.len()];
+    for (row, id) in ids.iter().enumerate() {
+        // The first sharding column the row gives a literal for (the id counts as given
+        // when idgate generated it).
+        let mut value = None;
+        let mut used = "";
+        for c in columns {
+            used = c;
+            value = if c.eq_ignore_ascii_case(&rule.id_column) {
+                match id {
+                    RowId::Generated(id) => Some(ShardValue::Int(*id as i128)),
+                    RowId::GeneratedText(t) => Some(ShardValue::Str(t.clone())),
+                    RowId::Explicit(_) => value_of(a, meta, row, c).and_then(shard_value),
+                }
+            } else {
+                value_of(a, meta, row, c).and_then(shard_value)
+            };
+            if value.is_some() {
+                break;
+            }
+        }
+        let Some(value) = value else {
+            return Err(err(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!(
+                    "Row {} of the INSERT into `{}` gives no literal value for its sharding column `{used}`; \
+                     idgate needs it to choose the shard",
+                    row + 1,
+                    a.table.name
+                ),
+            ));
+        };
+        let s = algorithm
+            .shard_of(&value, shards.len(), used)
+            .map_err(|e| err(errors::ER_UNKNOWN_ERROR, b"HY000", e.to_string()))?;
+        // shard_of answers below shards.len(); a wrong answer is an error, not a panic.
+        let Some(rows) = by_shard.get_mut(s) else {
+            return Err(err(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: shard {s} of {} out of range", shards.len()),
+            ));
+        };
+        rows.push(row);
+    }
+    let groups = by_shard
+        .into_iter()
+        .zip(shards)
+        .filter(|(rows, _)| !rows.is_empty())
+        .map(|(rows, backend)| (backend.clone(), rows))
+        .collect();
+    Ok((groups, false))
+}
