@@ -56,7 +56,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// idgate can run its subqueries first. A multi-table UPDATE/DELETE keeps its refusal.
     pub(super) fn subquery_plan(&self, stmt: &[u8]) -> Option<Plan> {
         match sql::classify(stmt) {
-            StatementKind::Select => {}
+            StatementKind::Select => {
+                // Correlated by column equalities: the whole statement runs in the gateway.
+                if let Some(plan) = self.correlated_plan(stmt) {
+                    return Some(plan);
+                }
+            }
             StatementKind::Update | StatementKind::Delete if !sql::is_multi_table_write(stmt) => {}
             _ => return None,
         }

@@ -75,6 +75,9 @@ pub struct JoinShape {
     /// each row of the answer comes from one driving row alone, so the join can run a batch of
     /// driving rows at a time.
     pub row_wise: bool,
+    /// Some sides are the tables of correlated subqueries (fetched by the outer rows' values,
+    /// never driving).
+    pub correlated: bool,
 }
 
 /// One fetch of a gateway join: `side`'s rows, by `key` (`None`: read whole — no table
@@ -149,7 +152,7 @@ fn table_ref(name: &ObjectName) -> TableRef {
 }
 
 /// The AND-ed parts of `e`.
-fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+pub(super) fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     match e {
         Expr::BinaryOp {
             left,
@@ -166,7 +169,7 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 
 /// The one qualifier every column of `e` is qualified with (lower-cased); `None` when `e` names
 /// an unqualified column, several tables, no column, or holds a subquery.
-fn sole_qualifier(e: &Expr) -> Option<String> {
+pub(super) fn sole_qualifier(e: &Expr) -> Option<String> {
     let mut seen: Option<String> = None;
     let flow = visit_expressions(e, |x| {
         let q = match x {
@@ -223,7 +226,7 @@ fn pinned_column(e: &Expr) -> Option<String> {
 }
 
 /// A table of FROM, or a refusal for anything else there.
-fn side(f: &TableFactor, idx: &LineIndex<'_>) -> Result<JoinSide, JoinRefusal> {
+pub(super) fn side(f: &TableFactor, idx: &LineIndex<'_>) -> Result<JoinSide, JoinRefusal> {
     let TableFactor::Table { name, alias, .. } = f else {
         return Err(JoinRefusal(
             "a join of tables not sharded alike runs in idgate only over plain tables (no \
@@ -386,15 +389,25 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
     let Ok(Statement::Query(q)) = parse_one(&text) else {
         return Ok(None);
     };
+    let idx = LineIndex::new(&text);
+    from_shape(&q, &idx, 2)
+}
+
+/// The shape of `q`'s FROM when it is a plain SELECT over at least `min_tables` plain tables
+/// (see [`analyze_join`]).
+pub(super) fn from_shape(
+    q: &Query,
+    idx: &LineIndex<'_>,
+    min_tables: usize,
+) -> Result<Option<JoinShape>, JoinRefusal> {
     if q.with.is_some() {
         return Ok(None);
     }
     let SetExpr::Select(s) = q.body.as_ref() else {
         return Ok(None);
     };
-    let idx = LineIndex::new(&text);
     let count: usize = s.from.iter().map(|t| 1 + t.joins.len()).sum();
-    if count < 2 {
+    if count < min_tables {
         return Ok(None);
     }
     let mut sides = Vec::with_capacity(count);
@@ -402,7 +415,7 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
     // (the table a join brings in, its condition)
     let mut joins: Vec<(usize, &JoinConstraint)> = Vec::new();
     for (chain, twj) in s.from.iter().enumerate() {
-        sides.push(side(&twj.relation, &idx)?);
+        sides.push(side(&twj.relation, idx)?);
         places.push(Place {
             chain,
             pos: 0,
@@ -410,7 +423,7 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
         });
         for (k, j) in twj.joins.iter().enumerate() {
             let (kind, constraint) = operator(&j.join_operator)?;
-            sides.push(side(&j.relation, &idx)?);
+            sides.push(side(&j.relation, idx)?);
             places.push(Place {
                 chain,
                 pos: k + 1,
@@ -528,18 +541,19 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
         sides,
         driver,
         keys,
-        row_wise: row_wise(&q, s),
+        row_wise: row_wise(q, s),
+        correlated: false,
     }))
 }
 
 /// Adds `e` to the conditions `side`'s fetch applies.
-fn narrow(side: &mut JoinSide, e: &Expr) {
+pub(super) fn narrow(side: &mut JoinSide, e: &Expr) {
     side.filters.push(e.to_string());
     side.pinned.extend(pinned_column(e));
 }
 
 /// `a.x = b.y` between two tables of the join: `((side, column), (side, column))`.
-fn equated(
+pub(super) fn equated(
     e: &Expr,
     side_of: &dyn Fn(&str) -> Option<usize>,
 ) -> Option<((usize, String), (usize, String))> {
