@@ -353,6 +353,22 @@ fn the_row_cap_names_the_table_and_the_session_goes_on() {
         .unwrap();
     assert!(n.is_some_and(|n| n > 0), "{n:?}");
     assert_eq!(n, want);
+    // More outer rows than one batch (row-wise: batch by batch), under the cap.
+    let mut got: Vec<u64> = c
+        .query(
+            "SELECT m.id FROM many m WHERE m.id <= 1200 AND EXISTS (SELECT 1 FROM k3 i WHERE \
+             i.sku = m.sku AND i.price > 50)",
+        )
+        .unwrap();
+    let want: Vec<u64> = reference
+        .query(
+            "SELECT m.seq FROM seq_1_to_1200 m WHERE EXISTS (SELECT 1 FROM ref_k i WHERE \
+             i.sku = m.seq % 50 AND i.price > 50) ORDER BY m.seq",
+        )
+        .unwrap();
+    got.sort();
+    assert!(want.len() > 500, "{}", want.len());
+    assert_eq!(got, want);
     let one: Option<u64> = c.query_first("SELECT 1").unwrap();
     assert_eq!(one, Some(1));
 }

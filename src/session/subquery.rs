@@ -8,7 +8,9 @@
 //! its own writes. An inner query that
 //! refers to the outer one (correlated) cannot run first: it runs per shard with the outer
 //! statement when the planner finds its tables placed alike with the outer ones and
-//! correlated on their sharding columns (`route/colocate.rs`), and is refused otherwise.
+//! correlated on their sharding columns (`route/colocate.rs`); a SELECT whose correlated
+//! subqueries are tied to it by column equalities runs in the gateway like a join
+//! (`join.rs`, `sql::analyze_correlated`); any other is refused.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -173,9 +175,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     // A column of the outer query (correlated: not supported), or a typo.
                     let advice = "idgate runs a subquery over sharded tables first, on its own; \
                                   one that refers to the outer query (correlated) runs only \
-                                  when its tables are sharded alike with the outer one and it \
-                                  compares their sharding columns (`inner.author_id = \
-                                  outer.id`): rewrite it so, as a join on the sharding columns, \
+                                  over one table, tied to the outer query by a column equality \
+                                  AND-ed into its WHERE (`inner.book_id = outer.id`, not inside \
+                                  OR), with no subquery of its own: rewrite it so, as a join, \
                                   or as an uncorrelated `IN (SELECT …)`";
                     if let Some(q) = outer_qualifier(stmt, s.inner.clone(), &e.message) {
                         return Ok(Err(unsupported(format!(

@@ -88,6 +88,8 @@ mod insert_fast_tests;
 #[cfg(test)]
 mod insert_tests;
 #[cfg(test)]
+mod join_plan_correlated_tests;
+#[cfg(test)]
 mod join_plan_tests;
 #[cfg(test)]
 mod subquery_tests;
