@@ -113,6 +113,9 @@ fn table_list(shape: &JoinShape) -> String {
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The sharding columns of a join side's table, when it is sharded.
     fn sharding_columns(&self, side: &JoinSide) -> Option<Vec<String>> {
+        if side.derived {
+            return None;
+        }
         let rule = self.with_plan_context(|ctx| rule_for(ctx, &side.table))?;
         match &rule.placement {
             Placement::Sharded { columns, .. } => Some(columns.clone()),
@@ -135,6 +138,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return None;
         }
         match sql::analyze_join(stmt) {
+            // A derived table over placed tables runs first on the subquery path: here it
+            // would be read through routing that cannot evaluate it.
+            Ok(Some(shape))
+                if shape.sides.iter().any(|s| {
+                    s.derived
+                        && stmt
+                            .get(s.name_at.clone())
+                            .is_none_or(|t| self.proxy.tables.placed_mentioned_in(t))
+                }) =>
+            {
+                None
+            }
             Ok(Some(shape)) => shape
                 .sides
                 .iter()

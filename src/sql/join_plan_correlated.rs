@@ -76,7 +76,7 @@ pub fn analyze_correlated(
         return Ok(None);
     };
     let idx = LineIndex::new(&text);
-    let Ok(Some(mut shape)) = from_shape(&q, &idx, 1) else {
+    let Ok(Some(mut shape)) = from_shape(&q, &idx, &[], 1) else {
         return Ok(None);
     };
     let outer = shape.sides.len();
@@ -109,7 +109,7 @@ pub fn analyze_correlated(
         if !twj.joins.is_empty() {
             return Ok(None);
         }
-        let Ok(mut inner) = side(&twj.relation, &idx) else {
+        let Ok(mut inner) = side(&twj.relation, &idx, &[]) else {
             return Ok(None);
         };
         let name = inner.qualifier.to_lowercase();
