@@ -189,6 +189,9 @@ const CASES: &[(&str, bool)] = &[
     ("SELECT o.id, i.iid FROM {O} o JOIN {K} i ON i.sku = o.sku WHERE EXISTS (SELECT 1 FROM {R} r WHERE r.oid = o.id)", false),
     // The default backend's table outside, a sharded one inside.
     ("SELECT l.sku, l.label FROM labels l WHERE EXISTS (SELECT 1 FROM {K} i WHERE i.sku = l.sku AND i.price > 50)", false),
+    // Uncorrelated subqueries over sharded tables too: they run first and are bound in.
+    ("SELECT o.id FROM {O} o WHERE o.sku IN (SELECT i.sku FROM {K} i WHERE i.price > 40) AND EXISTS (SELECT 1 FROM {R} r WHERE r.oid = o.id)", false),
+    ("SELECT o.id, (SELECT COUNT(*) FROM {R} r WHERE r.oid = o.id) FROM {O} o WHERE o.qty > (SELECT MIN(r.stars) FROM {R} r) ORDER BY o.id", true),
     // An empty outer set.
     ("SELECT o.id, (SELECT COUNT(*) FROM {R} r WHERE r.oid = o.id) FROM {O} o WHERE o.id < 0", false),
     ("SELECT COUNT(*) FROM {O} o WHERE o.id < 0 AND EXISTS (SELECT 1 FROM {R} r WHERE r.oid = o.id)", false),
@@ -275,6 +278,7 @@ const PREPARED: &[(&str, [&[i64]; 2])] = &[
     ("SELECT o.id, (SELECT COUNT(*) FROM {R} r WHERE r.oid = o.id AND r.stars > ?) AS n FROM {O} o WHERE o.qty > ? ORDER BY o.id", [&[1, 2], &[3, 0]]),
     ("SELECT o.id, o.sku FROM {O} o WHERE NOT EXISTS (SELECT 1 FROM {K} i WHERE i.sku = o.sku AND i.price > ?) ORDER BY o.id", [&[40], &[70]]),
     ("SELECT o.id FROM {O} o WHERE o.id < ? AND EXISTS (SELECT 1 FROM {R} r WHERE r.oid = o.id)", [&[60], &[30]]),
+    ("SELECT o.id FROM {O} o WHERE o.sku IN (SELECT i.sku FROM {K} i WHERE i.price > ?) AND NOT EXISTS (SELECT 1 FROM {R} r WHERE r.oid = o.id)", [&[40], &[20]]),
 ];
 
 #[test]
@@ -399,6 +403,34 @@ fn explain_route_shows_the_correlated_fetches() {
         rows[2].1.contains(
             "FROM (<rows of `o`>) o WHERE o.qty > 2 AND EXISTS (SELECT 1 FROM (<rows of `i`>) i"
         ),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn explain_route_shows_subqueries_run_first_then_the_correlated_fetches() {
+    let s = setup();
+    let mut c = s.g.conn();
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE SELECT o.id FROM o2 o WHERE o.sku IN (SELECT i.sku FROM k3 i WHERE \
+             i.price > 40) AND EXISTS (SELECT 1 FROM rv r WHERE r.oid = o.id)",
+        )
+        .unwrap();
+    assert!(
+        rows.first()
+            .is_some_and(|r| r.2.contains("subquery 1 (IN list), run first")),
+        "{rows:?}"
+    );
+    assert!(
+        !rows.iter().any(|r| r.2.contains("subquery 2")),
+        "the correlated one is not run first: {rows:?}"
+    );
+    let last = rows.last().unwrap();
+    assert!(
+        last.1.contains("IN (SELECT 'rows of subquery 1')")
+            && last.1.contains("EXISTS (SELECT 1 FROM (<rows of `r`>) r")
+            && last.2.contains("join step 3"),
         "{rows:?}"
     );
 }

@@ -107,7 +107,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         subs: &[sql::Subquery],
     ) -> Result<Vec<[String; 3]>, SqlError> {
         let mut rows = Vec::new();
+        // Correlated ones the statement then runs in the gateway stay in it.
+        let later: Vec<bool> = (0..subs.len())
+            .map(|i| self.correlated_later(stmt, subs, i))
+            .collect();
         for (n, s) in subs.iter().enumerate() {
+            if later[n] {
+                continue;
+            }
             let inner = stmt.get(s.inner.clone()).unwrap_or_default();
             let what = match s.kind {
                 sql::SubqueryUse::In => "IN list",
@@ -126,6 +133,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let parts: Vec<(std::ops::Range<usize>, Vec<u8>)> = subs
             .iter()
             .enumerate()
+            .filter(|&(n, _)| !later[n])
             .map(|(n, s)| {
                 let text = format!("(SELECT 'rows of subquery {}')", n + 1).into_bytes();
                 (s.replace.clone(), text)

@@ -70,6 +70,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.placed_subqueries(stmt).map(Plan::Subqueries)
     }
 
+    /// Whether `subs[i]` is a correlated subquery the whole statement runs in the gateway for
+    /// once the others are bound (`correlated_plan` takes it with them replaced): it stays
+    /// as written while they run first.
+    pub(super) fn correlated_later(&self, stmt: &[u8], subs: &[Subquery], i: usize) -> bool {
+        let parts: Vec<(std::ops::Range<usize>, Vec<u8>)> = subs
+            .iter()
+            .enumerate()
+            .filter(|&(n, _)| n != i)
+            .map(|(_, s)| (s.replace.clone(), b"(SELECT NULL)".to_vec()))
+            .collect();
+        self.correlated_plan(&sql::splice(stmt, &parts)).is_some()
+    }
+
     /// Runs the inner queries, then the outer statement with their rows bound in.
     pub(super) async fn run_subqueries(
         &mut self,
@@ -141,7 +154,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let max_rows = self.live.config.max_subquery_rows;
         let max_bytes = self.live.config.merge_memory_limit;
         let mut parts = Vec::with_capacity(subs.len());
-        for s in subs {
+        for (i, s) in subs.iter().enumerate() {
+            if self.correlated_later(stmt, subs, i) {
+                continue;
+            }
             let Some(inner) = stmt.get(s.inner.clone()) else {
                 return Ok(Err(unsupported("a subquery idgate could not place".into())));
             };
