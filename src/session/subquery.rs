@@ -74,6 +74,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// once the others are bound (`correlated_plan` takes it with them replaced): it stays
     /// as written while they run first.
     pub(super) fn correlated_later(&self, stmt: &[u8], subs: &[Subquery], i: usize) -> bool {
+        // Alone, it would have been taken before the subqueries were looked at.
+        if subs.len() < 2 {
+            return false;
+        }
         let parts: Vec<(std::ops::Range<usize>, Vec<u8>)> = subs
             .iter()
             .enumerate()
