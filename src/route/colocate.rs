@@ -90,8 +90,9 @@ pub fn check_colocated(
         return Err(unsupported(format!(
             "sharded table `{}` inside a subquery is supported only in SELECTs whose \
              subqueries idgate can run first (IN, EXISTS, scalar, ANY/SOME/ALL, derived \
-             tables, also in UNION members), or that correlate it on its sharding column with a table sharded \
-             alike; run the inner SELECT first and pass its values",
+             tables, also in UNION members), that correlate it on its sharding column with a table sharded \
+             alike, or that tie it to the outer query by a column equality (idgate then runs the \
+             statement in the gateway); run the inner SELECT first and pass its values",
             inner.name
         )));
     }

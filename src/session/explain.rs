@@ -107,7 +107,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         subs: &[sql::Subquery],
     ) -> Result<Vec<[String; 3]>, SqlError> {
         let mut rows = Vec::new();
+        // Correlated ones the statement then runs in the gateway stay in it.
+        let later: Vec<bool> = (0..subs.len())
+            .map(|i| self.correlated_later(stmt, subs, i))
+            .collect();
         for (n, s) in subs.iter().enumerate() {
+            if later[n] {
+                continue;
+            }
             let inner = stmt.get(s.inner.clone()).unwrap_or_default();
             let what = match s.kind {
                 sql::SubqueryUse::In => "IN list",
@@ -119,6 +126,30 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             for [b, q, m] in self.explain_rows(inner)? {
                 let m = format!("subquery {} ({what}), run first and bound in: {m}", n + 1);
                 rows.push([b, q, m]);
+            }
+        }
+        // The outer statement with a stand-in for each subquery's rows: when that is a join
+        // idgate runs in the gateway, its steps (a derived table's rows as one more table).
+        let parts: Vec<(std::ops::Range<usize>, Vec<u8>)> = subs
+            .iter()
+            .enumerate()
+            .filter(|&(n, _)| !later[n])
+            .map(|(n, s)| {
+                let text = format!("(SELECT 'rows of subquery {}')", n + 1).into_bytes();
+                (s.replace.clone(), text)
+            })
+            .collect();
+        let shown = sql::splice(stmt, &parts);
+        if let Err(e) = self.route_dml(&shown) {
+            if let Some(Ok(steps)) = self.explain_join(&shown, &e) {
+                rows.extend(steps.into_iter().map(|[b, q, m]| {
+                    [
+                        b,
+                        q,
+                        format!("outer statement, its subqueries' rows bound in: {m}"),
+                    ]
+                }));
+                return Ok(rows);
             }
         }
         rows.push([

@@ -113,6 +113,9 @@ fn table_list(shape: &JoinShape) -> String {
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The sharding columns of a join side's table, when it is sharded.
     fn sharding_columns(&self, side: &JoinSide) -> Option<Vec<String>> {
+        if side.derived {
+            return None;
+        }
         let rule = self.with_plan_context(|ctx| rule_for(ctx, &side.table))?;
         match &rule.placement {
             Placement::Sharded { columns, .. } => Some(columns.clone()),
@@ -128,10 +131,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The plan of a SELECT the planner refused because its tables are not placed alike, when
     /// idgate can run the join in the gateway.
     pub(super) fn join_plan(&self, stmt: &[u8], refusal: &SqlError) -> Option<Plan> {
+        if let Some(plan) = self.correlated_plan(stmt) {
+            return Some(plan);
+        }
         if sql::classify(stmt) != StatementKind::Select || !is_colocation_refusal(refusal) {
             return None;
         }
         match sql::analyze_join(stmt) {
+            // A derived table over placed tables runs first on the subquery path: here it
+            // would be read through routing that cannot evaluate it.
+            Ok(Some(shape))
+                if shape.sides.iter().any(|s| {
+                    s.derived
+                        && stmt
+                            .get(s.name_at.clone())
+                            .is_none_or(|t| self.proxy.tables.placed_mentioned_in(t))
+                }) =>
+            {
+                None
+            }
             Ok(Some(shape)) => shape
                 .sides
                 .iter()
@@ -140,6 +158,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(None) => None,
             Err(why) => Some(Plan::Refuse(unsupported(why.0))),
         }
+    }
+
+    /// The plan of a SELECT the planner refused whose subqueries over configured tables are
+    /// correlated with it by column equalities: run in the gateway like a join, each
+    /// subquery's table fetched by the outer rows' values (`sql::analyze_correlated`).
+    pub(super) fn correlated_plan(&self, stmt: &[u8]) -> Option<Plan> {
+        if sql::classify(stmt) != StatementKind::Select {
+            return None;
+        }
+        let configured =
+            |t: &sql::TableRef| self.with_plan_context(|ctx| rule_for(ctx, t)).is_some();
+        let shape = sql::analyze_correlated(stmt, &configured).ok()??;
+        shape
+            .sides
+            .iter()
+            .any(|s| self.sharding_columns(s).is_some())
+            .then(|| Plan::Join(Box::new(shape)))
     }
 
     /// The driving table (one equated to a literal on its sharding column reads one shard;
@@ -169,11 +204,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// A fetch's limit error told as the join's.
     fn join_limit_error(&self, e: SqlError, shape: &JoinShape, side: &JoinSide) -> SqlError {
-        let what = format!(
-            "the join of {}, which idgate evaluates itself because the tables are not placed \
-             alike,",
-            table_list(shape)
-        );
+        let what = if shape.correlated {
+            format!(
+                "the statement over {} (with correlated subqueries), which idgate evaluates \
+                 itself because the tables are not placed alike,",
+                table_list(shape)
+            )
+        } else {
+            format!(
+                "the join of {}, which idgate evaluates itself because the tables are not placed \
+                 alike,",
+                table_list(shape)
+            )
+        };
         if e.code == ER_OUT_OF_RESOURCES {
             return SqlError::new(
                 ER_OUT_OF_RESOURCES,

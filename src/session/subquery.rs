@@ -8,7 +8,9 @@
 //! its own writes. An inner query that
 //! refers to the outer one (correlated) cannot run first: it runs per shard with the outer
 //! statement when the planner finds its tables placed alike with the outer ones and
-//! correlated on their sharding columns (`route/colocate.rs`), and is refused otherwise.
+//! correlated on their sharding columns (`route/colocate.rs`); a SELECT whose correlated
+//! subqueries are tied to it by column equalities runs in the gateway like a join
+//! (`join.rs`, `sql::analyze_correlated`); any other is refused.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -56,11 +58,33 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// idgate can run its subqueries first. A multi-table UPDATE/DELETE keeps its refusal.
     pub(super) fn subquery_plan(&self, stmt: &[u8]) -> Option<Plan> {
         match sql::classify(stmt) {
-            StatementKind::Select => {}
+            StatementKind::Select => {
+                // Correlated by column equalities: the whole statement runs in the gateway.
+                if let Some(plan) = self.correlated_plan(stmt) {
+                    return Some(plan);
+                }
+            }
             StatementKind::Update | StatementKind::Delete if !sql::is_multi_table_write(stmt) => {}
             _ => return None,
         }
         self.placed_subqueries(stmt).map(Plan::Subqueries)
+    }
+
+    /// Whether `subs[i]` is a correlated subquery the whole statement runs in the gateway for
+    /// once the others are bound (`correlated_plan` takes it with them replaced): it stays
+    /// as written while they run first.
+    pub(super) fn correlated_later(&self, stmt: &[u8], subs: &[Subquery], i: usize) -> bool {
+        // Alone, it would have been taken before the subqueries were looked at.
+        if subs.len() < 2 {
+            return false;
+        }
+        let parts: Vec<(std::ops::Range<usize>, Vec<u8>)> = subs
+            .iter()
+            .enumerate()
+            .filter(|&(n, _)| n != i)
+            .map(|(_, s)| (s.replace.clone(), b"(SELECT NULL)".to_vec()))
+            .collect();
+        self.correlated_plan(&sql::splice(stmt, &parts)).is_some()
     }
 
     /// Runs the inner queries, then the outer statement with their rows bound in.
@@ -134,7 +158,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let max_rows = self.live.config.max_subquery_rows;
         let max_bytes = self.live.config.merge_memory_limit;
         let mut parts = Vec::with_capacity(subs.len());
-        for s in subs {
+        for (i, s) in subs.iter().enumerate() {
+            if self.correlated_later(stmt, subs, i) {
+                continue;
+            }
             let Some(inner) = stmt.get(s.inner.clone()) else {
                 return Ok(Err(unsupported("a subquery idgate could not place".into())));
             };
@@ -168,9 +195,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     // A column of the outer query (correlated: not supported), or a typo.
                     let advice = "idgate runs a subquery over sharded tables first, on its own; \
                                   one that refers to the outer query (correlated) runs only \
-                                  when its tables are sharded alike with the outer one and it \
-                                  compares their sharding columns (`inner.author_id = \
-                                  outer.id`): rewrite it so, as a join on the sharding columns, \
+                                  over one table, tied to the outer query by a column equality \
+                                  AND-ed into its WHERE (`inner.book_id = outer.id`, not inside \
+                                  OR), with no subquery of its own: rewrite it so, as a join, \
                                   or as an uncorrelated `IN (SELECT …)`";
                     if let Some(q) = outer_qualifier(stmt, s.inner.clone(), &e.message) {
                         return Ok(Err(unsupported(format!(

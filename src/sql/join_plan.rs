@@ -19,7 +19,7 @@ use std::ops::{ControlFlow, Range};
 
 use sqlparser::ast::{
     visit_expressions, BinaryOperator, Expr, GroupByExpr, JoinConstraint, JoinOperator, ObjectName,
-    Query, Select, SetExpr, Spanned, Statement, TableFactor,
+    Query, Select, SetExpr, Spanned, Statement, TableAlias, TableFactor,
 };
 
 use super::insert::TableRef;
@@ -49,6 +49,9 @@ pub struct JoinSide {
     pub nullable: bool,
     /// Columns its filters equate to a literal (`t.c = 5`): a fetch they may pin to one shard.
     pub pinned: Vec<String>,
+    /// A derived table (`(SELECT …) AS t`, `name_at` its parenthesized query, `table` its
+    /// alias): its rows come from running that query, which names no placed table by then.
+    pub derived: bool,
 }
 
 /// `from`'s column equals `to`'s in every row the join gives with a row of `to`: `to`'s rows
@@ -75,6 +78,9 @@ pub struct JoinShape {
     /// each row of the answer comes from one driving row alone, so the join can run a batch of
     /// driving rows at a time.
     pub row_wise: bool,
+    /// Some sides are the tables of correlated subqueries (fetched by the outer rows' values,
+    /// never driving).
+    pub correlated: bool,
 }
 
 /// One fetch of a gateway join: `side`'s rows, by `key` (`None`: read whole — no table
@@ -149,7 +155,7 @@ fn table_ref(name: &ObjectName) -> TableRef {
 }
 
 /// The AND-ed parts of `e`.
-fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+pub(super) fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     match e {
         Expr::BinaryOp {
             left,
@@ -166,7 +172,7 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 
 /// The one qualifier every column of `e` is qualified with (lower-cased); `None` when `e` names
 /// an unqualified column, several tables, no column, or holds a subquery.
-fn sole_qualifier(e: &Expr) -> Option<String> {
+pub(super) fn sole_qualifier(e: &Expr) -> Option<String> {
     let mut seen: Option<String> = None;
     let flow = visit_expressions(e, |x| {
         let q = match x {
@@ -223,7 +229,19 @@ fn pinned_column(e: &Expr) -> Option<String> {
 }
 
 /// A table of FROM, or a refusal for anything else there.
-fn side(f: &TableFactor, idx: &LineIndex<'_>) -> Result<JoinSide, JoinRefusal> {
+pub(super) fn side(
+    f: &TableFactor,
+    idx: &LineIndex<'_>,
+    derived: &[Range<usize>],
+) -> Result<JoinSide, JoinRefusal> {
+    if let TableFactor::Derived {
+        lateral: false,
+        alias: Some(alias),
+        ..
+    } = f
+    {
+        return derived_side(alias, idx, derived);
+    }
     let TableFactor::Table { name, alias, .. } = f else {
         return Err(JoinRefusal(
             "a join of tables not sharded alike runs in idgate only over plain tables (no \
@@ -247,7 +265,57 @@ fn side(f: &TableFactor, idx: &LineIndex<'_>) -> Result<JoinSide, JoinRefusal> {
         filters: Vec::new(),
         nullable: false,
         pinned: Vec::new(),
+        derived: false,
     })
+}
+
+/// A derived table of FROM: its parenthesized query is the one of `derived` (the statement's
+/// derived tables, in text order) that ends last before its alias.
+fn derived_side(
+    alias: &TableAlias,
+    idx: &LineIndex<'_>,
+    derived: &[Range<usize>],
+) -> Result<JoinSide, JoinRefusal> {
+    let refuse = || {
+        JoinRefusal(
+            "a join of tables not sharded alike runs in idgate over derived tables only when \
+             each has an alias without a column list (`(SELECT …) AS t`) and is not LATERAL"
+                .into(),
+        )
+    };
+    if !alias.columns.is_empty() {
+        return Err(refuse());
+    }
+    let at = idx.range(alias.name.span).ok_or_else(refuse)?.start;
+    let name_at = derived
+        .iter()
+        .filter(|r| r.end <= at)
+        .max_by_key(|r| r.end)
+        .cloned()
+        .ok_or_else(refuse)?;
+    Ok(JoinSide {
+        table: TableRef {
+            schema: None,
+            name: alias.name.value.clone(),
+        },
+        name_at,
+        qualifier: alias.name.value.clone(),
+        aliased: true,
+        filters: Vec::new(),
+        nullable: false,
+        pinned: Vec::new(),
+        derived: true,
+    })
+}
+
+/// The parenthesized queries of the derived tables of `text`'s FROM, in text order.
+pub(super) fn derived_ranges(text: &str) -> Vec<Range<usize>> {
+    super::subquery::find_subqueries(text.as_bytes())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.kind == super::subquery::SubqueryUse::Derived)
+        .map(|s| s.replace)
+        .collect()
 }
 
 /// Where a table sits in FROM: its comma-separated item, its place in that item's chain, and
@@ -386,15 +454,26 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
     let Ok(Statement::Query(q)) = parse_one(&text) else {
         return Ok(None);
     };
+    let idx = LineIndex::new(&text);
+    from_shape(&q, &idx, &derived_ranges(&text), 2)
+}
+
+/// The shape of `q`'s FROM when it is a plain SELECT over at least `min_tables` plain tables
+/// (see [`analyze_join`]).
+pub(super) fn from_shape(
+    q: &Query,
+    idx: &LineIndex<'_>,
+    derived: &[Range<usize>],
+    min_tables: usize,
+) -> Result<Option<JoinShape>, JoinRefusal> {
     if q.with.is_some() {
         return Ok(None);
     }
     let SetExpr::Select(s) = q.body.as_ref() else {
         return Ok(None);
     };
-    let idx = LineIndex::new(&text);
     let count: usize = s.from.iter().map(|t| 1 + t.joins.len()).sum();
-    if count < 2 {
+    if count < min_tables {
         return Ok(None);
     }
     let mut sides = Vec::with_capacity(count);
@@ -402,7 +481,7 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
     // (the table a join brings in, its condition)
     let mut joins: Vec<(usize, &JoinConstraint)> = Vec::new();
     for (chain, twj) in s.from.iter().enumerate() {
-        sides.push(side(&twj.relation, &idx)?);
+        sides.push(side(&twj.relation, idx, derived)?);
         places.push(Place {
             chain,
             pos: 0,
@@ -410,7 +489,7 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
         });
         for (k, j) in twj.joins.iter().enumerate() {
             let (kind, constraint) = operator(&j.join_operator)?;
-            sides.push(side(&j.relation, &idx)?);
+            sides.push(side(&j.relation, idx, derived)?);
             places.push(Place {
                 chain,
                 pos: k + 1,
@@ -514,9 +593,12 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
             _ => {}
         }
     }
-    // Most selective first: a column equated to a literal, then any condition of its own,
-    // then FROM order.
-    let score = |s: &JoinSide| (!s.pinned.is_empty()) as u8 * 2 + (!s.filters.is_empty()) as u8;
+    // Most selective first: a column equated to a literal, then a derived table (its rows
+    // are computed already: it ties the others by key), then any condition of its own, then
+    // FROM order.
+    let score = |s: &JoinSide| {
+        (!s.pinned.is_empty()) as u8 * 4 + s.derived as u8 * 2 + (!s.filters.is_empty()) as u8
+    };
     let driver = (0..sides.len())
         .filter(|&i| !sides[i].nullable)
         .fold(None, |best: Option<usize>, i| match best {
@@ -528,18 +610,19 @@ pub fn analyze_join(stmt: &[u8]) -> Result<Option<JoinShape>, JoinRefusal> {
         sides,
         driver,
         keys,
-        row_wise: row_wise(&q, s),
+        row_wise: row_wise(q, s),
+        correlated: false,
     }))
 }
 
 /// Adds `e` to the conditions `side`'s fetch applies.
-fn narrow(side: &mut JoinSide, e: &Expr) {
+pub(super) fn narrow(side: &mut JoinSide, e: &Expr) {
     side.filters.push(e.to_string());
     side.pinned.extend(pinned_column(e));
 }
 
 /// `a.x = b.y` between two tables of the join: `((side, column), (side, column))`.
-fn equated(
+pub(super) fn equated(
     e: &Expr,
     side_of: &dyn Fn(&str) -> Option<usize>,
 ) -> Option<((usize, String), (usize, String))> {

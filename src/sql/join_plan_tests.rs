@@ -180,8 +180,14 @@ fn row_wise_joins_are_told_apart() {
 fn other_shapes_are_left_or_refused() {
     assert_eq!(analyze_join(b"SELECT * FROM a WHERE id = 1"), Ok(None));
     assert_eq!(analyze_join(b"SELECT 1 UNION SELECT 2"), Ok(None));
-    let e = analyze_join(b"SELECT * FROM a JOIN (SELECT 1 AS x) d ON d.x = a.x").unwrap_err();
-    assert!(e.0.contains("derived"), "{e:?}");
+    for sql in [
+        "SELECT * FROM a JOIN (SELECT 1 AS x) d(y) ON d.y = a.x",
+        "SELECT * FROM a JOIN LATERAL (SELECT a.x) d ON d.x = a.x",
+        "SELECT * FROM a JOIN json_table('[]', '$[*]' COLUMNS (x INT PATH '$')) j ON j.x = a.x",
+    ] {
+        let e = analyze_join(sql.as_bytes()).unwrap_err();
+        assert!(e.0.contains("derived"), "{sql}: {e:?}");
+    }
     let e = analyze_join(b"SELECT * FROM a NATURAL JOIN b").unwrap_err();
     assert!(e.0.contains("NATURAL"), "{e:?}");
 }
@@ -210,4 +216,44 @@ fn the_inner_batch_statement_and_the_bound_statement() {
         "SELECT o.id, items.name FROM (T0) o JOIN (T1) AS `items` ON items.sku = o.sku \
          WHERE items.price > 3 AND o.id > 0 ORDER BY o.id"
     );
+}
+
+#[test]
+fn a_derived_table_is_one_more_side_that_drives_and_ties_by_key() {
+    let sql = "SELECT o.id, t.mp FROM o JOIN i ON i.k = o.k JOIN (SELECT k, MAX(p) AS mp FROM \
+               x GROUP BY k) AS t ON t.k = i.k WHERE t.mp > 3 AND o.q > 1";
+    let s = shape(sql);
+    assert_eq!(s.sides.len(), 3);
+    let t = &s.sides[2];
+    assert!(t.derived && t.aliased && !s.sides[0].derived);
+    assert_eq!(
+        &sql[t.name_at.clone()],
+        "(SELECT k, MAX(p) AS mp FROM x GROUP BY k)"
+    );
+    assert_eq!(filters(&s, 2), ["t.mp > 3"]);
+    assert_eq!(
+        s.driver, 2,
+        "computed rows drive before a table's own condition"
+    );
+    assert_eq!(order(&s, 2), [(2, None), (1, Some(2)), (0, Some(1))]);
+    assert_eq!(
+        String::from_utf8(side_select(sql.as_bytes(), t, None)).unwrap(),
+        "SELECT * FROM (SELECT k, MAX(p) AS mp FROM x GROUP BY k) AS `t` WHERE (t.mp > 3)"
+    );
+    let bound = bind_tables(
+        sql.as_bytes(),
+        &s,
+        vec![b"(T0)".to_vec(), b"(T1)".to_vec(), b"(T2)".to_vec()],
+    );
+    assert_eq!(
+        String::from_utf8(bound).unwrap(),
+        "SELECT o.id, t.mp FROM (T0) AS `o` JOIN (T1) AS `i` ON i.k = o.k JOIN (T2) AS t ON \
+         t.k = i.k WHERE t.mp > 3 AND o.q > 1"
+    );
+    // Two derived tables, and one first in FROM.
+    let sql =
+        "SELECT * FROM (SELECT 1 AS k) a JOIN o ON o.k = a.k JOIN (SELECT 2 AS k) b ON b.k = o.k";
+    let s = shape(sql);
+    assert_eq!(&sql[s.sides[0].name_at.clone()], "(SELECT 1 AS k)");
+    assert_eq!(&sql[s.sides[2].name_at.clone()], "(SELECT 2 AS k)");
 }

@@ -20,6 +20,7 @@ mod insert;
 mod insert_fast;
 mod join_keys;
 mod join_plan;
+mod join_plan_correlated;
 mod lex;
 mod literal;
 mod load;
@@ -54,6 +55,7 @@ pub use join_plan::{
     analyze_join, batch_condition, bind_tables, quote_ident, side_select, FetchStep, JoinKey,
     JoinKind, JoinRefusal, JoinShape, JoinSide,
 };
+pub use join_plan_correlated::analyze_correlated;
 pub use literal::ValueKind;
 pub use load::{first_word, is_load_local};
 pub use load_data::{
@@ -85,6 +87,8 @@ pub use words::{
 mod insert_fast_tests;
 #[cfg(test)]
 mod insert_tests;
+#[cfg(test)]
+mod join_plan_correlated_tests;
 #[cfg(test)]
 mod join_plan_tests;
 #[cfg(test)]
