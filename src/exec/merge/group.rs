@@ -449,9 +449,11 @@ impl Grouping {
             None => {
                 let mut g = Group {
                     accs: self.start(),
-                    values: row.clone(),
+                    values: Vec::new(),
                 };
+                // A group's first row is its values; folding it reads them from `row`.
                 let held = self.fold(&mut g, &row, true)?;
+                g.values = row;
                 // The row's values, its key and the accumulators as heap blocks, the map's
                 // share of a node, and as much again for the blocks the shard rows parsed
                 // meanwhile leave between them (measured against RSS by scripts/bench-memory).
