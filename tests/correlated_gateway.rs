@@ -10,6 +10,7 @@
 mod common;
 
 use common::answers::{self, error_of};
+use common::join_rows::{items, labels, orders, ITEMS, LABELS, ORDERS};
 use common::rng::Rng;
 
 use mysql::prelude::Queryable;
@@ -46,48 +47,7 @@ tables:
     )
 }
 
-const ORDERS: &str = "(id INT PRIMARY KEY, sku INT, qty INT, note VARCHAR(20))";
-const ITEMS: &str = "(iid INT PRIMARY KEY, sku INT, name VARCHAR(20), price DECIMAL(8,2))";
 const REVIEWS: &str = "(rid INT PRIMARY KEY, oid INT, stars INT)";
-const LABELS: &str = "(sku INT, label VARCHAR(20))";
-
-/// Orders: skus 1..40 (some without an item), NULL now and then.
-fn orders() -> String {
-    let mut r = Rng(3);
-    (1..=90)
-        .map(|id| {
-            let sku = if r.below(9) == 0 {
-                "NULL".into()
-            } else {
-                (1 + r.below(40)).to_string()
-            };
-            let note = if r.below(5) == 0 {
-                "NULL".into()
-            } else {
-                format!("'n{}'", r.below(4))
-            };
-            format!("({id}, {sku}, {}, {note})", r.below(6))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Items: skus 10..50, several per sku.
-fn items() -> String {
-    let mut r = Rng(7);
-    (1..=80)
-        .map(|iid| {
-            let sku = 10 + r.below(40);
-            format!(
-                "({iid}, {sku}, 'item{}', {}.{:02})",
-                r.below(7),
-                r.below(90),
-                r.below(100)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// Reviews of orders 1..100 (some of no order, several of one, NULL order and stars now and
 /// then).
@@ -107,14 +67,6 @@ fn reviews() -> String {
             };
             format!("({rid}, {oid}, {stars})")
         })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn labels() -> String {
-    (1..=45)
-        .filter(|s| s % 4 != 0)
-        .map(|s| format!("({s}, 'L{}')", s % 5))
         .collect::<Vec<_>>()
         .join(", ")
 }

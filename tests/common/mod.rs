@@ -7,6 +7,7 @@ pub mod fake_auth;
 pub mod fault_relay;
 pub mod history;
 pub mod idgate_proc;
+pub mod join_rows;
 pub mod prometheus;
 pub mod raw;
 pub mod relay;
