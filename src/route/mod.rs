@@ -6,7 +6,9 @@
 //! plans by statement shape and binds each execution's literals to them; `insert` decides which
 //! rows of an INSERT get a generated id (AUTO_INCREMENT's rules, `explicit_ids`) and, given the
 //! ids, makes an [`InsertPlan`]: each row's shard, the per-shard SQL with the ids spliced in and
-//! `LAST_INSERT_ID(id)` on the first generated one, and the insert id the client is told.
+//! `LAST_INSERT_ID(id)` on the first generated one, and the insert id the client is told;
+//! `insert_ids` turns what a generator hands out into those ids (UUID literals by column type,
+//! the bias values a biased generator needs from each row).
 //!
 //! It must not do I/O or know about sessions: everything here is a function of the statement,
 //! the configuration and the context passed in (for an INSERT: the table's columns, sql_mode's
@@ -17,6 +19,7 @@ pub mod algorithm;
 pub mod cache;
 pub mod colocate;
 pub mod insert;
+pub mod insert_ids;
 mod insert_place;
 pub mod pinned;
 pub mod plan;
@@ -31,6 +34,8 @@ pub use tables::{Placement, TableRule, Tables};
 
 #[cfg(test)]
 mod cache_tests;
+#[cfg(test)]
+mod insert_ids_tests;
 #[cfg(test)]
 mod insert_tests;
 #[cfg(test)]

@@ -8,8 +8,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::{End, Session};
 use crate::exec::metadata::TableMeta;
 use crate::exec::relay::{Adjust, Reply};
-use crate::route::insert::{self, shard_value, value_of, InsertPlan, RowId};
-use crate::route::{ShardValue, TableRule};
+use crate::route::insert::{self, InsertPlan, RowId};
+use crate::route::{insert_ids, TableRule};
 use crate::sql::InsertAnalysis;
 use crate::wire::errors::{self, SqlError};
 
@@ -104,7 +104,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         insert::place_and_render(stmt, a, rule, &meta, &ids, first_generated)
     }
 
-    /// Fills the `Generated` slots of `ids`; returns the first numeric id.
+    /// Fills the `Generated` slots of `ids` from the generator; returns the first numeric id.
     async fn generate(
         &mut self,
         g: &Arc<crate::idgen::Generator>,
@@ -113,12 +113,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         meta: &TableMeta,
         ids: &mut [RowId],
     ) -> Result<Option<u64>, SqlError> {
-        let slots: Vec<usize> = ids
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| matches!(r, RowId::Generated(_)))
-            .map(|(i, _)| i)
-            .collect();
+        let slots = insert_ids::generated_slots(ids);
         if slots.is_empty() {
             return Ok(None);
         }
@@ -129,54 +124,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             "uuidv7" => {
                 let mut out = Vec::with_capacity(slots.len());
                 g.next_uuids(slots.len(), &mut out).map_err(gen_err)?;
-                let binary = meta
-                    .column_type(&rule.id_column)
-                    .is_some_and(|t| t.starts_with("binary"));
-                for (slot, u) in slots.iter().zip(out) {
-                    let text = if binary {
-                        let hex: String = u.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
-                        format!("x'{hex}'").into_bytes()
-                    } else {
-                        let mut t = b"'".to_vec();
-                        t.extend_from_slice(&u.to_hyphenated());
-                        t.push(b'\'');
-                        t
-                    };
-                    ids[*slot] = RowId::GeneratedText(text);
-                }
+                let binary = insert_ids::id_column_is_binary(rule, meta);
+                insert_ids::fill_uuids(ids, &slots, &out, binary);
                 Ok(None)
             }
             "biased" => {
-                let column = rule.bias_column.clone().unwrap_or_default();
-                let mut bias = Vec::with_capacity(slots.len());
-                for &row in &slots {
-                    let v = value_of(a, meta, row, &column).and_then(shard_value);
-                    let b = match v {
-                        Some(ShardValue::Int(i)) => Some(i as u64),
-                        Some(ShardValue::Str(s)) => std::str::from_utf8(&s)
-                            .ok()
-                            .and_then(|s| s.trim().parse::<i128>().ok())
-                            .map(|i| i as u64),
-                        None => None,
-                    };
-                    let Some(b) = b else {
-                        return Err(err(
-                            errors::ER_UNKNOWN_ERROR,
-                            b"HY000",
-                            format!(
-                                "Row {} of the INSERT into `{}` needs an integer literal for `{column}`: the id's low bits copy it",
-                                row + 1,
-                                a.table.name
-                            ),
-                        ));
-                    };
-                    bias.push(b);
-                }
+                let bias = insert_ids::bias_values(a, rule, meta, &slots)?;
                 let mut out = Vec::with_capacity(slots.len());
                 g.next_biased(&bias, &mut out).await.map_err(gen_err)?;
-                for (slot, id) in slots.iter().zip(&out) {
-                    ids[*slot] = RowId::Generated(*id);
-                }
+                insert_ids::fill_numeric(ids, &slots, out.iter().copied());
                 Ok(out.first().copied())
             }
             _ => {
@@ -184,9 +140,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Some(b) => b,
                     None => g.next_block(slots.len() as u64).await.map_err(gen_err)?,
                 };
-                for (slot, id) in slots.iter().zip(block.iter()) {
-                    ids[*slot] = RowId::Generated(id);
-                }
+                insert_ids::fill_numeric(ids, &slots, block.iter());
                 Ok(Some(block.first))
             }
         }
