@@ -11,6 +11,8 @@ free_port() {
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/idgate-bench.XXXXXX")"
 PIDS=()
+# The MariaDB servers started here, whose CPU the load scripts account per statement.
+SERVER_PIDS=()
 cleanup() {
     local pid
     for pid in "${PIDS[@]}"; do
@@ -48,6 +50,7 @@ SQL
         --max-allowed-packet=64M --max-connections=500 --character-set-server=utf8mb4 \
         --collation-server=utf8mb4_general_ci "${ROOT_OPT[@]}" </dev/null >/dev/null 2>&1 &
     PIDS+=("$!")
+    SERVER_PIDS+=("$!")
     for _ in $(seq 1 600); do
         mysql --no-defaults -h127.0.0.1 -P"$port" -u"$DB_USER" -p"$DB_PASSWORD" -e 'SELECT 1' \
             >/dev/null 2>&1 && return 0
