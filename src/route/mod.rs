@@ -1,7 +1,9 @@
 //! Where rows and statements go. This module owns the placement of each configured table
 //! (sharded by an algorithm, broadcast to every shard, or single on the default backend), the
-//! choice of shard for a row's sharding value, and the plans of statements over configured
-//! tables: `planner` turns an analysed SELECT/UPDATE/DELETE/DDL and a [`PlanContext`] into a
+//! choice of shard for a row's sharding value, and the plan of every statement: `statement`
+//! decides what to do with one (forward, idgate's own answer, routed, INSERT with ids, LOAD
+//! DATA, subqueries first, a join in the gateway, metadata from other backends, or a refusal)
+//! from a [`StatementContext`]; `planner` turns an analysed SELECT/UPDATE/DELETE/DDL and a [`PlanContext`] into a
 //! [`ShapePlan`] (colocation checks, pinned shards, merge and per-shard SQL), `cache` keeps
 //! plans by statement shape and binds each execution's literals to them; `insert` decides which
 //! rows of an INSERT get a generated id (AUTO_INCREMENT's rules, `explicit_ids`) and, given the
@@ -24,12 +26,21 @@ mod insert_place;
 pub mod pinned;
 pub mod plan;
 pub mod planner;
+pub mod statement;
+mod statement_gateway;
+mod statement_load;
+mod statement_meta;
 pub mod tables;
 
 pub use algorithm::{Algorithm, ShardValue};
 pub use cache::{CacheStats, PlanCache};
 pub use insert::{InsertPlan, RowId};
 pub use plan::{BoundMerge, PlanContext, Route, ShapePlan};
+pub use statement::{Caller, Plan, StatementContext};
+pub use statement_gateway::{
+    correlated_later, join_plan, placed_subqueries, sharding_columns, subquery_plan,
+};
+pub use statement_load::ER_LOAD_INFILE_CAPABILITY_DISABLED;
 pub use tables::{Placement, TableRule, Tables};
 
 #[cfg(test)]
@@ -40,3 +51,5 @@ mod insert_ids_tests;
 mod insert_tests;
 #[cfg(test)]
 mod planner_tests;
+#[cfg(test)]
+mod statement_tests;

@@ -24,7 +24,7 @@ use super::prepared::{Emulated, EmulatedKind};
 use super::{End, Session};
 use crate::exec::relay::{Adjust, Client, Reply};
 use crate::exec::BackendError;
-use crate::route::BoundMerge;
+use crate::route::{self, BoundMerge, Plan};
 use crate::sql::{self, MergeMode, MergePlan, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
@@ -234,7 +234,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let route = self.route_dml(text);
         if let Err(e) = &route {
             // Subqueries over sharded tables: run first, bound in, then the outer statement.
-            if let Some(super::query::Plan::Subqueries(subs)) = self.subquery_plan(text) {
+            if let Some(Plan::Subqueries(subs)) =
+                self.with_plan_context(|ctx| route::subquery_plan(text, ctx))
+            {
                 return self.execute_with_subqueries(text, &subs).await.err();
             }
             // A join of tables not placed alike: run in the gateway.

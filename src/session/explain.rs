@@ -6,7 +6,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::dml::Route;
 use super::Session;
-use crate::route::Placement;
+use crate::route::{self, Placement, Plan};
 use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
@@ -55,8 +55,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             StatementKind::Select | StatementKind::Update | StatementKind::Delete
                 if self.route_dml(stmt).is_err() =>
             {
-                match self.subquery_plan(stmt) {
-                    Some(super::query::Plan::Subqueries(subs)) => self.subquery_rows(stmt, &subs),
+                match self.with_plan_context(|ctx| route::subquery_plan(stmt, ctx)) {
+                    Some(Plan::Subqueries(subs)) => self.subquery_rows(stmt, &subs),
                     _ => self.route_dml(stmt).map(|_| Vec::new()),
                 }
             }
@@ -109,7 +109,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut rows = Vec::new();
         // Correlated ones the statement then runs in the gateway stay in it.
         let later: Vec<bool> = (0..subs.len())
-            .map(|i| self.correlated_later(stmt, subs, i))
+            .map(|i| self.with_plan_context(|ctx| route::correlated_later(stmt, subs, i, ctx)))
             .collect();
         for (n, s) in subs.iter().enumerate() {
             if later[n] {

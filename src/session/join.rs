@@ -22,12 +22,11 @@ use std::collections::HashSet;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fetch::{FetchLimits, Fetched};
-use super::query::{Plan, Step};
+use super::query::Step;
 use super::{End, Session};
 use crate::exec::relay::Client;
 use crate::exec::BackendError;
-use crate::route::colocate::{is_colocation_refusal, rule_for};
-use crate::route::Placement;
+use crate::route::{self, Plan};
 use crate::sql::{self, JoinShape, JoinSide, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
@@ -111,70 +110,9 @@ fn table_list(shape: &JoinShape) -> String {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// The sharding columns of a join side's table, when it is sharded.
-    fn sharding_columns(&self, side: &JoinSide) -> Option<Vec<String>> {
-        if side.derived {
-            return None;
-        }
-        let rule = self.with_plan_context(|ctx| rule_for(ctx, &side.table))?;
-        match &rule.placement {
-            Placement::Sharded { columns, .. } => Some(columns.clone()),
-            _ => None,
-        }
-    }
-
     fn is_sharding_column(&self, side: &JoinSide, column: &str) -> bool {
-        self.sharding_columns(side)
+        self.with_plan_context(|ctx| route::sharding_columns(ctx, side))
             .is_some_and(|cs| cs.iter().any(|c| c.eq_ignore_ascii_case(column)))
-    }
-
-    /// The plan of a SELECT the planner refused because its tables are not placed alike, when
-    /// idgate can run the join in the gateway.
-    pub(super) fn join_plan(&self, stmt: &[u8], refusal: &SqlError) -> Option<Plan> {
-        if let Some(plan) = self.correlated_plan(stmt) {
-            return Some(plan);
-        }
-        if sql::classify(stmt) != StatementKind::Select || !is_colocation_refusal(refusal) {
-            return None;
-        }
-        match sql::analyze_join(stmt) {
-            // A derived table over placed tables runs first on the subquery path: here it
-            // would be read through routing that cannot evaluate it.
-            Ok(Some(shape))
-                if shape.sides.iter().any(|s| {
-                    s.derived
-                        && stmt
-                            .get(s.name_at.clone())
-                            .is_none_or(|t| self.proxy.tables.placed_mentioned_in(t))
-                }) =>
-            {
-                None
-            }
-            Ok(Some(shape)) => shape
-                .sides
-                .iter()
-                .any(|s| self.sharding_columns(s).is_some())
-                .then(|| Plan::Join(Box::new(shape))),
-            Ok(None) => None,
-            Err(why) => Some(Plan::Refuse(unsupported(why.0))),
-        }
-    }
-
-    /// The plan of a SELECT the planner refused whose subqueries over configured tables are
-    /// correlated with it by column equalities: run in the gateway like a join, each
-    /// subquery's table fetched by the outer rows' values (`sql::analyze_correlated`).
-    pub(super) fn correlated_plan(&self, stmt: &[u8]) -> Option<Plan> {
-        if sql::classify(stmt) != StatementKind::Select {
-            return None;
-        }
-        let configured =
-            |t: &sql::TableRef| self.with_plan_context(|ctx| rule_for(ctx, t)).is_some();
-        let shape = sql::analyze_correlated(stmt, &configured).ok()??;
-        shape
-            .sides
-            .iter()
-            .any(|s| self.sharding_columns(s).is_some())
-            .then(|| Plan::Join(Box::new(shape)))
     }
 
     /// The driving table (one equated to a literal on its sharding column reads one shard;
@@ -513,7 +451,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         text: &[u8],
         refusal: SqlError,
     ) -> Result<bool, End> {
-        match self.join_plan(text, &refusal) {
+        match self.with_plan_context(|ctx| route::join_plan(text, &refusal, ctx)) {
             Some(Plan::Join(shape)) => self.execute_join(text, &shape).await,
             Some(Plan::Refuse(e)) => {
                 self.send_error(&e);
@@ -546,7 +484,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         stmt: &[u8],
         refusal: &SqlError,
     ) -> Option<Result<Vec<[String; 3]>, SqlError>> {
-        let shape = match self.join_plan(stmt, refusal)? {
+        let shape = match self.with_plan_context(|ctx| route::join_plan(stmt, refusal, ctx))? {
             Plan::Join(shape) => shape,
             Plan::Refuse(e) => return Some(Err(e)),
             _ => return None,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::bulk_write::BulkOk;
-use super::query::{Plan, Step};
+use super::query::Step;
 use super::{End, Session};
 use crate::config::tables::ExplicitIds;
 use crate::exec::collect::{collect, merge_info, Collected};
@@ -127,31 +127,6 @@ struct Part {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// `Some`: a `LOAD DATA LOCAL` from a client that may send files, into a table idgate places
-    /// or fills ids for (anything else is decided by the usual rules).
-    pub(super) fn plan_load_data(&self, stmt: &[u8]) -> Option<Plan> {
-        if !sql::is_load_local(stmt) || !self.local_files() {
-            return None;
-        }
-        let ld = match sql::analyze_load_data(stmt) {
-            Ok(ld) => ld,
-            Err(e) => return Some(Plan::Refuse(e.into())),
-        };
-        let db = self
-            .db
-            .as_ref()
-            .map(|d| String::from_utf8_lossy(d).into_owned());
-        let schema = ld.table.schema.clone().or(db);
-        let rule = self
-            .proxy
-            .tables
-            .lookup_shared(schema.as_deref(), &ld.table.name)?
-            .clone();
-        let concerned =
-            !matches!(rule.placement, Placement::Single { .. }) || rule.generator.is_some();
-        concerned.then(|| Plan::LoadData(Box::new((ld, rule))))
-    }
-
     /// Runs `LOAD DATA LOCAL INFILE` into `rule`'s table.
     pub(super) async fn run_load_data(
         &mut self,

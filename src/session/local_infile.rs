@@ -6,16 +6,11 @@
 use mysql_common::constants::{CapabilityFlags, Command};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::query::Plan;
 use super::Session;
 use crate::exec::BackendConn;
 use crate::exec::BackendError;
-use crate::sql::{self, StatementKind};
-use crate::wire::errors::SqlError;
+use crate::sql;
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
-
-/// MariaDB's error for LOAD DATA LOCAL from a client that did not agree to send files.
-pub const ER_LOAD_INFILE_CAPABILITY_DISABLED: u16 = 4166;
 
 /// Why carrying a file stopped short.
 pub(super) enum CarryError {
@@ -33,28 +28,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// A query that may need planning because this client cannot send files and the query
-    /// might be a `LOAD … LOCAL` (a cheap look, refined by `plan_other`).
+    /// might be a `LOAD … LOCAL` (a cheap look, refined by planning).
     pub(super) fn may_refuse_local_load(&self, sql: &[u8]) -> bool {
         // A single statement is one by its leading words; only a multi-statement query needs
         // the look through its text.
         !self.local_files()
             && (sql::is_load_local(sql)
                 || (self.multi_statements && sql.contains(&b';') && sql::mentions(sql, b"LOCAL")))
-    }
-
-    /// A statement of kind Other not about a configured table: `LOAD … LOCAL` from a client
-    /// that did not agree to send files gets MariaDB's own refusal (the backend, which idgate
-    /// told it may ask for files, would otherwise ask).
-    pub(super) fn plan_other(&self, stmt: &[u8]) -> Plan {
-        if !self.local_files() && sql::is_load_local(stmt) {
-            return Plan::Refuse(SqlError::new(
-                ER_LOAD_INFILE_CAPABILITY_DISABLED,
-                b"HY000",
-                "The used command is not allowed because the MariaDB server or client has \
-                 disabled the local infile capability",
-            ));
-        }
-        Plan::Forward(StatementKind::Other)
     }
 }
 

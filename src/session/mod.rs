@@ -32,7 +32,6 @@ mod shards;
 mod show;
 mod subquery;
 mod txn;
-mod unsupported;
 
 use std::sync::Arc;
 

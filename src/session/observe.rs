@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::dml::Route;
-use super::query::{Plan, Step};
+use super::query::Step;
 use super::{End, Session};
 use crate::admin::slow_log::{self, SlowStatement};
 use crate::admin::statement_metrics::StmtRoute;
 use crate::exec::relay::Relayed;
+use crate::route::Plan;
 use crate::sql::{self, StatementKind};
 use crate::wire::command::StmtCommand;
 

@@ -1,15 +1,14 @@
 //! COM_QUERY: statements about configured tables are rewritten and routed; sequence functions
 //! are answered by idgate; everything else reaches the default backend as the client's bytes.
 
-use std::sync::Arc;
-
 use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
 use crate::exec::relay::{Adjust, Reply};
-use crate::route::TableRule;
-use crate::sql::{self, InsertAnalysis, SessionQuery, StatementKind};
+use crate::route::statement::{self, Caller, Plan, StatementContext};
+use crate::route::PlanContext;
+use crate::sql::{self, StatementKind};
 use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
@@ -20,51 +19,6 @@ const MAX_REPLAYED_SETS: usize = 256;
 
 /// Statements at least this long are parsed off the event loop (see `plan_off_loop`).
 const OFF_LOOP_PARSE_BYTES: usize = 64 << 10;
-
-/// What to do with one statement.
-pub(super) enum Plan {
-    /// Send it to the default backend as it is (its kind, for the bookkeeping after it).
-    Forward(StatementKind),
-    Insert(Box<(InsertAnalysis, Arc<TableRule>)>),
-    /// `LOAD DATA LOCAL INFILE` into a table idgate places or fills ids for.
-    LoadData(Box<(sql::LoadData, Arc<TableRule>)>),
-    NextValues {
-        generator: String,
-        count: u64,
-        column: String,
-    },
-    /// A statement about placed tables, with its kind.
-    Routed(super::dml::Route, StatementKind),
-    /// A SELECT, UPDATE or DELETE whose subqueries over placed tables idgate runs first
-    /// (`subquery.rs`).
-    Subqueries(Vec<sql::Subquery>),
-    /// A join of tables not placed alike, run in the gateway (`join.rs`).
-    Join(Box<sql::JoinShape>),
-    /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
-    ListTables {
-        backends: Vec<String>,
-        names: Vec<String>,
-    },
-    /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
-    ExplainRoute(std::ops::Range<usize>),
-    Refuse(SqlError),
-    /// `SHOW IDGATE …` / `IDGATE RELOAD`: answered by idgate.
-    Admin(sql::AdminStatement),
-}
-
-impl Plan {
-    /// The statement's kind, when planning already read it.
-    fn kind(&self) -> Option<StatementKind> {
-        match self {
-            Plan::Forward(k) | Plan::Routed(_, k) => Some(*k),
-            Plan::Insert(boxed) if boxed.0.replace => Some(StatementKind::Replace),
-            Plan::Insert(_) => Some(StatementKind::Insert),
-            Plan::NextValues { .. } | Plan::Join(_) => Some(StatementKind::Select),
-            Plan::ListTables { .. } => Some(StatementKind::Show),
-            _ => None,
-        }
-    }
-}
 
 /// The outcome of one statement of a COM_QUERY.
 pub(super) enum Step {
@@ -158,169 +112,73 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    /// MariaDB's refusal of NEXTVAL on a sequence the user may not write, for a generator the
-    /// user's `generators` list leaves out.
-    fn generator_denied(&self, generator: &str) -> Option<SqlError> {
-        let user = self.live.user(&self.hello.user)?;
-        if user.may_call(generator) {
-            return None;
-        }
-        Some(SqlError::new(
-            errors::ER_TABLEACCESS_DENIED_ERROR,
-            b"42000",
-            format!(
-                "INSERT command denied to user '{}'@'{}' for generator `{generator}`; \
-                 list it in the user's `generators` in idgate's configuration",
-                user.name, self.peer_host
-            ),
-        ))
+    /// What planning a statement needs from this session, for `f`.
+    pub(super) fn with_statement_context<T>(&self, f: impl FnOnce(&StatementContext) -> T) -> T {
+        let db = self.db.as_deref().map(String::from_utf8_lossy);
+        let ctx = StatementContext {
+            tables: PlanContext {
+                db: db.as_deref(),
+                tables: &self.proxy.tables,
+            },
+            plans: &self.proxy.plans,
+            generation: self.proxy.plan_generation(),
+            default_backend: &self.proxy.default_pool.name,
+            generators: !self.proxy.idgen.is_empty(),
+            local_files: self.local_files(),
+            caller: self.live.user(&self.hello.user).map(|user| Caller {
+                user,
+                host: &self.peer_host,
+            }),
+        };
+        f(&ctx)
     }
 
-    /// [`plan`](Self::plan), except that a large statement about configured tables is parsed
+    /// Decides what to do with one statement (`route::statement::plan`).
+    pub(super) fn plan(&self, stmt: &[u8]) -> Plan {
+        self.with_statement_context(|ctx| statement::plan(stmt, ctx))
+    }
+
+    /// [`plan`](Self::plan), except that a large statement about configured tables is planned
     /// on the blocking pool: a parse of megabytes must not stall the other sessions this event
     /// loop serves.
     async fn plan_off_loop(&mut self, stmt: &[u8]) -> Plan {
-        if stmt.len() < OFF_LOOP_PARSE_BYTES || sql::admin_statement(stmt).is_some() {
+        if stmt.len() < OFF_LOOP_PARSE_BYTES
+            || sql::admin_statement(stmt).is_some()
+            || !self.proxy.tables.mentioned_in(stmt)
+        {
             return self.plan(stmt);
         }
-        let kind = sql::classify(stmt);
         let proxy = self.proxy.clone();
         let owned = stmt.to_vec();
         let db = self.db.clone();
-        let parsed = match kind {
-            StatementKind::Insert | StatementKind::Replace
-                if self.proxy.tables.mentioned_in(stmt) =>
-            {
-                tokio::task::spawn_blocking(move || {
-                    let a = sql::analyze_insert(&owned).map_err(SqlError::from)?;
-                    let db = db.as_deref().map(String::from_utf8_lossy);
-                    let schema = a.table.schema.as_deref().or(db.as_deref());
-                    let rule = proxy.tables.lookup_shared(schema, &a.table.name).cloned();
-                    Ok(match rule {
-                        Some(rule) => Plan::Insert(Box::new((a, rule))),
-                        None => Plan::Forward(kind),
-                    })
-                })
-                .await
-            }
-            StatementKind::Select
-            | StatementKind::Update
-            | StatementKind::Delete
-            | StatementKind::Ddl
-                if self.proxy.tables.placed_mentioned_in(stmt) =>
-            {
-                let generation = self.proxy.plan_generation();
-                tokio::task::spawn_blocking(move || {
-                    let db = db.as_deref().map(String::from_utf8_lossy);
-                    let ctx = crate::route::PlanContext {
-                        db: db.as_deref(),
-                        tables: &proxy.tables,
-                    };
-                    Ok(match proxy.plans.route(&owned, &ctx, generation)? {
-                        Some(route) => Plan::Routed(route, kind),
-                        None => Plan::Forward(kind),
-                    })
-                })
-                .await
-            }
-            _ => return self.plan(stmt),
-        };
-        match parsed {
-            Ok(Ok(plan)) => plan,
-            Ok(Err(e)) => self
-                .subquery_plan(stmt)
-                .or_else(|| self.join_plan(stmt, &e))
-                .unwrap_or(Plan::Refuse(e)),
-            Err(e) => Plan::Refuse(SqlError::new(
+        let user = self.live.user(&self.hello.user).cloned();
+        let host = self.peer_host.clone();
+        let local_files = self.local_files();
+        let generation = proxy.plan_generation();
+        let planned = tokio::task::spawn_blocking(move || {
+            let db = db.as_deref().map(String::from_utf8_lossy);
+            let ctx = StatementContext {
+                tables: PlanContext {
+                    db: db.as_deref(),
+                    tables: &proxy.tables,
+                },
+                plans: &proxy.plans,
+                generation,
+                default_backend: &proxy.default_pool.name,
+                generators: !proxy.idgen.is_empty(),
+                local_files,
+                caller: user.as_ref().map(|user| Caller { user, host: &host }),
+            };
+            statement::plan(&owned, &ctx)
+        })
+        .await;
+        planned.unwrap_or_else(|e| {
+            Plan::Refuse(SqlError::new(
                 errors::ER_UNKNOWN_ERROR,
                 b"HY000",
                 format!("idgate: planning the statement failed ({e})"),
-            )),
-        }
-    }
-
-    /// Decides what to do with one statement; cheap unless it names a configured table.
-    pub(super) fn plan(&mut self, stmt: &[u8]) -> Plan {
-        if let Some(a) = sql::admin_statement(stmt) {
-            return Plan::Admin(a);
-        }
-        if let Some(inner) = sql::explain_route_target(stmt) {
-            let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
-            return Plan::ExplainRoute(start..start + inner.len());
-        }
-        let kind = sql::classify(stmt);
-        if kind == StatementKind::Select && !self.proxy.idgen.is_empty() {
-            if let Some(SessionQuery::NextValues {
-                generator,
-                count,
-                column,
-                ..
-            }) = sql::session_query(stmt)
-            {
-                if let Some(e) = self.generator_denied(&generator) {
-                    return Plan::Refuse(e);
-                }
-                return Plan::NextValues {
-                    generator,
-                    count,
-                    column,
-                };
-            }
-        }
-        match kind {
-            StatementKind::Insert | StatementKind::Replace
-                if self.proxy.tables.mentioned_in(stmt) =>
-            {
-                let a = match sql::analyze_insert(stmt) {
-                    Ok(a) => a,
-                    Err(e) => return Plan::Refuse(e.into()),
-                };
-                let db = self.db.as_deref().map(String::from_utf8_lossy);
-                let schema = a.table.schema.as_deref().or(db.as_deref());
-                match self.proxy.tables.lookup_shared(schema, &a.table.name) {
-                    Some(rule) => {
-                        let rule = rule.clone();
-                        Plan::Insert(Box::new((a, rule)))
-                    }
-                    None => Plan::Forward(kind),
-                }
-            }
-            StatementKind::Select
-            | StatementKind::Update
-            | StatementKind::Delete
-            | StatementKind::Ddl
-                if self.proxy.tables.placed_mentioned_in(stmt) =>
-            {
-                match self.route_dml(stmt) {
-                    Ok(Some(route)) => Plan::Routed(route, kind),
-                    Ok(None) => Plan::Forward(kind),
-                    Err(e) => self
-                        .subquery_plan(stmt)
-                        .or_else(|| self.join_plan(stmt, &e))
-                        .unwrap_or(Plan::Refuse(e)),
-                }
-            }
-            StatementKind::Other if self.proxy.tables.mentioned_in(stmt) => {
-                if let Some(plan) = self.plan_load_data(stmt) {
-                    return plan;
-                }
-                match self.refuse_bypass(stmt) {
-                    Some(e) => Plan::Refuse(e),
-                    None => self.plan_other(stmt),
-                }
-            }
-            StatementKind::Other => self.plan_other(stmt),
-            StatementKind::Show | StatementKind::Explain | StatementKind::Select => {
-                match self.route_metadata(stmt, kind) {
-                    Some(super::show::MetaRoute::One(route)) => Plan::Routed(route, kind),
-                    Some(super::show::MetaRoute::ListTables { backends, names }) => {
-                        Plan::ListTables { backends, names }
-                    }
-                    None => Plan::Forward(kind),
-                }
-            }
-            _ => Plan::Forward(kind),
-        }
+            ))
+        })
     }
 
     /// Carries a USE or SET that ran on the default backend over to the session's other

@@ -6,24 +6,9 @@
 use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::dml::Route;
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
-use crate::route::{Placement, TableRule};
-use crate::sql::StatementKind;
 use crate::wire::packets;
-
-/// Where a metadata statement goes when the default backend cannot answer it alone.
-pub(super) enum MetaRoute {
-    /// A backend that holds the table answers as it is.
-    One(Route),
-    /// `SHOW [FULL] TABLES` / `SHOW TABLE STATUS`: the default backend's rows plus the rows of
-    /// `names` from `backends` (each the first backend of such a table).
-    ListTables {
-        backends: Vec<String>,
-        names: Vec<String>,
-    },
-}
 
 /// The table name at the start of a text-protocol row.
 fn first_column(row: &[u8]) -> Option<&[u8]> {
@@ -32,50 +17,6 @@ fn first_column(row: &[u8]) -> Option<&[u8]> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// Sharded and broadcast rules the default backend holds no part of.
-    fn rules_away_from_default(&self) -> Vec<&TableRule> {
-        let default = &self.proxy.default_pool.name;
-        self.proxy
-            .tables
-            .rules()
-            .filter(|r| !matches!(r.placement, Placement::Single { .. }))
-            .filter(|r| !r.backends().iter().any(|b| b == default))
-            .collect()
-    }
-
-    /// `Some`: the statement is about a table the default backend does not hold.
-    pub(super) fn route_metadata(&self, stmt: &[u8], kind: StatementKind) -> Option<MetaRoute> {
-        if kind == StatementKind::Select && !crate::sql::mentions(stmt, b"information_schema") {
-            return None;
-        }
-        let away = self.rules_away_from_default();
-        if away.is_empty() {
-            return None;
-        }
-        if kind == StatementKind::Show && crate::sql::lists_tables(stmt) {
-            let mut backends: Vec<String> = Vec::new();
-            for r in &away {
-                let b = &r.backends()[0];
-                if !backends.contains(b) {
-                    backends.push(b.clone());
-                }
-            }
-            return Some(MetaRoute::ListTables {
-                backends,
-                names: away.iter().map(|r| r.name.clone()).collect(),
-            });
-        }
-        let named = |r: &&&TableRule| match kind {
-            StatementKind::Select => crate::sql::string_literal_is(stmt, &r.name),
-            _ => crate::sql::identifiers_mention(
-                stmt,
-                &crate::sql::TableNames::new([r.name.as_str()]),
-            ),
-        };
-        let rule = away.iter().find(named)?;
-        Some(MetaRoute::One(Route::One(rule.backends()[0].clone())))
-    }
-
     /// Runs `SHOW TABLES`-like statements on the default backend and on `backends`, and answers
     /// with the default's rows plus the rows naming `names`, sorted by name as MariaDB sorts them.
     pub(super) async fn list_tables(

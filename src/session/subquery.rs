@@ -15,11 +15,11 @@
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fetch::FetchLimits;
-use super::query::{Plan, Step};
+use super::query::Step;
 use super::{End, Session};
 use crate::exec::relay::Adjust;
-use crate::route::Route;
-use crate::sql::{self, StatementKind, Subquery, SubqueryUse};
+use crate::route::{self, Plan, Route};
+use crate::sql::{self, Subquery, SubqueryUse};
 use crate::wire::errors::SqlError;
 
 /// MariaDB's ER_BAD_FIELD_ERROR: what an inner query that names the outer query's columns
@@ -41,52 +41,6 @@ fn unsupported(msg: String) -> SqlError {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// The outer-level subqueries of `stmt` naming a sharded or broadcast table, if any.
-    fn placed_subqueries(&self, stmt: &[u8]) -> Option<Vec<Subquery>> {
-        let subs = sql::find_subqueries(stmt)?;
-        let subs: Vec<Subquery> = subs
-            .into_iter()
-            .filter(|s| {
-                stmt.get(s.inner.clone())
-                    .is_some_and(|t| self.proxy.tables.placed_mentioned_in(t))
-            })
-            .collect();
-        (!subs.is_empty()).then_some(subs)
-    }
-
-    /// The plan of a SELECT, or a single-table UPDATE or DELETE, the planner refused, when
-    /// idgate can run its subqueries first. A multi-table UPDATE/DELETE keeps its refusal.
-    pub(super) fn subquery_plan(&self, stmt: &[u8]) -> Option<Plan> {
-        match sql::classify(stmt) {
-            StatementKind::Select => {
-                // Correlated by column equalities: the whole statement runs in the gateway.
-                if let Some(plan) = self.correlated_plan(stmt) {
-                    return Some(plan);
-                }
-            }
-            StatementKind::Update | StatementKind::Delete if !sql::is_multi_table_write(stmt) => {}
-            _ => return None,
-        }
-        self.placed_subqueries(stmt).map(Plan::Subqueries)
-    }
-
-    /// Whether `subs[i]` is a correlated subquery the whole statement runs in the gateway for
-    /// once the others are bound (`correlated_plan` takes it with them replaced): it stays
-    /// as written while they run first.
-    pub(super) fn correlated_later(&self, stmt: &[u8], subs: &[Subquery], i: usize) -> bool {
-        // Alone, it would have been taken before the subqueries were looked at.
-        if subs.len() < 2 {
-            return false;
-        }
-        let parts: Vec<(std::ops::Range<usize>, Vec<u8>)> = subs
-            .iter()
-            .enumerate()
-            .filter(|&(n, _)| n != i)
-            .map(|(_, s)| (s.replace.clone(), b"(SELECT NULL)".to_vec()))
-            .collect();
-        self.correlated_plan(&sql::splice(stmt, &parts)).is_some()
-    }
-
     /// Runs the inner queries, then the outer statement with their rows bound in.
     pub(super) async fn run_subqueries(
         &mut self,
@@ -159,7 +113,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let max_bytes = self.live.config.merge_memory_limit;
         let mut parts = Vec::with_capacity(subs.len());
         for (i, s) in subs.iter().enumerate() {
-            if self.correlated_later(stmt, subs, i) {
+            if self.with_plan_context(|ctx| route::correlated_later(stmt, subs, i, ctx)) {
                 continue;
             }
             let Some(inner) = stmt.get(s.inner.clone()) else {
@@ -177,7 +131,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // An inner query with subqueries of its own over sharded tables: those first.
             let mut inner = inner.to_vec();
             if self.route_dml(&inner).is_err() {
-                if let Some(nested) = self.placed_subqueries(&inner) {
+                if let Some(nested) =
+                    self.with_plan_context(|ctx| route::placed_subqueries(&inner, ctx))
+                {
                     match Box::pin(self.bind_subqueries(&inner, &nested)).await? {
                         Ok(bound) => inner = bound,
                         Err(e) => return Ok(Err(e)),

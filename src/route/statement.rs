@@ -1,0 +1,187 @@
+//! What to do with one statement: relay it, answer it in idgate, route it over placed tables
+//! (one backend, a scatter with a merge, a write on several shards, DDL everywhere), insert
+//! with ids, load a file, run its subqueries or its join in the gateway, or refuse it with a
+//! clear error. A pure function of the statement and a [`StatementContext`]: the session runs
+//! the [`Plan`] it gets and never decides a route itself.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::cache::PlanCache;
+use super::plan::{PlanContext, Route};
+use super::statement_gateway::{join_plan, subquery_plan};
+use super::statement_load::{plan_load_data, plan_other, refuse_bypass};
+use super::statement_meta::route_metadata;
+use super::TableRule;
+use crate::config::User;
+use crate::sql::{self, InsertAnalysis, SessionQuery, StatementKind};
+use crate::wire::errors::{self, SqlError};
+
+/// What to do with one statement.
+#[derive(Debug)]
+pub enum Plan {
+    /// Send it to the default backend as it is (its kind, for the bookkeeping after it).
+    Forward(StatementKind),
+    Insert(Box<(InsertAnalysis, Arc<TableRule>)>),
+    /// `LOAD DATA LOCAL INFILE` into a table idgate places or fills ids for.
+    LoadData(Box<(sql::LoadData, Arc<TableRule>)>),
+    NextValues {
+        generator: String,
+        count: u64,
+        column: String,
+    },
+    /// A statement about placed tables, with its kind.
+    Routed(Route, StatementKind),
+    /// A SELECT, UPDATE or DELETE whose subqueries over placed tables run first.
+    Subqueries(Vec<sql::Subquery>),
+    /// A join of tables not placed alike, run in the gateway.
+    Join(Box<sql::JoinShape>),
+    /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
+    ListTables {
+        backends: Vec<String>,
+        names: Vec<String>,
+    },
+    /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
+    ExplainRoute(Range<usize>),
+    Refuse(SqlError),
+    /// `SHOW IDGATE …` / `IDGATE RELOAD`: answered by idgate.
+    Admin(sql::AdminStatement),
+}
+
+impl Plan {
+    /// The statement's kind, when planning already read it.
+    pub fn kind(&self) -> Option<StatementKind> {
+        match self {
+            Plan::Forward(k) | Plan::Routed(_, k) => Some(*k),
+            Plan::Insert(boxed) if boxed.0.replace => Some(StatementKind::Replace),
+            Plan::Insert(_) => Some(StatementKind::Insert),
+            Plan::NextValues { .. } | Plan::Join(_) => Some(StatementKind::Select),
+            Plan::ListTables { .. } => Some(StatementKind::Show),
+            _ => None,
+        }
+    }
+}
+
+/// Who is asking, for the rights idgate checks itself (NEXTVAL on a generator).
+#[derive(Clone, Copy)]
+pub struct Caller<'a> {
+    pub user: &'a User,
+    pub host: &'a str,
+}
+
+/// What planning a statement needs from the session and the configuration.
+#[derive(Clone, Copy)]
+pub struct StatementContext<'a> {
+    /// The current database and the tables' placement.
+    pub tables: PlanContext<'a>,
+    /// Plans kept by statement shape, and the configuration generation they belong to.
+    pub plans: &'a PlanCache,
+    pub generation: u64,
+    pub default_backend: &'a str,
+    /// Any generator is configured (`NEXTVAL` may name one).
+    pub generators: bool,
+    /// The client announced CLIENT_LOCAL_FILES.
+    pub local_files: bool,
+    /// `None`: the user is no longer configured (a reload removed it); nothing is denied here.
+    pub caller: Option<Caller<'a>>,
+}
+
+impl StatementContext<'_> {
+    /// The plan kept for `stmt`'s shape, bound to its literals. `Ok(None)`: forward it.
+    pub fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
+        self.plans.route(stmt, &self.tables, self.generation)
+    }
+
+    /// MariaDB's refusal of NEXTVAL on a sequence the user may not write, for a generator the
+    /// user's `generators` list leaves out.
+    fn generator_denied(&self, generator: &str) -> Option<SqlError> {
+        let c = self.caller?;
+        if c.user.may_call(generator) {
+            return None;
+        }
+        Some(SqlError::new(
+            errors::ER_TABLEACCESS_DENIED_ERROR,
+            b"42000",
+            format!(
+                "INSERT command denied to user '{}'@'{}' for generator `{generator}`; \
+                 list it in the user's `generators` in idgate's configuration",
+                c.user.name, c.host
+            ),
+        ))
+    }
+}
+
+/// Decides what to do with one statement; cheap unless it names a configured table.
+pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
+    if let Some(a) = sql::admin_statement(stmt) {
+        return Plan::Admin(a);
+    }
+    if let Some(inner) = sql::explain_route_target(stmt) {
+        let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
+        return Plan::ExplainRoute(start..start + inner.len());
+    }
+    let tables = ctx.tables.tables;
+    let kind = sql::classify(stmt);
+    if kind == StatementKind::Select && ctx.generators {
+        if let Some(SessionQuery::NextValues {
+            generator,
+            count,
+            column,
+            ..
+        }) = sql::session_query(stmt)
+        {
+            if let Some(e) = ctx.generator_denied(&generator) {
+                return Plan::Refuse(e);
+            }
+            return Plan::NextValues {
+                generator,
+                count,
+                column,
+            };
+        }
+    }
+    match kind {
+        StatementKind::Insert | StatementKind::Replace if tables.mentioned_in(stmt) => {
+            let a = match sql::analyze_insert(stmt) {
+                Ok(a) => a,
+                Err(e) => return Plan::Refuse(e.into()),
+            };
+            let schema = a.table.schema.as_deref().or(ctx.tables.db);
+            match tables.lookup_shared(schema, &a.table.name) {
+                Some(rule) => {
+                    let rule = rule.clone();
+                    Plan::Insert(Box::new((a, rule)))
+                }
+                None => Plan::Forward(kind),
+            }
+        }
+        StatementKind::Select
+        | StatementKind::Update
+        | StatementKind::Delete
+        | StatementKind::Ddl
+            if tables.placed_mentioned_in(stmt) =>
+        {
+            match ctx.route(stmt) {
+                Ok(Some(route)) => Plan::Routed(route, kind),
+                Ok(None) => Plan::Forward(kind),
+                Err(e) => subquery_plan(stmt, &ctx.tables)
+                    .or_else(|| join_plan(stmt, &e, &ctx.tables))
+                    .unwrap_or(Plan::Refuse(e)),
+            }
+        }
+        StatementKind::Other if tables.mentioned_in(stmt) => {
+            if let Some(plan) = plan_load_data(stmt, ctx) {
+                return plan;
+            }
+            match refuse_bypass(stmt, tables) {
+                Some(e) => Plan::Refuse(e),
+                None => plan_other(stmt, ctx.local_files),
+            }
+        }
+        StatementKind::Other => plan_other(stmt, ctx.local_files),
+        StatementKind::Show | StatementKind::Explain | StatementKind::Select => {
+            route_metadata(stmt, kind, ctx).unwrap_or(Plan::Forward(kind))
+        }
+        _ => Plan::Forward(kind),
+    }
+}

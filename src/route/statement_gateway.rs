@@ -1,0 +1,118 @@
+//! Plans for statements the shape planner refuses but idgate can still answer as one server
+//! would: subqueries over placed tables run first and bound in as literals, and joins (or
+//! correlated subqueries) of tables not placed alike run in the gateway.
+
+use super::colocate::{is_colocation_refusal, rule_for};
+use super::plan::PlanContext;
+use super::statement::Plan;
+use super::Placement;
+use crate::sql::{self, JoinSide, StatementKind, Subquery};
+use crate::wire::errors::SqlError;
+
+fn unsupported(msg: String) -> SqlError {
+    SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
+}
+
+/// The sharding columns of a join side's table, when it is sharded.
+pub fn sharding_columns(ctx: &PlanContext, side: &JoinSide) -> Option<Vec<String>> {
+    if side.derived {
+        return None;
+    }
+    match &rule_for(ctx, &side.table)?.placement {
+        Placement::Sharded { columns, .. } => Some(columns.clone()),
+        _ => None,
+    }
+}
+
+/// The outer-level subqueries of `stmt` naming a sharded or broadcast table, if any.
+pub fn placed_subqueries(stmt: &[u8], ctx: &PlanContext) -> Option<Vec<Subquery>> {
+    let subs: Vec<Subquery> = sql::find_subqueries(stmt)?
+        .into_iter()
+        .filter(|s| {
+            stmt.get(s.inner.clone())
+                .is_some_and(|t| ctx.tables.placed_mentioned_in(t))
+        })
+        .collect();
+    (!subs.is_empty()).then_some(subs)
+}
+
+/// The plan of a SELECT, or a single-table UPDATE or DELETE, the planner refused, when idgate
+/// can run its subqueries first. A multi-table UPDATE/DELETE keeps its refusal.
+pub fn subquery_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
+    match sql::classify(stmt) {
+        StatementKind::Select => {
+            // Correlated by column equalities: the whole statement runs in the gateway.
+            if let Some(plan) = correlated_plan(stmt, ctx) {
+                return Some(plan);
+            }
+        }
+        StatementKind::Update | StatementKind::Delete if !sql::is_multi_table_write(stmt) => {}
+        _ => return None,
+    }
+    placed_subqueries(stmt, ctx).map(Plan::Subqueries)
+}
+
+/// Whether `subs[i]` is a correlated subquery the whole statement runs in the gateway for once
+/// the others are bound (`correlated_plan` takes it with them replaced): it stays as written
+/// while they run first.
+pub fn correlated_later(stmt: &[u8], subs: &[Subquery], i: usize, ctx: &PlanContext) -> bool {
+    // Alone, it would have been taken before the subqueries were looked at.
+    if subs.len() < 2 {
+        return false;
+    }
+    let parts: Vec<(std::ops::Range<usize>, Vec<u8>)> = subs
+        .iter()
+        .enumerate()
+        .filter(|&(n, _)| n != i)
+        .map(|(_, s)| (s.replace.clone(), b"(SELECT NULL)".to_vec()))
+        .collect();
+    correlated_plan(&sql::splice(stmt, &parts), ctx).is_some()
+}
+
+/// The plan of a SELECT the planner refused because its tables are not placed alike, when
+/// idgate can run the join in the gateway.
+pub fn join_plan(stmt: &[u8], refusal: &SqlError, ctx: &PlanContext) -> Option<Plan> {
+    if let Some(plan) = correlated_plan(stmt, ctx) {
+        return Some(plan);
+    }
+    if sql::classify(stmt) != StatementKind::Select || !is_colocation_refusal(refusal) {
+        return None;
+    }
+    match sql::analyze_join(stmt) {
+        // A derived table over placed tables runs first on the subquery path: here it would be
+        // read through routing that cannot evaluate it.
+        Ok(Some(shape))
+            if shape.sides.iter().any(|s| {
+                s.derived
+                    && stmt
+                        .get(s.name_at.clone())
+                        .is_none_or(|t| ctx.tables.placed_mentioned_in(t))
+            }) =>
+        {
+            None
+        }
+        Ok(Some(shape)) => shape
+            .sides
+            .iter()
+            .any(|s| sharding_columns(ctx, s).is_some())
+            .then(|| Plan::Join(Box::new(shape))),
+        Ok(None) => None,
+        Err(why) => Some(Plan::Refuse(unsupported(why.0))),
+    }
+}
+
+/// The plan of a SELECT the planner refused whose subqueries over configured tables are
+/// correlated with it by column equalities: run in the gateway like a join, each subquery's
+/// table fetched by the outer rows' values (`sql::analyze_correlated`).
+pub fn correlated_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
+    if sql::classify(stmt) != StatementKind::Select {
+        return None;
+    }
+    let configured = |t: &sql::TableRef| rule_for(ctx, t).is_some();
+    let shape = sql::analyze_correlated(stmt, &configured).ok()??;
+    shape
+        .sides
+        .iter()
+        .any(|s| sharding_columns(ctx, s).is_some())
+        .then(|| Plan::Join(Box::new(shape)))
+}
