@@ -26,6 +26,7 @@ mod insert_place;
 pub mod pinned;
 pub mod plan;
 pub mod planner;
+pub mod prepared;
 pub mod statement;
 mod statement_gateway;
 mod statement_load;

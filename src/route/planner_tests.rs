@@ -450,3 +450,54 @@ fn correlated_subqueries_of_tables_placed_alike_run_per_shard() {
         assert!(e.to_string().contains("subquery"), "{stmt}: {e}");
     }
 }
+
+#[test]
+fn a_prepared_select_pins_one_shard_from_its_bound_values() {
+    use super::prepared::PreparedSelect;
+    use mysql_common::value::Value;
+    let t = tables();
+    let single = |stmt: &str, values: &[Value], generation: u64| {
+        let p = std::sync::Arc::new(plan_of(&t, stmt));
+        let literals = sql::shape(stmt.as_bytes()).slots;
+        PreparedSelect::new(p, literals, 7)
+            .and_then(|p| p.single_shard(stmt.as_bytes(), values, generation))
+    };
+    let point = "SELECT c FROM orders WHERE id = ?";
+    assert_eq!(single(point, &[Value::Int(9)], 7).as_deref(), Some("s1"));
+    assert_eq!(single(point, &[Value::UInt(4)], 7).as_deref(), Some("s0"));
+    assert_eq!(
+        single(point, &[Value::Bytes(b"4".to_vec())], 7).as_deref(),
+        Some("s0")
+    );
+    // NULL or a float pins nothing; a new configuration generation sends it to the text route.
+    assert_eq!(single(point, &[Value::NULL], 7), None);
+    assert_eq!(single(point, &[Value::Double(4.0)], 7), None);
+    assert_eq!(single(point, &[Value::Int(9)], 8), None);
+    let list = "SELECT c FROM orders WHERE id IN (?, ?)";
+    assert_eq!(
+        single(list, &[Value::Int(1), Value::Int(3)], 7).as_deref(),
+        Some("s1")
+    );
+    assert_eq!(single(list, &[Value::Int(1), Value::Int(2)], 7), None);
+    // A literal key of the prepared text pins as in a text statement.
+    assert_eq!(
+        single(
+            "SELECT c FROM orders WHERE id = 6 AND note = ?",
+            &[Value::Int(1)],
+            7
+        )
+        .as_deref(),
+        Some("s0")
+    );
+    // A condition on another column pins nothing; no condition at all makes no prepared route.
+    assert_eq!(
+        single("SELECT c FROM orders WHERE note = ?", &[Value::Int(1)], 7),
+        None
+    );
+    assert!(PreparedSelect::new(
+        std::sync::Arc::new(plan_of(&t, "SELECT c FROM orders")),
+        Vec::new(),
+        7
+    )
+    .is_none());
+}

@@ -76,7 +76,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 let kind = if k == StatementKind::Select {
                     select = planned.ok().and_then(|(plan, literals)| {
-                        super::prepared_route::PreparedSelect::new(plan, literals, generation)
+                        route::prepared::PreparedSelect::new(plan, literals, generation)
                             .map(Box::new)
                     });
                     EmulatedKind::Select
@@ -157,7 +157,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let e = self.stmts.get(id).and_then(|st| st.emulated.as_ref())?;
             e.select
                 .as_deref()
-                .and_then(|p| self.single_shard_for(p, &e.sql, &values))
+                .and_then(|p| p.single_shard(&e.sql, &values, self.proxy.plan_generation()))
         };
         if let Some(backend) = pinned {
             self.note_route(crate::admin::statement_metrics::StmtRoute::SingleShard);

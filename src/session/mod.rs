@@ -25,7 +25,6 @@ mod login;
 mod long_data;
 mod observe;
 mod prepared;
-mod prepared_route;
 mod query;
 pub mod registry;
 mod shards;

@@ -86,10 +86,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         more: bool,
     ) -> Step {
-        let kind = match &plan {
-            Plan::Forward(k) => *k,
-            _ => sql::classify(stmt),
-        };
+        // Planning read the kind of most statements already.
+        let kind = plan.kind().unwrap_or_else(|| sql::classify(stmt));
         let route = route_of(&plan, kind);
         if self.obs.in_execute {
             self.obs.route = Some(route);

@@ -39,7 +39,7 @@ pub struct Emulated {
     pub placeholders: Vec<usize>,
     pub returning: bool,
     /// For a SELECT about one table: routed from its analysis and the bound values.
-    pub select: Option<Box<super::prepared_route::PreparedSelect>>,
+    pub select: Option<Box<crate::route::prepared::PreparedSelect>>,
     pub bound: crate::wire::stmt_execute::BoundState,
 }
 

@@ -5,11 +5,9 @@
 use std::sync::Arc;
 
 use mysql_common::value::Value;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
-use crate::route::plan::{ShapeKind, Term};
-use crate::route::{ShapePlan, ShardValue};
+use super::plan::{ShapeKind, Term};
+use super::{ShapePlan, ShardValue};
 use crate::sql::DmlKind;
 
 /// A prepared SELECT whose target is sharded, with the plan its routing needs.
@@ -50,27 +48,22 @@ impl PreparedSelect {
             generation,
         })
     }
-}
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// The one shard that owns every row this execution of `sql` can return; `None` when the
-    /// bound values reach several shards (or cannot be read), and the text route decides.
-    pub(super) fn single_shard_for(
-        &self,
-        p: &PreparedSelect,
-        sql: &[u8],
-        values: &[Value],
-    ) -> Option<String> {
-        if p.generation != self.proxy.plan_generation() {
+    /// The one shard that owns every row this execution of `sql` (the prepared text, with
+    /// `values` bound to its `?`) can return; `None` when the bound values reach several shards
+    /// (or cannot be read), or the configuration changed since PREPARE (`generation`): then the
+    /// text route decides.
+    pub fn single_shard(&self, sql: &[u8], values: &[Value], generation: u64) -> Option<String> {
+        if self.generation != generation {
             return None;
         }
         // A key whose bound value cannot route (NULL, a float…) pins nothing: another sharding
         // column may still pin the rows, else the text route decides.
         let resolve = |t: &Term| match t {
             Term::Placeholder(i) => values.get(*i).and_then(bound_key),
-            _ => t.literal_value(sql, &p.literals),
+            _ => t.literal_value(sql, &self.literals),
         };
-        let (plan, set) = p.plan.pinned(resolve)?;
+        let (plan, set) = self.plan.pinned(resolve)?;
         let set = set?;
         match set.len() {
             1 => set
