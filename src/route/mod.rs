@@ -20,9 +20,11 @@
 pub mod algorithm;
 pub mod cache;
 pub mod colocate;
+pub mod explain;
 pub mod insert;
 pub mod insert_ids;
 mod insert_place;
+pub mod join_steps;
 pub mod pinned;
 pub mod plan;
 pub mod planner;

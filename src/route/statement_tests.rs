@@ -272,3 +272,86 @@ fn load_data_local_needs_a_client_that_sends_files() {
         Plan::Forward(StatementKind::Other)
     ));
 }
+
+/// `EXPLAIN ROUTE`'s rows for `stmt`.
+fn explained(f: &Fixture, stmt: &str) -> Vec<[String; 3]> {
+    super::explain::explain(stmt.as_bytes(), &f.ctx(true)).unwrap()
+}
+
+#[test]
+fn explain_route_shows_each_backend_with_its_sql_and_merge() {
+    let f = Fixture::new();
+    let point = "SELECT * FROM orders WHERE id = 3";
+    assert_eq!(
+        explained(&f, point),
+        [["s1".to_string(), point.into(), "none".into()]]
+    );
+    let merged = explained(&f, "SELECT id FROM orders ORDER BY note LIMIT 5");
+    assert_eq!(merged.len(), 2);
+    assert_eq!((merged[0][0].as_str(), merged[1][0].as_str()), ("s0", "s1"));
+    assert!(merged[0][1].contains("WEIGHT_STRING(note)"), "{merged:?}");
+    let insert = explained(&f, "INSERT INTO orders (note) VALUES ('a')");
+    assert_eq!(insert.len(), 2);
+    assert!(insert[0][2].starts_with("ids from generator `ids` into `id`; rows split by id (mod)"));
+    let backfill = explained(&f, "INSERT INTO orders (note) SELECT note FROM archive");
+    let merges: Vec<&str> = backfill.iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(backfill.len(), 4, "{backfill:?}");
+    assert!(merges[..2]
+        .iter()
+        .all(|m| m.starts_with("source, read into idgate first: rows concatenated")));
+    assert!(merges[2..]
+        .iter()
+        .all(|m| m.starts_with("target: ids from generator")));
+    let e = super::explain::explain(
+        b"SELECT * FROM orders o JOIN archive a USING (id) WHERE",
+        &f.ctx(true),
+    );
+    assert!(e.is_err());
+}
+
+#[test]
+fn explain_route_shows_a_gateway_joins_steps() {
+    let f = Fixture::new();
+    let rows = explained(
+        &f,
+        "SELECT o.note, a.note FROM orders o JOIN archive a ON a.id = o.customer WHERE o.id = 4",
+    );
+    let merges: Vec<&str> = rows.iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    // `orders` drives (pinned to one shard by its literal id); `archive` is fetched by its
+    // sharding column, so each batch goes to the shards owning its values.
+    assert_eq!(rows[0][0], "s0");
+    assert!(
+        merges[0].starts_with("join step 1: rows of `o` (driving)"),
+        "{merges:?}"
+    );
+    assert!(rows[1][0].starts_with("the shards owning each batch's values (of s2, s3)"));
+    assert!(rows[1][1].contains("<up to 500 values>"), "{rows:?}");
+    assert!(merges[1].contains("distinct `o`.`customer` values"));
+    assert_eq!(rows[2][0], "s0");
+    assert!(rows[2][1].contains("(<rows of `o`>)") && rows[2][1].contains("(<rows of `a`>)"));
+}
+
+#[test]
+fn a_gateway_join_is_driven_by_a_table_pinned_by_its_sharding_column() {
+    let f = Fixture::new();
+    let steps = |stmt: &str| {
+        let Plan::Join(shape) = f.plan(stmt) else {
+            panic!("{stmt}: a gateway join");
+        };
+        super::join_steps::join_steps(&shape, &f.ctx(true).tables)
+    };
+    let s = steps("SELECT * FROM orders o JOIN archive a ON a.id = o.customer WHERE a.id = 7");
+    assert_eq!(s.driver(), 1, "archive is pinned by its literal");
+    assert_eq!(
+        s.fetches[1],
+        super::join_steps::Fetch {
+            side: 0,
+            key: Some((1, "id".into(), "customer".into())),
+            pinned: false,
+        }
+    );
+    let s = steps("SELECT * FROM orders o JOIN archive a ON a.id = o.customer WHERE o.id = 7");
+    assert_eq!(s.driver(), 0);
+    assert!(s.fetches[1].pinned, "archive's key is its sharding column");
+}

@@ -26,15 +26,12 @@ use super::query::Step;
 use super::{End, Session};
 use crate::exec::relay::Client;
 use crate::exec::BackendError;
+use crate::route::join_steps::{join_steps, Steps, BATCH};
 use crate::route::{self, Plan};
 use crate::sql::{self, JoinShape, JoinSide, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 use stream::{relay_batch, BatchEnd, Streamed};
-
-/// Distinct key values per fetch of a further table, and driving rows per batch of a row-wise
-/// join: an IN list a shard reads by index, short enough to keep each statement small.
-const BATCH: usize = 500;
 
 /// MariaDB's ER_OUT_OF_RESOURCES, as `fetch` gives past `merge_memory_limit`.
 const ER_OUT_OF_RESOURCES: u16 = 1037;
@@ -52,27 +49,6 @@ fn row_bytes(rows: &[sql::BoundRow]) -> u64 {
                 .sum::<usize>() as u64
         })
         .sum()
-}
-
-/// One fetch of a gateway join, as the run follows it and `EXPLAIN ROUTE` shows it.
-struct Fetch {
-    side: usize,
-    /// `(side fetched before, its column, this side's column)` the batches use; `None`: read
-    /// whole.
-    key: Option<(usize, String, String)>,
-    /// The key is this side's sharding column: each batch goes to the shards owning it.
-    pinned: bool,
-}
-
-/// The fetches of a gateway join; the first is the driving table's.
-struct Steps {
-    fetches: Vec<Fetch>,
-}
-
-impl Steps {
-    fn driver(&self) -> usize {
-        self.fetches.first().map_or(0, |f| f.side)
-    }
 }
 
 /// The distinct non-NULL values of `column` in `f`'s rows as literals (NULL never equals
@@ -110,36 +86,6 @@ fn table_list(shape: &JoinShape) -> String {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    fn is_sharding_column(&self, side: &JoinSide, column: &str) -> bool {
-        self.with_plan_context(|ctx| route::sharding_columns(ctx, side))
-            .is_some_and(|cs| cs.iter().any(|c| c.eq_ignore_ascii_case(column)))
-    }
-
-    /// The driving table (one equated to a literal on its sharding column reads one shard;
-    /// else the shape's choice) and the order the others are fetched in.
-    fn steps(&self, shape: &JoinShape) -> Steps {
-        let driver = shape
-            .drivers()
-            .find(|&i| {
-                let s = &shape.sides[i];
-                s.pinned.iter().any(|c| self.is_sharding_column(s, c))
-            })
-            .unwrap_or(shape.driver);
-        let prefer = |k: &sql::JoinKey| self.is_sharding_column(&shape.sides[k.to], &k.to_column);
-        let fetches = shape
-            .fetch_order(driver, &prefer)
-            .into_iter()
-            .map(|st| Fetch {
-                side: st.side,
-                pinned: st.key.is_some_and(&prefer),
-                key: st
-                    .key
-                    .map(|k| (k.from, k.from_column.clone(), k.to_column.clone())),
-            })
-            .collect();
-        Steps { fetches }
-    }
-
     /// A fetch's limit error told as the join's.
     fn join_limit_error(&self, e: SqlError, shape: &JoinShape, side: &JoinSide) -> SqlError {
         let what = if shape.correlated {
@@ -288,7 +234,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         stmt: &[u8],
         shape: &JoinShape,
     ) -> Result<Result<Vec<u8>, SqlError>, End> {
-        let steps = self.steps(shape);
+        let steps = self.with_plan_context(|ctx| join_steps(shape, ctx));
         let d = steps.driver();
         let mut used = 0u64;
         let driver_sql = sql::side_select(stmt, &shape.sides[d], None);
@@ -340,7 +286,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         binary: bool,
         more: bool,
     ) -> Result<bool, End> {
-        let steps = self.steps(shape);
+        let steps = self.with_plan_context(|ctx| join_steps(shape, ctx));
         let d = steps.driver();
         let mut driver_bytes = 0u64;
         let driver_sql = sql::side_select(stmt, &shape.sides[d], None);
@@ -462,112 +408,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(false)
             }
         }
-    }
-
-    /// Where a statement would run, for `EXPLAIN ROUTE`.
-    fn backends_of(&self, select: &[u8]) -> String {
-        match self.route_dml(select) {
-            Ok(None) => self.proxy.default_pool.name.clone(),
-            Ok(Some(super::dml::Route::One(b))) => b,
-            Ok(Some(super::dml::Route::Concat(bs) | super::dml::Route::Merge(bs, _))) => {
-                bs.join(", ")
-            }
-            Ok(Some(_)) => "?".into(),
-            Err(e) => format!("refused: {}", e.message),
-        }
-    }
-
-    /// `EXPLAIN ROUTE` rows (backend, sql, merge) of a join idgate runs in the gateway: the
-    /// driving fetch, each further table's fetch and the final evaluation.
-    pub(super) fn explain_join(
-        &self,
-        stmt: &[u8],
-        refusal: &SqlError,
-    ) -> Option<Result<Vec<[String; 3]>, SqlError>> {
-        let shape = match self.with_plan_context(|ctx| route::join_plan(stmt, refusal, ctx))? {
-            Plan::Join(shape) => shape,
-            Plan::Refuse(e) => return Some(Err(e)),
-            _ => return None,
-        };
-        let steps = self.steps(&shape);
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let per_batch = if shape.row_wise {
-            format!(" for each batch of up to {BATCH} driving rows")
-        } else {
-            String::new()
-        };
-        let mut rows = Vec::with_capacity(steps.fetches.len() + 1);
-        for (n, f) in steps.fetches.iter().enumerate() {
-            let side = &shape.sides[f.side];
-            let all = self.backends_of(&sql::side_select(stmt, side, None));
-            let row = match &f.key {
-                None if n == 0 => {
-                    let kept = if shape.row_wise {
-                        format!(
-                            "kept in idgate (at most max_subquery_rows), run in batches of {BATCH}"
-                        )
-                    } else {
-                        "kept in idgate (at most max_subquery_rows)".into()
-                    };
-                    [
-                        all,
-                        text(&sql::side_select(stmt, side, None)),
-                        format!(
-                            "join step 1: rows of `{}` (driving), {kept}",
-                            side.qualifier
-                        ),
-                    ]
-                }
-                None => [
-                    all,
-                    text(&sql::side_select(stmt, side, None)),
-                    format!(
-                        "join step {}: rows of `{}`{per_batch} (no column equality with a table \
-                         fetched before: read whole)",
-                        n + 1,
-                        side.qualifier
-                    ),
-                ],
-                Some((from, from_column, column)) => {
-                    let cond = sql::batch_condition(side, column, &[b"<value>".to_vec()]);
-                    let cond = cond.replace("<value>", &format!("<up to {BATCH} values>"));
-                    let backends = if f.pinned {
-                        format!("the shards owning each batch's values (of {all})")
-                    } else {
-                        all
-                    };
-                    [
-                        backends,
-                        text(&sql::side_select(stmt, side, Some(&cond))),
-                        format!(
-                            "join step {}: rows of `{}`{per_batch} for batches of up to {BATCH} \
-                             distinct `{}`.`{from_column}` values",
-                            n + 1,
-                            side.qualifier,
-                            shape.sides[*from].qualifier
-                        ),
-                    ]
-                }
-            };
-            rows.push(row);
-        }
-        let placeholders: Vec<Vec<u8>> = shape
-            .sides
-            .iter()
-            .map(|s| format!("(<rows of `{}`>)", s.qualifier).into_bytes())
-            .collect();
-        let bound = sql::bind_tables(stmt, &shape, placeholders);
-        let how = if shape.row_wise {
-            "the statement over each batch's fetched rows as literal tables, its rows sent \
-             batch by batch"
-        } else {
-            "the statement over the fetched rows as literal tables"
-        };
-        rows.push([
-            self.proxy.default_pool.name.clone(),
-            text(&bound),
-            format!("join step {}: {how}", steps.fetches.len() + 1),
-        ]);
-        Some(Ok(rows))
     }
 }
