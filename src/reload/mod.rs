@@ -2,7 +2,9 @@
 //! users, limits, timeouts, pool settings, backend accounts and the log level take effect for new
 //! sessions and new backend connections. A change a running idgate cannot take (a listen address,
 //! a table's placement, a backend's address, a generator, …) refuses the whole reload, naming
-//! each such key, and the running configuration stays as it was.
+//! each such key, and the running configuration stays as it was. It must not change what a
+//! running session holds: sessions keep the snapshot they started with, so a reload never
+//! moves a statement mid-flight to other rules.
 
 pub mod diff;
 pub mod log_filter;
