@@ -9,7 +9,7 @@ use super::prepared::Statement;
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
 use crate::exec::relay::{self, Adjust, Client, Reply};
-use crate::exec::BackendError;
+use crate::exec::{BackendError, StatementScope};
 use crate::wire::command::{self, Command, StmtCommand};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::framing::FrameError;
@@ -21,7 +21,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Handles one command. `Some` ends the session.
     pub(super) async fn dispatch(&mut self, packet: &[u8]) -> Option<End> {
         let cmd = command::decode(packet);
-        self.scope = super::txn::StatementScope::of_command(&cmd);
+        let scope = StatementScope::of_command(&cmd);
         match cmd {
             Command::Empty => {
                 self.send_error(&errors::malformed("empty command"));
@@ -32,19 +32,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.send_ok(0, 0);
                 None
             }
-            Command::Query(_) => self.observed_query(packet).await,
+            Command::Query(_) => self.observed_query(packet, scope).await,
             Command::InitDb(db) => {
-                let end = self.forward(packet, Reply::Single).await;
+                let end = self.forward(packet, Reply::Single, scope).await;
                 if self.last_ok {
                     self.db = Some(db.to_vec()).filter(|d| !d.is_empty());
                     self.follow_db().await;
                 }
                 end
             }
-            Command::FieldList => self.forward(packet, Reply::Fields).await,
-            Command::Statistics => self.forward(packet, Reply::Single).await,
+            Command::FieldList => self.forward(packet, Reply::Fields, scope).await,
+            Command::Statistics => self.forward(packet, Reply::Single, scope).await,
             Command::SetOption(option) => {
-                let end = self.forward(packet, Reply::Eof).await;
+                let end = self.forward(packet, Reply::Eof, scope).await;
                 if end.is_none() && self.last_ok {
                     // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF.
                     self.multi_statements = option == Some(0);
@@ -52,15 +52,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 end
             }
-            Command::ResetConnection => self.reset_connection().await,
+            Command::ResetConnection => self.reset_connection(scope).await,
             Command::ChangeUser => self.change_user(packet).await,
-            Command::Prepare(_) => self.prepare(packet).await,
+            Command::Prepare(_) => self.prepare(packet, scope).await,
             Command::Stmt {
                 kind: StmtCommand::Execute,
                 id,
-            } => self.observed_execute(packet, id).await,
+            } => self.observed_execute(packet, id, scope).await,
             Command::Stmt { kind, id } => {
-                let end = self.on_statement(packet, kind, id).await;
+                let end = self.on_statement(packet, kind, id, scope).await;
                 if let (StmtCommand::Close, Some(id)) = (kind, id) {
                     self.stmts.remove(id);
                 }
@@ -74,8 +74,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Sends `packet` to the backend as it is and relays the answer.
-    pub(super) async fn forward(&mut self, packet: &[u8], reply: Reply) -> Option<End> {
-        self.forward_with(packet, reply, None, Adjust::default())
+    pub(super) async fn forward(
+        &mut self,
+        packet: &[u8],
+        reply: Reply,
+        scope: StatementScope,
+    ) -> Option<End> {
+        self.forward_with(packet, reply, None, Adjust::default(), scope)
             .await
     }
 
@@ -87,6 +92,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         reply: Reply,
         backend_stmt_id: Option<u32>,
         adj: Adjust,
+        scope: StatementScope,
     ) -> Option<End> {
         self.last_ok = false;
         let name = self.proxy.default_pool.name.clone();
@@ -97,10 +103,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return None;
             }
         };
-        self.relay_on(i, packet, reply, backend_stmt_id, adj).await
+        self.relay_on(i, packet, reply, backend_stmt_id, adj, scope)
+            .await
     }
 
-    /// Sends `packet` on held connection `i` and relays the answer.
+    /// Sends `packet` on held connection `i` and relays the answer (a statement of `scope`).
     pub(super) async fn relay_on(
         &mut self,
         i: usize,
@@ -108,11 +115,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         reply: Reply,
         backend_stmt_id: Option<u32>,
         adj: Adjust,
+        scope: StatementScope,
     ) -> Option<End> {
         self.last_ok = false;
         if self.xa_mode() {
             // Every connection a transaction touches joins it, the default backend's too.
-            if let Err(end) = self.join_xa(i).await {
+            if let Err(end) = self.join_transaction(i, scope).await {
                 return Some(end);
             }
         }
@@ -219,7 +227,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         End::Fatal(e.to_string())
     }
 
-    async fn prepare(&mut self, packet: &[u8]) -> Option<End> {
+    async fn prepare(&mut self, packet: &[u8], scope: StatementScope) -> Option<End> {
         if crate::sql::admin_statement(&packet[1..]).is_some() {
             self.send_error(&crate::admin::statements::not_preparable());
             return None;
@@ -234,7 +242,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         // The backend prepares it as the client wrote it, so the client sees the genuine
         // parameter and column definitions; INSERTs into configured tables then run through idgate.
-        let end = self.forward_with(packet, Reply::Prepare, None, adj).await;
+        let end = self
+            .forward_with(packet, Reply::Prepare, None, adj, scope)
+            .await;
         if end.is_none() && self.last_ok {
             self.mark_emulated(id, &packet[1..]);
         }
@@ -247,6 +257,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         kind: StmtCommand,
         id: Option<u32>,
+        scope: StatementScope,
     ) -> Option<End> {
         let st = id.and_then(|id| {
             self.stmts
@@ -280,7 +291,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         if emulated {
             match kind {
-                StmtCommand::Execute => return self.execute_emulated(client_id, packet).await,
+                StmtCommand::Execute => {
+                    return self.execute_emulated(client_id, packet, scope).await
+                }
                 StmtCommand::SendLongData => {
                     self.store_long_data(client_id, packet);
                     return None;
@@ -303,7 +316,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 };
             }
         };
-        self.forward_with(packet, reply, Some(backend_id), Adjust::default())
+        self.forward_with(packet, reply, Some(backend_id), Adjust::default(), scope)
             .await
     }
 
@@ -329,7 +342,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         None
     }
 
-    async fn reset_connection(&mut self) -> Option<End> {
+    async fn reset_connection(&mut self, scope: StatementScope) -> Option<End> {
         self.stmts.clear();
         self.forget_session_state();
         if self.leases.is_empty() {
@@ -341,7 +354,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Some(end);
         }
         let end = self
-            .forward(&[Com::COM_RESET_CONNECTION as u8], Reply::Single)
+            .forward(&[Com::COM_RESET_CONNECTION as u8], Reply::Single, scope)
             .await;
         if end.is_none() && self.last_ok {
             self.after_backend_reset().await
@@ -373,6 +386,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     fn forget_session_state(&mut self) {
         // A reset or a new user rolls back the transaction (the backends roll back their part).
         self.txn = Default::default();
+        self.leases.forget_txn();
         self.replay.clear();
         self.last_insert_id = None;
         self.lid_sync = None;

@@ -9,6 +9,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::dml::Route;
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
+use crate::exec::StatementScope;
 use crate::route::{Placement, TableRule};
 use crate::sql::StatementKind;
 use crate::wire::packets;
@@ -84,10 +85,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backends: &[String],
         names: &[String],
         more: bool,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let mut all = vec![self.proxy.default_pool.name.clone()];
         all.extend(backends.iter().cloned());
-        let Some(idx) = self.send_to_all(&all, packet).await? else {
+        let Some(idx) = self.send_to_all(&all, packet, scope).await? else {
             return Ok(false);
         };
         let mut answers = Vec::with_capacity(idx.len());
