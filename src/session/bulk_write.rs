@@ -130,6 +130,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             &ok.info,
         );
         self.writer.end(start);
-        self.last_ok = true;
     }
 }

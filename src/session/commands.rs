@@ -34,23 +34,29 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Command::Query(_) => self.observed_query(packet, scope).await,
             Command::InitDb(db) => {
-                let end = self.forward(packet, Reply::Single, scope).await;
-                if self.last_ok {
+                let ok = match self.forward(packet, Reply::Single, scope).await {
+                    Ok(ok) => ok,
+                    Err(end) => return Some(end),
+                };
+                if ok {
                     self.db = Some(db.to_vec()).filter(|d| !d.is_empty());
                     self.follow_db().await;
                 }
-                end
+                None
             }
-            Command::FieldList => self.forward(packet, Reply::Fields, scope).await,
-            Command::Statistics => self.forward(packet, Reply::Single, scope).await,
+            Command::FieldList => self.forward(packet, Reply::Fields, scope).await.err(),
+            Command::Statistics => self.forward(packet, Reply::Single, scope).await.err(),
             Command::SetOption(option) => {
-                let end = self.forward(packet, Reply::Eof, scope).await;
-                if end.is_none() && self.last_ok {
+                let ok = match self.forward(packet, Reply::Eof, scope).await {
+                    Ok(ok) => ok,
+                    Err(end) => return Some(end),
+                };
+                if ok {
                     // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF.
                     self.multi_statements = option == Some(0);
                     return self.mirror_multi_statements().await;
                 }
-                end
+                None
             }
             Command::ResetConnection => self.reset_connection(scope).await,
             Command::ChangeUser => self.change_user(packet).await,
@@ -73,13 +79,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    /// Sends `packet` to the backend as it is and relays the answer.
+    /// Sends `packet` to the backend as it is and relays the answer. `Ok(false)`: the client
+    /// got an error.
     pub(super) async fn forward(
         &mut self,
         packet: &[u8],
         reply: Reply,
         scope: StatementScope,
-    ) -> Option<End> {
+    ) -> Result<bool, End> {
         self.forward_with(packet, reply, None, Adjust::default(), scope)
             .await
     }
@@ -93,14 +100,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backend_stmt_id: Option<u32>,
         adj: Adjust,
         scope: StatementScope,
-    ) -> Option<End> {
-        self.last_ok = false;
+    ) -> Result<bool, End> {
         let name = self.proxy.default_pool.name.clone();
         let i = match self.lease_index(&name).await {
             Ok(i) => i,
             Err(e) => {
                 self.send_error(&e);
-                return None;
+                return Ok(false);
             }
         };
         self.relay_on(i, packet, reply, backend_stmt_id, adj, scope)
@@ -108,6 +114,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Sends `packet` on held connection `i` and relays the answer (a statement of `scope`).
+    /// `Ok(false)`: the answer was an error.
     pub(super) async fn relay_on(
         &mut self,
         i: usize,
@@ -116,13 +123,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backend_stmt_id: Option<u32>,
         adj: Adjust,
         scope: StatementScope,
-    ) -> Option<End> {
-        self.last_ok = false;
+    ) -> Result<bool, End> {
         if self.xa_mode() {
             // Every connection a transaction touches joins it, the default backend's too.
-            if let Err(end) = self.join_transaction(i, scope).await {
-                return Some(end);
-            }
+            self.join_transaction(i, scope).await?;
         }
         let client_stmt_id = adj.client_stmt_id;
         let deprecate_eof = self.deprecate_eof();
@@ -141,13 +145,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         write_command(be, packet, backend_stmt_id);
         if let Err(e) = be.flush().await {
-            return Some(self.backend_lost(e));
+            return Err(self.backend_lost(e));
         }
         if sync.is_some() {
             match be.read().await {
                 Ok(()) if be.packet.first() == Some(&packets::OK_HEADER) => {}
                 Ok(()) => warn!("could not carry LAST_INSERT_ID() over to the default backend"),
-                Err(e) => return Some(self.backend_lost(e)),
+                Err(e) => return Err(self.backend_lost(e)),
             }
             be.next_response();
         }
@@ -178,9 +182,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     // As MySQL does: report it and close; the backend connection, left
                     // mid-file, is closed with the session.
                     self.send_error(&errors::packet_too_large(limit));
-                    return Some(End::Fatal("file packet too large".into()));
+                    return Err(End::Fatal("file packet too large".into()));
                 }
-                Err(CarryError::Client(_)) => return Some(End::ClientGone),
+                Err(CarryError::Client(_)) => return Err(End::ClientGone),
             };
         }
         match relayed {
@@ -188,7 +192,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if r.status != 0 || r.ok.is_some() {
                     self.status = r.status;
                 }
-                self.last_ok = !r.error;
                 self.note_rows(&r);
                 if let Some((backend_id, _, _)) = r.prepared {
                     if let Some(id) = client_stmt_id {
@@ -203,10 +206,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         );
                     }
                 }
-                None
+                Ok(!r.error)
             }
-            Err(BackendError::ClientGone(_)) => Some(End::ClientGone),
-            Err(e) => Some(self.backend_lost(e)),
+            Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
+            Err(e) => Err(self.backend_lost(e)),
         }
     }
 
@@ -242,13 +245,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         // The backend prepares it as the client wrote it, so the client sees the genuine
         // parameter and column definitions; INSERTs into configured tables then run through idgate.
-        let end = self
+        match self
             .forward_with(packet, Reply::Prepare, None, adj, scope)
-            .await;
-        if end.is_none() && self.last_ok {
-            self.mark_emulated(id, &packet[1..]);
+            .await
+        {
+            Ok(true) => self.mark_emulated(id, &packet[1..]),
+            Ok(false) => {}
+            Err(end) => return Some(end),
         }
-        end
+        None
     }
 
     /// COM_STMT_EXECUTE/FETCH/RESET/SEND_LONG_DATA/CLOSE: translate the id, then relay.
@@ -318,6 +323,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         self.forward_with(packet, reply, Some(backend_id), Adjust::default(), scope)
             .await
+            .err()
     }
 
     /// The default backend took the client's COM_SET_OPTION; the session's other connections
@@ -353,13 +359,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some(end) = self.reset_other_leases().await {
             return Some(end);
         }
-        let end = self
+        match self
             .forward(&[Com::COM_RESET_CONNECTION as u8], Reply::Single, scope)
-            .await;
-        if end.is_none() && self.last_ok {
-            self.after_backend_reset().await
-        } else {
-            end
+            .await
+        {
+            Ok(true) => self.after_backend_reset().await,
+            Ok(false) => None,
+            Err(end) => Some(end),
         }
     }
 

@@ -121,13 +121,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         self.join_transaction(i, scope).await?;
-        if let Some(end) = self
-            .relay_on(i, packet, Reply::Results, None, adj, scope)
+        self.relay_on(i, packet, Reply::Results, None, adj, scope)
             .await
-        {
-            return Err(end);
-        }
-        Ok(self.last_ok)
     }
 
     async fn run_concat(
@@ -153,10 +148,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             0
         };
         match scatter::relay_concat(&mut conns, &mut client, add).await {
-            Ok(r) => {
-                self.last_ok = !r.error;
-                Ok(!r.error)
-            }
+            Ok(r) => Ok(!r.error),
             Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
             Err(e) => Err(self.backend_lost(e)),
         }
@@ -197,7 +189,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         .await;
         match merged {
             Ok(Ok(r)) => {
-                self.last_ok = !r.error;
                 self.note_merged_rows(r.rows);
                 Ok(!r.error)
             }

@@ -367,10 +367,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             crate::exec::scatter::relay_concat(&mut conns, &mut client, 0).await
         };
         match r {
-            Ok(r) => {
-                self.last_ok = !r.error;
-                None
-            }
+            Ok(_) => None,
             Err(BackendError::ClientGone(_)) => Some(End::ClientGone),
             Err(e) => Some(self.backend_lost(e)),
         }

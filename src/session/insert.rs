@@ -225,13 +225,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.lid_sync = None;
             }
             let packet = crate::wire::command::query_packet(sql);
-            if let Some(end) = self
-                .relay_on(i, &packet, Reply::Results, None, adj, scope)
-                .await
-            {
-                return Err(end);
-            }
-            self.last_ok
+            self.relay_on(i, &packet, Reply::Results, None, adj, scope)
+                .await?
         } else {
             self.run_on_shards(&plan, adj, scope).await?
         };

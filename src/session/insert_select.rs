@@ -125,10 +125,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     ) -> Step {
         match Box::pin(self.insert_select(stmt, a, rule, more, scope)).await {
             Ok(true) => Step::Ok,
-            Ok(false) => {
-                self.last_ok = false;
-                Step::Failed
-            }
+            Ok(false) => Step::Failed,
             Err(end) => Step::End(end),
         }
     }

@@ -454,7 +454,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(b) => b,
                 Err(e) => {
                     self.send_error(&e);
-                    self.last_ok = false;
                     return Ok(false);
                 }
             };
@@ -463,7 +462,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .send_to_all(std::slice::from_ref(&default), &packet, scope)
                 .await?
             else {
-                self.last_ok = false;
                 return Ok(false);
             };
             let deprecate_eof = self.deprecate_eof();
@@ -484,7 +482,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(BatchEnd::Done) => {}
                 Ok(BatchEnd::Failed(err)) => {
                     self.writer.write(&err);
-                    self.last_ok = false;
                     return Ok(false);
                 }
                 Err(BackendError::ClientGone(_)) => return Err(End::ClientGone),
@@ -497,7 +494,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packets::terminator(self.writer.payload(), deprecate_eof, st.warnings, status);
         self.writer.end(start);
         self.note_merged_rows(st.rows);
-        self.last_ok = true;
         Ok(true)
     }
 

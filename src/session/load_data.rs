@@ -164,7 +164,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(Ok(())) => Step::Ok,
             Ok(Err(e)) => {
                 self.send_error(&e);
-                self.last_ok = false;
                 Step::Failed
             }
             Err(end) => Step::End(end),

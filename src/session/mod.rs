@@ -64,8 +64,6 @@ pub struct Session<R, W> {
     stmts: prepared::Statements,
     /// Status flags of the last answer (autocommit, in transaction, …).
     status: u16,
-    /// Whether the last relayed command succeeded.
-    last_ok: bool,
     /// SET statements that succeeded, replayed on backend connections taken later.
     replay: Vec<Vec<u8>>,
     /// The last id idgate generated, while it is the session's LAST_INSERT_ID().
@@ -189,7 +187,6 @@ pub async fn run(
         leases: Default::default(),
         stmts: prepared::Statements::default(),
         status: StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits(),
-        last_ok: false,
         replay: Vec::new(),
         last_insert_id: None,
         no_auto_value_on_zero: None,

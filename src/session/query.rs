@@ -85,7 +85,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             && !self.may_refuse_local_load(&packet[1..])
             && sql::admin_statement(&packet[1..]).is_none()
         {
-            return self.forward(packet, Reply::Results, scope).await;
+            return self.forward(packet, Reply::Results, scope).await.err();
         }
         let sql = &packet[1..];
         let ranges = sql::split_statements(sql);
@@ -94,7 +94,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // packet goes whole to the default backend, whose connection has multi-statements off
             // as the client does (`prepare_backend`). MariaDB refuses it with its own 1064 and runs
             // none of it, or runs it as the one statement it is (a compound `BEGIN … END`).
-            return self.forward(packet, Reply::Results, scope).await;
+            return self.forward(packet, Reply::Results, scope).await.err();
         }
         if ranges.len() <= 1 {
             let stmt = ranges.first().map_or(sql, |r| &sql[r.clone()]);
@@ -127,8 +127,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             });
         if !txn_control && plans.iter().all(|p| matches!(p, Plan::Forward(_))) {
             // Nothing for idgate to do: the backend runs the whole batch.
-            let end = self.forward(packet, Reply::Results, scope).await;
-            if end.is_none() && self.last_ok {
+            let ok = match self.forward(packet, Reply::Results, scope).await {
+                Ok(ok) => ok,
+                Err(end) => return Some(end),
+            };
+            if ok {
                 for (r, plan) in ranges.iter().zip(&plans) {
                     if let Plan::Forward(kind) = plan {
                         self.after_forward(&sql[r.clone()], *kind);
@@ -136,7 +139,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 self.propagate_session_state().await;
             }
-            return end;
+            return None;
         }
         let last = ranges.len() - 1;
         for (i, (r, plan)) in ranges.iter().zip(plans).enumerate() {
@@ -460,14 +463,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     more_results: more,
                     ..Adjust::default()
                 };
-                if let Some(end) = self
+                match self
                     .forward_with(packet, Reply::Results, None, adj, scope)
                     .await
                 {
-                    return Step::End(end);
-                }
-                if !self.last_ok {
-                    return Step::Failed;
+                    Ok(true) => {}
+                    Ok(false) => return Step::Failed,
+                    Err(end) => return Step::End(end),
                 }
                 if kind == StatementKind::Savepoint {
                     self.track_savepoint(stmt);

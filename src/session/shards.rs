@@ -60,16 +60,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let outcome = self.finish_participants(failed.is_none()).await;
             if let Some(e) = failed {
                 self.writer.write(&e);
-                self.last_ok = false;
                 return Ok(false);
             }
             if let Some(e) = outcome {
                 self.send_error(&e);
-                self.last_ok = false;
                 return Ok(false);
             }
             self.answer_merged(plan, &results, adj);
-            self.last_ok = true;
             return Ok(true);
         }
         let leases: Vec<usize> = targets.iter().map(|(i, _)| *i).collect();
@@ -83,7 +80,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
             self.writer.write(&first_err);
-            self.last_ok = false;
             return Ok(false);
         }
         if !in_txn {
@@ -107,7 +103,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         self.answer_merged(plan, &results, adj);
-        self.last_ok = true;
         Ok(true)
     }
 

@@ -106,8 +106,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             match a {
                 Collected::Err(e) | Collected::Ok(e) => {
                     self.writer.write(e);
-                    self.last_ok = !a.is_err();
-                    return Ok(self.last_ok);
+                    return Ok(!a.is_err());
                 }
                 Collected::Rows {
                     columns: c,
@@ -136,7 +135,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rows.dedup_by(|a, b| first_column(a) == first_column(b));
         let status: StatusFlags = self.status_with(more);
         self.send_result_set(&columns, rows.iter().map(Vec::as_slice), warnings, status);
-        self.last_ok = true;
         Ok(true)
     }
 }
