@@ -1,11 +1,14 @@
-//! Backend connections and pools, and running a client's command on them: relaying the answer
-//! and merging answers from several shards.
-//! Must not: parse SQL or decide routes; it runs what it is given, and bounds every wait on a
-//! backend (query_timeout_ms).
+//! Backend connections and pools, and running a client's command on them: the connections a
+//! session holds, joining them to the client's transaction and ending it there (`conns`),
+//! relaying the answer and merging answers from several shards.
+//! Must not: parse SQL or decide routes; it runs what it is given (a statement's transaction
+//! scope is decided from the kind `sql` reads), and bounds every wait on a backend
+//! (query_timeout_ms). It knows no client session: what the client must hear comes back as values.
 
 pub mod backend;
 pub mod backend_auth;
 pub mod collect;
+pub mod conns;
 pub mod merge;
 pub mod metadata;
 pub mod pool;
@@ -15,4 +18,5 @@ pub mod relay;
 pub mod scatter;
 
 pub use backend::{BackendConn, BackendError};
+pub use conns::{SessionConns, StatementScope};
 pub use pool::{BackendPool, Lease};

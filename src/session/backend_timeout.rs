@@ -64,7 +64,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         // The backends' prepared statements went with the connections.
         self.stmts.clear();
-        self.last_ok = false;
         End::BackendTimeout
     }
 

@@ -7,6 +7,7 @@ use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
+use crate::exec::StatementScope;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
@@ -35,19 +36,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         leases: &[usize],
         savepoint: &'static str,
+        scope: StatementScope,
     ) -> Result<(BulkTxn, Vec<Option<Vec<u8>>>), End> {
         let in_txn = self.in_transaction();
         if in_txn {
             for &i in leases {
-                self.join_transaction(i).await?;
+                self.join_transaction(i, scope).await?;
             }
         }
         let xa_auto = !in_txn && self.xa_mode();
         let begin = if in_txn {
             vec![Some(format!("SAVEPOINT {savepoint}").into_bytes()); leases.len()]
         } else if xa_auto {
-            let targets: Vec<(usize, Vec<u8>)> = leases.iter().map(|&i| (i, Vec::new())).collect();
-            self.xa_autocommit_branches(&targets)
+            let proxy = self.proxy.clone();
+            self.leases
+                .xa_autocommit_branches(leases, proxy.xa.as_deref())
         } else {
             vec![Some(b"START TRANSACTION".to_vec()); leases.len()]
         };
@@ -84,9 +87,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Ok(None);
         }
         if txn.xa_auto {
-            return self.finish_participants(keep).await;
+            return Ok(self.finish_participants(keep).await);
         }
-        let failed_on = match self.finish_all(leases, keep).await {
+        let failed_on = match self.leases.finish_all(leases, keep).await {
             Ok(f) => f,
             Err(e) => return Err(self.backend_lost(e)),
         };
@@ -127,6 +130,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             &ok.info,
         );
         self.writer.end(start);
-        self.last_ok = true;
     }
 }

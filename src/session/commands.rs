@@ -9,7 +9,7 @@ use super::prepared::Statement;
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
 use crate::exec::relay::{self, Adjust, Client, Reply};
-use crate::exec::BackendError;
+use crate::exec::{BackendError, StatementScope};
 use crate::wire::command::{self, Command, StmtCommand};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::framing::FrameError;
@@ -21,7 +21,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Handles one command. `Some` ends the session.
     pub(super) async fn dispatch(&mut self, packet: &[u8]) -> Option<End> {
         let cmd = command::decode(packet);
-        self.scope = super::txn::StatementScope::of_command(&cmd);
+        let scope = StatementScope::of_command(&cmd);
         match cmd {
             Command::Empty => {
                 self.send_error(&errors::malformed("empty command"));
@@ -32,35 +32,41 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.send_ok(0, 0);
                 None
             }
-            Command::Query(_) => self.observed_query(packet).await,
+            Command::Query(_) => self.observed_query(packet, scope).await,
             Command::InitDb(db) => {
-                let end = self.forward(packet, Reply::Single).await;
-                if self.last_ok {
+                let ok = match self.forward(packet, Reply::Single, scope).await {
+                    Ok(ok) => ok,
+                    Err(end) => return Some(end),
+                };
+                if ok {
                     self.db = Some(db.to_vec()).filter(|d| !d.is_empty());
                     self.follow_db().await;
                 }
-                end
+                None
             }
-            Command::FieldList => self.forward(packet, Reply::Fields).await,
-            Command::Statistics => self.forward(packet, Reply::Single).await,
+            Command::FieldList => self.forward(packet, Reply::Fields, scope).await.err(),
+            Command::Statistics => self.forward(packet, Reply::Single, scope).await.err(),
             Command::SetOption(option) => {
-                let end = self.forward(packet, Reply::Eof).await;
-                if end.is_none() && self.last_ok {
+                let ok = match self.forward(packet, Reply::Eof, scope).await {
+                    Ok(ok) => ok,
+                    Err(end) => return Some(end),
+                };
+                if ok {
                     // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF.
                     self.multi_statements = option == Some(0);
                     return self.mirror_multi_statements().await;
                 }
-                end
+                None
             }
-            Command::ResetConnection => self.reset_connection().await,
+            Command::ResetConnection => self.reset_connection(scope).await,
             Command::ChangeUser => self.change_user(packet).await,
-            Command::Prepare(_) => self.prepare(packet).await,
+            Command::Prepare(_) => self.prepare(packet, scope).await,
             Command::Stmt {
                 kind: StmtCommand::Execute,
                 id,
-            } => self.observed_execute(packet, id).await,
+            } => self.observed_execute(packet, id, scope).await,
             Command::Stmt { kind, id } => {
-                let end = self.on_statement(packet, kind, id).await;
+                let end = self.on_statement(packet, kind, id, scope).await;
                 if let (StmtCommand::Close, Some(id)) = (kind, id) {
                     self.stmts.remove(id);
                 }
@@ -73,9 +79,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    /// Sends `packet` to the backend as it is and relays the answer.
-    pub(super) async fn forward(&mut self, packet: &[u8], reply: Reply) -> Option<End> {
-        self.forward_with(packet, reply, None, Adjust::default())
+    /// Sends `packet` to the backend as it is and relays the answer. `Ok(false)`: the client
+    /// got an error.
+    pub(super) async fn forward(
+        &mut self,
+        packet: &[u8],
+        reply: Reply,
+        scope: StatementScope,
+    ) -> Result<bool, End> {
+        self.forward_with(packet, reply, None, Adjust::default(), scope)
             .await
     }
 
@@ -87,20 +99,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         reply: Reply,
         backend_stmt_id: Option<u32>,
         adj: Adjust,
-    ) -> Option<End> {
-        self.last_ok = false;
+        scope: StatementScope,
+    ) -> Result<bool, End> {
         let name = self.proxy.default_pool.name.clone();
         let i = match self.lease_index(&name).await {
             Ok(i) => i,
             Err(e) => {
                 self.send_error(&e);
-                return None;
+                return Ok(false);
             }
         };
-        self.relay_on(i, packet, reply, backend_stmt_id, adj).await
+        self.relay_on(i, packet, reply, backend_stmt_id, adj, scope)
+            .await
     }
 
-    /// Sends `packet` on held connection `i` and relays the answer.
+    /// Sends `packet` on held connection `i` and relays the answer (a statement of `scope`).
+    /// `Ok(false)`: the answer was an error.
     pub(super) async fn relay_on(
         &mut self,
         i: usize,
@@ -108,13 +122,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         reply: Reply,
         backend_stmt_id: Option<u32>,
         adj: Adjust,
-    ) -> Option<End> {
-        self.last_ok = false;
+        scope: StatementScope,
+    ) -> Result<bool, End> {
         if self.xa_mode() {
             // Every connection a transaction touches joins it, the default backend's too.
-            if let Err(end) = self.join_xa(i).await {
-                return Some(end);
-            }
+            self.join_transaction(i, scope).await?;
         }
         let client_stmt_id = adj.client_stmt_id;
         let deprecate_eof = self.deprecate_eof();
@@ -133,13 +145,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         write_command(be, packet, backend_stmt_id);
         if let Err(e) = be.flush().await {
-            return Some(self.backend_lost(e));
+            return Err(self.backend_lost(e));
         }
         if sync.is_some() {
             match be.read().await {
                 Ok(()) if be.packet.first() == Some(&packets::OK_HEADER) => {}
                 Ok(()) => warn!("could not carry LAST_INSERT_ID() over to the default backend"),
-                Err(e) => return Some(self.backend_lost(e)),
+                Err(e) => return Err(self.backend_lost(e)),
             }
             be.next_response();
         }
@@ -170,9 +182,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     // As MySQL does: report it and close; the backend connection, left
                     // mid-file, is closed with the session.
                     self.send_error(&errors::packet_too_large(limit));
-                    return Some(End::Fatal("file packet too large".into()));
+                    return Err(End::Fatal("file packet too large".into()));
                 }
-                Err(CarryError::Client(_)) => return Some(End::ClientGone),
+                Err(CarryError::Client(_)) => return Err(End::ClientGone),
             };
         }
         match relayed {
@@ -180,7 +192,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if r.status != 0 || r.ok.is_some() {
                     self.status = r.status;
                 }
-                self.last_ok = !r.error;
                 self.note_rows(&r);
                 if let Some((backend_id, _, _)) = r.prepared {
                     if let Some(id) = client_stmt_id {
@@ -195,10 +206,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         );
                     }
                 }
-                None
+                Ok(!r.error)
             }
-            Err(BackendError::ClientGone(_)) => Some(End::ClientGone),
-            Err(e) => Some(self.backend_lost(e)),
+            Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
+            Err(e) => Err(self.backend_lost(e)),
         }
     }
 
@@ -219,7 +230,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         End::Fatal(e.to_string())
     }
 
-    async fn prepare(&mut self, packet: &[u8]) -> Option<End> {
+    async fn prepare(&mut self, packet: &[u8], scope: StatementScope) -> Option<End> {
         if crate::sql::admin_statement(&packet[1..]).is_some() {
             self.send_error(&crate::admin::statements::not_preparable());
             return None;
@@ -234,11 +245,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         // The backend prepares it as the client wrote it, so the client sees the genuine
         // parameter and column definitions; INSERTs into configured tables then run through idgate.
-        let end = self.forward_with(packet, Reply::Prepare, None, adj).await;
-        if end.is_none() && self.last_ok {
-            self.mark_emulated(id, &packet[1..]);
+        match self
+            .forward_with(packet, Reply::Prepare, None, adj, scope)
+            .await
+        {
+            Ok(true) => self.mark_emulated(id, &packet[1..]),
+            Ok(false) => {}
+            Err(end) => return Some(end),
         }
-        end
+        None
     }
 
     /// COM_STMT_EXECUTE/FETCH/RESET/SEND_LONG_DATA/CLOSE: translate the id, then relay.
@@ -247,6 +262,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         kind: StmtCommand,
         id: Option<u32>,
+        scope: StatementScope,
     ) -> Option<End> {
         let st = id.and_then(|id| {
             self.stmts
@@ -280,7 +296,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         if emulated {
             match kind {
-                StmtCommand::Execute => return self.execute_emulated(client_id, packet).await,
+                StmtCommand::Execute => {
+                    return self.execute_emulated(client_id, packet, scope).await
+                }
                 StmtCommand::SendLongData => {
                     self.store_long_data(client_id, packet);
                     return None;
@@ -303,8 +321,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 };
             }
         };
-        self.forward_with(packet, reply, Some(backend_id), Adjust::default())
+        self.forward_with(packet, reply, Some(backend_id), Adjust::default(), scope)
             .await
+            .err()
     }
 
     /// The default backend took the client's COM_SET_OPTION; the session's other connections
@@ -329,7 +348,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         None
     }
 
-    async fn reset_connection(&mut self) -> Option<End> {
+    async fn reset_connection(&mut self, scope: StatementScope) -> Option<End> {
         self.stmts.clear();
         self.forget_session_state();
         if self.leases.is_empty() {
@@ -340,13 +359,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some(end) = self.reset_other_leases().await {
             return Some(end);
         }
-        let end = self
-            .forward(&[Com::COM_RESET_CONNECTION as u8], Reply::Single)
-            .await;
-        if end.is_none() && self.last_ok {
-            self.after_backend_reset().await
-        } else {
-            end
+        match self
+            .forward(&[Com::COM_RESET_CONNECTION as u8], Reply::Single, scope)
+            .await
+        {
+            Ok(true) => self.after_backend_reset().await,
+            Ok(false) => None,
+            Err(end) => Some(end),
         }
     }
 
@@ -373,6 +392,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     fn forget_session_state(&mut self) {
         // A reset or a new user rolls back the transaction (the backends roll back their part).
         self.txn = Default::default();
+        self.leases.forget_txn();
         self.replay.clear();
         self.last_insert_id = None;
         self.lid_sync = None;

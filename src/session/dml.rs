@@ -7,7 +7,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::{End, Session};
 use crate::exec::relay::{Adjust, Client, Reply};
 use crate::exec::scatter;
-use crate::exec::BackendError;
+use crate::exec::{BackendError, StatementScope};
 use crate::route::InsertPlan;
 pub(super) use crate::route::Route;
 use crate::route::{BoundMerge, PlanContext};
@@ -43,13 +43,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         route: Route,
         more: bool,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let adj = Adjust {
             more_results: more,
             ..Adjust::default()
         };
         match route {
-            Route::One(backend) => self.run_one(&backend, packet, adj).await,
+            Route::One(backend) => self.run_one(&backend, packet, adj, scope).await,
             Route::Write {
                 backends,
                 broadcast,
@@ -64,11 +65,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     first_generated: None,
                     lid_backend: None,
                 };
-                self.run_on_shards(&plan, adj).await
+                self.run_on_shards(&plan, adj, scope).await
             }
-            Route::Concat(backends) => self.run_concat(&backends, packet, adj).await,
-            Route::Everywhere(backends) => self.run_everywhere(&backends, packet, adj).await,
-            Route::Merge(backends, merge) => self.run_merge(&backends, &merge, adj, false).await,
+            Route::Concat(backends) => self.run_concat(&backends, packet, adj, scope).await,
+            Route::Everywhere(backends) => self.run_everywhere(&backends, packet, adj, scope).await,
+            Route::Merge(backends, merge) => {
+                self.run_merge(&backends, &merge, adj, false, scope).await
+            }
         }
     }
 
@@ -78,6 +81,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         backends: &[String],
         packet: &[u8],
+        scope: StatementScope,
     ) -> Result<Option<Vec<usize>>, End> {
         let mut idx = Vec::with_capacity(backends.len());
         for b in backends {
@@ -90,7 +94,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         for &i in &idx {
-            self.join_transaction(i).await?;
+            self.join_transaction(i, scope).await?;
             self.leases.get_mut(i).write_command(packet);
         }
         for &i in &idx {
@@ -102,7 +106,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Relays the statement on one backend (joining the client's transaction first).
-    async fn run_one(&mut self, backend: &str, packet: &[u8], adj: Adjust) -> Result<bool, End> {
+    async fn run_one(
+        &mut self,
+        backend: &str,
+        packet: &[u8],
+        adj: Adjust,
+        scope: StatementScope,
+    ) -> Result<bool, End> {
         let i = match self.lease_index(backend).await {
             Ok(i) => i,
             Err(e) => {
@@ -110,11 +120,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
         };
-        self.join_transaction(i).await?;
-        if let Some(end) = self.relay_on(i, packet, Reply::Results, None, adj).await {
-            return Err(end);
-        }
-        Ok(self.last_ok)
+        self.join_transaction(i, scope).await?;
+        self.relay_on(i, packet, Reply::Results, None, adj, scope)
+            .await
     }
 
     async fn run_concat(
@@ -122,8 +130,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backends: &[String],
         packet: &[u8],
         adj: Adjust,
+        scope: StatementScope,
     ) -> Result<bool, End> {
-        let Some(idx) = self.send_to_all(backends, packet).await? else {
+        let Some(idx) = self.send_to_all(backends, packet, scope).await? else {
             return Ok(false);
         };
         let deprecate_eof = self.deprecate_eof();
@@ -139,10 +148,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             0
         };
         match scatter::relay_concat(&mut conns, &mut client, add).await {
-            Ok(r) => {
-                self.last_ok = !r.error;
-                Ok(!r.error)
-            }
+            Ok(r) => Ok(!r.error),
             Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
             Err(e) => Err(self.backend_lost(e)),
         }
@@ -156,10 +162,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         merge: &BoundMerge,
         adj: Adjust,
         binary: bool,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let plan = &*merge.plan;
         let packet = crate::wire::command::query_packet(&merge.shard_sql);
-        let Some(idx) = self.send_to_all(backends, &packet).await? else {
+        let Some(idx) = self.send_to_all(backends, &packet, scope).await? else {
             return Ok(false);
         };
         let status = self.status_with(adj.more_results).bits();
@@ -182,7 +189,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         .await;
         match merged {
             Ok(Ok(r)) => {
-                self.last_ok = !r.error;
                 self.note_merged_rows(r.rows);
                 Ok(!r.error)
             }
@@ -202,6 +208,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backends: &[String],
         packet: &[u8],
         adj: Adjust,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let (first, rest) = match backends.split_first() {
             Some(x) => x,
@@ -235,6 +242,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         self.proxy.metadata.clear();
-        self.run_one(first, packet, adj).await
+        self.run_one(first, packet, adj, scope).await
     }
 }

@@ -23,7 +23,7 @@ use super::dml::Route;
 use super::prepared::{Emulated, EmulatedKind};
 use super::{End, Session};
 use crate::exec::relay::{Adjust, Client, Reply};
-use crate::exec::BackendError;
+use crate::exec::{BackendError, StatementScope};
 use crate::route::{self, BoundMerge, Plan};
 use crate::sql::{self, MergeMode, MergePlan, StatementKind};
 use crate::wire::errors::SqlError;
@@ -121,7 +121,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    pub(super) async fn execute_emulated(&mut self, id: u32, packet: &[u8]) -> Option<End> {
+    pub(super) async fn execute_emulated(
+        &mut self,
+        id: u32,
+        packet: &[u8],
+        scope: StatementScope,
+    ) -> Option<End> {
         let charset =
             mysql_common::collations::Collation::resolve((self.hello.collation as u16).into())
                 .charset()
@@ -161,7 +166,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         if let Some(backend) = pinned {
             self.note_route(crate::admin::statement_metrics::StmtRoute::SingleShard);
-            return self.execute_select_on(id, vec![backend], &values).await;
+            return self
+                .execute_select_on(id, vec![backend], &values, scope)
+                .await;
         }
         let bound = {
             let e = self.stmts.get(id).and_then(|st| st.emulated.as_ref())?;
@@ -185,14 +192,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         match (kind, bound) {
-            (EmulatedKind::Insert, Some(a)) => self.run_bound_insert(&text, a).await,
+            (EmulatedKind::Insert, Some(a)) => self.run_bound_insert(&text, a, scope).await,
             (EmulatedKind::Insert | EmulatedKind::Write, _) => self.run_text_statement(&text).await,
-            (EmulatedKind::Select, _) => self.execute_routed_select(id, &text, &values).await,
+            (EmulatedKind::Select, _) => {
+                self.execute_routed_select(id, &text, &values, scope).await
+            }
         }
     }
 
     /// Runs a prepared INSERT whose parameters were bound into `text` and its analysis `a`.
-    async fn run_bound_insert(&mut self, text: &[u8], a: sql::InsertAnalysis) -> Option<End> {
+    async fn run_bound_insert(
+        &mut self,
+        text: &[u8],
+        a: sql::InsertAnalysis,
+        scope: StatementScope,
+    ) -> Option<End> {
         self.note_route(crate::admin::statement_metrics::StmtRoute::InsertIds);
         let schema = a.table.schema.clone().or_else(|| {
             self.db
@@ -209,7 +223,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return self.run_text_statement(text).await;
         };
         if matches!(a.body, sql::InsertBody::Select { .. }) {
-            return match self.run_insert_select(text, &a, &rule, false).await {
+            return match self.run_insert_select(text, &a, &rule, false, scope).await {
                 super::query::Step::End(e) => Some(e),
                 _ => None,
             };
@@ -221,7 +235,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return None;
             }
         };
-        self.run_insert(plan, false).await.err()
+        self.run_insert(plan, false, scope).await.err()
     }
 
     /// Executes a prepared SELECT on the shards its bound values route it to.
@@ -230,6 +244,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         id: u32,
         text: &[u8],
         values: &[Value],
+        scope: StatementScope,
     ) -> Option<End> {
         let route = self.route_dml(text);
         if let Err(e) = &route {
@@ -237,10 +252,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             if let Some(Plan::Subqueries(subs)) =
                 self.with_plan_context(|ctx| route::subquery_plan(text, ctx))
             {
-                return self.execute_with_subqueries(text, &subs).await.err();
+                return self.execute_with_subqueries(text, &subs, scope).await.err();
             }
             // A join of tables not placed alike: run in the gateway.
-            return self.execute_join_or_refuse(text, e.clone()).await.err();
+            return self
+                .execute_join_or_refuse(text, e.clone(), scope)
+                .await
+                .err();
         }
         if let Ok(Some(r)) = &route {
             self.note_route(super::observe::dml_route(r));
@@ -255,7 +273,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 // The parameters are bound into the text: the shards run it as a text query
                 // and the merged rows are written in the binary protocol.
                 return self
-                    .run_merge(&bs, &merge, Adjust::default(), true)
+                    .run_merge(&bs, &merge, Adjust::default(), true, scope)
                     .await
                     .err();
             }
@@ -264,7 +282,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return None;
             }
         };
-        self.execute_select_on(id, backends, values).await
+        self.execute_select_on(id, backends, values, scope).await
     }
 
     /// Runs `sql` as a text query on `backends` and writes their rows to the client in the
@@ -274,6 +292,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         backends: &[String],
         sql: Vec<u8>,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let plan = MergePlan {
             shard_sql: sql.clone(),
@@ -292,7 +311,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             offset: 0,
             limit: None,
         };
-        self.run_merge(backends, &merge, Adjust::default(), true)
+        self.run_merge(backends, &merge, Adjust::default(), true, scope)
             .await
     }
 
@@ -303,6 +322,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         id: u32,
         backends: Vec<String>,
         values: &[Value],
+        scope: StatementScope,
     ) -> Option<End> {
         let mut idx = Vec::with_capacity(backends.len());
         for b in &backends {
@@ -313,7 +333,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return None;
                 }
             };
-            if let Err(end) = self.join_transaction(i).await {
+            if let Err(end) = self.join_transaction(i, scope).await {
                 return Some(end);
             }
             // Prepared everywhere before any execution is written: a failed prepare must not
@@ -349,10 +369,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             crate::exec::scatter::relay_concat(&mut conns, &mut client, 0).await
         };
         match r {
-            Ok(r) => {
-                self.last_ok = !r.error;
-                None
-            }
+            Ok(_) => None,
             Err(BackendError::ClientGone(_)) => Some(End::ClientGone),
             Err(e) => Some(self.backend_lost(e)),
         }

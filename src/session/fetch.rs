@@ -11,7 +11,7 @@ use super::fetch_capture::{Capture, Overflow};
 use super::{End, Session};
 use crate::exec::merge::parse_text_row;
 use crate::exec::relay::Client;
-use crate::exec::{scatter, BackendError};
+use crate::exec::{scatter, BackendError, StatementScope};
 use crate::route::Route;
 use crate::sql::{self, BoundColumn, BoundRow};
 use crate::wire::errors::SqlError;
@@ -97,6 +97,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         select: &[u8],
         limits: FetchLimits,
+        scope: StatementScope,
     ) -> Result<Result<Fetched, SqlError>, End> {
         let route = match self.route_dml(select) {
             Ok(Some(r)) => r,
@@ -104,7 +105,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Err(e) => return Ok(Err(e)),
         };
         Ok(self
-            .fetch_routed(select, route, limits)
+            .fetch_routed(select, route, limits, scope)
             .await?
             .map_err(SqlError::from))
     }
@@ -116,6 +117,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         select: &[u8],
         route: Route,
         limits: FetchLimits,
+        scope: StatementScope,
     ) -> Result<Result<Fetched, FetchError>, End> {
         let (backends, packet, merge) = match route {
             Route::One(b) => (vec![b], crate::wire::command::query_packet(select), None),
@@ -134,7 +136,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         for &i in &idx {
-            self.join_transaction(i).await?;
+            self.join_transaction(i, scope).await?;
             self.leases.get_mut(i).write_command(&packet);
         }
         for &i in &idx {

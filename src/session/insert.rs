@@ -147,7 +147,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Runs a planned INSERT. `Ok(false)`: the client got an error.
-    pub(super) async fn run_insert(&mut self, plan: InsertPlan, more: bool) -> Result<bool, End> {
+    pub(super) async fn run_insert(
+        &mut self,
+        plan: InsertPlan,
+        more: bool,
+        scope: crate::exec::StatementScope,
+    ) -> Result<bool, End> {
         let adj = Adjust {
             insert_id: Some(plan.insert_id),
             insert_id_needs_rows: plan.first_generated.is_none(),
@@ -163,7 +168,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return Ok(false);
                 }
             };
-            self.join_transaction(i).await?;
+            self.join_transaction(i, scope).await?;
             if plan.first_generated.is_some()
                 && plan.lid_backend.as_deref() == Some(self.proxy.default_pool.name.as_str())
             {
@@ -174,12 +179,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.lid_sync = None;
             }
             let packet = crate::wire::command::query_packet(sql);
-            if let Some(end) = self.relay_on(i, &packet, Reply::Results, None, adj).await {
-                return Err(end);
-            }
-            self.last_ok
+            self.relay_on(i, &packet, Reply::Results, None, adj, scope)
+                .await?
         } else {
-            self.run_on_shards(&plan, adj).await?
+            self.run_on_shards(&plan, adj, scope).await?
         };
         if let Some(id) = plan.first_generated {
             let on_default =

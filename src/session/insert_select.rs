@@ -18,6 +18,7 @@ use super::{End, Session};
 use crate::config::tables::ExplicitIds;
 use crate::exec::collect::{collect, Collected};
 use crate::exec::metadata::TableMeta;
+use crate::exec::StatementScope;
 use crate::idgen::Generator;
 use crate::route::{Placement, ShardValue, TableRule};
 use crate::sql::{self, InsertAnalysis, InsertBody, StatementKind};
@@ -120,13 +121,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         a: &InsertAnalysis,
         rule: &TableRule,
         more: bool,
+        scope: StatementScope,
     ) -> Step {
-        match Box::pin(self.insert_select(stmt, a, rule, more)).await {
+        match Box::pin(self.insert_select(stmt, a, rule, more, scope)).await {
             Ok(true) => Step::Ok,
-            Ok(false) => {
-                self.last_ok = false;
-                Step::Failed
-            }
+            Ok(false) => Step::Failed,
             Err(end) => Step::End(end),
         }
     }
@@ -138,6 +137,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         a: &InsertAnalysis,
         rule: &TableRule,
         more: bool,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let InsertBody::Select { query } = &a.body else {
             return Ok(false);
@@ -155,7 +155,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         // Every source row is read before anything is written (the source may be the target).
-        let Some(source) = self.read_source(query).await? else {
+        let Some(source) = self.read_source(query, scope).await? else {
             return Ok(false);
         };
         if source.columns.len() != target.columns.len() {
@@ -192,6 +192,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             shards,
             first_generated,
             more,
+            scope,
         )
         .await
     }
@@ -412,6 +413,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         shards: Vec<(String, Vec<usize>)>,
         first_generated: Option<u64>,
         more: bool,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let mut leases = Vec::with_capacity(shards.len());
         for (b, _) in &shards {
@@ -426,7 +428,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let records = source.rows.len() as u64;
         let mut tally = Tally::default();
         if !shards.is_empty() {
-            let (txn, mut begin) = self.bulk_begin(&leases, SAVEPOINT).await?;
+            let (txn, mut begin) = self.bulk_begin(&leases, SAVEPOINT, scope).await?;
             let head = statement_head(a, rule, target);
             let broadcast = matches!(rule.placement, Placement::Broadcast { .. });
             let mut next = vec![0usize; shards.len()];
@@ -528,7 +530,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Reads the SELECT's whole answer, routed as the same SELECT alone would be. `None`: the
     /// client got an error (the connections stay in step).
-    async fn read_source(&mut self, query: &[u8]) -> Result<Option<Source>, End> {
+    async fn read_source(
+        &mut self,
+        query: &[u8],
+        scope: StatementScope,
+    ) -> Result<Option<Source>, End> {
         let route = if self.proxy.tables.placed_mentioned_in(query) {
             if sql::classify(query) != StatementKind::Select {
                 self.send_error(&unsupported(
@@ -564,7 +570,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             max_bytes: u64::MAX,
             enough: None,
         };
-        let got = self.fetch_routed(query, route, limits).await?;
+        let got = self.fetch_routed(query, route, limits, scope).await?;
         let source = match Source::from_fetch(got) {
             Ok(s) => s,
             Err(e) => {

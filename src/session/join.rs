@@ -25,7 +25,7 @@ use super::fetch::{FetchLimits, Fetched};
 use super::query::Step;
 use super::{End, Session};
 use crate::exec::relay::Client;
-use crate::exec::BackendError;
+use crate::exec::{BackendError, StatementScope};
 use crate::route::join_steps::{join_steps, Steps, BATCH};
 use crate::route::{self, Plan};
 use crate::sql::{self, JoinShape, JoinSide, StatementKind};
@@ -131,6 +131,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         side: usize,
         rows_so_far: u64,
         used: &mut u64,
+        scope: StatementScope,
     ) -> Result<Result<Fetched, SqlError>, End> {
         let limits = FetchLimits {
             max_rows: self
@@ -141,7 +142,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             max_bytes: self.live.config.merge_memory_limit.saturating_sub(*used),
             enough: None,
         };
-        Ok(match self.fetch(select, limits).await? {
+        Ok(match self.fetch(select, limits, scope).await? {
             Ok(f) => {
                 *used += row_bytes(&f.rows);
                 Ok(f)
@@ -158,6 +159,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         steps: &Steps,
         got: &mut [Option<Fetched>],
         used: &mut u64,
+        scope: StatementScope,
     ) -> Result<Result<(), SqlError>, End> {
         for f in steps.fetches.iter().skip(1) {
             let side = &shape.sides[f.side];
@@ -168,7 +170,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let fetched = match by {
                 None => {
                     let select = sql::side_select(stmt, side, None);
-                    match self.fetch_side(&select, shape, f.side, 0, used).await? {
+                    match self
+                        .fetch_side(&select, shape, f.side, 0, used, scope)
+                        .await?
+                    {
                         Ok(f) => f,
                         Err(e) => return Ok(Err(e)),
                     }
@@ -185,7 +190,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         let select = sql::side_select(stmt, side, Some(&cond));
                         let so_far = all.as_ref().map_or(0, |f| f.rows.len() as u64);
                         let part = match self
-                            .fetch_side(&select, shape, f.side, so_far, used)
+                            .fetch_side(&select, shape, f.side, so_far, used, scope)
                             .await?
                         {
                             Ok(f) => f,
@@ -233,18 +238,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         stmt: &[u8],
         shape: &JoinShape,
+        scope: StatementScope,
     ) -> Result<Result<Vec<u8>, SqlError>, End> {
         let steps = self.with_plan_context(|ctx| join_steps(shape, ctx));
         let d = steps.driver();
         let mut used = 0u64;
         let driver_sql = sql::side_select(stmt, &shape.sides[d], None);
         let mut got: Vec<Option<Fetched>> = shape.sides.iter().map(|_| None).collect();
-        match self.fetch_side(&driver_sql, shape, d, 0, &mut used).await? {
+        match self
+            .fetch_side(&driver_sql, shape, d, 0, &mut used, scope)
+            .await?
+        {
             Ok(f) => got[d] = Some(f),
             Err(e) => return Ok(Err(e)),
         }
         if let Err(e) = self
-            .fetch_further(stmt, shape, &steps, &mut got, &mut used)
+            .fetch_further(stmt, shape, &steps, &mut got, &mut used, scope)
             .await?
         {
             return Ok(Err(e));
@@ -253,15 +262,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Runs a join in the gateway (see the module's notes).
-    pub(super) async fn run_join(&mut self, stmt: &[u8], shape: &JoinShape, more: bool) -> Step {
+    pub(super) async fn run_join(
+        &mut self,
+        stmt: &[u8],
+        shape: &JoinShape,
+        more: bool,
+        scope: StatementScope,
+    ) -> Step {
         if shape.row_wise {
-            return match self.stream_join(stmt, shape, false, more).await {
+            return match self.stream_join(stmt, shape, false, more, scope).await {
                 Ok(true) => Step::Ok,
                 Ok(false) => Step::Failed,
                 Err(end) => Step::End(end),
             };
         }
-        let bound = match self.bind_join(stmt, shape).await {
+        let bound = match self.bind_join(stmt, shape, scope).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
                 self.send_error(&e);
@@ -285,13 +300,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         shape: &JoinShape,
         binary: bool,
         more: bool,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let steps = self.with_plan_context(|ctx| join_steps(shape, ctx));
         let d = steps.driver();
         let mut driver_bytes = 0u64;
         let driver_sql = sql::side_select(stmt, &shape.sides[d], None);
         let driven = match self
-            .fetch_side(&driver_sql, shape, d, 0, &mut driver_bytes)
+            .fetch_side(&driver_sql, shape, d, 0, &mut driver_bytes, scope)
             .await?
         {
             Ok(f) => f,
@@ -315,23 +331,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // The driving rows stay held; each batch's further rows count on top of them.
             let mut used = driver_bytes;
             let bound = match self
-                .fetch_further(stmt, shape, &steps, &mut got, &mut used)
+                .fetch_further(stmt, shape, &steps, &mut got, &mut used, scope)
                 .await?
                 .and_then(|()| Self::bind_fetched(stmt, shape, got))
             {
                 Ok(b) => b,
                 Err(e) => {
                     self.send_error(&e);
-                    self.last_ok = false;
                     return Ok(false);
                 }
             };
             let packet = crate::wire::command::query_packet(&bound);
             let Some(idx) = self
-                .send_to_all(std::slice::from_ref(&default), &packet)
+                .send_to_all(std::slice::from_ref(&default), &packet, scope)
                 .await?
             else {
-                self.last_ok = false;
                 return Ok(false);
             };
             let deprecate_eof = self.deprecate_eof();
@@ -352,7 +366,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(BatchEnd::Done) => {}
                 Ok(BatchEnd::Failed(err)) => {
                     self.writer.write(&err);
-                    self.last_ok = false;
                     return Ok(false);
                 }
                 Err(BackendError::ClientGone(_)) => return Err(End::ClientGone),
@@ -365,7 +378,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packets::terminator(self.writer.payload(), deprecate_eof, st.warnings, status);
         self.writer.end(start);
         self.note_merged_rows(st.rows);
-        self.last_ok = true;
         Ok(true)
     }
 
@@ -375,11 +387,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         text: &[u8],
         shape: &JoinShape,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         if shape.row_wise {
-            return self.stream_join(text, shape, true, false).await;
+            return self.stream_join(text, shape, true, false, scope).await;
         }
-        let bound = match self.bind_join(text, shape).await? {
+        let bound = match self.bind_join(text, shape, scope).await? {
             Ok(b) => b,
             Err(e) => {
                 self.send_error(&e);
@@ -387,7 +400,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         let default = self.proxy.default_pool.name.clone();
-        self.run_binary(&[default], bound).await
+        self.run_binary(&[default], bound, scope).await
     }
 
     /// An execution of a prepared SELECT (bound into `text`) the planner refused with
@@ -396,9 +409,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         text: &[u8],
         refusal: SqlError,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         match self.with_plan_context(|ctx| route::join_plan(text, &refusal, ctx)) {
-            Some(Plan::Join(shape)) => self.execute_join(text, &shape).await,
+            Some(Plan::Join(shape)) => self.execute_join(text, &shape, scope).await,
             Some(Plan::Refuse(e)) => {
                 self.send_error(&e);
                 Ok(false)

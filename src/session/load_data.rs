@@ -13,7 +13,7 @@ use super::query::Step;
 use super::{End, Session};
 use crate::config::tables::ExplicitIds;
 use crate::exec::collect::{collect, merge_info, Collected};
-use crate::exec::BackendError;
+use crate::exec::{BackendError, StatementScope};
 use crate::idgen::Generator;
 use crate::route::{Placement, ShardValue, TableRule};
 use crate::sql::{self, Field, FieldReader, LoadData, OnDuplicate, Target};
@@ -133,12 +133,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         ld: LoadData,
         rule: Arc<TableRule>,
         more: bool,
+        scope: StatementScope,
     ) -> Step {
-        match self.load_data(ld, &rule, more).await {
+        match self.load_data(ld, &rule, more, scope).await {
             Ok(Ok(())) => Step::Ok,
             Ok(Err(e)) => {
                 self.send_error(&e);
-                self.last_ok = false;
                 Step::Failed
             }
             Err(end) => Step::End(end),
@@ -150,6 +150,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         ld: LoadData,
         rule: &TableRule,
         more: bool,
+        scope: StatementScope,
     ) -> Result<Result<(), SqlError>, End> {
         let schema = match (&ld.table.schema, &self.db) {
             (Some(s), _) => s.clone(),
@@ -178,7 +179,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let stmt = backend_statement(&ld, &schema, &targets);
         // The load is all-or-nothing, as MariaDB's own statement is (see `bulk_write`).
         let leases: Vec<usize> = parts.iter().map(|p| p.lease).collect();
-        let (txn, begin) = self.bulk_begin(&leases, SAVEPOINT).await?;
+        let (txn, begin) = self.bulk_begin(&leases, SAVEPOINT, scope).await?;
         // Each backend starts its LOAD and asks for its file before the client is asked.
         let asked = match self.start_loads(&parts, &stmt, &begin).await {
             Ok(a) => a,

@@ -1,7 +1,9 @@
 //! One client connection: its login, its state (database, collation, prepared statements, the
 //! backend connection it holds) and the dispatch of each command it sends.
-//! It keeps state and dispatches; it must not scan SQL text (that is `sql`'s) or decide where
-//! a statement goes (that is `route`'s).
+//! It keeps state and dispatches; it must not scan SQL text (that is `sql`'s), decide where
+//! a statement goes (that is `route`'s) or drive the backends' part in the client's transaction
+//! (joining, savepoints, COMMIT/ROLLBACK: that is `exec::conns`'). What one statement decides
+//! (its `StatementScope`) is passed down the paths that run it, not kept in a field.
 
 mod admin_statement;
 mod backend_timeout;
@@ -53,14 +55,13 @@ pub struct Session<R, W> {
     proxy: Arc<Proxy>,
     peer_host: String,
     hello: ClientHello,
-    /// Backend connections taken on first use and kept for the session.
-    leases: leases::Leases,
+    /// Backend connections taken on first use and kept for the session, with their part in
+    /// the client's transaction.
+    leases: crate::exec::SessionConns,
     db: Option<Vec<u8>>,
     stmts: prepared::Statements,
     /// Status flags of the last answer (autocommit, in transaction, …).
     status: u16,
-    /// Whether the last relayed command succeeded.
-    last_ok: bool,
     /// SET statements that succeeded, replayed on backend connections taken later.
     replay: Vec<Vec<u8>>,
     /// The last id idgate generated, while it is the session's LAST_INSERT_ID().
@@ -79,11 +80,8 @@ pub struct Session<R, W> {
     pending_sets: Vec<Vec<u8>>,
     /// Multi-statement queries allowed (CLIENT_MULTI_STATEMENTS, then COM_SET_OPTION).
     multi_statements: bool,
-    /// The client's transaction as idgate keeps it (XA mode, savepoints).
+    /// Whether the client opened its transaction with BEGIN (XA mode, where idgate answers it).
     txn: txn::Txn,
-    /// What the statement being run decides for the transaction's participants (see
-    /// `txn::StatementScope` for why it is held here rather than passed).
-    scope: txn::StatementScope,
     packet: Vec<u8>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     /// How long the session may sit idle (wait_timeout).
@@ -184,10 +182,9 @@ pub async fn run(
         db: hello.db.clone(),
         hello,
         proxy,
-        leases: leases::Leases::default(),
+        leases: Default::default(),
         stmts: prepared::Statements::default(),
         status: StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits(),
-        last_ok: false,
         replay: Vec::new(),
         last_insert_id: None,
         no_auto_value_on_zero: None,
@@ -197,7 +194,6 @@ pub async fn run(
         pending_sets: Vec::new(),
         multi_statements,
         txn: Default::default(),
-        scope: txn::StatementScope::COMMAND,
         packet: Vec::with_capacity(1024),
         shutdown,
         idle: idle_timeout,

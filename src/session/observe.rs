@@ -14,6 +14,7 @@ use super::{End, Session};
 use crate::admin::slow_log::{self, SlowStatement};
 use crate::admin::statement_metrics::StmtRoute;
 use crate::exec::relay::Relayed;
+use crate::exec::StatementScope;
 use crate::route::Plan;
 use crate::sql::{self, StatementKind};
 use crate::wire::command::StmtCommand;
@@ -66,11 +67,15 @@ pub(super) fn dml_route(r: &Route) -> StmtRoute {
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// COM_QUERY, measured. Statements idgate plans are counted one by one in `run_step`; a
     /// query relayed whole without planning counts once, by its first statement's kind.
-    pub(super) async fn observed_query(&mut self, packet: &[u8]) -> Option<End> {
+    pub(super) async fn observed_query(
+        &mut self,
+        packet: &[u8],
+        scope: StatementScope,
+    ) -> Option<End> {
         let t0 = Instant::now();
         self.obs.counted = 0;
         self.obs.rows = 0;
-        let end = self.query(packet).await;
+        let end = self.query(packet, scope).await;
         if self.obs.counted == 0 {
             let stmt = &packet[1..];
             self.statement_done(stmt, StmtRoute::Relayed, sql::classify(stmt), t0.elapsed());
@@ -102,12 +107,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// COM_STMT_EXECUTE, measured: relayed unless idgate ran it (`note_route`).
-    pub(super) async fn observed_execute(&mut self, packet: &[u8], id: Option<u32>) -> Option<End> {
+    pub(super) async fn observed_execute(
+        &mut self,
+        packet: &[u8],
+        id: Option<u32>,
+        scope: StatementScope,
+    ) -> Option<End> {
         let t0 = Instant::now();
         self.obs.in_execute = true;
         self.obs.route = None;
         self.obs.rows = 0;
-        let end = self.on_statement(packet, StmtCommand::Execute, id).await;
+        let end = self
+            .on_statement(packet, StmtCommand::Execute, id, scope)
+            .await;
         self.obs.in_execute = false;
         let route = self.obs.route.take().unwrap_or(StmtRoute::Relayed);
         let st = id.and_then(|id| self.stmts.get(id));

@@ -6,6 +6,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
 use crate::exec::relay::{Adjust, Reply};
+use crate::exec::StatementScope;
 use crate::route::statement::{self, Caller, Plan, StatementContext};
 use crate::route::PlanContext;
 use crate::sql::{self, StatementKind};
@@ -29,14 +30,16 @@ pub(super) enum Step {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    pub(super) async fn query(&mut self, packet: &[u8]) -> Option<End> {
+    /// COM_QUERY; `scope` is the command's, for a packet relayed whole (each statement idgate
+    /// runs itself gets its own).
+    pub(super) async fn query(&mut self, packet: &[u8], scope: StatementScope) -> Option<End> {
         if self.proxy.tables.is_empty()
             && self.proxy.idgen.is_empty()
             && sql::explain_route_target(&packet[1..]).is_none()
             && !self.may_refuse_local_load(&packet[1..])
             && sql::admin_statement(&packet[1..]).is_none()
         {
-            return self.forward(packet, Reply::Results).await;
+            return self.forward(packet, Reply::Results, scope).await.err();
         }
         let sql = &packet[1..];
         let ranges = sql::split_statements(sql);
@@ -45,7 +48,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // packet goes whole to the default backend, whose connection has multi-statements off
             // as the client does (`prepare_backend`). MariaDB refuses it with its own 1064 and runs
             // none of it, or runs it as the one statement it is (a compound `BEGIN … END`).
-            return self.forward(packet, Reply::Results).await;
+            return self.forward(packet, Reply::Results, scope).await.err();
         }
         if ranges.len() <= 1 {
             let stmt = ranges.first().map_or(sql, |r| &sql[r.clone()]);
@@ -61,7 +64,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         // Transaction statements are idgate's in XA mode, and whenever another backend joined
         // the client's transaction: such a batch runs one by one.
-        let joined = self.leases.held_mut().iter().any(|h| h.in_txn);
+        let joined = self.leases.any_joined();
         let txn_control = (self.xa_mode() || joined)
             && plans.iter().any(|p| {
                 matches!(
@@ -78,8 +81,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             });
         if !txn_control && plans.iter().all(|p| matches!(p, Plan::Forward(_))) {
             // Nothing for idgate to do: the backend runs the whole batch.
-            let end = self.forward(packet, Reply::Results).await;
-            if end.is_none() && self.last_ok {
+            let ok = match self.forward(packet, Reply::Results, scope).await {
+                Ok(ok) => ok,
+                Err(end) => return Some(end),
+            };
+            if ok {
                 for (r, plan) in ranges.iter().zip(&plans) {
                     if let Plan::Forward(kind) = plan {
                         self.after_forward(&sql[r.clone()], *kind);
@@ -87,7 +93,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 self.propagate_session_state().await;
             }
-            return end;
+            return None;
         }
         let last = ranges.len() - 1;
         for (i, (r, plan)) in ranges.iter().zip(plans).enumerate() {
@@ -279,7 +285,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.counts_elsewhere = counts_elsewhere;
         }
         let kind = plan.kind().unwrap_or_else(|| sql::classify(stmt));
-        self.scope = self.statement_scope(stmt, kind);
+        let scope = self.statement_scope(stmt, kind);
         if self.xa_mode() {
             if let Some(step) = self.xa_step(stmt, kind, more).await {
                 return step;
@@ -315,11 +321,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     more_results: more,
                     ..Adjust::default()
                 };
-                if let Some(end) = self.forward_with(packet, Reply::Results, None, adj).await {
-                    return Step::End(end);
-                }
-                if !self.last_ok {
-                    return Step::Failed;
+                match self
+                    .forward_with(packet, Reply::Results, None, adj, scope)
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => return Step::Failed,
+                    Err(end) => return Step::End(end),
                 }
                 if kind == StatementKind::Savepoint {
                     self.track_savepoint(stmt);
@@ -345,15 +353,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Step::Failed
                 }
             }
-            Plan::Subqueries(subs) => Box::pin(self.run_subqueries(stmt, &subs, more)).await,
-            Plan::Join(shape) => Box::pin(self.run_join(stmt, &shape, more)).await,
-            Plan::Routed(route, _) => match self.run_routed(stmt, packet, route, more).await {
+            Plan::Subqueries(subs) => Box::pin(self.run_subqueries(stmt, &subs, more, scope)).await,
+            Plan::Join(shape) => Box::pin(self.run_join(stmt, &shape, more, scope)).await,
+            Plan::Routed(route, _) => match self.run_routed(stmt, packet, route, more, scope).await
+            {
                 Ok(true) => Step::Ok,
                 Ok(false) => Step::Failed,
                 Err(end) => Step::End(end),
             },
             Plan::ListTables { backends, names } => {
-                match self.list_tables(packet, &backends, &names, more).await {
+                match self
+                    .list_tables(packet, &backends, &names, more, scope)
+                    .await
+                {
                     Ok(true) => Step::Ok,
                     Ok(false) => Step::Failed,
                     Err(end) => Step::End(end),
@@ -362,12 +374,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Plan::LoadData(boxed) => {
                 let (ld, rule) = *boxed;
                 // Boxed: a load's state is large and rare; every statement's future stays small.
-                Box::pin(self.run_load_data(ld, rule, more)).await
+                Box::pin(self.run_load_data(ld, rule, more, scope)).await
             }
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
                 if matches!(a.body, sql::InsertBody::Select { .. }) {
-                    return self.run_insert_select(stmt, &a, &rule, more).await;
+                    return self.run_insert_select(stmt, &a, &rule, more, scope).await;
                 }
                 let plan = match self.plan_insert(stmt, &a, &rule).await {
                     Ok(p) => p,
@@ -376,7 +388,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         return Step::Failed;
                     }
                 };
-                match self.run_insert(plan, more).await {
+                match self.run_insert(plan, more, scope).await {
                     Ok(true) => Step::Ok,
                     Ok(false) => Step::Failed,
                     Err(end) => Step::End(end),

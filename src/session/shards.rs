@@ -5,143 +5,20 @@ use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
-use crate::exec::collect::{collect, merge_info, Collected};
+use crate::exec::collect::{merge_info, Collected};
 use crate::exec::relay::Adjust;
-use crate::exec::BackendError;
+use crate::exec::StatementScope;
 use crate::route::InsertPlan;
-use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// True while the client has a transaction open (BEGIN, or autocommit off).
-    pub(super) fn in_transaction(&self) -> bool {
-        let s = StatusFlags::from_bits_retain(self.status);
-        // XA mode: idgate answers BEGIN itself and keeps the transaction open until COMMIT, even
-        // if a backend rolled its own part back (a deadlock there).
-        let open = if self.xa_mode() {
-            self.txn.explicit
-        } else {
-            s.contains(StatusFlags::SERVER_STATUS_IN_TRANS)
-        };
-        open || !s.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
-    }
-
-    /// In a client transaction, makes held connection `i` part of it (the default backend's
-    /// connection got the client's own BEGIN).
-    pub(super) async fn join_transaction(&mut self, i: usize) -> Result<(), End> {
-        if self.xa_mode() {
-            return self.join_xa(i).await;
-        }
-        if !self.in_transaction() {
-            return Ok(());
-        }
-        let default = self.proxy.default_pool.name.clone();
-        let held = &mut self.leases.held_mut()[i];
-        if held.in_txn || held.backend == default {
-            return Ok(());
-        }
-        held.in_txn = true;
-        self.start_participant(i, b"START TRANSACTION").await
-    }
-
-    /// COMMIT or ROLLBACK on the connections that joined the client's transaction, before the
-    /// default backend gets the client's own statement. A failed COMMIT there rolls back the
-    /// rest and is what the client hears.
-    pub(super) async fn end_transaction(&mut self, commit: bool) -> Result<Option<SqlError>, End> {
-        let joined: Vec<usize> = self
-            .leases
-            .held_mut()
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| h.in_txn)
-            .map(|(i, _)| i)
-            .collect();
-        self.txn.savepoints.clear();
-        if joined.is_empty() {
-            return Ok(None);
-        }
-        for &i in &joined {
-            self.leases.held_mut()[i].leave_txn();
-        }
-        let failed = match self.finish_all(&joined, commit).await {
-            Ok(f) => f,
-            Err(e) => return Err(self.backend_lost(e)),
-        };
-        let Some((i, e)) = failed.into_iter().next() else {
-            return Ok(None);
-        };
-        let (code, state, msg) = packets::parse_err(&e);
-        let backend = self.leases.held_mut()[i].backend.clone();
-        Ok(Some(SqlError::new(
-            code,
-            &state,
-            format!("{} (on backend `{backend}`)", String::from_utf8_lossy(msg)),
-        )))
-    }
-
-    /// Sends `sql` to each listed held connection (pipelined after the statement that starts
-    /// a transaction there, where one is needed) and collects each answer.
-    async fn send_all(
-        &mut self,
-        targets: &[(usize, Vec<u8>)],
-        begin: &[Option<Vec<u8>>],
-    ) -> Result<Vec<Collected>, BackendError> {
-        for ((i, sql), b) in targets.iter().zip(begin) {
-            let be = self.leases.get_mut(*i);
-            if let Some(b) = b {
-                be.write_command(&query_packet(b));
-            }
-            be.write_command(&query_packet(sql));
-        }
-        for (i, _) in targets {
-            self.leases.get_mut(*i).flush().await?;
-        }
-        let mut out = Vec::with_capacity(targets.len());
-        for ((i, _), b) in targets.iter().zip(begin) {
-            let be = self.leases.get_mut(*i);
-            if b.is_some() {
-                let started = collect(be).await?;
-                be.next_response();
-                if started.is_err() {
-                    out.push(started);
-                    collect(be).await?;
-                    continue;
-                }
-            }
-            out.push(collect(be).await?);
-        }
-        Ok(out)
-    }
-
-    /// Ends the transaction idgate opened on each connection with COMMIT or ROLLBACK; returns
-    /// the backends on which it failed.
-    pub(super) async fn finish_all(
-        &mut self,
-        leases: &[usize],
-        commit: bool,
-    ) -> Result<Vec<(usize, Vec<u8>)>, BackendError> {
-        let sql = if commit { &b"COMMIT"[..] } else { b"ROLLBACK" };
-        for i in leases {
-            self.leases.get_mut(*i).write_command(&query_packet(sql));
-        }
-        for i in leases {
-            self.leases.get_mut(*i).flush().await?;
-        }
-        let mut failed = Vec::new();
-        for i in leases {
-            if let Collected::Err(e) = collect(self.leases.get_mut(*i)).await? {
-                failed.push((*i, e));
-            }
-        }
-        Ok(failed)
-    }
-
     /// Runs an INSERT split over several backends. `Ok(false)`: the client got an error.
     pub(super) async fn run_on_shards(
         &mut self,
         plan: &InsertPlan,
         adj: Adjust,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let mut targets = Vec::with_capacity(plan.parts.len());
         for (backend, sql, _) in &plan.parts {
@@ -158,17 +35,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // every part succeeded. In a client transaction each backend joins it on first write.
         if in_txn {
             for (i, _) in &targets {
-                self.join_transaction(*i).await?;
+                self.join_transaction(*i, scope).await?;
             }
         }
         // XA mode: each part is an XA branch, committed with two-phase commit.
         let xa_auto = !in_txn && self.xa_mode();
         let begin: Vec<Option<Vec<u8>>> = if xa_auto {
-            self.xa_autocommit_branches(&targets)
+            let idx: Vec<usize> = targets.iter().map(|(i, _)| *i).collect();
+            let proxy = self.proxy.clone();
+            self.leases
+                .xa_autocommit_branches(&idx, proxy.xa.as_deref())
         } else {
             vec![(!in_txn).then(|| b"START TRANSACTION".to_vec()); targets.len()]
         };
-        let results = match self.send_all(&targets, &begin).await {
+        let results = match self.leases.send_all(&targets, &begin).await {
             Ok(r) => r,
             Err(e) => return Err(self.backend_lost(e)),
         };
@@ -177,19 +57,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Collected::Err(e) => Some(e.clone()),
                 _ => None,
             });
-            let outcome = self.finish_participants(failed.is_none()).await?;
+            let outcome = self.finish_participants(failed.is_none()).await;
             if let Some(e) = failed {
                 self.writer.write(&e);
-                self.last_ok = false;
                 return Ok(false);
             }
             if let Some(e) = outcome {
                 self.send_error(&e);
-                self.last_ok = false;
                 return Ok(false);
             }
             self.answer_merged(plan, &results, adj);
-            self.last_ok = true;
             return Ok(true);
         }
         let leases: Vec<usize> = targets.iter().map(|(i, _)| *i).collect();
@@ -198,16 +75,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             _ => None,
         }) {
             if !in_txn {
-                if let Err(e) = self.finish_all(&leases, false).await {
+                if let Err(e) = self.leases.finish_all(&leases, false).await {
                     return Err(self.backend_lost(e));
                 }
             }
             self.writer.write(&first_err);
-            self.last_ok = false;
             return Ok(false);
         }
         if !in_txn {
-            let failed = match self.finish_all(&leases, true).await {
+            let failed = match self.leases.finish_all(&leases, true).await {
                 Ok(f) => f,
                 Err(e) => return Err(self.backend_lost(e)),
             };
@@ -227,7 +103,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         self.answer_merged(plan, &results, adj);
-        self.last_ok = true;
         Ok(true)
     }
 

@@ -8,6 +8,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
+use crate::exec::StatementScope;
 use crate::wire::packets;
 
 /// The table name at the start of a text-protocol row.
@@ -25,10 +26,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backends: &[String],
         names: &[String],
         more: bool,
+        scope: StatementScope,
     ) -> Result<bool, End> {
         let mut all = vec![self.proxy.default_pool.name.clone()];
         all.extend(backends.iter().cloned());
-        let Some(idx) = self.send_to_all(&all, packet).await? else {
+        let Some(idx) = self.send_to_all(&all, packet, scope).await? else {
             return Ok(false);
         };
         let mut answers = Vec::with_capacity(idx.len());
@@ -45,8 +47,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             match a {
                 Collected::Err(e) | Collected::Ok(e) => {
                     self.writer.write(e);
-                    self.last_ok = !a.is_err();
-                    return Ok(self.last_ok);
+                    return Ok(!a.is_err());
                 }
                 Collected::Rows {
                     columns: c,
@@ -75,7 +76,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rows.dedup_by(|a, b| first_column(a) == first_column(b));
         let status: StatusFlags = self.status_with(more);
         self.send_result_set(&columns, rows.iter().map(Vec::as_slice), warnings, status);
-        self.last_ok = true;
         Ok(true)
     }
 }

@@ -18,6 +18,7 @@ use super::fetch::FetchLimits;
 use super::query::Step;
 use super::{End, Session};
 use crate::exec::relay::Adjust;
+use crate::exec::StatementScope;
 use crate::route::{self, Plan, Route};
 use crate::sql::{self, Subquery, SubqueryUse};
 use crate::wire::errors::SqlError;
@@ -47,8 +48,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         stmt: &[u8],
         subs: &[Subquery],
         more: bool,
+        scope: StatementScope,
     ) -> Step {
-        let bound = match self.bind_subqueries(stmt, subs).await {
+        let bound = match self.bind_subqueries(stmt, subs, scope).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
                 self.send_error(&e);
@@ -74,8 +76,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         text: &[u8],
         subs: &[Subquery],
+        scope: StatementScope,
     ) -> Result<bool, End> {
-        let bound = match self.bind_subqueries(text, subs).await? {
+        let bound = match self.bind_subqueries(text, subs, scope).await? {
             Ok(b) => b,
             Err(e) => {
                 self.send_error(&e);
@@ -84,7 +87,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let backends = match self.route_dml(&bound) {
             Ok(Some(Route::Merge(bs, m))) => {
-                return self.run_merge(&bs, &m, Adjust::default(), true).await;
+                return self
+                    .run_merge(&bs, &m, Adjust::default(), true, scope)
+                    .await;
             }
             Ok(Some(Route::One(b))) => vec![b],
             Ok(Some(Route::Concat(bs))) => bs,
@@ -97,9 +102,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
             // A join of tables not placed alike, its subqueries bound: run in the gateway.
-            Err(e) => return self.execute_join_or_refuse(&bound, e).await,
+            Err(e) => return self.execute_join_or_refuse(&bound, e, scope).await,
         };
-        self.run_binary(&backends, bound).await
+        self.run_binary(&backends, bound, scope).await
     }
 
     /// Runs each inner query and gives `stmt` with their rows bound in. `Ok(Err(_))`: the
@@ -108,6 +113,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         stmt: &[u8],
         subs: &[Subquery],
+        scope: StatementScope,
     ) -> Result<Result<Vec<u8>, SqlError>, End> {
         let max_rows = self.live.config.max_subquery_rows;
         let max_bytes = self.live.config.merge_memory_limit;
@@ -134,7 +140,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if let Some(nested) =
                     self.with_plan_context(|ctx| route::placed_subqueries(&inner, ctx))
                 {
-                    match Box::pin(self.bind_subqueries(&inner, &nested)).await? {
+                    match Box::pin(self.bind_subqueries(&inner, &nested, scope)).await? {
                         Ok(bound) => inner = bound,
                         Err(e) => return Ok(Err(e)),
                     }
@@ -145,7 +151,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 max_bytes,
                 enough: (s.kind == SubqueryUse::Exists).then_some(1),
             };
-            let mut fetched = match self.fetch(&inner, limits).await? {
+            let mut fetched = match self.fetch(&inner, limits, scope).await? {
                 Ok(f) => f,
                 Err(e) if e.code == ER_BAD_FIELD_ERROR => {
                     // A column of the outer query (correlated: not supported), or a typo.
