@@ -284,3 +284,64 @@ fn large_statements_are_planned_off_the_event_loop_and_answer_the_same() {
     }
     assert_eq!(c.query_first::<i32, _>("SELECT 7").unwrap(), Some(7));
 }
+
+/// How many statements with `WEIGHT_STRING` over `orders` the shard ran (its general log).
+fn weighted_statements(db: &common::MariaDb) -> i64 {
+    common::direct(db)
+        .query_first::<i64, _>(
+            "SELECT COUNT(*) FROM mysql.general_log WHERE command_type = 'Query' \
+             AND argument LIKE '%WEIGHT_STRING%' AND argument LIKE '%FROM orders %' \
+             AND argument NOT LIKE '%general_log%'",
+        )
+        .unwrap()
+        .unwrap_or(0)
+}
+
+/// A kept merge plan asks the shards for collation weights only until their columns show that
+/// no key is a string; when a key becomes one (the table changed), the lean run is dropped
+/// before anything reaches the client, the plan runs again with weights, and the answer is
+/// still MariaDB's, now in string order.
+#[test]
+fn merges_leave_weights_out_while_no_key_is_a_string() {
+    let (dbs, g, _admin) = setup("");
+    for db in &dbs {
+        common::direct(db)
+            .query_drop("SET GLOBAL log_output = 'TABLE', general_log = 1")
+            .unwrap();
+    }
+    let mut d = reference(&dbs[0]);
+    let mut c = g.conn();
+    let statements = [
+        "SELECT id, k FROM {t} WHERE k >= 3 AND c <> 'c0' ORDER BY k, id LIMIT 10",
+        "SELECT k, COUNT(*), MAX(id) FROM {t} GROUP BY k ORDER BY k LIMIT 5",
+    ];
+    let check = |c: &mut mysql::Conn, d: &mut mysql::Conn, round: &str| {
+        for s in statements {
+            let mine: Vec<mysql::Row> = c.query(s.replace("{t}", "orders")).unwrap();
+            let theirs: Vec<mysql::Row> = d.query(s.replace("{t}", "orders_all")).unwrap();
+            let text = |rows: Vec<mysql::Row>| -> Vec<Vec<mysql::Value>> {
+                rows.into_iter().map(|r| r.unwrap()).collect()
+            };
+            assert_eq!(text(mine), text(theirs), "{round}: {s}");
+        }
+    };
+    for round in ["first", "second", "third"] {
+        check(&mut c, &mut d, round);
+    }
+    // Only each statement's first run asked for weights: integer keys need none.
+    for db in &dbs {
+        assert_eq!(weighted_statements(db), 2, "integer keys");
+    }
+    // `k` becomes a string: '10' sorts before '3' now, and the kept plans must see it.
+    c.query_drop("ALTER TABLE orders MODIFY k VARCHAR(10)")
+        .unwrap();
+    d.query_drop("ALTER TABLE orders_all MODIFY k VARCHAR(10)")
+        .unwrap();
+    for round in ["after ALTER", "after ALTER again"] {
+        check(&mut c, &mut d, round);
+    }
+    // Every run since asked for weights: the lean run found a string key and ran again.
+    for db in &dbs {
+        assert_eq!(weighted_statements(db), 6, "string keys");
+    }
+}

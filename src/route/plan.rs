@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::pinned::pinned_shards;
 use super::{ShardValue, TableRule, Tables};
-use crate::sql::{self, DmlKind, KeyTerm, KeyValue, MergePlan};
+use crate::sql::{self, DmlKind, KeyTerm, KeyTypes, KeyValue, MergePlan};
 use crate::wire::errors::SqlError;
 
 /// What planning needs from the session.
@@ -48,6 +48,13 @@ pub struct BoundMerge {
     /// This execution's OFFSET and LIMIT (a cached plan serves every page of its shape).
     pub offset: u64,
     pub limit: Option<u64>,
+    /// What the plan's executions learn about its keys (`None`: nothing to learn, the plan
+    /// asks for no weights).
+    pub key_types: Option<Arc<KeyTypes>>,
+    /// The same merge without collation weights, when earlier answers showed no string among
+    /// the keys: lighter on the shards, and right as long as that still holds (the executor
+    /// checks, and runs `plan`/`shard_sql` instead when it no longer does).
+    pub lean: Option<(Arc<MergePlan>, Vec<u8>)>,
 }
 
 impl BoundMerge {
@@ -81,6 +88,10 @@ pub enum Fill {
 #[derive(Debug)]
 pub struct MergeTemplate {
     pub plan: Arc<MergePlan>,
+    /// The same merge without collation weights (when the plan asks for any), used once the
+    /// shards' answers showed that no compared key is a string.
+    lean: Option<Box<MergeTemplate>>,
+    key_types: Arc<KeyTypes>,
     /// `plan.shard_sql` cut around the holes: piece, hole, piece, …, piece.
     pieces: Vec<Vec<u8>>,
     fills: Vec<Fill>,
@@ -109,11 +120,19 @@ impl MergeTemplate {
         pieces.push(plan.shard_sql[at..].to_vec());
         MergeTemplate {
             plan: Arc::new(plan),
+            lean: None,
+            key_types: Arc::new(KeyTypes::default()),
             pieces,
             fills,
             offset_slot: page.0,
             limit_slot: page.1,
         }
+    }
+
+    /// Adds the variant of this merge planned without collation weights.
+    pub fn with_lean(mut self, lean: MergeTemplate) -> MergeTemplate {
+        self.lean = Some(Box::new(lean));
+        self
     }
 
     /// The value of literal `slot` of `stmt` read as a LIMIT number.
@@ -153,11 +172,20 @@ impl MergeTemplate {
                 None => {}
             }
         }
+        let lean = match &self.lean {
+            Some(l) if self.key_types.lean() => {
+                let b = l.render(stmt, literals)?;
+                Some((b.plan, b.shard_sql))
+            }
+            _ => None,
+        };
         Some(BoundMerge {
             plan: self.plan.clone(),
             shard_sql: out,
             offset,
             limit,
+            key_types: self.lean.as_ref().map(|_| self.key_types.clone()),
+            lean,
         })
     }
 }

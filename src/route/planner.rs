@@ -156,8 +156,18 @@ fn sharded(
         .collect();
     let merge = match (a.kind, a.merge_plan(stmt)) {
         (DmlKind::Select, Some(Ok(plan))) => {
-            let (template, fixed) = template(plan, literals);
+            let weighted = plan.has_weights();
+            let (mut template, fixed) = template(plan, literals);
             fixed_slots.extend(fixed);
+            // Keys that turn out not to be strings need no weights from the shards.
+            if let Some(Ok(lean)) = weighted
+                .then(|| a.merge_plan_without_weights(stmt))
+                .flatten()
+            {
+                let (lean, fixed) = self::template(lean, literals);
+                fixed_slots.extend(fixed);
+                template = template.with_lean(lean);
+            }
             Some(Ok(template))
         }
         (DmlKind::Select, Some(Err(what))) => {

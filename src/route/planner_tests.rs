@@ -501,3 +501,48 @@ fn a_prepared_select_pins_one_shard_from_its_bound_values() {
     )
     .is_none());
 }
+
+#[test]
+fn a_kept_merge_leaves_weights_out_once_its_keys_showed_no_strings() {
+    let t = tables();
+    let stmt = "SELECT id, note FROM orders WHERE note > 'a' ORDER BY note, id LIMIT 5";
+    let plan = plan_of(&t, stmt);
+    let bind = |s: &str| match plan.bind(s.as_bytes(), &sql::shape(s.as_bytes()).slots) {
+        Ok(Some(Route::Merge(_, b))) => b,
+        other => panic!("{s}: {other:?}"),
+    };
+    let first = bind(stmt);
+    assert!(String::from_utf8_lossy(&first.shard_sql).contains("WEIGHT_STRING(note)"));
+    assert!(first.lean.is_none(), "nothing learned yet");
+    let types = first.key_types.clone().expect("a plan with weights learns");
+    types.saw(false);
+    let next = bind("SELECT id, note FROM orders WHERE note > 'm' ORDER BY note, id LIMIT 7");
+    let (lean, lean_sql) = next.lean.expect("no string among the keys");
+    assert_eq!(
+        String::from_utf8_lossy(&lean_sql),
+        "SELECT id, note FROM orders WHERE note > 'm' ORDER BY note, id LIMIT 7 "
+    );
+    assert!(!lean.has_weights() && lean.hidden == 0);
+    // The full statement stays bound beside it, for a run that finds a string key.
+    assert!(String::from_utf8_lossy(&next.shard_sql).contains("note > 'm'"));
+    assert_eq!((next.offset, next.limit), (0, Some(7)));
+    // A string seen once keeps the weights for good.
+    types.saw(true);
+    types.saw(false);
+    assert!(bind(stmt).lean.is_none());
+    // A merge that compares nothing by weight has nothing to learn.
+    let counted = plan_of(&t, "SELECT COUNT(*) FROM orders");
+    let ShapeKind::Sharded(s) = &counted.kind else {
+        panic!("sharded")
+    };
+    let stmt = "SELECT COUNT(*) FROM orders";
+    let b = s
+        .merge
+        .as_ref()
+        .unwrap()
+        .as_ref()
+        .unwrap()
+        .render(stmt.as_bytes(), &[])
+        .unwrap();
+    assert!(b.key_types.is_none() && b.lean.is_none());
+}

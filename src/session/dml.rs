@@ -5,14 +5,24 @@
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
+use crate::exec::merge::NEEDS_WEIGHTS;
 use crate::exec::relay::{Adjust, Client, Reply};
 use crate::exec::scatter;
 use crate::exec::{BackendError, StatementScope};
 use crate::route::InsertPlan;
 pub(super) use crate::route::Route;
 use crate::route::{BoundMerge, PlanContext};
-use crate::sql;
+use crate::sql::{self, KeyTypes, MergePlan};
 use crate::wire::errors::SqlError;
+
+/// One run of a merge: the plan, the statement each shard gets, the page, and where the plan
+/// learns about its keys.
+struct MergeRun<'a> {
+    plan: &'a MergePlan,
+    sql: &'a [u8],
+    page: (u64, Option<u64>),
+    learn: Option<&'a KeyTypes>,
+}
 
 fn unsupported(msg: String) -> SqlError {
     SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
@@ -155,7 +165,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Sends the plan's statement to every shard and merges their answers (`binary`: for a
-    /// prepared statement, rows in the binary protocol).
+    /// prepared statement, rows in the binary protocol). A plan whose keys showed no string so
+    /// far runs without collation weights; if a key is a string after all (the table changed),
+    /// nothing has reached the client and the plan runs again with them.
     pub(super) async fn run_merge(
         &mut self,
         backends: &[String],
@@ -164,10 +176,48 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         binary: bool,
         scope: StatementScope,
     ) -> Result<bool, End> {
-        let plan = &*merge.plan;
-        let packet = crate::wire::command::query_packet(&merge.shard_sql);
+        let run = |plan, sql, learn| MergeRun {
+            plan,
+            sql,
+            page: (merge.offset, merge.limit),
+            learn,
+        };
+        if let Some((plan, sql)) = &merge.lean {
+            match self
+                .merge_once(backends, run(plan, sql, None), adj, binary, scope)
+                .await?
+            {
+                Some(ok) => return Ok(ok),
+                None => {
+                    if let Some(t) = &merge.key_types {
+                        t.saw(true);
+                    }
+                }
+            }
+        }
+        let full = run(&merge.plan, &merge.shard_sql, merge.key_types.as_deref());
+        match self.merge_once(backends, full, adj, binary, scope).await? {
+            Some(ok) => Ok(ok),
+            None => {
+                self.send_error(&unsupported(NEEDS_WEIGHTS.into()));
+                Ok(false)
+            }
+        }
+    }
+
+    /// One run of a merge. `None`: a key needs collation weights the plan did not ask for
+    /// (nothing was written to the client).
+    async fn merge_once(
+        &mut self,
+        backends: &[String],
+        run: MergeRun<'_>,
+        adj: Adjust,
+        binary: bool,
+        scope: StatementScope,
+    ) -> Result<Option<bool>, End> {
+        let packet = crate::wire::command::query_packet(run.sql);
         let Some(idx) = self.send_to_all(backends, &packet, scope).await? else {
-            return Ok(false);
+            return Ok(Some(false));
         };
         let status = self.status_with(adj.more_results).bits();
         let deprecate_eof = self.deprecate_eof();
@@ -180,21 +230,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let merged = crate::exec::merge::relay_merged(
             &mut conns,
             &mut client,
-            plan,
-            (merge.offset, merge.limit),
+            run.plan,
+            run.page,
             status,
             binary,
             memory_limit,
+            run.learn,
         )
         .await;
         match merged {
             Ok(Ok(r)) => {
                 self.note_merged_rows(r.rows);
-                Ok(!r.error)
+                Ok(Some(!r.error))
             }
+            Ok(Err(msg)) if msg == NEEDS_WEIGHTS => Ok(None),
             Ok(Err(msg)) => {
                 self.send_error(&unsupported(msg));
-                Ok(false)
+                Ok(Some(false))
             }
             Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
             Err(e) => Err(self.backend_lost(e)),

@@ -310,6 +310,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             shard_sql: sql,
             offset: 0,
             limit: None,
+            key_types: None,
+            lean: None,
         };
         self.run_merge(backends, &merge, Adjust::default(), true, scope)
             .await

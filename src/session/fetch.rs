@@ -164,6 +164,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 0,
                 false,
                 memory_limit,
+                m.key_types.as_deref(),
             )
             .await
             .map(|r| r.map(|r| Some(r.rows))),

@@ -18,7 +18,7 @@ use super::join_keys::{
 use super::lex::unquote_ident;
 use super::literal::{value_kind, ValueKind};
 use super::merge_plan::MergePlan;
-use super::merge_rewrite::{find_aggregate, plan_merge};
+use super::merge_rewrite::{find_aggregate, plan_merge, plan_merge_with};
 use super::parse::{parse_one, sanitize, LineIndex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -411,6 +411,18 @@ impl DmlAnalysis {
             return None;
         };
         Some(plan_merge(stmt, &sanitize(stmt), q, s))
+    }
+
+    /// [`Self::merge_plan`] without collation weights: right only while no compared key is a
+    /// string, which the executor checks on every answer.
+    pub fn merge_plan_without_weights(&self, stmt: &[u8]) -> Option<Result<MergePlan, String>> {
+        let Statement::Query(q) = self.merge_of.as_deref()? else {
+            return None;
+        };
+        let SetExpr::Select(s) = q.body.as_ref() else {
+            return None;
+        };
+        Some(plan_merge_with(stmt, &sanitize(stmt), q, s, false))
     }
 }
 

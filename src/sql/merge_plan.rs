@@ -204,7 +204,69 @@ pub fn limit_value(text: &[u8]) -> Option<u64> {
     std::str::from_utf8(text).ok()?.parse().ok()
 }
 
+/// What the shards' answers showed about the keys a merge compares by weight: whether any is
+/// a string. Made for a plan kept by shape and shared by its executions: while none has been a
+/// string, the shards may be asked for no weights (`KeyTypes::lean`), and the first answer that
+/// shows one turns that off for good.
+#[derive(Debug, Default)]
+pub struct KeyTypes(std::sync::atomic::AtomicU8);
+
+const KEYS_UNKNOWN: u8 = 0;
+const KEYS_NO_STRINGS: u8 = 1;
+const KEYS_STRINGS: u8 = 2;
+
+impl KeyTypes {
+    /// Whether an execution may leave the weights out.
+    pub fn lean(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) == KEYS_NO_STRINGS
+    }
+
+    /// An answer's columns showed a string among the keys (`true`) or none (`false`).
+    pub fn saw(&self, strings: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if strings {
+            self.0.store(KEYS_STRINGS, Relaxed);
+        } else {
+            let _ = self
+                .0
+                .compare_exchange(KEYS_UNKNOWN, KEYS_NO_STRINGS, Relaxed, Relaxed);
+        }
+    }
+}
+
 impl MergePlan {
+    /// Every key compared by value (ORDER BY, GROUP BY/DISTINCT keys, MIN/MAX, DISTINCT
+    /// aggregate arguments, GROUP_CONCAT's arguments and order).
+    pub fn compared_keys(&self) -> Vec<SortKey> {
+        let mut out = self.order.clone();
+        match &self.mode {
+            MergeMode::Stream => {}
+            MergeMode::Distinct { keys } => out.extend(keys.iter().copied()),
+            MergeMode::Group { keys, aggs, .. } => {
+                out.extend(keys.iter().copied());
+                for a in aggs {
+                    if let Some(w) = a.weight {
+                        out.push(SortKey {
+                            value: a.col,
+                            weight: Some(w),
+                            desc: false,
+                        });
+                    }
+                    out.extend(a.args.iter().copied());
+                    if let Some(c) = &a.concat {
+                        out.extend(c.args.iter().chain(&c.order).copied());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the shards are asked for collation weights of any key.
+    pub fn has_weights(&self) -> bool {
+        self.compared_keys().iter().any(|k| k.weight.is_some())
+    }
+
     /// A one-line description for EXPLAIN ROUTE.
     pub fn describe(&self) -> String {
         self.describe_page(self.offset, self.limit)

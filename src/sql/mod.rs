@@ -62,8 +62,8 @@ pub use load_data::{
     analyze_load_data, Field, FieldReader, FileError, FileFormat, LoadData, OnDuplicate, Target,
 };
 pub use merge_plan::{
-    limit_value, AggCol, AggFn, ColRef, Having, HavingOp, LimitForm, MergeMode, MergePlan, SortKey,
-    Weight, Window,
+    limit_value, AggCol, AggFn, ColRef, Having, HavingOp, KeyTypes, LimitForm, MergeMode,
+    MergePlan, SortKey, Weight, Window,
 };
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};

@@ -534,7 +534,7 @@ pub(super) async fn relay<W: AsyncWrite + Unpin>(
     shards: &mut [&mut BackendConn],
     client: &mut Client<'_, W>,
     plan: &MergePlan,
-    answer: &Answer,
+    answer: &Answer<'_>,
     memory_limit: u64,
 ) -> Result<Result<Relayed, String>, BackendError> {
     let mut ends = Ends::default();
@@ -548,7 +548,7 @@ pub(super) async fn relay<W: AsyncWrite + Unpin>(
     rows::each_event(shards, &mut ends, |event| match event {
         Event::Columns(defs, eof) => {
             if prepared.is_none() {
-                prepared = Some(super::prepare(plan, &defs));
+                prepared = Some(super::prepare(plan, &defs, answer.key_types));
                 header = Some((defs, eof));
             }
         }

@@ -20,7 +20,12 @@ use tokio::io::AsyncWrite;
 
 use super::backend::{BackendConn, BackendError};
 use super::relay::{Client, Relayed};
-use crate::sql::{ColRef, MergeMode, MergePlan, SortKey};
+use crate::sql::{ColRef, KeyTypes, MergeMode, MergePlan, SortKey};
+
+/// What a merge planned without collation weights gives when a compared key is a string after
+/// all: nothing was written to the client and every shard was read to its end, so the caller
+/// runs the plan with weights instead.
+pub const NEEDS_WEIGHTS: &str = "a string key without its collation weights";
 /// Encoding rows in the binary protocol, for answers idgate relays batch by batch.
 pub use binary::binary_row;
 /// The parser of text-protocol rows, for idgate's own reads of an answer too.
@@ -86,9 +91,7 @@ impl Layout {
         let kind = self.kind(value)?;
         let weight = match (kind, k.weight) {
             (Kind::Collated { .. }, Some(w)) => Some((self.index(w.bytes)?, self.index(w.space)?)),
-            (Kind::Collated { .. }, None) => {
-                return Err("a string key without its collation weights".into())
-            }
+            (Kind::Collated { .. }, None) => return Err(NEEDS_WEIGHTS.into()),
             _ => None,
         };
         Ok(Key {
@@ -107,7 +110,10 @@ impl Layout {
 /// The merged answer, ending with `status`; `page`: this execution's OFFSET and LIMIT (the
 /// plan may serve other pages); `binary`: rows in the binary protocol (a prepared
 /// statement's), else text. `Ok(Err(message))`: the merge is not possible; every
-/// shard was read to its end and nothing was written, so the caller can send an error.
+/// shard was read to its end and nothing was written, so the caller can send an error (or,
+/// for [`NEEDS_WEIGHTS`], run the plan with weights). `key_types`: where a plan kept by shape
+/// learns from the shards' columns whether any key it asks weights for is a string.
+#[allow(clippy::too_many_arguments)]
 pub async fn relay_merged<W: AsyncWrite + Unpin>(
     shards: &mut [&mut BackendConn],
     client: &mut Client<'_, W>,
@@ -116,11 +122,13 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
     status: u16,
     binary: bool,
     memory_limit: u64,
+    key_types: Option<&KeyTypes>,
 ) -> Result<Result<Relayed, String>, BackendError> {
     let answer = Answer {
         page,
         status,
         binary,
+        key_types,
     };
     if plan.mode != MergeMode::Stream {
         return group::relay(shards, client, plan, &answer, memory_limit).await;
@@ -143,7 +151,7 @@ pub async fn relay_merged<W: AsyncWrite + Unpin>(
         }
     }
     let prepared = match (&header, &ends.failed) {
-        (Some((defs, _)), None) => prepare(plan, defs),
+        (Some((defs, _)), None) => prepare(plan, defs, key_types),
         _ => Err(String::new()),
     };
     let (layout, order, _) = match prepared {
@@ -187,6 +195,7 @@ fn failed_or<W: AsyncWrite + Unpin>(
 fn prepare(
     plan: &MergePlan,
     defs: &[Vec<u8>],
+    key_types: Option<&KeyTypes>,
 ) -> Result<(Layout, Vec<Key>, Option<group::Grouping>), String> {
     let infos = defs
         .iter()
@@ -202,6 +211,9 @@ fn prepare(
         hidden: plan.hidden,
         visible,
     };
+    if let Some(t) = key_types {
+        t.saw(weighted_strings(plan, &l));
+    }
     let order = l.keys(&plan.order)?;
     let grouping = match &plan.mode {
         MergeMode::Stream => None,
@@ -216,14 +228,25 @@ fn prepare(
     Ok((l, order, grouping))
 }
 
+/// Whether any key the plan compares by collation weight is a string in these columns.
+fn weighted_strings(plan: &MergePlan, l: &Layout) -> bool {
+    plan.compared_keys().iter().any(|k| {
+        k.weight.is_some()
+            && l.index(k.value)
+                .and_then(|i| l.kind(i))
+                .map_or(true, |kind| matches!(kind, Kind::Collated { .. }))
+    })
+}
+
 /// What one execution asks of the merged answer.
-struct Answer {
+struct Answer<'a> {
     page: (u64, Option<u64>),
     status: u16,
     binary: bool,
+    key_types: Option<&'a KeyTypes>,
 }
 
-impl Answer {
+impl Answer<'_> {
     fn output<'a>(&self, layout: &'a Layout, defs: &'a [Vec<u8>], eof: &'a [u8]) -> Output<'a> {
         Output {
             infos: &layout.infos,

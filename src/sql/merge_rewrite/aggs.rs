@@ -23,7 +23,7 @@ impl Planner<'_> {
     fn compared(&mut self, text: &[u8], desc: bool) -> SortKey {
         SortKey {
             value: self.column(text.to_vec()),
-            weight: Some(self.weight(text)),
+            weight: self.weight_of(text),
             desc,
         }
     }

@@ -151,6 +151,8 @@ struct Planner<'a> {
     /// Expressions the shards group by beyond the client's keys, so that every distinct
     /// argument value (or GROUP_CONCAT piece) reaches idgate.
     extras: Vec<Vec<u8>>,
+    /// Ask the shards for collation weights (see [`plan_merge_with`]).
+    weights: bool,
 }
 
 type Plan<T> = Result<T, String>;
@@ -205,6 +207,12 @@ impl<'a> Planner<'a> {
         self.hidden.push(text.clone());
         self.by_text.insert(text, c);
         c
+    }
+
+    /// The weight columns of a compared value, unless the plan leaves weights out (the
+    /// executor then checks that no key is a string).
+    fn weight_of(&mut self, text: &[u8]) -> Option<Weight> {
+        self.weights.then(|| self.weight(text))
     }
 
     fn weight(&mut self, text: &[u8]) -> Weight {
@@ -294,7 +302,7 @@ impl<'a> Planner<'a> {
         }
         let mut agg = AggCol::new(col, func);
         match func {
-            AggFn::Min | AggFn::Max => agg.weight = Some(self.weight(&bytes)),
+            AggFn::Min | AggFn::Max => agg.weight = self.weight_of(&bytes),
             AggFn::Avg => {
                 let inner = self.args_text(f)?;
                 let mut part = |func: AggFn, name: &[u8]| {
@@ -361,7 +369,7 @@ impl<'a> Planner<'a> {
             .clone()
             .ok_or("a sort or group key that falls on `*`")?;
         let t = self.bytes(&r);
-        Ok(Some(self.weight(&t)))
+        Ok(self.weight_of(&t))
     }
 
     /// A sort or group key for `e` whose text is `r`.
@@ -398,7 +406,7 @@ impl<'a> Planner<'a> {
         let value = self.column(t.clone());
         Ok(SortKey {
             value,
-            weight: Some(self.weight(&t)),
+            weight: self.weight_of(&t),
             desc,
         })
     }
@@ -492,6 +500,18 @@ fn window_at(p: &Planner, q: &Query) -> Option<(LimitForm, Option<Range<usize>>,
 
 /// Plans the merge of `s` (the body of `q`, parsed from `text`, the sanitized `stmt`).
 pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan<MergePlan> {
+    plan_merge_with(stmt, text, q, s, true)
+}
+
+/// [`plan_merge`]; `weights`: ask the shards for collation weights of compared values (without
+/// them the plan is right only while no key is a string).
+pub(crate) fn plan_merge_with(
+    stmt: &[u8],
+    text: &str,
+    q: &Query,
+    s: &Select,
+    weights: bool,
+) -> Plan<MergePlan> {
     if q.with.is_some() {
         return Err("WITH (common table expressions)".into());
     }
@@ -519,6 +539,7 @@ pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan
         by_text: HashMap::new(),
         aggs: Vec::new(),
         extras: Vec::new(),
+        weights,
     };
     for (item, piece) in s.projection.iter().zip(pieces) {
         let it = match item {
