@@ -332,6 +332,20 @@ fn merges_leave_weights_out_while_no_key_is_a_string() {
     for db in &dbs {
         assert_eq!(weighted_statements(db), 2, "integer keys");
     }
+    let explained = |c: &mut mysql::Conn| -> Vec<(String, String, String)> {
+        c.query(format!(
+            "EXPLAIN ROUTE {}",
+            statements[0].replace("{t}", "orders")
+        ))
+        .unwrap()
+    };
+    for (_, sql, merge) in explained(&mut c) {
+        assert!(!sql.contains("WEIGHT_STRING"), "{sql}");
+        assert!(
+            merge.ends_with("(no collation weights: no key was a string)"),
+            "{merge}"
+        );
+    }
     // `k` becomes a string: '10' sorts before '3' now, and the kept plans must see it.
     c.query_drop("ALTER TABLE orders MODIFY k VARCHAR(10)")
         .unwrap();
@@ -343,5 +357,8 @@ fn merges_leave_weights_out_while_no_key_is_a_string() {
     // Every run since asked for weights: the lean run found a string key and ran again.
     for db in &dbs {
         assert_eq!(weighted_statements(db), 6, "string keys");
+    }
+    for (_, sql, _) in explained(&mut c) {
+        assert!(sql.contains("WEIGHT_STRING(k)"), "{sql}");
     }
 }

@@ -91,8 +91,18 @@ fn rows(stmt: &[u8], ctx: &StatementContext) -> Result<Vec<Row>, SqlError> {
                 .map(|b| row(b, "run on every backend in turn"))
                 .collect(),
             Some(Route::Merge(bs, bound)) => {
-                let merge = bound.describe();
-                let shard_sql = text(&bound.shard_sql);
+                // The statement the shards would get now: without weights once the plan's
+                // keys showed no string.
+                let (merge, shard_sql) = match &bound.lean {
+                    Some((plan, sql)) => (
+                        format!(
+                            "{} (no collation weights: no key was a string)",
+                            plan.describe_page(bound.offset, bound.limit)
+                        ),
+                        text(sql),
+                    ),
+                    None => (bound.describe(), text(&bound.shard_sql)),
+                };
                 bs.iter()
                     .map(|b| [b.clone(), shard_sql.clone(), merge.clone()])
                     .collect()
