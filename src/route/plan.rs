@@ -172,13 +172,13 @@ impl MergeTemplate {
                 None => {}
             }
         }
-        let lean = match &self.lean {
-            Some(l) if self.key_types.lean() => {
-                let b = l.render(stmt, literals)?;
-                Some((b.plan, b.shard_sql))
-            }
-            _ => None,
-        };
+        // A lean variant that cannot bind leaves the full statement to run.
+        let lean = self
+            .lean
+            .as_ref()
+            .filter(|_| self.key_types.lean())
+            .and_then(|l| l.render(stmt, literals))
+            .map(|b| (b.plan, b.shard_sql));
         Some(BoundMerge {
             plan: self.plan.clone(),
             shard_sql: out,

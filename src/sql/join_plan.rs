@@ -389,27 +389,6 @@ impl Layout {
     }
 }
 
-const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "group_concat",
-    "std",
-    "stddev",
-    "stddev_pop",
-    "stddev_samp",
-    "variance",
-    "var_pop",
-    "var_samp",
-    "bit_and",
-    "bit_or",
-    "bit_xor",
-    "json_arrayagg",
-    "json_objectagg",
-];
-
 /// Whether each row of `q`'s answer comes from one combination of rows alone (see
 /// [`JoinShape::row_wise`]); aggregates anywhere in the select list count, subqueries too.
 fn row_wise(q: &Query, s: &Select) -> bool {
@@ -436,7 +415,7 @@ fn row_wise(q: &Query, s: &Select) -> bool {
             if f.over.is_some()
                 || f.name.0.last().is_some_and(|n| {
                     let n = n.to_string().to_lowercase();
-                    AGGREGATES.contains(&n.trim_matches('`'))
+                    super::merge_rewrite::AGGREGATES.contains(&n.trim_matches('`'))
                 }) =>
         {
             ControlFlow::Break(())

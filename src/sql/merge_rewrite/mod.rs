@@ -53,7 +53,7 @@ fn combinable(name: &str) -> Option<AggFn> {
 }
 
 /// Every aggregate MariaDB has: these make a query grouped.
-const AGGREGATES: &[&str] = &[
+pub(crate) const AGGREGATES: &[&str] = &[
     "count",
     "sum",
     "min",
