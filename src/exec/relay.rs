@@ -63,6 +63,22 @@ pub struct Adjust {
     /// A LOCAL INFILE request is handed back to the caller (`Relayed::file_request`); without
     /// this the backend gets an empty file and the relay goes on.
     pub local_infile: bool,
+    /// The command is a COM_STMT_EXECUTE that asked for a cursor: a result whose end of column
+    /// definitions says SERVER_STATUS_CURSOR_EXISTS then carries no rows (they come with
+    /// COM_STMT_FETCH). MariaDB sets the same flag on results a stored program produces while it
+    /// has a cursor of its own open, whose rows do follow.
+    pub cursor_requested: bool,
+}
+
+impl Adjust {
+    /// Whether `command` (a client command packet) is a COM_STMT_EXECUTE asking for a cursor.
+    pub fn asks_for_cursor(command: &[u8]) -> bool {
+        const CURSOR_TYPES: u8 = 0x01 | 0x02 | 0x04; // read only, for update, scrollable
+        command.first() == Some(&(mysql_common::constants::Command::COM_STMT_EXECUTE as u8))
+            && command
+                .get(5)
+                .is_some_and(|flags| flags & CURSOR_TYPES != 0)
+    }
 }
 
 impl Adjust {
@@ -213,7 +229,10 @@ async fn relay_inner<W: AsyncWrite + Unpin>(
                         return Err(protocol("missing EOF after column definitions"));
                     }
                     let (_, status) = packets::parse_eof(&be.packet);
-                    if status.contains(StatusFlags::SERVER_STATUS_CURSOR_EXISTS) {
+                    if adj.cursor_requested
+                        && status.contains(StatusFlags::SERVER_STATUS_CURSOR_EXISTS)
+                        && !status.contains(StatusFlags::SERVER_MORE_RESULTS_EXISTS)
+                    {
                         // COM_STMT_EXECUTE opened a cursor: rows come with COM_STMT_FETCH.
                         let p = std::mem::take(&mut be.packet);
                         client.terminator(&p, 0);

@@ -161,6 +161,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let adj = Adjust {
             local_infile: true,
+            cursor_requested: Adjust::asks_for_cursor(packet),
             ..adj
         };
         let mut relayed = relay::relay(be, &mut client, reply, adj).await;

@@ -98,9 +98,11 @@ impl Raw {
                 writer: &mut writer,
                 deprecate_eof: false,
             };
-            relay::relay(conn, &mut client, reply, Default::default())
-                .await
-                .unwrap();
+            let adj = relay::Adjust {
+                cursor_requested: relay::Adjust::asks_for_cursor(payload),
+                ..Default::default()
+            };
+            relay::relay(conn, &mut client, reply, adj).await.unwrap();
             writer.flush().await.unwrap();
             split_packets(writer.inner())
         })
@@ -144,5 +146,22 @@ impl Raw {
         let mut p = Vec::new();
         req.serialize(&mut p);
         self.command(&p, Reply::Results)
+    }
+
+    /// Executes statement `id` (no parameters) asking for a read-only cursor.
+    pub fn execute_with_cursor(&mut self, id: u32) -> Vec<Vec<u8>> {
+        let mut p = vec![0x17];
+        p.extend_from_slice(&id.to_le_bytes());
+        p.push(0x01); // CURSOR_TYPE_READ_ONLY
+        p.extend_from_slice(&1u32.to_le_bytes()); // iteration count
+        self.command(&p, Reply::Results)
+    }
+
+    /// COM_STMT_FETCH of `rows` rows from statement `id`'s cursor.
+    pub fn fetch(&mut self, id: u32, rows: u32) -> Vec<Vec<u8>> {
+        let mut p = vec![0x1c];
+        p.extend_from_slice(&id.to_le_bytes());
+        p.extend_from_slice(&rows.to_le_bytes());
+        self.command(&p, Reply::Rows)
     }
 }
