@@ -1,6 +1,8 @@
 //! A pool of connections to one backend. A session leases a connection for as long as it lives
 //! (so its variables, transactions, temporary tables and prepared statements stay put); when the
-//! lease ends, the connection is reset with COM_RESET_CONNECTION and only then offered again.
+//! lease ends, the connection is reset with COM_RESET_CONNECTION and only then offered again;
+//! it is reset once more when the next session takes it, so that session starts from the
+//! backend's global variables as they are then.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,10 +14,6 @@ use super::backend::{BackendConn, BackendError, CurrentDb};
 use super::pool_limits::PoolLimits;
 use crate::config::Backend;
 use crate::wire::errors::{self, SqlError};
-
-/// A connection idle longer than this is pinged before it is handed out (the backend may have
-/// restarted or dropped it in the meantime).
-const PING_IF_IDLE: Duration = Duration::from_secs(1);
 
 pub struct BackendPool {
     pub name: String,
@@ -197,12 +195,14 @@ impl BackendPool {
                 .ok()
                 .and_then(|mut l| l.pop());
             let Some(mut conn) = idle else { break };
-            if conn.last_used.elapsed() < PING_IF_IDLE {
-                return Ok(self.lease(conn, permit));
-            }
-            let ping = mysql_common::constants::Command::COM_PING as u8;
+            // Reset again as it is taken: the reset when the last session left copied the
+            // global variables of that moment, and a new session must start from the globals as
+            // of its own login (a `SET GLOBAL sql_mode` in between would otherwise not reach it).
+            // The reset answers only if the backend is still there, so it is the liveness check
+            // too; it keeps the selected database and the pool's character set.
+            let reset = mysql_common::constants::Command::COM_RESET_CONNECTION as u8;
             let answered =
-                tokio::time::timeout(self.acquire_timeout(), conn.simple_command(&[ping])).await;
+                tokio::time::timeout(self.acquire_timeout(), conn.simple_command(&[reset])).await;
             if let Ok(Ok(0x00)) = answered {
                 return Ok(self.lease(conn, permit));
             }
