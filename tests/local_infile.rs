@@ -418,3 +418,47 @@ fn own_statements_decline_file_requests() {
     });
     assert_eq!(rows, vec![vec![Some(b"0".to_vec())]]);
 }
+
+/// A connection of the Rust client that answers every file request with `rows`.
+fn loader(url: &str, rows: Vec<u8>) -> mysql::Conn {
+    let opts = mysql::OptsBuilder::from_opts(mysql::Opts::from_url(url).unwrap())
+        .local_infile_handler(Some(mysql::LocalInfileHandler::new(move |_, w| {
+            w.write_all(&rows)
+        })));
+    mysql::Conn::new(opts).unwrap()
+}
+
+/// LOAD DATA LOCAL as a prepared statement (SQL `PREPARE`/`EXECUTE` and the binary protocol)
+/// loads the client's file as it does directly; it loaded nothing and said nothing before.
+#[test]
+fn prepared_load_local_loads_like_direct() {
+    let db = common::shared_db();
+    let g = Idgate::start(db);
+    let dir = scratch_dir("local_infile", "prepared");
+    std::fs::write(dir.join("rows.tsv"), tsv(1, 300, 20)).unwrap();
+    let sql = "DROP TABLE IF EXISTS li_prep; \
+               CREATE TABLE li_prep (id INT PRIMARY KEY, t TEXT) DEFAULT CHARSET=utf8mb4; \
+               PREPARE s FROM 'LOAD DATA LOCAL INFILE ''rows.tsv'' INTO TABLE li_prep'; \
+               EXECUTE s; SELECT ROW_COUNT(); SELECT COUNT(*) FROM li_prep;";
+    let t = cli_both(db, &g, &dir, true, sql);
+    assert_eq!(t.code, Some(0), "{}", t.stderr);
+    assert_eq!(contents(db, "li_prep").0, 300);
+
+    // The binary protocol: COM_STMT_PREPARE of the LOAD, then COM_STMT_EXECUTE.
+    let load = "LOAD DATA LOCAL INFILE 'any.tsv' INTO TABLE li_prep";
+    for (url, first) in [(db.url(), 1000), (g.url(DATABASE), 2000)] {
+        let mut c = loader(&url, tsv(first, 3, 20));
+        let stmt = c.prep(load).unwrap();
+        c.exec_drop(&stmt, ()).unwrap();
+        assert_eq!(c.affected_rows(), 3, "{url}");
+        assert_eq!(c.query_first::<i32, _>("SELECT 6").unwrap(), Some(6));
+    }
+    assert_eq!(contents(db, "li_prep").0, 306);
+
+    // A client that did not agree to send files gets MariaDB's refusal, never a silent 0 rows.
+    let sql = "PREPARE s FROM 'LOAD DATA LOCAL INFILE ''rows.tsv'' INTO TABLE li_prep'; \
+               EXECUTE s; SELECT COUNT(*) FROM li_prep;";
+    let t = cli_both(db, &g, &dir, false, sql);
+    assert!(t.stderr.contains("ERROR 4166 (HY000)"), "{}", t.stderr);
+    assert_eq!(contents(db, "li_prep").0, 306);
+}

@@ -43,7 +43,7 @@ pub use statement::{Caller, Plan, StatementContext};
 pub use statement_gateway::{
     correlated_later, join_plan, placed_subqueries, sharding_columns, subquery_plan,
 };
-pub use statement_load::ER_LOAD_INFILE_CAPABILITY_DISABLED;
+pub use statement_load::{local_infile_disabled, ER_LOAD_INFILE_CAPABILITY_DISABLED};
 pub use tables::{Placement, TableRule, Tables};
 
 #[cfg(test)]

@@ -62,12 +62,17 @@ pub fn refuse_bypass(stmt: &[u8], tables: &Tables) -> Option<SqlError> {
 /// may ask for files, would otherwise ask).
 pub fn plan_other(stmt: &[u8], local_files: bool) -> Plan {
     if !local_files && sql::is_load_local(stmt) {
-        return Plan::Refuse(SqlError::new(
-            ER_LOAD_INFILE_CAPABILITY_DISABLED,
-            b"HY000",
-            "The used command is not allowed because the MariaDB server or client has disabled \
-             the local infile capability",
-        ));
+        return Plan::Refuse(local_infile_disabled());
     }
     Plan::Forward(StatementKind::Other)
+}
+
+/// MariaDB's answer to a `LOAD … LOCAL` from a client that did not agree to send files.
+pub fn local_infile_disabled() -> SqlError {
+    SqlError::new(
+        ER_LOAD_INFILE_CAPABILITY_DISABLED,
+        b"HY000",
+        "The used command is not allowed because the MariaDB server or client has disabled the \
+         local infile capability",
+    )
 }

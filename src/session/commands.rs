@@ -169,7 +169,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             if !r.file_request {
                 break;
             }
-            let carried = if local_infile::may_ask_for_file(local_files, packet) {
+            let prepared_load_local = packet.get(1..5).is_some_and(|id| {
+                let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
+                self.stmts.get(id).is_some_and(|st| st.load_local)
+            });
+            let may_ask = local_infile::may_ask_for_file(local_files, packet, prepared_load_local);
+            let carried = if may_ask {
                 let mut buf = Vec::new();
                 let t = std::time::Duration::from_secs(self.live.config.net_read_timeout);
                 local_infile::carry_file(&mut self.reader, client.writer, be, &mut buf, t).await
@@ -177,6 +182,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 be.decline_file().await.map_err(CarryError::Backend)
             };
             relayed = match carried {
+                Ok(()) if !may_ask => {
+                    // The backend loaded an empty file: its answer (0 rows) would tell the
+                    // client its load succeeded. The client gets MariaDB's own refusal instead.
+                    return match local_infile::drain_declined(be, reply, adj).await {
+                        Ok(status) => {
+                            self.status = status;
+                            self.send_error(&crate::route::local_infile_disabled());
+                            Ok(false)
+                        }
+                        Err(e) => Err(self.backend_lost(e)),
+                    };
+                }
                 Ok(()) => relay::relay(be, &mut client, reply, adj).await,
                 Err(CarryError::Backend(e)) => Err(e),
                 Err(CarryError::Client(FrameError::TooLarge { limit, .. })) => {
@@ -203,6 +220,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                                 kind: crate::sql::classify(packet.get(1..).unwrap_or_default()),
                                 emulated: None,
                                 long_data: Default::default(),
+                                load_local: crate::sql::is_load_local(
+                                    packet.get(1..).unwrap_or_default(),
+                                ),
                             },
                         );
                     }

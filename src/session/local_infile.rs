@@ -3,10 +3,11 @@
 //! `LOAD … LOCAL` statement; the client's file packets are carried to the backend as they come.
 //! idgate never opens a file itself: it only carries bytes the client chose to send.
 
-use mysql_common::constants::{CapabilityFlags, Command};
+use mysql_common::constants::{CapabilityFlags, Command, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
+use crate::exec::relay::{self, Adjust, Client, Reply};
 use crate::exec::BackendConn;
 use crate::exec::BackendError;
 use crate::sql;
@@ -40,15 +41,47 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
 /// Whether the backend's request for a file, answering the client's command `packet`, may go to
 /// the client: only if the client announced CLIENT_LOCAL_FILES and sent a `LOAD … LOCAL`
-/// statement (a backend asking for a file at any other time is not obeyed).
-pub(super) fn may_ask_for_file(local_files: bool, packet: &[u8]) -> bool {
-    if !local_files || packet.first() != Some(&(Command::COM_QUERY as u8)) {
+/// statement, directly, as a prepared statement (`prepared_load_local`: the COM_STMT_EXECUTE's
+/// statement was prepared from one), or by an SQL `EXECUTE` of a statement the session
+/// prepared. A backend asking for a file at any other time is not obeyed.
+pub(super) fn may_ask_for_file(
+    local_files: bool,
+    packet: &[u8],
+    prepared_load_local: bool,
+) -> bool {
+    if !local_files {
         return false;
     }
-    let sql = &packet[1..];
-    sql::split_statements(sql)
-        .into_iter()
-        .any(|r| sql::is_load_local(&sql[r]))
+    match packet.first() {
+        Some(&c) if c == Command::COM_STMT_EXECUTE as u8 => prepared_load_local,
+        Some(&c) if c == Command::COM_QUERY as u8 => {
+            let sql = &packet[1..];
+            sql::split_statements(sql).into_iter().any(|r| {
+                sql::is_load_local(&sql[r.clone()]) || sql::first_word(&sql[r]) == b"EXECUTE"
+            })
+        }
+        _ => false,
+    }
+}
+
+/// Reads the rest of the backend's answer after a declined file, for no client; returns the
+/// last status flags.
+pub(super) async fn drain_declined(
+    be: &mut BackendConn,
+    reply: Reply,
+    adj: Adjust,
+) -> Result<u16, BackendError> {
+    let mut nowhere = PacketWriter::new(tokio::io::sink());
+    let mut client = Client {
+        writer: &mut nowhere,
+        deprecate_eof: false,
+    };
+    let adj = Adjust {
+        local_infile: false, // a further request is declined by the relay itself
+        ..adj
+    };
+    let r = relay::relay(be, &mut client, reply, adj).await?;
+    Ok(r.status & !StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits())
 }
 
 /// Passes the backend's request (in `be.packet`) to the client, then carries the client's
@@ -118,21 +151,27 @@ mod tests {
     #[test]
     fn the_client_is_asked_only_for_its_own_load_local() {
         let q = b"\x03LOAD DATA LOCAL INFILE 'f.tsv' INTO TABLE t";
-        assert!(may_ask_for_file(true, q));
-        assert!(!may_ask_for_file(false, q));
+        assert!(may_ask_for_file(true, q, false));
+        assert!(!may_ask_for_file(false, q, false));
         assert!(may_ask_for_file(
             true,
-            b"\x03SELECT 1; load xml local infile 'f.xml' into table t; SELECT 2"
+            b"\x03SELECT 1; load xml local infile 'f.xml' into table t; SELECT 2",
+            false
         ));
         assert!(!may_ask_for_file(
             true,
-            b"\x03SELECT 'LOAD DATA LOCAL INFILE'"
+            b"\x03SELECT 'LOAD DATA LOCAL INFILE'",
+            false
         ));
         assert!(!may_ask_for_file(
             true,
-            b"\x03LOAD DATA INFILE '/tmp/f.tsv' INTO TABLE t"
+            b"\x03LOAD DATA INFILE '/tmp/f.tsv' INTO TABLE t",
+            false
         ));
-        // Prepared statements cannot run LOAD DATA; a request then is not the client's.
-        assert!(!may_ask_for_file(true, b"\x17\x01\x00\x00\x00\x00"));
+        // A statement the session prepared: by SQL, or through the binary protocol.
+        assert!(may_ask_for_file(true, b"\x03EXECUTE s", false));
+        assert!(may_ask_for_file(true, b"\x17\x01\x00\x00\x00\x00", true));
+        assert!(!may_ask_for_file(true, b"\x17\x01\x00\x00\x00\x00", false));
+        assert!(!may_ask_for_file(false, b"\x17\x01\x00\x00\x00\x00", true));
     }
 }

@@ -13,6 +13,8 @@ pub struct Statement {
     pub emulated: Option<Box<Emulated>>,
     /// COM_STMT_SEND_LONG_DATA bytes counted against max_packet_size.
     pub long_data: super::long_data::LongDataTally,
+    /// Prepared from a `LOAD … LOCAL` statement: its execution may ask the client for a file.
+    pub load_local: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
