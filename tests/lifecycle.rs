@@ -140,3 +140,56 @@ fn sigterm_lets_running_statements_finish_then_exits() {
         "no longer listening"
     );
 }
+
+#[test]
+fn a_client_that_leaves_mid_statement_stops_its_statement_on_the_backend() {
+    let db = common::start_db();
+    let g = common::Idgate::start(&db);
+    let mut root = common::direct(&db);
+    let held: Option<i64> = root
+        .query_first("SELECT GET_LOCK('lifecycle_gl', 10)")
+        .unwrap();
+    assert_eq!(held, Some(1));
+    let waiting = |root: &mut mysql::Conn| -> u64 {
+        root.query_first(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+             WHERE INFO LIKE 'SELECT GET_LOCK(''lifecycle_gl'', 300)%'",
+        )
+        .unwrap()
+        .unwrap()
+    };
+    // The mysql CLI waits for the lock through idgate, then is killed outright.
+    let mut cli = std::process::Command::new("mysql")
+        .arg("--no-defaults")
+        .arg("-h127.0.0.1")
+        .arg(format!("-P{}", g.port))
+        .arg(format!("-u{}", common::idgate_proc::APP_USER))
+        .arg(format!("-p{}", common::idgate_proc::APP_PASSWORD))
+        .arg("-e")
+        .arg("SELECT GET_LOCK('lifecycle_gl', 300)")
+        .spawn()
+        .expect("start the mysql CLI");
+    let t0 = Instant::now();
+    while waiting(&mut root) == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the wait never began"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    // The backend's statement stops with its client, as it would on a direct connection.
+    let t0 = Instant::now();
+    while waiting(&mut root) != 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the backend still waits for the lock of a client that left\n{}",
+            g.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // idgate goes on serving.
+    let one: Option<i64> = g.conn().query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+}

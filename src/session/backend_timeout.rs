@@ -67,6 +67,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         End::BackendTimeout
     }
 
+    /// The client closed its connection while connection `i` was answering its statement: the
+    /// statement is stopped on the backend as MariaDB stops a vanished client's, and the
+    /// connection (left mid-answer) is closed.
+    pub(super) fn client_left_mid_statement(&mut self, i: usize) -> End {
+        let held = &mut self.leases.held_mut()[i];
+        held.lease.broken = true;
+        let (backend, id) = (held.backend.clone(), held.lease.connection_id);
+        warn!(
+            backend,
+            connection_id = id,
+            "client left mid-statement; stopping it on the backend"
+        );
+        self.kill_later(&backend, id);
+        End::ClientGone
+    }
+
     /// Kills the backend thread of an abandoned connection, in the background.
     fn kill_later(&self, backend: &str, connection_id: u32) {
         let Some(cfg) = self.live.config.backends.get(backend) else {

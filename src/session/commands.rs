@@ -8,6 +8,7 @@ use super::local_infile::{self, CarryError};
 use super::prepared::Statement;
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
+use crate::exec::client_watch;
 use crate::exec::relay::{self, Adjust, Client, Reply};
 use crate::exec::{BackendError, StatementScope};
 use crate::wire::command::{self, Command, StmtCommand};
@@ -164,7 +165,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             cursor_requested: Adjust::asks_for_cursor(packet),
             ..adj
         };
-        let mut relayed = relay::relay(be, &mut client, reply, adj).await;
+        let relaying = relay::relay(be, &mut client, reply, adj);
+        let Some(mut relayed) =
+            client_watch::unless_client_leaves(&mut self.reader, relaying).await
+        else {
+            return Err(self.client_left_mid_statement(i));
+        };
+        let be = self.leases.get_mut(i);
+        let mut client = Client {
+            writer: &mut self.writer,
+            deprecate_eof,
+        };
         while let Ok(r) = &relayed {
             if !r.file_request {
                 break;

@@ -51,6 +51,18 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         self.limit = limit;
     }
 
+    /// Resolves once the peer has closed its side (or its socket failed) with nothing left
+    /// unread. While it is connected, or once it has sent bytes (they stay buffered for the
+    /// next `read`, at most the buffer's capacity), it never resolves. Cancel-safe.
+    pub async fn closed(&mut self) {
+        use tokio::io::AsyncBufReadExt;
+        if let Ok(bytes) = self.inner.fill_buf().await {
+            if !bytes.is_empty() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// Reads one logical packet (joining continuations) into `buf`, replacing its content.
     /// A packet over the limit is read to its end and discarded, so the stream stays in step.
     pub async fn read(&mut self, buf: &mut Vec<u8>) -> Result<(), FrameError> {
