@@ -287,3 +287,59 @@ fn a_pooled_connection_never_leaks_the_previous_sessions_database() {
         "COM_CHANGE_USER sets the one asked for"
     );
 }
+
+/// What one connection sees across failed and good COM_CHANGE_USERs, as lines to compare.
+fn change_user_story(mut c: mysql::Conn, user: &str, password: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let to = |u: &str, p: &str| {
+        ChangeUserOpts::default()
+            .with_user(Some(u.into()))
+            .with_pass(Some(p.into()))
+            .with_db_name(Some(common::DATABASE.into()))
+    };
+    let outcome = |r: mysql::Result<()>| match r {
+        Ok(()) => "ok".to_string(),
+        Err(mysql::Error::MySqlError(e)) => format!("error {} {}", e.code, e.state),
+        Err(e) => format!("failed: {e}"),
+    };
+    c.query_drop("SET @v = 1").unwrap();
+    c.query_drop("CREATE TEMPORARY TABLE cu_tmp (a INT)")
+        .unwrap();
+    seen.push(outcome(c.change_user(to(user, "wrong"))));
+    // The connection goes on, as the user it had, with its session reset.
+    let v: Option<Option<i64>> = c.query_first("SELECT @v").unwrap();
+    seen.push(format!("after a failed change: @v={v:?}"));
+    let tmp = c.query_drop("SELECT * FROM cu_tmp").is_ok();
+    seen.push(format!("temporary table kept: {tmp}"));
+    seen.push(format!(
+        "database: {:?}",
+        c.query_first::<Option<String>, _>("SELECT DATABASE()")
+            .unwrap()
+    ));
+    // A right password afterwards is accepted.
+    seen.push(outcome(c.change_user(to(user, password))));
+    let one: Option<i64> = c.query_first("SELECT 1").unwrap();
+    seen.push(format!("usable: {one:?}"));
+    // Two more refusals make three on this connection: then even a right password is refused.
+    for _ in 0..2 {
+        seen.push(outcome(c.change_user(to(user, "wrong"))));
+    }
+    seen.push(outcome(c.change_user(to(user, password))));
+    seen
+}
+
+#[test]
+fn a_failed_change_user_leaves_the_connection_open_as_mariadb_does() {
+    let db = common::shared_db();
+    let g = common::Idgate::start(db);
+    let direct = change_user_story(common::direct(db), common::USER, common::PASSWORD);
+    let through = change_user_story(
+        g.conn(),
+        common::idgate_proc::APP_USER,
+        common::idgate_proc::APP_PASSWORD,
+    );
+    assert_eq!(direct, through, "idgate log:\n{}", g.log());
+    assert_eq!(direct[0], "error 1045 28000");
+    assert_eq!(direct[4], "ok");
+    assert_eq!(direct.last().map(String::as_str), Some("error 1047 08S01"));
+}

@@ -494,6 +494,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn change_user(&mut self, packet: &[u8]) -> Option<End> {
+        if self.failed_change_user >= MAX_FAILED_CHANGE_USER {
+            // As MariaDB: a connection that failed three times may not try again.
+            self.send_error(&SqlError::new(
+                errors::ER_UNKNOWN_COM_ERROR,
+                b"08S01",
+                "Unknown command",
+            ));
+            return None;
+        }
+        if let Err(e) = self.proxy.auth_throttle.check(&self.peer_host) {
+            self.send_error(&e);
+            return None;
+        }
         // A new login: checked against the configuration as it is now, which the session keeps.
         let live = self.proxy.live();
         // The client may be asked to answer again (auth switch): bounded by net_read_timeout.
@@ -511,9 +524,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         .await;
         let changed = match changed {
             Ok(Ok(Some(c))) => c,
-            Ok(Ok(None)) => return Some(End::LoginRefused),
+            Ok(Ok(None)) => return self.change_user_refused().await,
             Ok(Err(_)) | Err(_) => return Some(End::ClientGone),
         };
+        self.proxy.auth_throttle.succeeded(&self.peer_host);
         if let Err(e) = self.slot.switch_user(&changed.user) {
             self.send_error(&e);
             return Some(End::LoginRefused);
@@ -564,6 +578,33 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.status = mysql_common::constants::StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits();
         self.send_ok(0, 0);
         None
+    }
+}
+
+/// Refused COM_CHANGE_USERs after which MariaDB answers further ones with ER_UNKNOWN_COM_ERROR.
+const MAX_FAILED_CHANGE_USER: u8 = 3;
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// The client was refused (its error is sent): as MariaDB, the connection stays open as the
+    /// user it was, in the database it had, with the session reset (MariaDB resets it before it
+    /// checks the new login). The refusal counts against the host's login throttle.
+    async fn change_user_refused(&mut self) -> Option<End> {
+        self.failed_change_user = self.failed_change_user.saturating_add(1);
+        self.proxy.auth_throttle.failed(&self.peer_host);
+        self.stmts.clear();
+        self.forget_session_state();
+        let mut all = std::mem::take(&mut self.leases);
+        let mut failed = None;
+        for h in all.held_mut() {
+            h.leave_txn();
+            if let Err(e) = self.reset_lease(&mut h.lease).await {
+                failed = Some(e);
+                break;
+            }
+        }
+        self.leases = all;
+        self.status = mysql_common::constants::StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits();
+        failed.map(|e| End::Fatal(e.message))
     }
 }
 

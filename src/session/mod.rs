@@ -94,6 +94,8 @@ pub struct Session<R, W> {
     registered: registry::Entry,
     /// The statement being measured (metrics, slow log).
     obs: observe::Observed,
+    /// COM_CHANGE_USERs refused on this connection; from the third on MariaDB answers no more.
+    failed_change_user: u8,
 }
 
 /// Why a session ended.
@@ -201,6 +203,7 @@ pub async fn run(
         live,
         registered,
         obs: Default::default(),
+        failed_change_user: 0,
     };
     // A database named at login must exist, as on MySQL: check it now.
     if s.db.is_some() {
