@@ -14,6 +14,7 @@ pub mod route;
 pub mod server;
 pub mod session;
 pub mod sql;
+pub mod table_ids;
 pub mod testbed;
 pub mod tls;
 pub mod wire;

@@ -214,14 +214,23 @@ pub async fn build_idgen(config: &Config) -> Result<IdGen, String> {
     let pool = sequence_store_pool(config)
         .await
         .map_err(|e| format!("sequence store `{}`: {e}", config.sequence_backend()))?;
-    let configs = config
+    let mut configs = config
         .generators
         .iter()
         .map(|(k, v)| (k.clone(), v.value.clone()))
         .collect();
-    IdGen::build(&configs, Some(&pool))
+    // What the tables already hold decides where segment generators start and whether the
+    // others may start at all.
+    let held = crate::table_ids::survey(config).await;
+    crate::table_ids::raise_segment_starts(&mut configs, &held);
+    let idgen = IdGen::build(&configs, Some(&pool))
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    if let Err(e) = crate::table_ids::check_generators(&idgen, &held).await {
+        idgen.shutdown().await;
+        return Err(e);
+    }
+    Ok(idgen)
 }
 
 /// The XA coordinator, after recovering the prepared branches earlier runs left, when the

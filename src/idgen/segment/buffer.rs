@@ -105,6 +105,12 @@ impl Buffers {
         self.standby_ready.store(true, Release);
     }
 
+    /// The id the next take starts at (the current range's next; past its end when used up).
+    pub fn peek_next(&self) -> u64 {
+        let i = self.cur.load(Acquire);
+        self.slots[i].next.load(Acquire)
+    }
+
     pub fn standby_ready(&self) -> bool {
         self.standby_ready.load(Acquire)
     }

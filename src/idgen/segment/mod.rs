@@ -149,6 +149,12 @@ impl SegmentGen {
         self.inner.buf.left()
     }
 
+    /// The id the next request starts at, without taking it (a used-up current range gives
+    /// its end, below what the next range holds).
+    pub fn peek_next(&self) -> u64 {
+        self.inner.buf.peek_next()
+    }
+
     /// The tag's row in `idgate_segments`.
     pub fn tag(&self) -> &str {
         &self.inner.store.tag
