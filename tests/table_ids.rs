@@ -160,3 +160,38 @@ fn a_snowflake_behind_the_table_or_too_wide_for_its_column_refuses_to_start() {
     );
     assert!(said.contains("does not fit column `id`"), "{said}");
 }
+
+#[test]
+fn an_explicit_zero_is_a_value_where_the_backend_column_is_not_auto_increment() {
+    let db = common::start_db();
+    let mut c = common::direct(&db);
+    c.query_drop("CREATE TABLE plain (id BIGINT PRIMARY KEY, v VARCHAR(5))")
+        .unwrap();
+    c.query_drop("CREATE TABLE counted (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(5))")
+        .unwrap();
+    let g = Idgate::start_with(|port| {
+        idgate_proc::config_for(
+            port,
+            &[("shard0", &db)],
+            &segment_on("  plain:\n    generator: seq\n  counted:\n    generator: seq\n"),
+        )
+    });
+    let mut app = g.conn();
+    // As MariaDB: 0 is stored in a column without AUTO_INCREMENT, the OK packet reports no id.
+    app.query_drop("INSERT INTO plain (id, v) VALUES (0, 'zero')")
+        .unwrap();
+    assert_eq!(app.last_insert_id(), 0);
+    app.query_drop("INSERT INTO plain (v) VALUES ('gen')")
+        .unwrap();
+    let generated = app.last_insert_id();
+    assert!(generated > 0);
+    let rows: Vec<(u64, String)> = c.query("SELECT id, v FROM plain ORDER BY id").unwrap();
+    assert_eq!(rows, [(0, "zero".into()), (generated, "gen".into())]);
+    // …and asks for an id where the backend's column is AUTO_INCREMENT.
+    app.query_drop("INSERT INTO counted (id, v) VALUES (0, 'zero')")
+        .unwrap();
+    let id = app.last_insert_id();
+    assert!(id > 0);
+    let stored: Option<u64> = c.query_first("SELECT id FROM counted").unwrap();
+    assert_eq!(stored, Some(id));
+}

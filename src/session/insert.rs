@@ -95,7 +95,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             insert::check_id_type(rule, g.kind(), &meta, table)?;
         }
         let wants = insert::wanted_ids(a, rule, &meta)?;
-        let zero_is_value = wants.zero_seen() && self.no_auto_value_on_zero().await?;
+        let zero_is_value = wants.zero_seen()
+            && (!meta.is_auto_increment(&rule.id_column) || self.no_auto_value_on_zero().await?);
         let mut ids = insert::row_ids(a, rule, &meta, &wants, zero_is_value)?;
         let first_generated = match &generator {
             Some(g) => self.generate(g, rule, a, &meta, &mut ids).await?,
