@@ -7,8 +7,11 @@ mod common;
 use common::raw::Raw;
 use mysql::prelude::Queryable;
 
-const GENERATED: &str =
-    "CREATE TABLE gen_t (id BIGINT PRIMARY KEY, v VARCHAR(20) NOT NULL, n INT DEFAULT 0)";
+/// The table behind idgate keeps AUTO_INCREMENT on its id column, as a table adopted from one
+/// server does (so an explicit 0 asks for an id there as on the direct table), with its own
+/// counter far away: an id the backend made itself instead of idgate would show. Created after
+/// idgate started, so the generator starts at 1 as the direct table's counter does.
+const GENERATED: &str = "CREATE TABLE gen_t (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL, n INT DEFAULT 0) AUTO_INCREMENT = 1000000000";
 const AUTO_INC: &str = "CREATE TABLE gen_t (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL, n INT DEFAULT 0)";
 
 fn segment_config(port: u16, db: &common::MariaDb, tag: &str) -> String {
@@ -84,8 +87,8 @@ fn insert_shapes_match_auto_increment() {
     let mut setup = common::direct(direct_db);
     setup.query_drop("DROP TABLE IF EXISTS gen_t").unwrap();
     setup.query_drop(AUTO_INC).unwrap();
-    common::direct(&behind).query_drop(GENERATED).unwrap();
     let g = common::Idgate::start_with(|port| segment_config(port, &behind, "shapes"));
+    common::direct(&behind).query_drop(GENERATED).unwrap();
     let mut d = Raw::connect(
         direct_db.port,
         common::USER,
@@ -197,14 +200,16 @@ fn bad_inserts_get_clear_errors_and_the_session_goes_on() {
     setup
         .query_drop("CREATE TABLE strict_t (id BIGINT PRIMARY KEY, v INT)")
         .unwrap();
-    setup
-        .query_drop("CREATE TABLE small_t (id INT PRIMARY KEY, v INT)")
-        .unwrap();
     let g = common::Idgate::start_with(|port| {
         common::idgate_proc::config_for(port, &[("shard0", &db)], "")
             + "generators:\n  seq:\n    kind: segment\n  flake:\n    kind: snowflake\n    worker_id: 1\n\
                tables:\n  gen_t:\n    generator: seq\n  strict_t:\n    generator: seq\n    explicit_ids: reject\n  small_t:\n    generator: flake\n"
     });
+    // Created after idgate started (an existing one keeps it from starting): the INSERT says
+    // what to change.
+    setup
+        .query_drop("CREATE TABLE small_t (id INT PRIMARY KEY, v INT)")
+        .unwrap();
     let mut c = g.conn();
     let code = |r: Result<(), mysql::Error>| match r {
         Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
@@ -243,8 +248,8 @@ fn prepared_inserts_match_auto_increment() {
     let direct_db = common::start_db();
     let behind = common::start_db();
     common::direct(&direct_db).query_drop(AUTO_INC).unwrap();
-    common::direct(&behind).query_drop(GENERATED).unwrap();
     let g = common::Idgate::start_with(|port| segment_config(port, &behind, "prepared"));
+    common::direct(&behind).query_drop(GENERATED).unwrap();
     let mut d = Raw::connect(
         direct_db.port,
         common::USER,

@@ -38,24 +38,30 @@ fn generated_db() -> &'static MariaDb {
     DB.get_or_init(common::start_db)
 }
 
-fn table_ddl(table: &str, auto_increment: bool) -> String {
-    let ai = if auto_increment {
-        " AUTO_INCREMENT"
+/// The direct server's tables count with AUTO_INCREMENT from 1. The tables behind idgate keep
+/// AUTO_INCREMENT on the id column, as tables adopted from one server do (an explicit 0 asks
+/// for an id there too), with their own counter far away: an id the backend made itself instead
+/// of idgate would show in the transcripts.
+fn table_ddl(table: &str, behind_idgate: bool) -> String {
+    let counter = if behind_idgate {
+        " AUTO_INCREMENT = 1000000000"
     } else {
         ""
     };
-    format!("CREATE TABLE {table} (id BIGINT{ai} PRIMARY KEY, v VARCHAR(40) NOT NULL, n INT)")
+    format!(
+        "CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40) NOT NULL, n INT){counter}"
+    )
 }
 
-/// Creates `tables` afresh on both servers (AUTO_INCREMENT on the direct one only) and starts
-/// idgate in front of the other one with a segment generator starting at 1 for each table.
+/// Starts idgate in front of the second server with a segment generator starting at 1 for each
+/// of `tables`, then creates them afresh on both servers (created after the start, so the
+/// generators start at 1 as AUTO_INCREMENT does).
 fn setup(tables: &[&str]) -> Idgate {
     let (a, b) = (auto_increment_db(), generated_db());
-    for (db, auto_increment) in [(a, true), (b, false)] {
+    for db in [a, b] {
         let mut c = common::direct(db);
         for t in tables {
             c.query_drop(format!("DROP TABLE IF EXISTS {t}")).unwrap();
-            c.query_drop(table_ddl(t, auto_increment)).unwrap();
         }
     }
     let mut yaml = String::from("generators:\n");
@@ -71,7 +77,14 @@ fn setup(tables: &[&str]) -> Idgate {
     for t in tables {
         let _ = write!(yaml, "  {t}:\n    generator: gen_{t}\n");
     }
-    Idgate::start_with(|port| config_for(port, &[("shard0", b)], &yaml))
+    let g = Idgate::start_with(|port| config_for(port, &[("shard0", b)], &yaml));
+    for (db, behind_idgate) in [(a, false), (b, true)] {
+        let mut c = common::direct(db);
+        for t in tables {
+            c.query_drop(table_ddl(t, behind_idgate)).unwrap();
+        }
+    }
+    g
 }
 
 /// The rest of the one line starting with `prefix`.
