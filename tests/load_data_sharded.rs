@@ -26,8 +26,10 @@ tables:
       shards: [shard0, shard1]
 ";
 
-const SHARD_DDL: &str =
-    "CREATE TABLE ld_orders (id BIGINT PRIMARY KEY, batch INT, note VARCHAR(100), qty INT)";
+/// The shards keep AUTO_INCREMENT on the id column, as a table adopted from one server does:
+/// the files' 0 ids ask for an id there as they do on the direct table.
+const SHARD_DDL: &str = "CREATE TABLE ld_orders (id BIGINT PRIMARY KEY AUTO_INCREMENT, batch INT, \
+                         note VARCHAR(100), qty INT)";
 const DIRECT_DDL: &str =
     "CREATE TABLE ld_orders (id BIGINT PRIMARY KEY AUTO_INCREMENT, batch INT, \
                           note VARCHAR(100), qty INT)";

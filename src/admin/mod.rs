@@ -11,6 +11,7 @@ pub mod http;
 mod http_conn;
 pub mod id_http;
 pub mod ids;
+pub mod kill;
 pub mod metrics;
 mod metrics_live;
 pub mod outcomes;

@@ -57,6 +57,9 @@ pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStat
                 format!("idgate: reload refused: {e}"),
             )),
         },
+        // Answered by the session, which knows who asks (`admin::kill`).
+        AdminStatement::Kill { .. } => Answer::Err(super::kill::unsupported("KILL here")),
+        AdminStatement::KillUnsupported(form) => Answer::Err(super::kill::unsupported(form)),
         AdminStatement::UnknownShow => Answer::Err(SqlError::new(
             crate::sql::ER_PARSE_ERROR,
             b"42000",

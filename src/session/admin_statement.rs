@@ -3,15 +3,24 @@
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::query::Step;
-use super::Session;
+use super::{End, Session};
 use crate::admin::statements::{self, Answer};
 use crate::sql::AdminStatement;
+use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) async fn admin_statement(&mut self, stmt: AdminStatement, more: bool) -> Step {
         // idgate answered: the default backend's row counts are not this statement's.
         self.counts_elsewhere = true;
+        match stmt {
+            AdminStatement::Kill { id, query } => return self.kill(id, query, more).await,
+            AdminStatement::KillUnsupported(form) => {
+                self.send_error(&crate::admin::kill::unsupported(form));
+                return Step::Failed;
+            }
+            _ => {}
+        }
         let answer = statements::answer(&self.proxy, &self.hello.user, &self.peer_host, stmt).await;
         let status = self.status_with(more);
         match answer {
@@ -39,4 +48,41 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
     }
+
+    /// `KILL [QUERY] id` with idgate's session ids.
+    async fn kill(&mut self, id: u64, query: bool, more: bool) -> Step {
+        if id == u64::from(self.registered.id()) && !query {
+            // As MariaDB: a session that kills itself is told so, and its connection closes.
+            self.send_error(&SqlError::new(
+                ER_CONNECTION_KILLED,
+                b"70100",
+                "Connection was killed",
+            ));
+            return Step::End(End::Fatal("killed itself".into()));
+        }
+        match crate::admin::kill::kill(&self.proxy, &self.hello.user, id, query).await {
+            Ok(()) => {
+                let status = self.status_with(more);
+                let start = self.writer.begin();
+                packets::ok(
+                    self.writer.payload(),
+                    packets::OK_HEADER,
+                    0,
+                    0,
+                    status,
+                    0,
+                    b"",
+                );
+                self.writer.end(start);
+                Step::Ok
+            }
+            Err(e) => {
+                self.send_error(&e);
+                Step::Failed
+            }
+        }
+    }
 }
+
+/// MariaDB's ER_CONNECTION_KILLED.
+const ER_CONNECTION_KILLED: u16 = 1927;

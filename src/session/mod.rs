@@ -115,6 +115,8 @@ pub enum End {
     /// A backend did not answer within its query_timeout_ms; the client was told and the
     /// session goes on without that connection.
     BackendTimeout,
+    /// Another session's KILL CONNECTION ended it.
+    Killed,
 }
 
 /// Runs a client connection from the handshake to its end.
@@ -177,6 +179,8 @@ pub async fn run(
         &peer_host,
         hello.db.as_deref(),
     );
+    let mut leases = crate::exec::SessionConns::default();
+    leases.publish_to(registered.published());
     let mut s = Session {
         reader,
         writer,
@@ -184,7 +188,7 @@ pub async fn run(
         db: hello.db.clone(),
         hello,
         proxy,
-        leases: Default::default(),
+        leases,
         stmts: prepared::Statements::default(),
         status: StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits(),
         replay: Vec::new(),
@@ -234,6 +238,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     None => return End::IdleTimeout,
                 },
                 _ = crate::server::stopped(&mut self.shutdown) => return End::Shutdown,
+                // KILL CONNECTION from another session: closed without a word, as MariaDB.
+                () = self.registered.ended() => return End::Killed,
             };
             self.writer.seq = self.reader.seq;
             match read {

@@ -8,6 +8,9 @@ use std::time::Instant;
 
 use dashmap::DashMap;
 use mysql_common::constants::{Command, StatusFlags};
+use tokio::sync::Notify;
+
+use crate::exec::conns::Published;
 
 pub struct Registry {
     sessions: DashMap<u32, Arc<Info>>,
@@ -35,6 +38,25 @@ pub struct Info {
     /// ms since the registry's epoch when the session entered its current state.
     since_ms: AtomicU64,
     in_txn: AtomicBool,
+    /// The backend threads of the session's connections, for `KILL`.
+    conns: Arc<Published>,
+    /// `KILL CONNECTION` from another session: end this one.
+    end: Notify,
+}
+
+impl Info {
+    pub fn user(&self) -> String {
+        self.user.lock().map(|u| u.clone()).unwrap_or_default()
+    }
+
+    pub fn conns(&self) -> &Published {
+        &self.conns
+    }
+
+    /// Asks the session to end (it does at once when idle, else when its command ends).
+    pub fn end(&self) {
+        self.end.notify_one();
+    }
 }
 
 /// No command running (MySQL's COM_SLEEP, shown as `Sleep`).
@@ -92,6 +114,11 @@ impl Registry {
         self.sessions.len()
     }
 
+    /// The session with id `id`.
+    pub fn find(&self, id: u32) -> Option<Arc<Info>> {
+        self.sessions.get(&id).map(|e| e.value().clone())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.sessions.is_empty()
     }
@@ -115,6 +142,8 @@ impl Entry {
             command: AtomicU8::new(IDLE),
             since_ms: AtomicU64::new(r.now_ms()),
             in_txn: AtomicBool::new(false),
+            conns: Arc::default(),
+            end: Notify::new(),
         });
         r.sessions.insert(id, info.clone());
         Entry {
@@ -122,6 +151,20 @@ impl Entry {
             proxy: proxy.clone(),
             shown_db: db.map(<[u8]>::to_vec),
         }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.info.id
+    }
+
+    /// Where the session shows its backend connections to `KILL`.
+    pub fn published(&self) -> Arc<Published> {
+        self.info.conns.clone()
+    }
+
+    /// Resolves when another session killed this one's connection.
+    pub async fn ended(&self) {
+        self.info.end.notified().await;
     }
 
     /// A command starts.

@@ -1,5 +1,6 @@
-//! idgate's own statements: `SHOW IDGATE STATUS | BACKENDS | GENERATORS | SESSIONS | TABLES` and
-//! `IDGATE RELOAD`, any case, with comments and a trailing `;` allowed. Recognised from the first
+//! idgate's own statements: `SHOW IDGATE STATUS | BACKENDS | GENERATORS | SESSIONS | TABLES`,
+//! `IDGATE RELOAD` and `KILL` (whose ids are idgate's), any case, with comments and a trailing
+//! `;` allowed. Recognised from the first
 //! words only, so every other statement pays a keyword comparison.
 
 use super::lex::{skip_trivia, word_end};
@@ -15,6 +16,14 @@ pub enum AdminStatement {
     Reload,
     /// `SHOW IDGATE` followed by something else (answered with the list of what exists).
     UnknownShow,
+    /// `KILL [HARD | SOFT] [CONNECTION | QUERY] <id>`: the id is one idgate gave a session
+    /// (the handshake's connection id), mapped to that session's backend connections.
+    Kill {
+        id: u64,
+        query: bool,
+    },
+    /// A KILL idgate cannot map to its sessions (the text says which form).
+    KillUnsupported(&'static str),
 }
 
 /// The admin statement `stmt` is, if it is one.
@@ -22,6 +31,9 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
     let mut words = Words { s: stmt, i: 0 };
     let first = words.next()?;
     let is = |w: &[u8], k: &[u8]| w.eq_ignore_ascii_case(k);
+    if is(first, b"KILL") {
+        return Some(kill(&mut words));
+    }
     if is(first, b"IDGATE") {
         let second = words.next()?;
         return (is(second, b"RELOAD") && words.at_end()).then_some(AdminStatement::Reload);
@@ -41,6 +53,33 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
     match found {
         Some(a) if words.at_end() => Some(a),
         _ => Some(AdminStatement::UnknownShow),
+    }
+}
+
+/// The rest of a `KILL` statement.
+fn kill(words: &mut Words) -> AdminStatement {
+    let is = |w: &[u8], k: &[u8]| w.eq_ignore_ascii_case(k);
+    let mut w = words.next().unwrap_or(b"");
+    if is(w, b"HARD") || is(w, b"SOFT") {
+        w = words.next().unwrap_or(b"");
+    }
+    let mut query = false;
+    if is(w, b"CONNECTION") || is(w, b"QUERY") {
+        query = is(w, b"QUERY");
+        w = words.next().unwrap_or(b"");
+        if query && is(w, b"ID") {
+            return AdminStatement::KillUnsupported("KILL QUERY ID");
+        }
+    }
+    if is(w, b"USER") {
+        return AdminStatement::KillUnsupported("KILL USER");
+    }
+    let id = std::str::from_utf8(w)
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok());
+    match id {
+        Some(id) if words.at_end() => AdminStatement::Kill { id, query },
+        _ => AdminStatement::KillUnsupported("KILL with an expression"),
     }
 }
 
@@ -98,5 +137,44 @@ mod tests {
         assert_eq!(admin_statement(b"IDGATE RELOAD NOW"), None);
         assert_eq!(admin_statement(b"idgate"), None);
         assert_eq!(admin_statement(b""), None);
+    }
+
+    #[test]
+    fn recognises_kill_in_its_forms() {
+        assert_eq!(
+            admin_statement(b"KILL 12"),
+            Some(Kill {
+                id: 12,
+                query: false
+            })
+        );
+        assert_eq!(
+            admin_statement(b"kill query 7;"),
+            Some(Kill { id: 7, query: true })
+        );
+        assert_eq!(
+            admin_statement(b"KILL HARD CONNECTION /* x */ 9"),
+            Some(Kill {
+                id: 9,
+                query: false
+            })
+        );
+        assert_eq!(
+            admin_statement(b"KILL SOFT QUERY 3"),
+            Some(Kill { id: 3, query: true })
+        );
+        assert_eq!(
+            admin_statement(b"KILL QUERY ID 3"),
+            Some(KillUnsupported("KILL QUERY ID"))
+        );
+        assert_eq!(
+            admin_statement(b"KILL USER app"),
+            Some(KillUnsupported("KILL USER"))
+        );
+        assert_eq!(
+            admin_statement(b"KILL CONNECTION_ID()"),
+            Some(KillUnsupported("KILL with an expression"))
+        );
+        assert_eq!(admin_statement(b"SELECT 'KILL 1'"), None);
     }
 }

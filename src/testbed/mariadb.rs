@@ -111,7 +111,15 @@ fn make_template() -> Result<PathBuf, String> {
 impl MariaDb {
     /// Starts a fresh server on a free port and waits until it accepts logins.
     pub fn start() -> Result<MariaDb, String> {
-        Self::start_on(free_port()?)
+        // A free port can be taken by another process between the look and mariadbd's bind
+        // (tests start many servers at once): then another port is tried.
+        let mut tries = 0;
+        loop {
+            match Self::start_on(free_port()?) {
+                Err(e) if tries < 4 && e.contains("Address already in use") => tries += 1,
+                r => return r,
+            }
+        }
     }
 
     /// Starts a fresh server on `port`.

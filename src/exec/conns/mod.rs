@@ -7,6 +7,7 @@
 
 mod finish;
 mod join;
+mod published;
 mod savepoints;
 mod scope;
 #[cfg(test)]
@@ -18,6 +19,7 @@ use crate::exec::{BackendConn, Lease};
 
 pub use finish::Finished;
 pub use join::{JoinError, Joined, TxnView};
+pub use published::Published;
 pub use savepoints::SavepointError;
 pub use scope::{commits_implicitly, may_write, StatementScope};
 
@@ -70,6 +72,16 @@ struct TxnPart {
 pub struct SessionConns {
     held: Vec<Held>,
     txn: TxnPart,
+    /// Where the held connections' backend threads are shown to `KILL`, and the version of
+    /// the last list shown.
+    published: Option<(Arc<Published>, u64)>,
+}
+
+impl Drop for SessionConns {
+    fn drop(&mut self) {
+        let released = std::mem::take(&mut self.held);
+        self.publish(released);
+    }
 }
 
 impl SessionConns {
@@ -99,12 +111,35 @@ impl SessionConns {
             .collect()
     }
 
+    /// Shows the held connections to `KILL` through `to` from now on.
+    pub fn publish_to(&mut self, to: Arc<Published>) {
+        self.published = Some((to, 0));
+        self.publish(Vec::new());
+    }
+
+    /// Shows the connections held now; `released` go back to their pools afterwards.
+    fn publish(&mut self, released: Vec<Held>) {
+        let Some((to, version)) = &mut self.published else {
+            return; // `released` drop here
+        };
+        *version += 1;
+        let conns = self
+            .held
+            .iter()
+            .map(|h| (h.backend.clone(), h.lease.connection_id))
+            .collect();
+        published::publish(to, *version, conns, released);
+    }
+
     pub fn take(&mut self, i: usize) -> Held {
-        self.held.remove(i)
+        let h = self.held.remove(i);
+        self.publish(Vec::new());
+        h
     }
 
     pub fn push(&mut self, h: Held) -> usize {
         self.held.push(h);
+        self.publish(Vec::new());
         self.held.len() - 1
     }
 
@@ -114,17 +149,21 @@ impl SessionConns {
 
     /// Drops the connections that broke (the pool closes them); indices change.
     pub fn drop_broken(&mut self) {
-        self.held.retain(|h| !h.lease.broken);
+        self.retain(|h| !h.lease.broken);
     }
 
     /// Keeps the connections `keep` accepts; the others go back to their pools.
     pub fn retain(&mut self, keep: impl Fn(&Held) -> bool) {
-        self.held.retain(keep);
+        let (kept, released): (Vec<Held>, Vec<Held>) =
+            std::mem::take(&mut self.held).into_iter().partition(keep);
+        self.held = kept;
+        self.publish(released);
     }
 
     /// Lets every connection go; the transaction's own state stays as it is.
     pub fn clear(&mut self) {
-        self.held.clear();
+        let released = std::mem::take(&mut self.held);
+        self.publish(released);
     }
 
     /// A new client transaction (XA mode, where idgate answers BEGIN): participants start with

@@ -1,0 +1,113 @@
+//! `KILL [CONNECTION | QUERY] id` with the ids idgate gives its sessions (the handshake's
+//! connection id, which `mysql` and Connector/J send when a statement is cancelled): the
+//! statement stops on every backend connection that session holds, as ProxySQL and MaxScale map
+//! it; KILL CONNECTION also ends the session. Rights as MariaDB's: a user kills its own
+//! sessions, an idgate admin (MariaDB's CONNECTION ADMIN) any.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::exec::BackendConn;
+use crate::proxy::Proxy;
+use crate::wire::errors::{self, SqlError};
+
+/// How long the whole KILL may take, the backends' answers included.
+const KILL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// MariaDB's ER_NO_SUCH_THREAD and ER_KILL_DENIED_ERROR.
+pub const ER_NO_SUCH_THREAD: u16 = 1094;
+pub const ER_KILL_DENIED_ERROR: u16 = 1095;
+
+/// Kills session `id`'s running statement (`query`) or the session itself, for `caller`.
+pub async fn kill(proxy: &Arc<Proxy>, caller: &[u8], id: u64, query: bool) -> Result<(), SqlError> {
+    let no_such = || {
+        SqlError::new(
+            ER_NO_SUCH_THREAD,
+            b"HY000",
+            format!("Unknown thread id: {id}"),
+        )
+    };
+    let target = u32::try_from(id)
+        .ok()
+        .and_then(|id| proxy.sessions.find(id))
+        .ok_or_else(no_such)?;
+    let own = target.user().as_bytes() == caller;
+    if !own && !proxy.user(caller).is_some_and(|u| u.admin) {
+        return Err(SqlError::new(
+            ER_KILL_DENIED_ERROR,
+            b"HY000",
+            format!("You are not owner of thread {id}"),
+        ));
+    }
+    let killed = tokio::time::timeout(KILL_TIMEOUT, async {
+        // Held while killing: the session lets none of these connections go meanwhile.
+        let conns = target.conns().lock().await;
+        let mut failed = None;
+        for (backend, thread) in &conns.conns {
+            if let Err(e) = kill_thread(proxy, backend, *thread, query).await {
+                failed = Some(format!("backend `{backend}`: {e}"));
+            }
+        }
+        failed
+    })
+    .await;
+    if !query {
+        target.end();
+    }
+    match killed {
+        Ok(None) => Ok(()),
+        Ok(Some(e)) => Err(SqlError::new(
+            errors::ER_UNKNOWN_ERROR,
+            b"HY000",
+            format!("idgate: KILL of session {id} did not reach every backend: {e}"),
+        )),
+        Err(_) => Err(SqlError::new(
+            errors::ER_UNKNOWN_ERROR,
+            b"HY000",
+            format!(
+                "idgate: KILL of session {id} timed out after {} s",
+                KILL_TIMEOUT.as_secs()
+            ),
+        )),
+    }
+}
+
+/// `KILL [QUERY] thread` on `backend`, over a connection of its own (the session's is busy).
+async fn kill_thread(
+    proxy: &Proxy,
+    backend: &str,
+    thread: u32,
+    query: bool,
+) -> Result<(), crate::exec::BackendError> {
+    let Some(cfg) = proxy
+        .live()
+        .config
+        .backends
+        .get(backend)
+        .map(|b| b.value.clone())
+    else {
+        return Ok(());
+    };
+    let mut c = BackendConn::connect(backend, &cfg, false, KILL_TIMEOUT).await?;
+    let what = if query { "QUERY " } else { "" };
+    let sent = c.query_drop(&format!("KILL {what}{thread}")).await;
+    c.close().await;
+    match sent {
+        // The statement ended, or the connection went, on its own meanwhile.
+        Err(crate::exec::BackendError::Server { code, .. }) if code == ER_NO_SUCH_THREAD => Ok(()),
+        other => other,
+    }
+}
+
+/// What a KILL idgate cannot map to its sessions gets.
+pub fn unsupported(form: &str) -> SqlError {
+    SqlError::new(
+        crate::sql::ER_NOT_SUPPORTED_YET,
+        b"42000",
+        format!(
+            "This version of MariaDB doesn't yet support '{form}' through idgate: KILL \
+             [CONNECTION | QUERY] takes a session's id as a number (the connection id its \
+             client got at login; SHOW IDGATE SESSIONS lists them)"
+        ),
+    )
+}
