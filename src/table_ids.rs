@@ -39,13 +39,20 @@ impl HeldIds {
     }
 }
 
+/// A table rule's id column to look for on a backend, and the generator filling it.
+struct Wanted {
+    schema: Option<String>,
+    table: String,
+    column: String,
+    generator: String,
+}
+
 /// The id columns of every table filled by an integer generator, by generator name. A backend
 /// that cannot be reached is reported in the log and left out (its rows came from the same
 /// generator or from before it; the next start checks it again).
 pub async fn survey(config: &Config) -> BTreeMap<String, Vec<HeldIds>> {
     let tables = Tables::from_config(config);
-    let mut wanted: BTreeMap<String, Vec<(Option<String>, String, String, String)>> =
-        BTreeMap::new();
+    let mut wanted: BTreeMap<String, Vec<Wanted>> = BTreeMap::new();
     for rule in tables.rules() {
         let Some(g) = &rule.generator else { continue };
         if matches!(
@@ -55,12 +62,12 @@ pub async fn survey(config: &Config) -> BTreeMap<String, Vec<HeldIds>> {
             continue;
         }
         for backend in rule.backends() {
-            wanted.entry(backend.clone()).or_default().push((
-                rule.schema.clone(),
-                rule.name.clone(),
-                rule.id_column.clone(),
-                g.clone(),
-            ));
+            wanted.entry(backend.clone()).or_default().push(Wanted {
+                schema: rule.schema.clone(),
+                table: rule.name.clone(),
+                column: rule.id_column.clone(),
+                generator: g.clone(),
+            });
         }
     }
     let mut out: BTreeMap<String, Vec<HeldIds>> = BTreeMap::new();
@@ -73,9 +80,16 @@ pub async fn survey(config: &Config) -> BTreeMap<String, Vec<HeldIds>> {
                 .await
                 .map_err(|e| e.to_string())?;
             let mut found = Vec::new();
-            for (schema, table, column, generator) in &items {
-                for held in held_on(&mut conn, &backend, schema.as_deref(), table, column).await? {
-                    found.push((generator.clone(), held));
+            for w in &items {
+                let on = held_on(
+                    &mut conn,
+                    &backend,
+                    w.schema.as_deref(),
+                    &w.table,
+                    &w.column,
+                );
+                for held in on.await? {
+                    found.push((w.generator.clone(), held));
                 }
             }
             conn.close().await;
