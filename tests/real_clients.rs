@@ -383,3 +383,18 @@ fn sysbench_oltp_read_write_has_no_errors() {
     }
     sysbench(&g, "cleanup", &[]);
 }
+
+#[test]
+fn mysql_cli_ignore_spaces_is_honoured() {
+    let g = Idgate::start(common::shared_db());
+    let sql = "SELECT COUNT (*) AS n FROM (SELECT 1) t; \
+               SELECT @@SESSION.sql_mode LIKE '%IGNORE_SPACE%' AS ignore_space";
+    let (r, difference) = mysql_cli(&g, "ignore-spaces", &["--ignore-spaces", "-e", sql], true);
+    assert_eq!(difference, None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout, "n\n1\nignore_space\n1\n");
+    // Without the flag, MariaDB's own parse error, through idgate as directly.
+    let (r, difference) = mysql_cli(&g, "no-ignore-spaces", &["-e", sql], true);
+    assert_eq!(difference, None);
+    assert!(r.stderr.contains("ERROR 1064"), "{}", r.stderr);
+}

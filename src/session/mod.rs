@@ -350,6 +350,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn prepare_backend(&self, lease: &mut Lease) -> Result<(), SqlError> {
         self.select_db(lease).await?;
         self.set_collation(lease).await?;
+        if self
+            .hello
+            .capabilities
+            .contains(mysql_common::constants::CapabilityFlags::CLIENT_IGNORE_SPACE)
+        {
+            // MariaDB turns IGNORE_SPACE on for a client that announced it (`COUNT (*)` then
+            // parses); a pooled connection logged in without it, so it is turned on here.
+            lease
+                .query_drop("SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',IGNORE_SPACE')")
+                .await
+                .map_err(|e| {
+                    SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}"))
+                })?;
+        }
         // The backend must parse the client's packets with the client's powers: a client without
         // multi-statements never gets a second statement run, whoever sends it.
         lease
