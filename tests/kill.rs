@@ -136,3 +136,26 @@ fn kill_query_reaches_every_shard_of_the_session() {
         assert_eq!(n, 0, "a shard still runs the killed statement");
     }
 }
+
+#[test]
+fn connector_j_statement_cancel_kills_through_idgate_as_directly() {
+    use common::clients::*;
+    let (java, classpath) = compile_java("JdbcCancel.java");
+    let g = Idgate::start(common::shared_db());
+    let t = differential(
+        "kill",
+        "jdbc_cancel",
+        common::shared_db(),
+        &g,
+        Duration::from_secs(120),
+        |t| {
+            let mut cmd = std::process::Command::new(&java);
+            cmd.arg("-cp").arg(&classpath).arg("JdbcCancel");
+            client_args(&mut cmd, t);
+            cmd
+        },
+    );
+    assert_has(&t, "cancelled within 20 s: true");
+    assert_has(&t, "connection still usable: 42");
+    assert_has(&t, "done");
+}
