@@ -61,21 +61,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Step::End(End::Fatal("killed itself".into()));
         }
         match crate::admin::kill::kill(&self.proxy, &self.hello.user, id, query).await {
-            Ok(()) => {
-                let status = self.status_with(more);
-                let start = self.writer.begin();
-                packets::ok(
-                    self.writer.payload(),
-                    packets::OK_HEADER,
-                    0,
-                    0,
-                    status,
-                    0,
-                    b"",
-                );
-                self.writer.end(start);
-                Step::Ok
-            }
+            Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
             Err(e) => {
                 self.send_error(&e);
                 Step::Failed

@@ -156,7 +156,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.status = st.bits();
     }
 
-    fn ok_step(&mut self, more: bool) -> Option<Step> {
+    /// An OK packet for a statement idgate answered itself.
+    pub(super) fn ok_step(&mut self, more: bool) -> Option<Step> {
         let status = self.status_with(more);
         let start = self.writer.begin();
         packets::ok(
