@@ -374,7 +374,9 @@ fn resp_limits_frames_and_connections() {
 fn python_redis_client_and_ids_unique_across_sql_http_and_resp() {
     let python = require_tool("python3", "python3");
     require_python_modules("redis, pymysql", "redis pymysql");
-    let s = service("");
+    // redis-py retries a refused login (AuthenticationError is a ConnectionError to it), so
+    // its two wrong-password checks count many failures against the shared login throttle.
+    let s = service("max_auth_failures: 100\n");
     let mut cmd = Command::new(python);
     cmd.arg(source_dir().join("py_id_service.py"))
         .arg(s.g.port.to_string())
@@ -405,4 +407,111 @@ fn python_redis_client_and_ids_unique_across_sql_http_and_resp() {
     assert_has(&t, "concurrent problems []");
     assert_has(&t, "concurrent blocks 180 ids 9180 unique True");
     assert_has(&t, "done");
+}
+
+/// A raw Redis-protocol connection: send a request line, read the reply line.
+struct Resp {
+    w: std::net::TcpStream,
+    r: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl Resp {
+    fn connect(port: u16) -> Resp {
+        let w = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let r = std::io::BufReader::new(w.try_clone().unwrap());
+        Resp { w, r }
+    }
+
+    fn ask(&mut self, line: &str) -> String {
+        use std::io::{BufRead, Write};
+        self.w.write_all(format!("{line}\r\n").as_bytes()).unwrap();
+        let mut out = String::new();
+        self.r.read_line(&mut out).unwrap();
+        out.trim_end().to_string()
+    }
+}
+
+/// A MySQL login to idgate: Ok, or the server's error code.
+fn mysql_login(port: u16, password: &str) -> Result<(), u16> {
+    let opts = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(port)
+        .user(Some(APP_USER))
+        .pass(Some(password));
+    match mysql::Conn::new(opts) {
+        Ok(_) => Ok(()),
+        Err(mysql::Error::MySqlError(e)) => Err(e.code),
+        Err(e) => panic!("MySQL login: {e}"),
+    }
+}
+
+/// (status, response headers and body) of a GET with curl, as `auth` (`user:password`).
+fn curl_with_headers(port: u16, path: &str, auth: &str) -> (u16, String) {
+    let out = Command::new(require_tool("curl", "curl"))
+        .args([
+            "-sS",
+            "-i",
+            "--max-time",
+            "20",
+            "-w",
+            "\n%{http_code}",
+            "-u",
+            auth,
+        ])
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (all, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), all.to_ascii_lowercase())
+}
+
+#[test]
+fn failed_logins_count_together_on_mysql_http_and_resp() {
+    let s = service("max_auth_failures: 3\nauth_backoff_ms: 1500\n");
+    let wrong = "app:wrong";
+    // One failure on each protocol: three failures from 127.0.0.1.
+    let mut r = Resp::connect(s.resp);
+    assert_eq!(
+        r.ask("AUTH app wrong"),
+        "-WRONGPASS invalid username-password pair or user is disabled."
+    );
+    assert_eq!(curl(s.http, "/ids/seq", Some(wrong)).0, 401);
+    assert_eq!(mysql_login(s.g.port, "wrong"), Err(1045));
+    // Now the host waits, on every protocol, even with the right password.
+    let t0 = std::time::Instant::now();
+    let blocked = "-ERR too many failed logins from host '127.0.0.1'; try again in ";
+    for _ in 0..50 {
+        let a = r.ask("AUTH app guess");
+        assert!(a.starts_with(blocked), "{a}");
+        assert!(a.ends_with(" ms (max_auth_failures)"), "{a}");
+    }
+    let a = r.ask("AUTH app app-secret");
+    assert!(a.starts_with(blocked), "{a}");
+    let a = r.ask("HELLO 3 AUTH app app-secret");
+    assert!(a.starts_with(blocked), "{a}");
+    assert_eq!(r.ask("INCR seq"), "-NOAUTH Authentication required.");
+    let (code, head) = curl_with_headers(s.http, "/ids/seq", "app:app-secret");
+    assert_eq!(code, 429, "{head}");
+    assert!(head.contains("\r\nretry-after: 2\r\n"), "{head}");
+    assert!(head.contains("too many failed logins"), "{head}");
+    assert_eq!(mysql_login(s.g.port, APP_PASSWORD), Err(1129));
+    assert!(
+        t0.elapsed() < Duration::from_millis(1400),
+        "{:?}",
+        t0.elapsed()
+    );
+    // After the backoff the right password works again on each of them.
+    std::thread::sleep(Duration::from_millis(1700));
+    assert_eq!(r.ask("AUTH app app-secret"), "+OK");
+    assert!(r.ask("INCR seq").starts_with(':'));
+    let (code, body) = curl(s.http, "/ids/seq", app());
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(mysql_login(s.g.port, APP_PASSWORD), Ok(()));
+    // A request without credentials is no failed login.
+    for _ in 0..5 {
+        assert_eq!(curl(s.http, "/ids/seq", None).0, 401);
+    }
+    assert_eq!(curl(s.http, "/ids/seq", app()).0, 200);
 }

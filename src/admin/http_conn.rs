@@ -64,6 +64,19 @@ impl axum::serve::Listener for BoundedListener {
     }
 }
 
+/// The client's address, handed to handlers as `ConnectInfo<Peer>` (the login throttle counts
+/// failures per host).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, BoundedListener>>
+    for Peer
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, BoundedListener>) -> Peer {
+        Peer(*stream.remote_addr())
+    }
+}
+
 /// A connection holding its slot, closed after `idle` without progress.
 pub struct BoundedConn {
     stream: TcpStream,

@@ -8,7 +8,7 @@ pub mod client_errors;
 pub mod generators;
 pub mod histogram;
 pub mod http;
-mod http_conn;
+pub mod http_conn;
 pub mod id_http;
 pub mod ids;
 pub mod metrics;
@@ -83,6 +83,8 @@ const ADMIN_IDLE: Duration = Duration::from_secs(30);
 
 async fn serve_http(listener: BoundedListener, app: axum::Router, mut stop: watch::Receiver<bool>) {
     let shutdown = async move { crate::server::stopped(&mut stop).await };
+    // The peer's address reaches handlers for the login throttle.
+    let app = app.into_make_service_with_connect_info::<http_conn::Peer>();
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

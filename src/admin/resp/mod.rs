@@ -37,7 +37,7 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((mut stream, _)) => {
+                Ok((mut stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let Ok(slot) = slots.clone().try_acquire_owned() else {
                         // Redis's words; the refusal must not wait on a client that never reads.
@@ -49,7 +49,8 @@ pub async fn serve(
                     let id = ids.fetch_add(1, Relaxed);
                     conns.spawn(async move {
                         let _open = OpenGuard::new(&proxy.metrics.id_service_connections_open);
-                        if let Err(e) = connection(stream, &proxy, &cfg, id).await {
+                        let host = peer.ip().to_string();
+                        if let Err(e) = connection(stream, &proxy, &cfg, id, host).await {
                             debug!(error = %e, "RESP connection ended");
                         }
                         drop(slot);
@@ -73,9 +74,10 @@ async fn connection(
     proxy: &Proxy,
     cfg: &IdServiceConfig,
     id: u64,
+    host: String,
 ) -> std::io::Result<()> {
     let idle = Duration::from_millis(cfg.idle_timeout_ms);
-    let mut conn = Conn::new(proxy, id, cfg.max_count);
+    let mut conn = Conn::new(proxy, id, cfg.max_count, host);
     let mut input = BytesMut::with_capacity(4096);
     let mut output = BytesMut::with_capacity(4096);
     loop {
