@@ -9,6 +9,7 @@ pub mod generators;
 pub mod histogram;
 pub mod http;
 pub mod http_conn;
+mod http_serve;
 pub mod id_http;
 pub mod ids;
 pub mod metrics;
@@ -28,7 +29,6 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::info;
 
-use self::http_conn::BoundedListener;
 pub use self::metrics::Metrics;
 use crate::proxy::Proxy;
 use crate::server::StartError;
@@ -42,17 +42,21 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
         let checker = ready::Checker::new(cfg, Duration::from_millis(admin.check_timeout_ms));
         let app = http::router(proxy.clone(), checker);
         info!(listen = %admin.listen, "admin HTTP listener ready");
-        let listener = BoundedListener::new(listener, ADMIN_CONNECTIONS, ADMIN_IDLE);
-        tokio::spawn(serve_http(listener, app, stop.clone()));
+        tokio::spawn(http_serve::serve(listener, app, ADMIN_LIMITS, stop.clone()));
     }
     if let Some(ids) = &cfg.id_service {
         if let Some(addr) = &ids.http {
             let listener = bind(addr).await?;
             let app = id_http::router(proxy.clone(), ids.max_count);
             info!(listen = %addr, "ID service HTTP listener ready");
-            let idle = Duration::from_millis(ids.idle_timeout_ms);
-            let listener = BoundedListener::new(listener, ids.max_connections, idle);
-            tokio::spawn(serve_http(listener, app, stop.clone()));
+            let limits = http_serve::Limits {
+                max_connections: ids.max_connections,
+                per_host: ids.max_connections_per_host,
+                idle: Duration::from_millis(ids.idle_timeout_ms),
+                login: Duration::from_millis(ids.login_timeout_ms),
+                request: Duration::from_millis(ids.request_timeout_ms),
+            };
+            tokio::spawn(http_serve::serve(listener, app, limits, stop.clone()));
         }
         if let Some(addr) = &ids.resp {
             let listener = bind(addr).await?;
@@ -77,18 +81,12 @@ async fn bind(addr: &str) -> Result<TcpListener, StartError> {
         })
 }
 
-/// Scrapers and probes need few connections; a stuck one is dropped after this long.
-const ADMIN_CONNECTIONS: usize = 64;
-const ADMIN_IDLE: Duration = Duration::from_secs(30);
-
-async fn serve_http(listener: BoundedListener, app: axum::Router, mut stop: watch::Receiver<bool>) {
-    let shutdown = async move { crate::server::stopped(&mut stop).await };
-    // The peer's address reaches handlers for the login throttle.
-    let app = app.into_make_service_with_connect_info::<http_conn::Peer>();
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
-        tracing::warn!(error = %e, "HTTP listener stopped");
-    }
-}
+/// Scrapers and probes need few connections; a stuck one is dropped after 30 s, a silent new
+/// one after 5 s.
+const ADMIN_LIMITS: http_serve::Limits = http_serve::Limits {
+    max_connections: 64,
+    per_host: 32,
+    idle: Duration::from_secs(30),
+    login: Duration::from_secs(5),
+    request: Duration::from_secs(10),
+};

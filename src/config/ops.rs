@@ -33,8 +33,19 @@ pub struct IdServiceConfig {
     #[serde(default = "default_idle_timeout")]
     pub idle_timeout_ms: u64,
     /// Largest Redis-protocol request (bytes); larger gets an error and the connection closes.
+    /// Also the most bytes of an HTTP request's headers (431) and body (413).
     #[serde(default = "default_max_frame")]
     pub max_frame_bytes: usize,
+    /// Time an HTTP request's headers (and the next request on a kept-alive connection), or a
+    /// Redis-protocol request once its first byte came, may take to arrive.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_ms: u64,
+    /// Time a connection has to log in (Redis protocol) or send its first request (HTTP).
+    #[serde(default = "default_login_timeout")]
+    pub login_timeout_ms: u64,
+    /// Connections one client host may hold on each listener (at most `max_connections`).
+    #[serde(default = "default_max_connections_per_host")]
+    pub max_connections_per_host: usize,
 }
 
 fn default_check_timeout() -> u64 {
@@ -51,6 +62,15 @@ fn default_idle_timeout() -> u64 {
 }
 fn default_max_frame() -> usize {
     64 << 10
+}
+fn default_request_timeout() -> u64 {
+    10_000
+}
+fn default_login_timeout() -> u64 {
+    5_000
+}
+fn default_max_connections_per_host() -> usize {
+    256
 }
 
 /// Checks the listeners' settings (addresses, bounds).
@@ -101,11 +121,17 @@ pub(super) fn validate(cfg: &super::Config) -> Result<(), super::ConfigError> {
             s.max_frame_bytes
         ));
     }
-    if s.idle_timeout_ms < 100 {
-        return bad(format!(
-            "id_service.idle_timeout_ms: {} is below 100",
-            s.idle_timeout_ms
-        ));
+    for (key, ms) in [
+        ("idle_timeout_ms", s.idle_timeout_ms),
+        ("request_timeout_ms", s.request_timeout_ms),
+        ("login_timeout_ms", s.login_timeout_ms),
+    ] {
+        if ms < 100 {
+            return bad(format!("id_service.{key}: {ms} is below 100"));
+        }
+    }
+    if s.max_connections_per_host == 0 {
+        return bad("id_service.max_connections_per_host: must be at least 1".into());
     }
     Ok(())
 }
@@ -138,6 +164,14 @@ default_backend: b
             ),
             (100_000, 1024, 65536, 300_000)
         );
+        assert_eq!(
+            (
+                s.request_timeout_ms,
+                s.login_timeout_ms,
+                s.max_connections_per_host
+            ),
+            (10_000, 5_000, 256)
+        );
         assert!(check("").unwrap().admin.is_none());
         for (yaml, says) in [
             (
@@ -165,6 +199,18 @@ default_backend: b
             (
                 "id_service: {resp: 127.0.0.1:1, idle_timeout_ms: 5}\n",
                 "idle_timeout_ms: 5",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, request_timeout_ms: 0}\n",
+                "request_timeout_ms: 0 is below 100",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, login_timeout_ms: 1}\n",
+                "login_timeout_ms: 1",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, max_connections_per_host: 0}\n",
+                "max_connections_per_host",
             ),
             ("admin: {listen: 127.0.0.1:1, port: 3}\n", "port"),
         ] {

@@ -47,6 +47,10 @@ impl<'p> Conn<'p> {
         }
     }
 
+    pub fn authenticated(&self) -> bool {
+        self.user.is_some()
+    }
+
     /// Answers one request.
     pub async fn run(&mut self, args: &[Vec<u8>]) -> (Reply, Then) {
         let Some(name) = args.first() else {

@@ -1,7 +1,9 @@
 //! The ID service over the Redis protocol (RESP2, RESP3 after `HELLO 3`), as Youzan's March
 //! serves ids: `INCR gen`, `INCRBY gen n`. Bounded on every side: connections
-//! (`max_connections`), silence (`idle_timeout_ms`, also for a client that stops reading
-//! replies), request size (`max_frame_bytes`).
+//! (`max_connections`, `max_connections_per_host`, idle ones closed to make room), the time to
+//! log in (`login_timeout_ms`), a request once begun (`request_timeout_ms`), silence
+//! (`idle_timeout_ms`, also for a client that stops reading replies), request size
+//! (`max_frame_bytes`).
 
 mod commands;
 pub mod frame;
@@ -13,14 +15,16 @@ use std::time::Duration;
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use self::commands::{Conn, Then};
 use self::frame::Reply;
 use crate::admin::metrics::OpenGuard;
 use crate::config::ops::IdServiceConfig;
+use crate::limits::conn_table::{ConnTable, Slot};
 use crate::proxy::Proxy;
 
 /// Serves `listener` until `stop` turns true; open connections are closed then.
@@ -30,7 +34,10 @@ pub async fn serve(
     cfg: IdServiceConfig,
     mut stop: watch::Receiver<bool>,
 ) {
-    let slots = Arc::new(Semaphore::new(cfg.max_connections));
+    let table = ConnTable::new(
+        cfg.max_connections,
+        cfg.max_connections_per_host.min(cfg.max_connections),
+    );
     let ids = AtomicU64::new(1);
     let cfg = Arc::new(cfg);
     let mut conns = JoinSet::new();
@@ -39,7 +46,7 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((mut stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    let Some(slot) = table.admit(peer.ip()) else {
                         // Redis's words; the refusal must not wait on a client that never reads.
                         let _ = tokio::time::timeout(Duration::from_millis(100),
                             stream.write_all(b"-ERR max number of clients reached\r\n")).await;
@@ -50,10 +57,9 @@ pub async fn serve(
                     conns.spawn(async move {
                         let _open = OpenGuard::new(&proxy.metrics.id_service_connections_open);
                         let host = peer.ip().to_string();
-                        if let Err(e) = connection(stream, &proxy, &cfg, id, host).await {
+                        if let Err(e) = connection(stream, &proxy, &cfg, id, host, &slot).await {
                             debug!(error = %e, "RESP connection ended");
                         }
-                        drop(slot);
                     });
                 }
                 Err(e) => {
@@ -68,18 +74,24 @@ pub async fn serve(
     conns.abort_all();
 }
 
-/// One client: read requests (pipelined ones too), answer each, until QUIT, EOF or an error.
+/// One client: read requests (pipelined ones too), answer each, until QUIT, EOF, an error, a
+/// deadline, or the connection table closing it to make room.
 async fn connection(
     mut stream: TcpStream,
     proxy: &Proxy,
     cfg: &IdServiceConfig,
     id: u64,
     host: String,
+    slot: &Slot,
 ) -> std::io::Result<()> {
     let idle = Duration::from_millis(cfg.idle_timeout_ms);
+    let request = Duration::from_millis(cfg.request_timeout_ms);
+    let login_by = Instant::now() + Duration::from_millis(cfg.login_timeout_ms);
     let mut conn = Conn::new(proxy, id, cfg.max_count, host);
     let mut input = BytesMut::with_capacity(4096);
     let mut output = BytesMut::with_capacity(4096);
+    // When the first byte of the request still incomplete in `input` came.
+    let mut begun: Option<Instant> = None;
     loop {
         let mut close = false;
         loop {
@@ -87,6 +99,7 @@ async fn connection(
                 Ok(None) => break,
                 Ok(Some((args, used))) => {
                     input.advance(used);
+                    begun = None;
                     if args.is_empty() {
                         continue;
                     }
@@ -112,11 +125,37 @@ async fn connection(
             let _ = stream.shutdown().await;
             return Ok(());
         }
+        let now = Instant::now();
+        let mut until = if input.is_empty() {
+            now + idle
+        } else {
+            *begun.get_or_insert(now) + request
+        };
+        if !conn.authenticated() {
+            until = until.min(login_by);
+        }
+        // Waiting for a request before logging in: closing it loses nothing.
+        slot.handle
+            .set_idle(input.is_empty() && !conn.authenticated());
         input.reserve(4096);
-        let n = bounded(idle, stream.read_buf(&mut input)).await??;
+        let n = tokio::select! {
+            read = tokio::time::timeout_at(until, stream.read_buf(&mut input)) => read
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, deadline_name(&conn, begun)))??,
+            _ = slot.handle.evicted() => return Ok(()),
+        };
+        slot.handle.set_idle(false);
         if n == 0 {
             return Ok(());
         }
+    }
+}
+
+/// Which bound a connection passed, for the log.
+fn deadline_name(conn: &Conn<'_>, begun: Option<Instant>) -> &'static str {
+    match (conn.authenticated(), begun) {
+        (false, _) => "not logged in within login_timeout_ms",
+        (true, Some(_)) => "request not complete within request_timeout_ms",
+        (true, None) => "idle longer than idle_timeout_ms",
     }
 }
 

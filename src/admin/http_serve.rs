@@ -1,0 +1,150 @@
+//! Serves an axum router on a listener under bounds a hostile client cannot get round: the
+//! connection table (in all and per host, closing idle connections to make room), a deadline
+//! for a request's headers (hyper's, which also bounds the wait between kept-alive requests).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+use axum::response::Response;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{debug, warn};
+
+use super::http_conn::{BoundedConn, Peer};
+use crate::limits::ConnTable;
+
+/// The bounds of one HTTP listener.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub per_host: usize,
+    /// No progress for this long closes a connection.
+    pub idle: Duration,
+    /// A new connection's first byte must come within this.
+    pub login: Duration,
+    /// A request's headers must be complete within this of the wait for them starting.
+    pub request: Duration,
+}
+/// How long requests in flight may finish after the listener was told to stop.
+const GRACE: Duration = Duration::from_secs(10);
+
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let table = ConnTable::new(
+        limits.max_connections,
+        limits.per_host.min(limits.max_connections),
+    );
+    let limits = Arc::new(limits);
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    match table.admit(peer.ip()) {
+                        Some(slot) => {
+                            let io = BoundedConn::new(stream, slot, limits.idle, limits.login);
+                            conns.spawn(connection(io, peer, app.clone(), limits.clone(), stop.clone()));
+                        }
+                        None => {
+                            conns.spawn(refuse(stream));
+                        }
+                    }
+                }
+                Err(e) => {
+                    warn!(error = %e, "HTTP accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = crate::server::stopped(&mut stop) => break,
+        }
+    }
+    let drained = async { while conns.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(GRACE, drained).await;
+    conns.abort_all();
+}
+
+async fn connection(
+    io: BoundedConn,
+    peer: SocketAddr,
+    app: Router,
+    limits: Arc<Limits>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let service = WithPeer {
+        app,
+        peer: Peer(peer),
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.request)
+        .keep_alive(true);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    let r = tokio::select! {
+        r = conn.as_mut() => r,
+        _ = crate::server::stopped(&mut stop) => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = r {
+        debug!(error = %e, %peer, "HTTP connection ended");
+    }
+}
+
+/// Every connection slot is taken by working connections: say so and close, never waiting on
+/// a client that does not read.
+async fn refuse(mut stream: TcpStream) {
+    const BODY: &str = "too many connections; try again\n";
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-type: text/plain\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let _ = tokio::time::timeout(
+        Duration::from_millis(100),
+        stream.write_all(answer.as_bytes()),
+    )
+    .await;
+}
+
+/// The router, with the peer's address for the handlers.
+#[derive(Clone)]
+struct WithPeer {
+    app: Router,
+    peer: Peer,
+}
+
+type Answer = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+impl hyper::service::Service<Request<Incoming>> for WithPeer {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Answer;
+
+    fn call(&self, mut req: Request<Incoming>) -> Answer {
+        req.extensions_mut().insert(ConnectInfo(self.peer));
+        let mut app = self.app.clone();
+        let req = req.map(Body::new);
+        Box::pin(async move { tower_service::Service::call(&mut app, req).await })
+    }
+}
