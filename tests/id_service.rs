@@ -311,6 +311,11 @@ fn resp_limits_frames_and_connections() {
     let mut c = connect();
     c.write_all(format!("*2\r\n$4\r\nPING\r\n$5000\r\n{}", "x".repeat(2000)).as_bytes())
         .unwrap();
+    assert_eq!(read_all(c), "-ERR Protocol error: invalid bulk length\r\n");
+    // Each string within the cap, the request over it.
+    let mut c = connect();
+    c.write_all(format!("*2\r\n$600\r\n{}\r\n$600\r\n", "x".repeat(600)).as_bytes())
+        .unwrap();
     assert_eq!(
         read_all(c),
         "-ERR Protocol error: request larger than 1024 bytes (id_service.max_frame_bytes)\r\n"
@@ -607,4 +612,65 @@ fn requests_and_logins_have_deadlines() {
     assert_eq!(r.ask("AUTH app app-secret"), "+OK");
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(r.ask("PING"), "+PONG");
+}
+
+/// Writes `request` to `port` (from another thread, ignoring a server that stops reading) and
+/// returns what the server sent before closing, and how long that took.
+fn exchange(port: u16, request: Vec<u8>) -> (String, Duration) {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut w = c.try_clone().unwrap();
+    let t0 = std::time::Instant::now();
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(&request);
+    });
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    // Until EOF, a reset after the answer, or the read timeout (nothing more to come).
+    while let Ok(n @ 1..) = c.read(&mut buf) {
+        out.extend_from_slice(&buf[..n]);
+    }
+    let took = t0.elapsed();
+    let _ = writer.join();
+    (String::from_utf8_lossy(&out).into_owned(), took)
+}
+
+#[test]
+fn oversized_frames_and_requests_are_refused_from_their_declared_length() {
+    let s = service("");
+    // Redis protocol (max_frame_bytes 65536): a declared length over the cap is refused with
+    // Redis's words as soon as its header is in, none of its bytes awaited.
+    for (request, answer) in [
+        (
+            &b"*2\r\n$4\r\nINCR\r\n$70000\r\n"[..],
+            "-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*1\r\n$999999999\r\n",
+            "-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*100000\r\n",
+            "-ERR Protocol error: invalid multibulk length\r\n",
+        ),
+    ] {
+        let (got, took) = exchange(s.resp, request.to_vec());
+        assert_eq!(got, answer, "{}", String::from_utf8_lossy(request));
+        assert!(took < Duration::from_secs(2), "closed after {took:?}");
+    }
+    // HTTP: headers over the cap get 431, a declared body over it 413 before it is sent.
+    let mut big = b"GET /ids/seq HTTP/1.1\r\nHost: x\r\nX-Pad: ".to_vec();
+    big.extend(std::iter::repeat_n(b'x', 70_000));
+    big.extend_from_slice(b"\r\n\r\n");
+    let (got, took) = exchange(s.http, big);
+    assert!(got.starts_with("HTTP/1.1 431 "), "{got}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    let body = b"POST /ids/seq HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n".to_vec();
+    let (got, took) = exchange(s.http, body);
+    assert!(got.starts_with("HTTP/1.1 413 "), "{got}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // Requests within the caps are served as before.
+    let (code, body) = curl(s.http, "/ids/seq?count=2", app());
+    assert_eq!(code, 200, "{body}");
 }

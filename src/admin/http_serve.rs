@@ -1,6 +1,7 @@
 //! Serves an axum router on a listener under bounds a hostile client cannot get round: the
 //! connection table (in all and per host, closing idle connections to make room), a deadline
-//! for a request's headers (hyper's, which also bounds the wait between kept-alive requests).
+//! for a request's headers (hyper's, which also bounds the wait between kept-alive requests),
+//! capped header bytes (431) and declared body length (413).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -11,8 +12,8 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use axum::http::Request;
-use axum::response::Response;
+use axum::http::{header, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -36,7 +37,12 @@ pub struct Limits {
     pub login: Duration,
     /// A request's headers must be complete within this of the wait for them starting.
     pub request: Duration,
+    /// Most bytes of a request's headers, and of its declared body.
+    pub max_bytes: usize,
 }
+
+/// hyper's smallest read buffer (it refuses a smaller one); headers have their own exact cap.
+const MIN_READ_BUFFER: usize = 8192;
 /// How long requests in flight may finish after the listener was told to stop.
 const GRACE: Duration = Duration::from_secs(10);
 
@@ -91,11 +97,14 @@ async fn connection(
     let service = WithPeer {
         app,
         peer: Peer(peer),
+        max_body: limits.max_bytes,
     };
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.request)
+        .max_header_size(limits.max_bytes)
+        .max_buf_size(limits.max_bytes.max(MIN_READ_BUFFER))
         .keep_alive(true);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
@@ -127,11 +136,13 @@ async fn refuse(mut stream: TcpStream) {
     .await;
 }
 
-/// The router, with the peer's address for the handlers.
+/// The router, with the peer's address for the handlers and a body cap checked on the declared
+/// length before any of the body is read (the handlers read none).
 #[derive(Clone)]
 struct WithPeer {
     app: Router,
     peer: Peer,
+    max_body: usize,
 }
 
 type Answer = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
@@ -142,6 +153,20 @@ impl hyper::service::Service<Request<Incoming>> for WithPeer {
     type Future = Answer;
 
     fn call(&self, mut req: Request<Incoming>) -> Answer {
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body as u64) {
+            let too_large = (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                [(header::CONNECTION, "close")],
+                format!("request body larger than {} bytes\n", self.max_body),
+            )
+                .into_response();
+            return Box::pin(std::future::ready(Ok(too_large)));
+        }
         req.extensions_mut().insert(ConnectInfo(self.peer));
         let mut app = self.app.clone();
         let req = req.map(Body::new);

@@ -55,6 +55,7 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
                 idle: Duration::from_millis(ids.idle_timeout_ms),
                 login: Duration::from_millis(ids.login_timeout_ms),
                 request: Duration::from_millis(ids.request_timeout_ms),
+                max_bytes: ids.max_frame_bytes,
             };
             tokio::spawn(http_serve::serve(listener, app, limits, stop.clone()));
         }
@@ -81,12 +82,13 @@ async fn bind(addr: &str) -> Result<TcpListener, StartError> {
         })
 }
 
-/// Scrapers and probes need few connections; a stuck one is dropped after 30 s, a silent new
-/// one after 5 s.
+/// Scrapers and probes need few connections and small requests; a stuck connection is dropped
+/// after 30 s, a silent new one after 5 s.
 const ADMIN_LIMITS: http_serve::Limits = http_serve::Limits {
     max_connections: 64,
     per_host: 32,
     idle: Duration::from_secs(30),
     login: Duration::from_secs(5),
     request: Duration::from_secs(10),
+    max_bytes: 16 << 10,
 };
