@@ -10,10 +10,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
 use crate::limits::conn_table::Slot;
+use crate::tls::listener::Stream;
 
 /// The client's address, handed to handlers as `ConnectInfo<Peer>` (the login throttle counts
 /// failures per host).
@@ -22,7 +22,7 @@ pub struct Peer(pub std::net::SocketAddr);
 
 /// A connection holding its slot in the listener's table.
 pub struct BoundedConn {
-    stream: TcpStream,
+    stream: Stream,
     slot: Slot,
     idle: Duration,
     /// Until the first byte: the login timeout; then `idle` after the last progress.
@@ -31,12 +31,14 @@ pub struct BoundedConn {
 }
 
 impl BoundedConn {
-    pub fn new(stream: TcpStream, slot: Slot, idle: Duration, login: Duration) -> BoundedConn {
+    /// `first_by`: when the first byte must have come (the login timeout from the accept).
+    pub fn new(stream: Stream, slot: Slot, idle: Duration, first_by: Instant) -> BoundedConn {
+        let first_by = first_by.min(Instant::now() + idle);
         BoundedConn {
             stream,
             slot,
             idle,
-            deadline: Box::pin(tokio::time::sleep(login.min(idle))),
+            deadline: Box::pin(tokio::time::sleep_until(first_by)),
             spoke: false,
         }
     }

@@ -21,6 +21,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use super::http_conn::{BoundedConn, Peer};
@@ -46,8 +48,10 @@ const MIN_READ_BUFFER: usize = 8192;
 /// How long requests in flight may finish after the listener was told to stop.
 const GRACE: Duration = Duration::from_secs(10);
 
+/// Serves `app` on `listener` (HTTPS when `tls` is given) until `stop` turns true.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     app: Router,
     limits: Limits,
     mut stop: watch::Receiver<bool>,
@@ -65,8 +69,22 @@ pub async fn serve(
                     let _ = stream.set_nodelay(true);
                     match table.admit(peer.ip()) {
                         Some(slot) => {
-                            let io = BoundedConn::new(stream, slot, limits.idle, limits.login);
-                            conns.spawn(connection(io, peer, app.clone(), limits.clone(), stop.clone()));
+                            let (app, limits, stop) = (app.clone(), limits.clone(), stop.clone());
+                            let tls = tls.clone();
+                            conns.spawn(async move {
+                                let first_by = Instant::now() + limits.login;
+                                let stream = tokio::select! {
+                                    s = crate::tls::listener::accept(tls.as_ref(), stream, limits.login) => s,
+                                    _ = slot.handle.evicted() => return,
+                                };
+                                match stream {
+                                    Ok(stream) => {
+                                        let io = BoundedConn::new(stream, slot, limits.idle, first_by);
+                                        connection(io, peer, app, limits, stop).await;
+                                    }
+                                    Err(e) => debug!(error = %e, %peer, "HTTPS handshake failed"),
+                                }
+                            });
                         }
                         None => {
                             conns.spawn(refuse(stream));

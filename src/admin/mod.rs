@@ -30,8 +30,10 @@ use tokio::sync::watch;
 use tracing::info;
 
 pub use self::metrics::Metrics;
+use crate::config::ListenerTls;
 use crate::proxy::Proxy;
 use crate::server::StartError;
+use tokio_rustls::TlsAcceptor;
 
 /// Binds every configured admin and ID-service listener (so a taken port fails startup) and
 /// serves them in the background until `stop` turns true.
@@ -42,7 +44,14 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
         let checker = ready::Checker::new(cfg, Duration::from_millis(admin.check_timeout_ms));
         let app = http::router(proxy.clone(), checker);
         info!(listen = %admin.listen, "admin HTTP listener ready");
-        tokio::spawn(http_serve::serve(listener, app, ADMIN_LIMITS, stop.clone()));
+        let tls = listener_tls(proxy, "admin.tls", &admin.tls, HTTP_ALPN)?;
+        tokio::spawn(http_serve::serve(
+            listener,
+            tls,
+            app,
+            ADMIN_LIMITS,
+            stop.clone(),
+        ));
     }
     if let Some(ids) = &cfg.id_service {
         if let Some(addr) = &ids.http {
@@ -57,13 +66,16 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
                 request: Duration::from_millis(ids.request_timeout_ms),
                 max_bytes: ids.max_frame_bytes,
             };
-            tokio::spawn(http_serve::serve(listener, app, limits, stop.clone()));
+            let tls = listener_tls(proxy, "id_service.tls", &ids.tls, HTTP_ALPN)?;
+            tokio::spawn(http_serve::serve(listener, tls, app, limits, stop.clone()));
         }
         if let Some(addr) = &ids.resp {
             let listener = bind(addr).await?;
             info!(listen = %addr, "ID service Redis-protocol listener ready");
+            let tls = listener_tls(proxy, "id_service.tls", &ids.tls, &[])?;
             tokio::spawn(resp::serve(
                 listener,
+                tls,
                 proxy.clone(),
                 ids.clone(),
                 stop.clone(),
@@ -71,6 +83,30 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
         }
     }
     Ok(())
+}
+
+/// HTTPS offers HTTP/1.1 by ALPN (the only version these listeners speak).
+const HTTP_ALPN: &[&[u8]] = &[b"http/1.1"];
+
+/// A listener's TLS acceptor: the MySQL port's for `true`, its own for `{cert, key}`.
+fn listener_tls(
+    proxy: &Proxy,
+    key: &str,
+    tls: &Option<ListenerTls>,
+    alpn: &[&[u8]],
+) -> Result<Option<TlsAcceptor>, StartError> {
+    match tls {
+        None => Ok(None),
+        Some(ListenerTls::Shared) => match &proxy.tls {
+            Some(a) => Ok(Some(a.clone())),
+            // Validation refuses this; never fall back to plain TCP silently.
+            None => Err(StartError::Tls(crate::tls::TlsError::Rejected {
+                what: key.to_string(),
+                message: "true needs the top-level `tls:`".into(),
+            })),
+        },
+        Some(ListenerTls::Files(f)) => Ok(Some(crate::tls::listener::acceptor(f, alpn)?)),
+    }
 }
 
 async fn bind(addr: &str) -> Result<TcpListener, StartError> {

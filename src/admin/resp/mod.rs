@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -26,10 +26,13 @@ use crate::admin::metrics::OpenGuard;
 use crate::config::ops::IdServiceConfig;
 use crate::limits::conn_table::{ConnTable, Slot};
 use crate::proxy::Proxy;
+use crate::tls::listener::Stream;
+use tokio_rustls::TlsAcceptor;
 
 /// Serves `listener` until `stop` turns true; open connections are closed then.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     proxy: Arc<Proxy>,
     cfg: IdServiceConfig,
     mut stop: watch::Receiver<bool>,
@@ -52,12 +55,25 @@ pub async fn serve(
                             stream.write_all(b"-ERR max number of clients reached\r\n")).await;
                         continue;
                     };
-                    let (proxy, cfg) = (proxy.clone(), cfg.clone());
+                    let (proxy, cfg, tls) = (proxy.clone(), cfg.clone(), tls.clone());
                     let id = ids.fetch_add(1, Relaxed);
                     conns.spawn(async move {
                         let _open = OpenGuard::new(&proxy.metrics.id_service_connections_open);
+                        let login = Duration::from_millis(cfg.login_timeout_ms);
+                        let login_by = Instant::now() + login;
+                        let stream = tokio::select! {
+                            s = crate::tls::listener::accept(tls.as_ref(), stream, login) => s,
+                            _ = slot.handle.evicted() => return,
+                        };
+                        let stream = match stream {
+                            Ok(s) => s,
+                            Err(e) => {
+                                debug!(error = %e, "RESP TLS handshake failed");
+                                return;
+                            }
+                        };
                         let host = peer.ip().to_string();
-                        if let Err(e) = connection(stream, &proxy, &cfg, id, host, &slot).await {
+                        if let Err(e) = connection(stream, &proxy, &cfg, (id, host, login_by), &slot).await {
                             debug!(error = %e, "RESP connection ended");
                         }
                     });
@@ -75,18 +91,17 @@ pub async fn serve(
 }
 
 /// One client: read requests (pipelined ones too), answer each, until QUIT, EOF, an error, a
-/// deadline, or the connection table closing it to make room.
+/// deadline, or the connection table closing it to make room. `login_by` counts from the
+/// accept, so a TLS handshake spends the same login time.
 async fn connection(
-    mut stream: TcpStream,
+    mut stream: Stream,
     proxy: &Proxy,
     cfg: &IdServiceConfig,
-    id: u64,
-    host: String,
+    (id, host, login_by): (u64, String, Instant),
     slot: &Slot,
 ) -> std::io::Result<()> {
     let idle = Duration::from_millis(cfg.idle_timeout_ms);
     let request = Duration::from_millis(cfg.request_timeout_ms);
-    let login_by = Instant::now() + Duration::from_millis(cfg.login_timeout_ms);
     let mut conn = Conn::new(proxy, id, cfg.max_count, host);
     let mut input = BytesMut::with_capacity(4096);
     let mut output = BytesMut::with_capacity(4096);
