@@ -137,7 +137,8 @@ async fn connection(
             output.clear();
         }
         if close {
-            let _ = stream.shutdown().await;
+            // Over TLS a shutdown writes close_notify: bounded like any write to the client.
+            let _ = bounded(Duration::from_secs(1), stream.shutdown()).await;
             return Ok(());
         }
         let now = Instant::now();
