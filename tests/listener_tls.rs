@@ -1,5 +1,6 @@
 //! TLS on the ID service and admin listeners: `curl --cacert` gets ids over HTTPS and `/health`,
-//! `redis-cli --tls` gets ids over the Redis protocol, plain TCP to those ports gets nothing,
+//! `redis-cli --tls` and the redis Python package (`ssl=True`) get ids over the Redis protocol,
+//! plain TCP to those ports gets nothing,
 //! and a listener off loopback without TLS refuses to start, naming the key that allows it.
 
 // Shared with tests/tls.rs, which uses the certificates this file does not.
@@ -11,7 +12,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::clients::{require_tool, run};
+use common::clients::{require_python_modules, require_tool, run};
 use common::idgate_proc::{APP_PASSWORD, APP_USER};
 use common::{free_port, shared_db, Idgate, PASSWORD, USER};
 
@@ -125,6 +126,25 @@ admin:
         r.stdout.trim().parse::<u64>().is_ok(),
         "{}{}",
         r.stdout,
+        r.stderr
+    );
+    // The redis package with ssl=True and the CA, RESP2 and RESP3.
+    require_python_modules("redis", "redis");
+    let script = format!(
+        "import redis\n\
+         for proto in (2, 3):\n\
+         \x20   r = redis.Redis(host='127.0.0.1', port={resp}, username='{APP_USER}', \
+         password='{APP_PASSWORD}', protocol=proto, ssl=True, ssl_ca_certs='{ca}', socket_timeout=20)\n\
+         \x20   print('resp', proto, r.ping(), r.incr('seq') > 0)\n",
+        ca = p.ca.display()
+    );
+    let mut cmd = Command::new(require_tool("python3", "python3"));
+    cmd.arg("-c").arg(script);
+    let r = run(cmd, "python redis over TLS", Duration::from_secs(60));
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stdout, "resp 2 True True\nresp 3 True True\n",
+        "{}",
         r.stderr
     );
     // Plain RESP to the TLS port: no reply.
