@@ -26,6 +26,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use super::http_conn::{BoundedConn, Peer};
+use crate::limits::conn_table::Slot;
 use crate::limits::ConnTable;
 
 /// The bounds of one HTTP listener.
@@ -69,22 +70,9 @@ pub async fn serve(
                     let _ = stream.set_nodelay(true);
                     match table.admit(peer.ip()) {
                         Some(slot) => {
-                            let (app, limits, stop) = (app.clone(), limits.clone(), stop.clone());
                             let tls = tls.clone();
-                            conns.spawn(async move {
-                                let first_by = Instant::now() + limits.login;
-                                let stream = tokio::select! {
-                                    s = crate::tls::listener::accept(tls.as_ref(), stream, limits.login) => s,
-                                    _ = slot.handle.evicted() => return,
-                                };
-                                match stream {
-                                    Ok(stream) => {
-                                        let io = BoundedConn::new(stream, slot, limits.idle, first_by);
-                                        connection(io, peer, app, limits, stop).await;
-                                    }
-                                    Err(e) => debug!(error = %e, %peer, "HTTPS handshake failed"),
-                                }
-                            });
+                            let (app, limits, stop) = (app.clone(), limits.clone(), stop.clone());
+                            conns.spawn(open(stream, peer, tls, slot, app, limits, stop));
                         }
                         None => {
                             conns.spawn(refuse(stream));
@@ -103,6 +91,31 @@ pub async fn serve(
     let drained = async { while conns.join_next().await.is_some() {} };
     let _ = tokio::time::timeout(GRACE, drained).await;
     conns.abort_all();
+}
+
+/// A connection given a slot: its TLS handshake if any (within the login time, and given up if
+/// the table closes it meanwhile), then its requests.
+async fn open(
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    slot: Slot,
+    app: Router,
+    limits: Arc<Limits>,
+    stop: watch::Receiver<bool>,
+) {
+    let first_by = Instant::now() + limits.login;
+    let stream = tokio::select! {
+        s = crate::tls::listener::accept(tls.as_ref(), stream, limits.login) => s,
+        _ = slot.handle.evicted() => return,
+    };
+    match stream {
+        Ok(stream) => {
+            let io = BoundedConn::new(stream, slot, limits.idle, first_by);
+            connection(io, peer, app, limits, stop).await;
+        }
+        Err(e) => debug!(error = %e, %peer, "HTTPS handshake failed"),
+    }
 }
 
 async fn connection(

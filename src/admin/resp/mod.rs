@@ -57,26 +57,7 @@ pub async fn serve(
                     };
                     let (proxy, cfg, tls) = (proxy.clone(), cfg.clone(), tls.clone());
                     let id = ids.fetch_add(1, Relaxed);
-                    conns.spawn(async move {
-                        let _open = OpenGuard::new(&proxy.metrics.id_service_connections_open);
-                        let login = Duration::from_millis(cfg.login_timeout_ms);
-                        let login_by = Instant::now() + login;
-                        let stream = tokio::select! {
-                            s = crate::tls::listener::accept(tls.as_ref(), stream, login) => s,
-                            _ = slot.handle.evicted() => return,
-                        };
-                        let stream = match stream {
-                            Ok(s) => s,
-                            Err(e) => {
-                                debug!(error = %e, "RESP TLS handshake failed");
-                                return;
-                            }
-                        };
-                        let host = peer.ip().to_string();
-                        if let Err(e) = connection(stream, &proxy, &cfg, (id, host, login_by), &slot).await {
-                            debug!(error = %e, "RESP connection ended");
-                        }
-                    });
+                    conns.spawn(open(stream, peer, tls, slot, proxy, cfg, id));
                 }
                 Err(e) => {
                     warn!(error = %e, "RESP accept failed");
@@ -88,6 +69,38 @@ pub async fn serve(
         }
     }
     conns.abort_all();
+}
+
+/// A connection given a slot: its TLS handshake if any (within the login time, and given up if
+/// the table closes it meanwhile), then its requests.
+async fn open(
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    tls: Option<TlsAcceptor>,
+    slot: Slot,
+    proxy: Arc<Proxy>,
+    cfg: Arc<IdServiceConfig>,
+    id: u64,
+) {
+    let _open = OpenGuard::new(&proxy.metrics.id_service_connections_open);
+    let login = Duration::from_millis(cfg.login_timeout_ms);
+    let login_by = Instant::now() + login;
+    let stream = tokio::select! {
+        s = crate::tls::listener::accept(tls.as_ref(), stream, login) => s,
+        _ = slot.handle.evicted() => return,
+    };
+    let stream = match stream {
+        Ok(s) => s,
+        Err(e) => {
+            debug!(error = %e, "RESP TLS handshake failed");
+            return;
+        }
+    };
+    let host = peer.ip().to_string();
+    let who = (id, host, login_by);
+    if let Err(e) = connection(stream, &proxy, &cfg, who, &slot).await {
+        debug!(error = %e, "RESP connection ended");
+    }
 }
 
 /// One client: read requests (pipelined ones too), answer each, until QUIT, EOF, an error, a
