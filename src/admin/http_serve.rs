@@ -136,6 +136,9 @@ async fn connection(
         .header_read_timeout(limits.request)
         .max_header_size(limits.max_bytes)
         .max_buf_size(limits.max_bytes.max(MIN_READ_BUFFER))
+        // A connection closed to make room reads as EOF; an answer already being written (it
+        // counts as idle from its first bytes) is finished rather than cut off.
+        .half_close(true)
         .keep_alive(true);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
