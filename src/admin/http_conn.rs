@@ -1,96 +1,68 @@
-//! Bounds for the HTTP listeners: at most `max` connections at once (further clients wait in the
-//! kernel's backlog until one closes), and a connection that moves no byte for `idle` is closed,
-//! so slow or silent clients cannot pile up.
+//! One HTTP connection's socket under the listener's bounds: a connection must send its first
+//! byte within the login timeout, then is closed after `idle` without progress; it is marked
+//! idle (so the connection table may close it to make room) while no request is being read or
+//! answered, and reads end as at EOF once the table closed it.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
-pub struct BoundedListener {
-    inner: TcpListener,
-    slots: Arc<Semaphore>,
-    idle: Duration,
-}
+use crate::limits::conn_table::Slot;
+use crate::tls::listener::Stream;
 
-impl BoundedListener {
-    pub fn new(inner: TcpListener, max: usize, idle: Duration) -> BoundedListener {
-        BoundedListener {
-            inner,
-            slots: Arc::new(Semaphore::new(max.max(1))),
-            idle,
-        }
-    }
-}
+/// The client's address, handed to handlers as `ConnectInfo<Peer>` (the login throttle counts
+/// failures per host).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
 
-impl axum::serve::Listener for BoundedListener {
-    type Io = BoundedConn;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (BoundedConn, std::net::SocketAddr) {
-        loop {
-            let Ok(slot) = self.slots.clone().acquire_owned().await else {
-                // The semaphore is never closed; wait rather than spin if it were.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            };
-            match self.inner.accept().await {
-                Ok((stream, addr)) => {
-                    let _ = stream.set_nodelay(true);
-                    let conn = BoundedConn {
-                        stream,
-                        _slot: slot,
-                        idle: self.idle,
-                        deadline: Box::pin(tokio::time::sleep(self.idle)),
-                    };
-                    return (conn, addr);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "HTTP accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
-        self.inner.local_addr()
-    }
-}
-
-/// A connection holding its slot, closed after `idle` without progress.
+/// A connection holding its slot in the listener's table.
 pub struct BoundedConn {
-    stream: TcpStream,
-    _slot: OwnedSemaphorePermit,
+    stream: Stream,
+    slot: Slot,
     idle: Duration,
+    /// Until the first byte: the login timeout; then `idle` after the last progress.
     deadline: Pin<Box<Sleep>>,
+    spoke: bool,
 }
 
 impl BoundedConn {
+    /// `first_by`: when the first byte must have come (the login timeout from the accept).
+    pub fn new(stream: Stream, slot: Slot, idle: Duration, first_by: Instant) -> BoundedConn {
+        let first_by = first_by.min(Instant::now() + idle);
+        BoundedConn {
+            stream,
+            slot,
+            idle,
+            deadline: Box::pin(tokio::time::sleep_until(first_by)),
+            spoke: false,
+        }
+    }
+
     fn progressed(&mut self) {
         let next = Instant::now() + self.idle;
         self.deadline.as_mut().reset(next);
     }
 
-    /// After the inner operation is pending: an error once the idle deadline passed.
+    /// After the inner operation is pending: an error once the deadline passed.
     fn check_idle<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
         match self.deadline.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                "HTTP connection idle too long",
+                if self.spoke {
+                    "HTTP connection idle too long"
+                } else {
+                    "HTTP connection sent no request in time"
+                },
             ))),
             Poll::Pending => Poll::Pending,
         }
     }
 }
-
-use std::future::Future;
 
 impl AsyncRead for BoundedConn {
     fn poll_read(
@@ -99,12 +71,26 @@ impl AsyncRead for BoundedConn {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        if this.slot.handle.is_evicted() {
+            // Closed to make room: as if the client had hung up.
+            return Poll::Ready(Ok(()));
+        }
+        let before = buf.filled().len();
         match Pin::new(&mut this.stream).poll_read(cx, buf) {
             Poll::Ready(r) => {
+                if buf.filled().len() > before {
+                    this.slot.handle.set_idle(false);
+                    this.spoke = true;
+                }
                 this.progressed();
                 Poll::Ready(r)
             }
-            Poll::Pending => this.check_idle(cx),
+            Poll::Pending => {
+                if this.slot.handle.poll_evicted(cx).is_ready() {
+                    return Poll::Ready(Ok(()));
+                }
+                this.check_idle(cx)
+            }
         }
     }
 }
@@ -118,6 +104,9 @@ impl AsyncWrite for BoundedConn {
         let this = &mut *self;
         match Pin::new(&mut this.stream).poll_write(cx, buf) {
             Poll::Ready(r) => {
+                // An answer went out: until the next request's first byte, nothing is lost by
+                // closing this connection.
+                this.slot.handle.set_idle(true);
                 this.progressed();
                 Poll::Ready(r)
             }

@@ -4,9 +4,11 @@
 //! Every request authenticates with HTTP Basic as an idgate user whose generator rights apply.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -14,6 +16,7 @@ use axum::{Json, Router};
 use base64::Engine;
 use serde_json::json;
 
+use super::http_conn::Peer;
 use super::ids::{self, IdError};
 use super::metrics::IdServiceLabels;
 use crate::config::User;
@@ -37,6 +40,8 @@ pub fn router(proxy: Arc<Proxy>, max_count: u64) -> Router {
 enum Refusal {
     /// No or wrong credentials.
     Unauthenticated(&'static str),
+    /// The client's host failed to log in too often (on any listener) and must wait this long.
+    Throttled(Duration),
     Id(IdError),
 }
 
@@ -52,8 +57,25 @@ impl HttpState {
             .inc();
     }
 
-    /// The user named by the request's Basic credentials.
-    fn caller(&self, headers: &HeaderMap) -> Result<User, Refusal> {
+    /// The user named by the request's Basic credentials, under the login throttle shared with
+    /// the MySQL port and the Redis protocol.
+    fn caller(&self, headers: &HeaderMap, peer: &SocketAddr) -> Result<User, Refusal> {
+        let host = peer.ip().to_string();
+        let throttle = &self.proxy.auth_throttle;
+        if let Some(wait) = throttle.wait(&host) {
+            return Err(Refusal::Throttled(wait));
+        }
+        let r = self.credentials(headers);
+        match &r {
+            Ok(_) => throttle.succeeded(&host),
+            // A request without credentials is a question, not a guess.
+            Err(_) if headers.contains_key(header::AUTHORIZATION) => throttle.failed(&host),
+            Err(_) => {}
+        }
+        r
+    }
+
+    fn credentials(&self, headers: &HeaderMap) -> Result<User, Refusal> {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
             return Err(Refusal::Unauthenticated(
                 "send the credentials of an idgate user with HTTP Basic authentication",
@@ -86,10 +108,11 @@ impl HttpState {
     async fn serve(
         &self,
         headers: &HeaderMap,
+        peer: &SocketAddr,
         generator: &str,
         n: u64,
     ) -> Result<IdBlock, Refusal> {
-        let user = self.caller(headers)?;
+        let user = self.caller(headers, peer)?;
         ids::take(&self.proxy, &user, generator, n)
             .await
             .map_err(Refusal::Id)
@@ -98,7 +121,9 @@ impl HttpState {
     fn record(&self, r: &Result<IdBlock, Refusal>) {
         self.count(match r {
             Ok(_) => "ok",
-            Err(Refusal::Unauthenticated(_)) | Err(Refusal::Id(IdError::Denied { .. })) => "denied",
+            Err(Refusal::Unauthenticated(_))
+            | Err(Refusal::Throttled(_))
+            | Err(Refusal::Id(IdError::Denied { .. })) => "denied",
             Err(Refusal::Id(IdError::Generator(_))) => "failed",
             Err(Refusal::Id(_)) => "refused",
         });
@@ -117,6 +142,20 @@ fn unauthenticated(why: &str) -> Response {
         .into_response()
 }
 
+/// 429 with the wait in `Retry-After` (whole seconds, rounded up) and in the body (ms).
+fn throttled(wait: Duration) -> Response {
+    let ms = wait.as_millis().max(1);
+    let secs = ms.div_ceil(1000).to_string();
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, secs)],
+        Json(json!({
+            "error": format!("too many failed logins from this host; try again in {ms} ms (max_auth_failures)")
+        })),
+    )
+        .into_response()
+}
+
 fn status_of(e: &IdError) -> StatusCode {
     match e {
         IdError::Denied { .. } => StatusCode::FORBIDDEN,
@@ -130,29 +169,38 @@ fn status_of(e: &IdError) -> StatusCode {
 
 async fn leaf_segment(
     State(s): State<Arc<HttpState>>,
+    ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
     Path(tag): Path<String>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    leaf(&s, &headers, &uri, &tag, "segment").await
+    leaf(&s, &headers, &peer, &uri, &tag, "segment").await
 }
 
 async fn leaf_snowflake(
     State(s): State<Arc<HttpState>>,
+    ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
     Path(key): Path<String>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    leaf(&s, &headers, &uri, &key, "snowflake").await
+    leaf(&s, &headers, &peer, &uri, &key, "snowflake").await
 }
 
 /// One id as Leaf's controller answers it. `key` names a generator of the path's kind (for
 /// segment paths also a segment generator's `tag`, Leaf's biz_tag).
-async fn leaf(s: &HttpState, headers: &HeaderMap, uri: &Uri, key: &str, kind: &str) -> Response {
+async fn leaf(
+    s: &HttpState,
+    headers: &HeaderMap,
+    peer: &SocketAddr,
+    uri: &Uri,
+    key: &str,
+    kind: &str,
+) -> Response {
     let generator = resolve_leaf_key(&s.proxy, key, kind);
     let r = match generator {
-        Ok(g) => s.serve(headers, &g, 1).await,
-        Err(e) => match s.caller(headers) {
+        Ok(g) => s.serve(headers, peer, &g, 1).await,
+        Err(e) => match s.caller(headers, peer) {
             Err(r) => Err(r),
             // Users with a list learn nothing about names outside it.
             Ok(u) if !u.may_call(key) => Err(Refusal::Id(IdError::Denied {
@@ -170,6 +218,7 @@ async fn leaf(s: &HttpState, headers: &HeaderMap, uri: &Uri, key: &str, kind: &s
         )
             .into_response(),
         Err(Refusal::Unauthenticated(why)) => unauthenticated(why),
+        Err(Refusal::Throttled(wait)) => throttled(wait),
         Err(Refusal::Id(e @ IdError::Denied { .. })) => (
             StatusCode::FORBIDDEN,
             Json(json!({ "error": e.to_string() })),
@@ -220,17 +269,18 @@ fn resolve_leaf_key(proxy: &Proxy, key: &str, kind: &str) -> Result<String, IdEr
 /// `GET /ids/{generator}?count=n`: `{"generator", "first", "last", "count"}`.
 async fn block(
     State(s): State<Arc<HttpState>>,
+    ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
     Path(generator): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
     let r = match q.get("count").map(|c| ids::parse_count(c, s.max_count)) {
-        Some(Err(e)) => match s.caller(&headers) {
+        Some(Err(e)) => match s.caller(&headers, &peer) {
             Err(r) => Err(r),
             Ok(_) => Err(Refusal::Id(e)),
         },
-        Some(Ok(n)) => s.serve(&headers, &generator, n).await,
-        None => s.serve(&headers, &generator, 1).await,
+        Some(Ok(n)) => s.serve(&headers, &peer, &generator, n).await,
+        None => s.serve(&headers, &peer, &generator, 1).await,
     };
     s.record(&r);
     match r {
@@ -242,6 +292,7 @@ async fn block(
         }))
         .into_response(),
         Err(Refusal::Unauthenticated(why)) => unauthenticated(why),
+        Err(Refusal::Throttled(wait)) => throttled(wait),
         Err(Refusal::Id(e)) => {
             (status_of(&e), Json(json!({ "error": e.to_string() }))).into_response()
         }

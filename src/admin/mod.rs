@@ -8,7 +8,8 @@ pub mod client_errors;
 pub mod generators;
 pub mod histogram;
 pub mod http;
-mod http_conn;
+pub mod http_conn;
+mod http_serve;
 pub mod id_http;
 pub mod ids;
 pub mod kill;
@@ -29,10 +30,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::info;
 
-use self::http_conn::BoundedListener;
 pub use self::metrics::Metrics;
+use crate::config::ListenerTls;
 use crate::proxy::Proxy;
 use crate::server::StartError;
+use tokio_rustls::TlsAcceptor;
 
 /// Binds every configured admin and ID-service listener (so a taken port fails startup) and
 /// serves them in the background until `stop` turns true.
@@ -43,23 +45,38 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
         let checker = ready::Checker::new(cfg, Duration::from_millis(admin.check_timeout_ms));
         let app = http::router(proxy.clone(), checker);
         info!(listen = %admin.listen, "admin HTTP listener ready");
-        let listener = BoundedListener::new(listener, ADMIN_CONNECTIONS, ADMIN_IDLE);
-        tokio::spawn(serve_http(listener, app, stop.clone()));
+        let tls = listener_tls(proxy, "admin.tls", &admin.tls, HTTP_ALPN)?;
+        tokio::spawn(http_serve::serve(
+            listener,
+            tls,
+            app,
+            ADMIN_LIMITS,
+            stop.clone(),
+        ));
     }
     if let Some(ids) = &cfg.id_service {
         if let Some(addr) = &ids.http {
             let listener = bind(addr).await?;
             let app = id_http::router(proxy.clone(), ids.max_count);
             info!(listen = %addr, "ID service HTTP listener ready");
-            let idle = Duration::from_millis(ids.idle_timeout_ms);
-            let listener = BoundedListener::new(listener, ids.max_connections, idle);
-            tokio::spawn(serve_http(listener, app, stop.clone()));
+            let limits = http_serve::Limits {
+                max_connections: ids.max_connections,
+                per_host: ids.max_connections_per_host,
+                idle: Duration::from_millis(ids.idle_timeout_ms),
+                login: Duration::from_millis(ids.login_timeout_ms),
+                request: Duration::from_millis(ids.request_timeout_ms),
+                max_bytes: ids.max_frame_bytes,
+            };
+            let tls = listener_tls(proxy, "id_service.tls", &ids.tls, HTTP_ALPN)?;
+            tokio::spawn(http_serve::serve(listener, tls, app, limits, stop.clone()));
         }
         if let Some(addr) = &ids.resp {
             let listener = bind(addr).await?;
             info!(listen = %addr, "ID service Redis-protocol listener ready");
+            let tls = listener_tls(proxy, "id_service.tls", &ids.tls, &[])?;
             tokio::spawn(resp::serve(
                 listener,
+                tls,
                 proxy.clone(),
                 ids.clone(),
                 stop.clone(),
@@ -67,6 +84,30 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
         }
     }
     Ok(())
+}
+
+/// HTTPS offers HTTP/1.1 by ALPN (the only version these listeners speak).
+const HTTP_ALPN: &[&[u8]] = &[b"http/1.1"];
+
+/// A listener's TLS acceptor: the MySQL port's for `true`, its own for `{cert, key}`.
+fn listener_tls(
+    proxy: &Proxy,
+    key: &str,
+    tls: &Option<ListenerTls>,
+    alpn: &[&[u8]],
+) -> Result<Option<TlsAcceptor>, StartError> {
+    match tls {
+        None => Ok(None),
+        Some(ListenerTls::Shared) => match &proxy.tls {
+            Some(a) => Ok(Some(a.clone())),
+            // Validation refuses this; never fall back to plain TCP silently.
+            None => Err(StartError::Tls(crate::tls::TlsError::Rejected {
+                what: key.to_string(),
+                message: "true needs the top-level `tls:`".into(),
+            })),
+        },
+        Some(ListenerTls::Files(f)) => Ok(Some(crate::tls::listener::acceptor(f, alpn)?)),
+    }
 }
 
 async fn bind(addr: &str) -> Result<TcpListener, StartError> {
@@ -78,16 +119,13 @@ async fn bind(addr: &str) -> Result<TcpListener, StartError> {
         })
 }
 
-/// Scrapers and probes need few connections; a stuck one is dropped after this long.
-const ADMIN_CONNECTIONS: usize = 64;
-const ADMIN_IDLE: Duration = Duration::from_secs(30);
-
-async fn serve_http(listener: BoundedListener, app: axum::Router, mut stop: watch::Receiver<bool>) {
-    let shutdown = async move { crate::server::stopped(&mut stop).await };
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
-        tracing::warn!(error = %e, "HTTP listener stopped");
-    }
-}
+/// Scrapers and probes need few connections and small requests; a stuck connection is dropped
+/// after 30 s, a silent new one after 5 s.
+const ADMIN_LIMITS: http_serve::Limits = http_serve::Limits {
+    max_connections: 64,
+    per_host: 32,
+    idle: Duration::from_secs(30),
+    login: Duration::from_secs(5),
+    request: Duration::from_secs(10),
+    max_bytes: 16 << 10,
+};

@@ -19,7 +19,7 @@ pub use schema::{
     AuthPluginName, Backend, BackendAccount, CommitMode, Config, PoolSettings, SequenceStore,
     Transactions, User,
 };
-pub use tls::{BackendTls, BackendTlsMode, ServerTls, TlsFiles};
+pub use tls::{BackendTls, BackendTlsMode, ListenerTls, ServerTls, TlsFiles};
 
 use std::path::Path;
 

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ListenerTls;
+
 /// `admin:` the HTTP listener for /health, /ready, /generators and /metrics.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -11,6 +13,9 @@ pub struct AdminConfig {
     /// Time each readiness check (a backend ping, the sequence store) may take.
     #[serde(default = "default_check_timeout")]
     pub check_timeout_ms: u64,
+    /// HTTPS: `true` (the `tls:` certificate) or `{cert, key}`; plain HTTP when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ListenerTls>,
 }
 
 /// `id_service:` ids for callers that are not SQL clients, from the same generators and users.
@@ -33,8 +38,26 @@ pub struct IdServiceConfig {
     #[serde(default = "default_idle_timeout")]
     pub idle_timeout_ms: u64,
     /// Largest Redis-protocol request (bytes); larger gets an error and the connection closes.
+    /// Also the most bytes of an HTTP request's headers (431) and body (413).
     #[serde(default = "default_max_frame")]
     pub max_frame_bytes: usize,
+    /// Time an HTTP request's headers (and the next request on a kept-alive connection), or a
+    /// Redis-protocol request once its first byte came, may take to arrive.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_ms: u64,
+    /// Time a connection has to log in (Redis protocol) or send its first request (HTTP).
+    #[serde(default = "default_login_timeout")]
+    pub login_timeout_ms: u64,
+    /// Connections one client host may hold on each listener (at most `max_connections`).
+    #[serde(default = "default_max_connections_per_host")]
+    pub max_connections_per_host: usize,
+    /// TLS on both listeners (HTTPS, Redis protocol over TLS): `true` (the `tls:` certificate)
+    /// or `{cert, key}`; plain TCP when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ListenerTls>,
+    /// Accept passwords (HTTP Basic, `AUTH`) over plain TCP on a non-loopback address.
+    #[serde(default)]
+    pub allow_plaintext_auth: bool,
 }
 
 fn default_check_timeout() -> u64 {
@@ -52,6 +75,15 @@ fn default_idle_timeout() -> u64 {
 fn default_max_frame() -> usize {
     64 << 10
 }
+fn default_request_timeout() -> u64 {
+    10_000
+}
+fn default_login_timeout() -> u64 {
+    5_000
+}
+fn default_max_connections_per_host() -> usize {
+    256
+}
 
 /// Checks the listeners' settings (addresses, bounds).
 pub(super) fn validate(cfg: &super::Config) -> Result<(), super::ConfigError> {
@@ -66,6 +98,7 @@ pub(super) fn validate(cfg: &super::Config) -> Result<(), super::ConfigError> {
     };
     if let Some(a) = &cfg.admin {
         addr("admin.listen", &a.listen)?;
+        listener_tls(cfg, "admin.tls", &a.tls)?;
         if !(1..=60_000).contains(&a.check_timeout_ms) {
             return bad(format!(
                 "admin.check_timeout_ms: {} is outside 1 ..= 60000",
@@ -101,13 +134,56 @@ pub(super) fn validate(cfg: &super::Config) -> Result<(), super::ConfigError> {
             s.max_frame_bytes
         ));
     }
-    if s.idle_timeout_ms < 100 {
-        return bad(format!(
-            "id_service.idle_timeout_ms: {} is below 100",
-            s.idle_timeout_ms
-        ));
+    for (key, ms) in [
+        ("idle_timeout_ms", s.idle_timeout_ms),
+        ("request_timeout_ms", s.request_timeout_ms),
+        ("login_timeout_ms", s.login_timeout_ms),
+    ] {
+        if ms < 100 {
+            return bad(format!("id_service.{key}: {ms} is below 100"));
+        }
+    }
+    if s.max_connections_per_host == 0 {
+        return bad("id_service.max_connections_per_host: must be at least 1".into());
+    }
+    listener_tls(cfg, "id_service.tls", &s.tls)?;
+    if s.tls.is_none() && !s.allow_plaintext_auth {
+        for (key, a) in [("id_service.http", &s.http), ("id_service.resp", &s.resp)] {
+            let Some(a) = a else { continue };
+            let loopback = a
+                .parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| a.ip().is_loopback());
+            if !loopback {
+                return bad(format!(
+                    "{key}: {a} is not a loopback address, and without id_service.tls the passwords \
+                     callers send would cross the network in clear; set id_service.tls (`true` for \
+                     the `tls:` certificate, or {{cert, key}}), or id_service.allow_plaintext_auth: \
+                     true to accept that"
+                ));
+            }
+        }
     }
     Ok(())
+}
+
+/// A listener's `tls`: `true` needs the top-level certificate; files must load.
+fn listener_tls(
+    cfg: &super::Config,
+    key: &str,
+    tls: &Option<ListenerTls>,
+) -> Result<(), super::ConfigError> {
+    let bad = |m: String| Err(super::ConfigError::Yaml(m));
+    match tls {
+        None => Ok(()),
+        Some(ListenerTls::Shared) if cfg.tls.is_none() => bad(format!(
+            "{key}: true uses the certificate of the top-level `tls:`, which is not set; set `tls:` or give {key}: {{cert, key}}"
+        )),
+        Some(ListenerTls::Shared) => Ok(()),
+        Some(ListenerTls::Files(f)) => match crate::tls::server::load(f) {
+            Ok(_) => Ok(()),
+            Err(e) => bad(format!("{key}: {e}")),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -138,7 +214,21 @@ default_backend: b
             ),
             (100_000, 1024, 65536, 300_000)
         );
+        assert_eq!(
+            (
+                s.request_timeout_ms,
+                s.login_timeout_ms,
+                s.max_connections_per_host
+            ),
+            (10_000, 5_000, 256)
+        );
         assert!(check("").unwrap().admin.is_none());
+        // Plain TCP off loopback only when the configuration says so; the admin listener takes
+        // no passwords.
+        check("id_service: {http: 0.0.0.0:1, allow_plaintext_auth: true}\n").unwrap();
+        check("tls: auto\nid_service: {http: 0.0.0.0:1, resp: '[::]:2', tls: true}\n").unwrap();
+        check("admin: {listen: 0.0.0.0:1}\n").unwrap();
+        check("id_service: {http: '[::1]:1'}\n").unwrap();
         for (yaml, says) in [
             (
                 "admin: {listen: nowhere}\n",
@@ -166,6 +256,39 @@ default_backend: b
                 "id_service: {resp: 127.0.0.1:1, idle_timeout_ms: 5}\n",
                 "idle_timeout_ms: 5",
             ),
+            (
+                "id_service: {resp: 127.0.0.1:1, request_timeout_ms: 0}\n",
+                "request_timeout_ms: 0 is below 100",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, login_timeout_ms: 1}\n",
+                "login_timeout_ms: 1",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, max_connections_per_host: 0}\n",
+                "max_connections_per_host",
+            ),
+            (
+                "id_service: {http: 0.0.0.0:1}\n",
+                "id_service.http: 0.0.0.0:1 is not a loopback address",
+            ),
+            (
+                "id_service: {resp: 10.1.2.3:1}\n",
+                "set id_service.tls",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, tls: true}\n",
+                "id_service.tls: true uses the certificate of the top-level `tls:`, which is not set",
+            ),
+            (
+                "admin: {listen: 0.0.0.0:1, tls: true}\n",
+                "admin.tls: true uses",
+            ),
+            (
+                "admin: {listen: 0.0.0.0:1, tls: {cert: /nonexistent.pem, key: /k.pem}}\n",
+                "admin.tls: cannot read /nonexistent.pem",
+            ),
+            ("id_service: {resp: 127.0.0.1:1, tls: false}\n", "leave `tls` out"),
             ("admin: {listen: 127.0.0.1:1, port: 3}\n", "port"),
         ] {
             let e = check(yaml).unwrap_err();

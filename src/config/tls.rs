@@ -58,6 +58,51 @@ impl<'de> Deserialize<'de> for ServerTls {
     }
 }
 
+/// `id_service.tls` / `admin.tls`: `true` (the certificate of the top-level `tls:`) or the
+/// listener's own `{cert, key}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListenerTls {
+    Shared,
+    Files(TlsFiles),
+}
+
+impl Serialize for ListenerTls {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ListenerTls::Shared => s.serialize_bool(true),
+            ListenerTls::Files(f) => f.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ListenerTls {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ListenerTls;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "`true` (the `tls:` certificate) or {cert: <PEM file>, key: <PEM file>}",
+                )
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ListenerTls, E> {
+                if v {
+                    Ok(ListenerTls::Shared)
+                } else {
+                    Err(E::custom(
+                        "tls: false: leave `tls` out for plain TCP; give `true` (the `tls:` certificate) or {cert, key}",
+                    ))
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ListenerTls, A::Error> {
+                TlsFiles::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(ListenerTls::Files)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// How idgate connects to one backend.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

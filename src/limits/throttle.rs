@@ -2,6 +2,8 @@
 //! before its next connection is served: `auth_backoff_ms`, doubling with each further failure up
 //! to `MAX_BACKOFF`. Unlike MariaDB's max_connect_errors the block ends by itself; a successful
 //! login clears the host's count, and a host quiet for `FORGET_AFTER` is forgotten.
+//! One instance serves every listener (MySQL port, ID service over HTTP and the Redis protocol),
+//! so a guesser cannot multiply its attempts by switching protocols.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -57,9 +59,21 @@ impl AuthThrottle {
     }
 
     fn check_at(&self, host: &str, now: Instant) -> Result<(), SqlError> {
+        match self.wait_at(host, now) {
+            Some(wait) => Err(host_blocked(host, wait)),
+            None => Ok(()),
+        }
+    }
+
+    /// How long `host` must still wait before a login is tried, if it must.
+    pub fn wait(&self, host: &str) -> Option<Duration> {
+        self.wait_at(host, Instant::now())
+    }
+
+    fn wait_at(&self, host: &str, now: Instant) -> Option<Duration> {
         match self.hosts().get(host).and_then(|h| h.blocked_until) {
-            Some(until) if until > now => Err(host_blocked(host, until - now)),
-            _ => Ok(()),
+            Some(until) if until > now => Some(until - now),
+            _ => None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub mod backend;
 pub mod files;
+pub mod listener;
 pub mod outcomes;
 pub mod sequence_store;
 pub mod server;

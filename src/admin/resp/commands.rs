@@ -17,6 +17,8 @@ pub struct Conn<'p> {
     /// 2 or 3 (after `HELLO 3`).
     pub proto: u8,
     user: Option<User>,
+    /// The client's address, as the login throttle counts it.
+    host: String,
     /// The last id each generator gave this connection.
     last: HashMap<String, u64>,
     max_count: u64,
@@ -33,15 +35,20 @@ const NOAUTH: &str = "NOAUTH Authentication required.";
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 impl<'p> Conn<'p> {
-    pub fn new(proxy: &'p Proxy, id: u64, max_count: u64) -> Conn<'p> {
+    pub fn new(proxy: &'p Proxy, id: u64, max_count: u64, host: String) -> Conn<'p> {
         Conn {
             proxy,
             id,
             proto: 2,
             user: None,
+            host,
             last: HashMap::new(),
             max_count,
         }
+    }
+
+    pub fn authenticated(&self) -> bool {
+        self.user.is_some()
     }
 
     /// Answers one request.
@@ -91,16 +98,30 @@ impl<'p> Conn<'p> {
         self.login(&user, pass)
     }
 
+    /// Checks a password under the login throttle shared with the MySQL port and HTTP.
     fn login(&mut self, user: &str, pass: &[u8]) -> Reply {
-        let Ok(pass) = std::str::from_utf8(pass) else {
-            return Reply::err(WRONGPASS);
-        };
-        match crate::admin::auth::check(self.proxy, user, pass) {
+        let throttle = &self.proxy.auth_throttle;
+        if let Some(wait) = throttle.wait(&self.host) {
+            // Not even a right password is checked while the host waits, so guessing learns
+            // nothing during the backoff.
+            self.count("denied");
+            return Reply::err(format!(
+                "ERR too many failed logins from host '{}'; try again in {} ms (max_auth_failures)",
+                self.host,
+                wait.as_millis().max(1)
+            ));
+        }
+        let checked = std::str::from_utf8(pass)
+            .ok()
+            .and_then(|pass| crate::admin::auth::check(self.proxy, user, pass));
+        match checked {
             Some(u) => {
+                throttle.succeeded(&self.host);
                 self.user = Some(u);
                 Reply::Simple("OK")
             }
             None => {
+                throttle.failed(&self.host);
                 self.count("denied");
                 Reply::err(WRONGPASS)
             }

@@ -43,16 +43,56 @@ pub fn parse(buf: &[u8], max_frame: usize) -> Result<Option<Parsed>, ProtocolErr
         .ok()
         .map(|s| s.trim_end_matches('\r'))
         .and_then(|s| s.parse::<i64>().ok());
-    match count {
-        Some(n) if (0..=MAX_ARGS as i64).contains(&n) => {}
+    let count = match count {
+        Some(n) if (0..=MAX_ARGS as i64).contains(&n) => n as usize,
         _ => return Err(ProtocolError("invalid multibulk length".into())),
-    }
+    };
+    check_lengths(buf, end + 1, count, max_frame)?;
     match decode2(buf) {
         Ok(None) if buf.len() > max_frame => Err(too_big(max_frame)),
         Ok(None) => Ok(None),
         Ok(Some((frame, used))) => Ok(Some((args_of(frame)?, used))),
         Err(e) => Err(ProtocolError(e.to_string())),
     }
+}
+
+/// Walks the bulk-string headers of an array request from `pos`, as far as they have arrived,
+/// and refuses a declared length over `max_frame` (Redis's words for a length over its
+/// `proto-max-bulk-len`) or a request whose declared lengths add up past it, before any byte of
+/// that string is waited for. Anything else is left to the decoder.
+fn check_lengths(
+    buf: &[u8],
+    mut pos: usize,
+    count: usize,
+    max_frame: usize,
+) -> Result<(), ProtocolError> {
+    for _ in 0..count {
+        let Some(rest) = buf.get(pos..).filter(|r| r.first() == Some(&b'$')) else {
+            return Ok(());
+        };
+        let Some(end) = rest.iter().take(24).position(|&b| b == b'\n') else {
+            return if rest.len() >= 24 {
+                Err(invalid_bulk())
+            } else {
+                Ok(())
+            };
+        };
+        let len = std::str::from_utf8(&rest[1..end])
+            .ok()
+            .map(|s| s.trim_end_matches('\r'))
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&n| n <= max_frame)
+            .ok_or_else(invalid_bulk)?;
+        pos += end + 1 + len + 2;
+        if pos > max_frame {
+            return Err(too_big(max_frame));
+        }
+    }
+    Ok(())
+}
+
+fn invalid_bulk() -> ProtocolError {
+    ProtocolError("invalid bulk length".into())
 }
 
 fn too_big(max: usize) -> ProtocolError {
@@ -212,6 +252,29 @@ mod tests {
         let big = format!("*1\r\n${}\r\n{}", 5000, "x".repeat(2000));
         assert!(parse(big.as_bytes(), 1024).is_err());
         assert!(parse(big.as_bytes(), 1 << 20).unwrap().is_none());
+        // A declared length is judged from its header alone, before its bytes come.
+        let said = |r: Result<Option<Parsed>, ProtocolError>| r.unwrap_err().0;
+        assert_eq!(
+            said(parse(b"*2\r\n$4\r\nINCR\r\n$1025\r\n", 1024)),
+            "invalid bulk length"
+        );
+        assert_eq!(
+            said(parse(b"*1\r\n$999999999999999999999\r\n", 1024)),
+            "invalid bulk length"
+        );
+        assert_eq!(said(parse(b"*1\r\n$-1\r\n", 1024)), "invalid bulk length");
+        assert_eq!(
+            said(parse(b"*1\r\n$123456789012345678901234", 1024)),
+            "invalid bulk length"
+        );
+        assert!(parse(b"*2\r\n$4\r\nINCR\r\n$1000\r\n", 1024)
+            .unwrap()
+            .is_none());
+        assert!(parse(b"*1\r\n$10", 1024).unwrap().is_none());
+        // Each within the cap, together over it.
+        let two = format!("*2\r\n$600\r\n{}\r\n$600\r\n", "x".repeat(600));
+        let e = said(parse(two.as_bytes(), 1024));
+        assert!(e.starts_with("request larger than 1024 bytes"), "{e}");
         assert!(parse(&[b'a'; 2000], 1024).is_err());
         assert!(parse(b"*1\r\n:5\r\n", 1024).is_err());
     }
