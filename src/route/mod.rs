@@ -53,6 +53,8 @@ mod insert_ids_tests;
 #[cfg(test)]
 mod insert_tests;
 #[cfg(test)]
+mod placement_invariant_tests;
+#[cfg(test)]
 mod planner_tests;
 #[cfg(test)]
 mod statement_tests;

@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::colocate::{check_colocated, rule_for};
+use super::colocate::{check_colocated, default_only_table, rule_for};
 use super::plan::{
     unsupported, Fill, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan, Term,
 };
@@ -67,7 +67,18 @@ pub fn plan(
         .or_else(|| sharded_rules().next())
         .map(|r| Arc::clone(r))
     else {
-        // Only broadcast tables: every backend has the rows.
+        // Only broadcast tables: every backend has the rows. A write that reads a table of
+        // the default backend alone would fail (or read a stale copy) on the others.
+        if a.kind != DmlKind::Select {
+            if let Some(single) = default_only_table(ctx, &a) {
+                return Err(unsupported(format!(
+                    "a write to broadcast table `{}` that reads `{single}` (on the default \
+                     backend only) is not supported; read `{single}` first and write the values, \
+                     or configure `{single}` as broadcast",
+                    placed[0].name
+                )));
+            }
+        }
         return Ok(whole(match a.kind {
             DmlKind::Select => ShapeKind::Forward,
             _ => ShapeKind::BroadcastWrite(placed[0].backends().to_vec()),

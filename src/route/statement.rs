@@ -152,7 +152,10 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
                     let rule = rule.clone();
                     Plan::Insert(Box::new((a, rule)))
                 }
-                None => Plan::Forward(kind),
+                None => match reads_placed_tables(stmt, &a, ctx) {
+                    Some(rule) => Plan::Insert(Box::new((a, rule))),
+                    None => Plan::Forward(kind),
+                },
             }
         }
         StatementKind::Select
@@ -184,4 +187,34 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
         }
         _ => Plan::Forward(kind),
     }
+}
+
+/// For an `INSERT … SELECT` into a table on the default backend (not configured, so no ids to
+/// fill) whose SELECT reads sharded or broadcast tables: a rule placing the target there, so
+/// idgate reads the SELECT through its routing and writes the rows, as it does for configured
+/// targets. Forwarded, the default backend would read only its own part of a sharded table.
+fn reads_placed_tables(
+    stmt: &[u8],
+    a: &InsertAnalysis,
+    ctx: &StatementContext,
+) -> Option<Arc<TableRule>> {
+    let sql::InsertBody::Select { query } = &a.body else {
+        return None;
+    };
+    let source = stmt.get(query.clone())?;
+    if !ctx.tables.tables.placed_mentioned_in(source) {
+        return None;
+    }
+    Some(Arc::new(TableRule {
+        schema: a.table.schema.clone(),
+        name: a.table.name.clone(),
+        // No generator: every row keeps the values the SELECT gives it.
+        id_column: String::new(),
+        generator: None,
+        explicit_ids: Default::default(),
+        bias_column: None,
+        placement: super::Placement::Single {
+            backend: ctx.default_backend.to_string(),
+        },
+    }))
 }
