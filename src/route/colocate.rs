@@ -36,7 +36,7 @@ pub fn default_only_table(ctx: &PlanContext, a: &DmlAnalysis) -> Option<String> 
 }
 
 /// Where rows of a sharded table live: tables placed alike keep equal sharding values together.
-fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], Vec<String>)> {
+pub(super) fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], Vec<String>)> {
     match &rule.placement {
         Placement::Sharded {
             columns,

@@ -20,6 +20,7 @@
 pub mod algorithm;
 pub mod cache;
 pub mod colocate;
+mod ddl;
 pub mod explain;
 pub mod insert;
 pub mod insert_ids;

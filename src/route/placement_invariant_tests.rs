@@ -51,6 +51,10 @@ fn tables() -> Tables {
                 backend: DEFAULT.into(),
             },
         ),
+        TableRule {
+            schema: Some("otherdb".into()),
+            ..rule("events", sharded("id", &["s1", "s2"]))
+        },
     ])
 }
 
@@ -163,6 +167,22 @@ const SHAPES: &[(&str, bool)] = &[
     ("UPDATE orders SET x = 2 WHERE id = 9", true),
     ("UPDATE countries SET name = 'x' WHERE id = 1", true),
     ("DELETE FROM archive WHERE id IN (1, 2)", true),
+    // DDL: rules matched by schema; foreign keys only where the shards can hold them.
+    ("CREATE TABLE events (id INT)", true),
+    ("CREATE TABLE otherdb.events (id INT)", true),
+    ("ALTER TABLE archive ADD COLUMN note TEXT", true),
+    ("DROP TABLE IF EXISTS orders", true),
+    ("TRUNCATE TABLE shop.orders", true),
+    ("CREATE INDEX k ON archive (note)", true),
+    ("CREATE TABLE notes2 (id INT, oid INT REFERENCES orders (id))", false),
+    ("ALTER TABLE notes ADD FOREIGN KEY (oid) REFERENCES orders (id)", false),
+    ("ALTER TABLE items ADD FOREIGN KEY (x) REFERENCES orders (id)", false),
+    ("ALTER TABLE archive ADD FOREIGN KEY (id) REFERENCES orders (id)", false),
+    ("ALTER TABLE countries ADD FOREIGN KEY (oid) REFERENCES orders (id)", false),
+    ("ALTER TABLE orders ADD FOREIGN KEY (uid) REFERENCES users (id)", false),
+    ("ALTER TABLE items ADD FOREIGN KEY (order_id) REFERENCES orders (id)", true),
+    ("ALTER TABLE orders ADD FOREIGN KEY (country) REFERENCES countries (id)", true),
+    ("CREATE TABLE notes3 (id INT, c INT REFERENCES countries (id))", true),
 ];
 
 #[test]
@@ -206,7 +226,7 @@ fn every_statement_sent_to_a_backend_names_only_tables_it_holds() {
 }
 
 #[test]
-fn a_sharded_table_joined_to_a_default_backend_table_runs_in_the_gateway() {
+fn mixed_placements_run_in_the_gateway_or_are_refused() {
     let tables = tables();
     let cache = PlanCache::new(8);
     let ctx = StatementContext {
@@ -241,6 +261,24 @@ fn a_sharded_table_joined_to_a_default_backend_table_runs_in_the_gateway() {
         "{}",
         e.message
     );
+    // A foreign key the shards cannot hold is refused, saying why and what to do.
+    let stmt = "ALTER TABLE notes ADD FOREIGN KEY (oid) REFERENCES orders (id)";
+    let Plan::Refuse(e) = plan(stmt.as_bytes(), &ctx) else {
+        panic!("{stmt}");
+    };
+    assert_eq!(e.code, sql::ER_NOT_SUPPORTED_YET);
+    assert!(e.message.contains("Vitess"), "{}", e.message);
+    // Colocated tables keep their key on every shard of both.
+    let stmt = "ALTER TABLE items ADD FOREIGN KEY (order_id) REFERENCES orders (id)";
+    assert!(
+        matches!(plan(stmt.as_bytes(), &ctx), Plan::Routed(Route::Everywhere(bs), _) if bs == ["s0", "s1"]),
+        "{stmt}"
+    );
+    // A rule for another schema's table is not this one's.
+    assert!(matches!(
+        plan(b"CREATE TABLE events (id INT)", &ctx),
+        Plan::Forward(_)
+    ));
     // INSERT … SELECT into a table of the default backend reads its source through idgate.
     let stmt = "INSERT INTO notes SELECT * FROM orders";
     assert!(

@@ -5,6 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::colocate::{check_colocated, default_only_table, rule_for};
+use super::ddl::ddl_backends;
 use super::plan::{
     unsupported, Fill, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan, Term,
 };
@@ -25,31 +26,23 @@ pub fn plan(
         Err(e) if ctx.tables.placed_mentioned_in(stmt) => return Err(e.into()),
         Err(_) => return Ok(forward()),
     };
-    let rules: Vec<Arc<TableRule>> = if a.kind == DmlKind::Ddl {
-        ctx.tables.placed_rules_named_in(stmt)
-    } else {
-        a.relations
-            .iter()
-            .filter_map(|t| rule_for(ctx, t))
-            .collect()
-    };
+    if a.kind == DmlKind::Ddl {
+        return Ok(match ddl_backends(stmt, ctx)? {
+            Some(backends) => whole(ShapeKind::Everywhere(backends)),
+            None => forward(),
+        });
+    }
+    let rules: Vec<Arc<TableRule>> = a
+        .relations
+        .iter()
+        .filter_map(|t| rule_for(ctx, t))
+        .collect();
     let placed: Vec<&Arc<TableRule>> = rules
         .iter()
         .filter(|r| !matches!(r.placement, Placement::Single { .. }))
         .collect();
     if placed.is_empty() {
         return Ok(forward());
-    }
-    if a.kind == DmlKind::Ddl {
-        let mut backends: Vec<String> = Vec::new();
-        for r in &placed {
-            for b in r.backends() {
-                if !backends.contains(b) {
-                    backends.push(b.clone());
-                }
-            }
-        }
-        return Ok(whole(ShapeKind::Everywhere(backends)));
     }
     let sharded_rules = || {
         placed
