@@ -197,6 +197,7 @@ fn every_statement_sent_to_a_backend_names_only_tables_it_holds() {
         plans: &cache,
         generation: 0,
         default_backend: DEFAULT,
+        backends: &[],
         generators: false,
         local_files: false,
         caller: None,
@@ -237,6 +238,7 @@ fn mixed_placements_run_in_the_gateway_or_are_refused() {
         plans: &cache,
         generation: 0,
         default_backend: DEFAULT,
+        backends: &[],
         generators: false,
         local_files: false,
         caller: None,
@@ -285,4 +287,39 @@ fn mixed_placements_run_in_the_gateway_or_are_refused() {
         matches!(plan(stmt.as_bytes(), &ctx), Plan::Insert(b) if b.1.generator.is_none()),
         "{stmt}"
     );
+}
+
+#[test]
+fn databases_are_made_and_dropped_on_every_backend() {
+    let tables = tables();
+    let cache = PlanCache::new(8);
+    let all = ["s0".to_string(), "s1".into(), "s2".into()];
+    let ctx = |backends| StatementContext {
+        tables: PlanContext {
+            db: Some("shop"),
+            tables: &tables,
+        },
+        plans: &cache,
+        generation: 0,
+        default_backend: DEFAULT,
+        backends,
+        generators: false,
+        local_files: false,
+        caller: None,
+    };
+    for stmt in [
+        "CREATE DATABASE IF NOT EXISTS shop2",
+        "DROP SCHEMA old_shop",
+        "ALTER DATABASE CHARACTER SET latin1",
+    ] {
+        match plan(stmt.as_bytes(), &ctx(&all)) {
+            Plan::Database { backends, .. } => assert_eq!(backends, all, "{stmt}"),
+            other => panic!("{stmt}: {other:?}"),
+        }
+        // One backend: nothing to spread.
+        assert!(matches!(
+            plan(stmt.as_bytes(), &ctx(&all[..1])),
+            Plan::Forward(_)
+        ));
+    }
 }

@@ -41,6 +41,11 @@ pub enum Plan {
         backends: Vec<String>,
         names: Vec<String>,
     },
+    /// `CREATE`/`DROP`/`ALTER DATABASE`: on every backend, the default one (first) answering.
+    Database {
+        ddl: sql::DatabaseDdl,
+        backends: Vec<String>,
+    },
     /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
     ExplainRoute(Range<usize>),
     Refuse(SqlError),
@@ -57,6 +62,7 @@ impl Plan {
             Plan::Insert(_) => Some(StatementKind::Insert),
             Plan::NextValues { .. } | Plan::Join(_) => Some(StatementKind::Select),
             Plan::ListTables { .. } => Some(StatementKind::Show),
+            Plan::Database { .. } => Some(StatementKind::Ddl),
             _ => None,
         }
     }
@@ -78,6 +84,8 @@ pub struct StatementContext<'a> {
     pub plans: &'a PlanCache,
     pub generation: u64,
     pub default_backend: &'a str,
+    /// Every backend, the default one first.
+    pub backends: &'a [String],
     /// Any generator is configured (`NEXTVAL` may name one).
     pub generators: bool,
     /// The client announced CLIENT_LOCAL_FILES.
@@ -140,6 +148,15 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
             };
         }
     }
+    if kind == StatementKind::Ddl && ctx.backends.len() > 1 {
+        // A database lives on every backend: the shards must have it for their tables.
+        if let Some(ddl) = sql::database_ddl(stmt) {
+            return Plan::Database {
+                ddl,
+                backends: ctx.backends.to_vec(),
+            };
+        }
+    }
     match kind {
         StatementKind::Insert | StatementKind::Replace if tables.mentioned_in(stmt) => {
             let a = match sql::analyze_insert(stmt) {
@@ -193,7 +210,7 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
 /// fill) whose SELECT reads sharded or broadcast tables: a rule placing the target there, so
 /// idgate reads the SELECT through its routing and writes the rows, as it does for configured
 /// targets. Forwarded, the default backend would read only its own part of a sharded table.
-fn reads_placed_tables(
+pub(super) fn reads_placed_tables(
     stmt: &[u8],
     a: &InsertAnalysis,
     ctx: &StatementContext,
