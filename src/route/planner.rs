@@ -84,7 +84,8 @@ pub fn plan(
         .is_some_and(|t| t.name.eq_ignore_ascii_case(&rule.name));
     if !is_target {
         return Err(unsupported(format!(
-            "sharded table `{}` inside a subquery or join is not supported yet",
+            "sharded table `{}` inside a subquery or join is not supported yet; name it first \
+             in FROM, joined to the other tables, or run the other part first and pass its values",
             rule.name
         )));
     }

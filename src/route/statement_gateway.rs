@@ -2,7 +2,7 @@
 //! would: subqueries over placed tables run first and bound in as literals, and joins (or
 //! correlated subqueries) of tables not placed alike run in the gateway.
 
-use super::colocate::{is_colocation_refusal, rule_for};
+use super::colocate::{default_only_table, is_colocation_refusal, rule_for};
 use super::plan::PlanContext;
 use super::statement::Plan;
 use super::Placement;
@@ -49,7 +49,27 @@ pub fn subquery_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
         StatementKind::Update | StatementKind::Delete if !sql::is_multi_table_write(stmt) => {}
         _ => return None,
     }
-    placed_subqueries(stmt, ctx).map(Plan::Subqueries)
+    placed_subqueries(stmt, ctx)
+        .or_else(|| default_backend_subqueries(stmt, ctx))
+        .map(Plan::Subqueries)
+}
+
+/// The outer-level subqueries of `stmt` over tables of the default backend alone (the planner
+/// refused the statement, which names a sharded table too): run first there and bound in, so
+/// the shards get a statement naming only tables they hold.
+fn default_backend_subqueries(stmt: &[u8], ctx: &PlanContext) -> Option<Vec<Subquery>> {
+    let subs: Vec<Subquery> = sql::find_subqueries(stmt)?
+        .into_iter()
+        .filter(|s| {
+            stmt.get(s.inner.clone()).is_some_and(|t| {
+                !ctx.tables.placed_mentioned_in(t)
+                    && sql::analyze_dml(t)
+                        .ok()
+                        .is_some_and(|a| default_only_table(ctx, &a).is_some())
+            })
+        })
+        .collect();
+    (!subs.is_empty()).then_some(subs)
 }
 
 /// Whether `subs[i]` is a correlated subquery the whole statement runs in the gateway for once
