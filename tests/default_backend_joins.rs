@@ -189,6 +189,11 @@ fn joins_with_a_default_backend_table_answer_as_one_server_in_either_order() {
     c.query_drop(copy).unwrap();
     assert_eq!(c.affected_rows(), 8);
     reference.query_drop(copy).unwrap();
+    // Prepared, the same.
+    let copy = "INSERT INTO namedcopy SELECT d.id, d.name FROM dumbcategory d WHERE d.id < ?";
+    c.exec_drop(copy, (3,)).unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    reference.exec_drop(copy, (3,)).unwrap();
     let read = "SELECT id, name FROM namedcopy ORDER BY id";
     let got: Vec<(i32, String)> = c.query(read).unwrap();
     let want: Vec<(i32, String)> = reference.query(read).unwrap();

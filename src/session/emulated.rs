@@ -50,11 +50,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         .as_ref()
                         .map(|d| String::from_utf8_lossy(d).into_owned())
                 });
-                if self
-                    .proxy
-                    .tables
-                    .lookup(schema.as_deref(), &a.table.name)
-                    .is_none()
+                // A SELECT over placed tables must be read through idgate whatever the target.
+                let reads_placed = matches!(&a.body, sql::InsertBody::Select { query }
+                    if stmt.get(query.clone())
+                        .is_some_and(|q| self.proxy.tables.placed_mentioned_in(q)));
+                if !reads_placed
+                    && self
+                        .proxy
+                        .tables
+                        .lookup(schema.as_deref(), &a.table.name)
+                        .is_none()
                 {
                     return;
                 }
@@ -219,7 +224,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .lookup(schema.as_deref(), &a.table.name)
             .cloned()
         else {
-            // The table is no longer configured for this database: run it as written.
+            // Not configured (or no longer, for this database): planned as text, which reads a
+            // SELECT over placed tables through idgate.
             return self.run_text_statement(text).await;
         };
         if matches!(a.body, sql::InsertBody::Select { .. }) {
