@@ -220,6 +220,13 @@ fn table_rules_follow_the_schema_and_foreign_keys_hold_only_where_shards_can_kee
             other => panic!("{sql}: {other:?}"),
         }
     }
+    // One DROP over tables placed differently would fail half-way: refused, both kept.
+    match c.query_drop("DROP TABLE IF EXISTS items, notes") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{}", e.message),
+        other => panic!("{other:?}"),
+    }
+    assert!(has_table(&mut shards[0], "mydb", "notes"));
+    assert!(has_table(&mut shards[1], "mydb", "items"));
     for sh in shards.iter_mut() {
         assert!(!has_table(sh, "mydb", "lines"));
         let keys: u64 = sh

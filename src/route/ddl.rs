@@ -20,6 +20,7 @@ pub fn ddl_backends(stmt: &[u8], ctx: &PlanContext) -> Result<Option<Vec<String>
             for fk in &d.foreign_keys {
                 check_foreign_key(ctx, fk)?;
             }
+            check_placed_alike(ctx, &d.subjects)?;
             d.subjects.iter().filter_map(|t| rule_for(ctx, t)).collect()
         }
         // A statement sqlparser does not read (a view, a trigger): by the names it mentions.
@@ -37,6 +38,38 @@ pub fn ddl_backends(stmt: &[u8], ctx: &PlanContext) -> Result<Option<Vec<String>
         }
     }
     Ok((!backends.is_empty()).then_some(backends))
+}
+
+/// One statement about several tables (`DROP TABLE a, b`, `RENAME TABLE a TO b`) runs as it
+/// is on each backend, so every table it names must live on the same backends: else a backend
+/// without one of them fails the statement after others ran it.
+fn check_placed_alike(ctx: &PlanContext, subjects: &[sql::TableRef]) -> Result<(), SqlError> {
+    let home = |t: &sql::TableRef| {
+        let r = rule_for(ctx, t)?;
+        if matches!(r.placement, Placement::Single { .. }) {
+            return None;
+        }
+        let mut bs = r.backends().to_vec();
+        bs.sort();
+        Some(bs)
+    };
+    let Some(first) = subjects.first() else {
+        return Ok(());
+    };
+    let Some(other) = subjects.iter().find(|t| home(t) != home(first)) else {
+        return Ok(());
+    };
+    let place = |t: &sql::TableRef| describe(rule_for(ctx, t).as_deref());
+    Err(unsupported(format!(
+        "this statement names `{}` ({}) and `{}` ({}), which live on different backends, so no \
+         backend could run it whole; name each table in a statement of its own (to rename a \
+         table, first configure the new name with the same placement in idgate's `tables` and \
+         reload)",
+        first.name,
+        place(first),
+        other.name,
+        place(other),
+    )))
 }
 
 fn describe(rule: Option<&TableRule>) -> &'static str {

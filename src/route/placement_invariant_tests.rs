@@ -183,6 +183,12 @@ const SHAPES: &[(&str, bool)] = &[
     ("ALTER TABLE items ADD FOREIGN KEY (order_id) REFERENCES orders (id)", true),
     ("ALTER TABLE orders ADD FOREIGN KEY (country) REFERENCES countries (id)", true),
     ("CREATE TABLE notes3 (id INT, c INT REFERENCES countries (id))", true),
+    ("DROP TABLE orders, items", true),
+    ("DROP TABLE IF EXISTS orders, notes", false),
+    ("DROP TABLE orders, countries", false),
+    ("RENAME TABLE orders TO orders_old", false),
+    ("ALTER TABLE orders RENAME TO orders_old", false),
+    ("RENAME TABLE notes TO notes_old", true),
 ];
 
 #[test]
@@ -213,7 +219,10 @@ fn every_statement_sent_to_a_backend_names_only_tables_it_holds() {
             assert!(as_is, "{stmt}: sent as it is, as {p:?}");
             for (backend, text) in sends {
                 let a = sql::analyze_dml(&text).unwrap_or_else(|e| panic!("{stmt}: {e:?}"));
-                for t in &a.relations {
+                // DDL: the tables it is about and the parents of its foreign keys too.
+                let ddl = sql::ddl_tables(&text).unwrap_or_default();
+                let parents = ddl.foreign_keys.iter().map(|k| &k.parent);
+                for t in a.relations.iter().chain(&ddl.subjects).chain(parents) {
                     assert!(
                         lives_on(&ctx.tables, t, &a.ctes, &backend),
                         "{stmt}: `{}` is not on `{backend}`, which would get {:?}",
