@@ -217,6 +217,18 @@ fn every_statement_sent_to_a_backend_names_only_tables_it_holds() {
                 continue;
             };
             assert!(as_is, "{stmt}: sent as it is, as {p:?}");
+            // Forwarded whole, a sharded table would be read or changed on one shard only.
+            if matches!(p, Plan::Forward(_)) {
+                let a = sql::analyze_dml(stmt.as_bytes()).ok();
+                let sharded = a.iter().flat_map(|a| &a.relations).find(|t| {
+                    let schema = t.schema.as_deref().or(ctx.tables.db);
+                    ctx.tables
+                        .tables
+                        .lookup(schema, &t.name)
+                        .is_some_and(|r| matches!(r.placement, Placement::Sharded { .. }))
+                });
+                assert!(sharded.is_none(), "{stmt}: forwarded, naming {sharded:?}");
+            }
             for (backend, text) in sends {
                 let a = sql::analyze_dml(&text).unwrap_or_else(|e| panic!("{stmt}: {e:?}"));
                 // DDL: the tables it is about and the parents of its foreign keys too.

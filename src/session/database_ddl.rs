@@ -18,7 +18,7 @@ use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
 use crate::exec::{BackendError, StatementScope};
 use crate::sql::{DatabaseDdl, DatabaseVerb};
-use crate::wire::errors::SqlError;
+use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
 /// MariaDB's "database exists" (CREATE) and "database doesn't exist" (DROP).
@@ -85,7 +85,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
     ) -> Result<Result<packets::OkInfo, SqlError>, End> {
         let Some((default, others)) = backends.split_first() else {
-            return Ok(Err(SqlError::new(1105, b"HY000", "idgate: no backend")));
+            return Ok(Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                "idgate: no backend",
+            )));
         };
         // A DROP's count: the tables only other backends hold, read before they go.
         let mut elsewhere: BTreeSet<Vec<u8>> = BTreeSet::new();
@@ -121,7 +125,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(Collected::Err(p)) => return Ok(Err(backend_error(&p, None))),
             Ok(Collected::Rows { .. }) => {
                 return Ok(Err(SqlError::new(
-                    1105,
+                    errors::ER_UNKNOWN_ERROR,
                     b"HY000",
                     "idgate: the database statement returned rows",
                 )))
@@ -144,7 +148,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         let Some(mut ok) = packets::parse_ok(&first) else {
             return Ok(Err(SqlError::new(
-                1105,
+                errors::ER_UNKNOWN_ERROR,
                 b"HY000",
                 "idgate: malformed OK packet from the default backend",
             )));
