@@ -23,8 +23,19 @@ pub fn ddl_backends(stmt: &[u8], ctx: &PlanContext) -> Result<Option<Vec<String>
             check_placed_alike(ctx, &d.subjects)?;
             d.subjects.iter().filter_map(|t| rule_for(ctx, t)).collect()
         }
-        // A statement sqlparser does not read (a view, a trigger): by the names it mentions.
-        None => ctx.tables.placed_rules_named_in(stmt),
+        // A statement sqlparser does not read (a view, a trigger): by the names it mentions,
+        // a rule limited to a schema only where that schema is the session's or is named.
+        None => ctx
+            .tables
+            .placed_rules_named_in(stmt)
+            .into_iter()
+            .filter(|r| {
+                r.schema.as_deref().is_none_or(|s| {
+                    ctx.db.is_some_and(|d| d.eq_ignore_ascii_case(s))
+                        || sql::identifiers_mention(stmt, &sql::TableNames::new([s]))
+                })
+            })
+            .collect(),
     };
     let mut backends: Vec<String> = Vec::new();
     for r in rules

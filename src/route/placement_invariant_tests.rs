@@ -169,6 +169,7 @@ const SHAPES: &[(&str, bool)] = &[
     ("DELETE FROM archive WHERE id IN (1, 2)", true),
     // DDL: rules matched by schema; foreign keys only where the shards can hold them.
     ("CREATE TABLE events (id INT)", true),
+    ("CREATE VIEW events_v AS SELECT id FROM events", true),
     ("CREATE TABLE otherdb.events (id INT)", true),
     ("ALTER TABLE archive ADD COLUMN note TEXT", true),
     ("DROP TABLE IF EXISTS orders", true),
