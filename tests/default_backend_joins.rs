@@ -70,6 +70,15 @@ const CASES: &[(&str, bool)] = &[
         "SELECT COUNT(*), MAX(n.name) FROM dumbcategory d JOIN namedcategory n ON n.dumb_id = d.id",
         false,
     ),
+    // Correlated subqueries over the default backend's table: a join in the gateway.
+    (
+        "SELECT d.id FROM dumbcategory d WHERE EXISTS (SELECT 1 FROM namedcategory n WHERE n.dumb_id = d.id)",
+        false,
+    ),
+    (
+        "SELECT d.id, (SELECT MAX(n.name) FROM namedcategory n WHERE n.dumb_id = d.id) FROM dumbcategory d WHERE d.id < 10",
+        false,
+    ),
     // Subqueries and UNIONs naming both: answered as one server, or refused.
     (
         "SELECT id FROM dumbcategory WHERE id IN (SELECT dumb_id FROM namedcategory)",

@@ -23,16 +23,20 @@ const SYSTEM_SCHEMAS: [&str; 4] = ["information_schema", "performance_schema", "
 pub fn default_only_table(ctx: &PlanContext, a: &DmlAnalysis) -> Option<String> {
     a.relations.iter().find_map(|t| match rule_for(ctx, t) {
         Some(r) => matches!(r.placement, Placement::Single { .. }).then(|| r.name.clone()),
-        None => {
-            let system = t
-                .schema
-                .as_deref()
-                .is_some_and(|s| SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(s)));
-            let lower = t.name.to_lowercase();
-            let not_a_table = t.schema.is_none() && (lower == "dual" || a.ctes.contains(&lower));
-            (!system && !not_a_table && !t.name.is_empty()).then(|| t.name.clone())
-        }
+        None => unconfigured_table(t, &a.ctes).then(|| t.name.clone()),
     })
+}
+
+/// Whether `t`, which no rule places, is a table (so on the default backend only), not one of
+/// the statement's common table expressions `ctes` (lowercase), `DUAL` or a system schema's.
+pub fn unconfigured_table(t: &TableRef, ctes: &[String]) -> bool {
+    let system = t
+        .schema
+        .as_deref()
+        .is_some_and(|s| SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(s)));
+    let lower = t.name.to_lowercase();
+    let not_a_table = t.schema.is_none() && (lower == "dual" || ctes.contains(&lower));
+    !system && !not_a_table && !t.name.is_empty()
 }
 
 /// Where rows of a sharded table live: tables placed alike keep equal sharding values together.

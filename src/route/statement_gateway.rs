@@ -2,7 +2,7 @@
 //! would: subqueries over placed tables run first and bound in as literals, and joins (or
 //! correlated subqueries) of tables not placed alike run in the gateway.
 
-use super::colocate::{default_only_table, is_colocation_refusal, rule_for};
+use super::colocate::{default_only_table, is_colocation_refusal, rule_for, unconfigured_table};
 use super::plan::PlanContext;
 use super::statement::Plan;
 use super::Placement;
@@ -128,7 +128,9 @@ pub fn correlated_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
     if sql::classify(stmt) != StatementKind::Select {
         return None;
     }
-    let configured = |t: &sql::TableRef| rule_for(ctx, t).is_some();
+    // A table no rule places lives on the default backend, as a `single` one does.
+    let ctes = sql::analyze_dml(stmt).map(|a| a.ctes).unwrap_or_default();
+    let configured = |t: &sql::TableRef| rule_for(ctx, t).is_some() || unconfigured_table(t, &ctes);
     let shape = sql::analyze_correlated(stmt, &configured).ok()??;
     shape
         .sides
