@@ -220,6 +220,16 @@ fn table_rules_follow_the_schema_and_foreign_keys_hold_only_where_shards_can_kee
             other => panic!("{sql}: {other:?}"),
         }
     }
+    // A copy made by each backend from its own rows would hold one shard's rows: refused.
+    match c.query_drop("CREATE TABLE order_copy AS SELECT * FROM orders") {
+        Err(mysql::Error::MySqlError(e)) => {
+            assert_eq!(e.code, 1235, "{}", e.message);
+            assert!(e.message.contains("INSERT … SELECT"), "{}", e.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!has_table(&mut shards[0], "mydb", "order_copy"));
+
     // One DROP over tables placed differently would fail half-way: refused, both kept.
     match c.query_drop("DROP TABLE IF EXISTS items, notes") {
         Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{}", e.message),

@@ -21,6 +21,7 @@ pub fn ddl_backends(stmt: &[u8], ctx: &PlanContext) -> Result<Option<Vec<String>
                 check_foreign_key(ctx, fk)?;
             }
             check_placed_alike(ctx, &d.subjects)?;
+            check_created_from_query(ctx, &d)?;
             d.subjects.iter().filter_map(|t| rule_for(ctx, t)).collect()
         }
         // A statement sqlparser does not read (a view, a trigger): by the names it mentions,
@@ -80,6 +81,26 @@ fn check_placed_alike(ctx: &PlanContext, subjects: &[sql::TableRef]) -> Result<(
         place(first),
         other.name,
         place(other),
+    )))
+}
+
+/// `CREATE TABLE … AS SELECT` runs as it is on each backend it goes to, each reading its own
+/// rows: right only when neither the new table nor what it reads is sharded or broadcast.
+fn check_created_from_query(ctx: &PlanContext, d: &sql::DdlTables) -> Result<(), SqlError> {
+    let placed = |t: &&sql::TableRef| {
+        rule_for(ctx, t).is_some_and(|r| !matches!(r.placement, Placement::Single { .. }))
+    };
+    if d.read.is_empty() {
+        return Ok(());
+    }
+    let Some(t) = d.subjects.iter().chain(&d.read).find(placed) else {
+        return Ok(());
+    };
+    Err(unsupported(format!(
+        "CREATE TABLE … SELECT involving `{}` ({}) would copy each backend's own rows only; \
+         create the table first, then fill it with INSERT … SELECT (idgate reads every shard)",
+        t.name,
+        describe(rule_for(ctx, t).as_deref()),
     )))
 }
 

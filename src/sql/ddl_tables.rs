@@ -2,9 +2,11 @@
 //! rules by the schema the statement (or the session) names, as for DML, and can tell whether
 //! the shards could hold a foreign key.
 
+use std::ops::ControlFlow;
+
 use sqlparser::ast::{
-    AlterTableOperation, ColumnDef, ColumnOption, ForeignKeyConstraint, ObjectName, Statement,
-    TableConstraint,
+    visit_relations, AlterTableOperation, ColumnDef, ColumnOption, ForeignKeyConstraint,
+    ObjectName, Statement, TableConstraint,
 };
 
 use super::insert::TableRef;
@@ -28,6 +30,8 @@ pub struct DdlTables {
     /// The tables it creates, changes, renames, truncates or drops.
     pub subjects: Vec<TableRef>,
     pub foreign_keys: Vec<ForeignKey>,
+    /// The tables the query of a `CREATE TABLE … AS SELECT` reads.
+    pub read: Vec<TableRef>,
 }
 
 fn table_ref(name: &ObjectName) -> TableRef {
@@ -94,6 +98,12 @@ pub fn ddl_tables(stmt: &[u8]) -> Option<DdlTables> {
             }
             for k in &c.constraints {
                 constraint_keys(&t, k, &mut out.foreign_keys);
+            }
+            if let Some(q) = &c.query {
+                let _ = visit_relations(q, |name| {
+                    out.read.push(table_ref(name));
+                    ControlFlow::<()>::Continue(())
+                });
             }
             out.subjects.push(t);
         }
@@ -163,6 +173,8 @@ mod tests {
         let d = ddl_tables(b"CREATE INDEX k ON orders (item)").unwrap();
         assert_eq!(d.subjects, [t(None, "orders")]);
         assert_eq!(ddl_tables(b"CREATE VIEW v AS SELECT 1"), None);
+        let d = ddl_tables(b"CREATE TABLE c AS SELECT * FROM o JOIN s.p ON o.id = p.id").unwrap();
+        assert_eq!(d.read, [t(None, "o"), t(Some("s"), "p")]);
     }
 
     #[test]
