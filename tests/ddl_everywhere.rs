@@ -89,6 +89,16 @@ fn databases_are_created_altered_and_dropped_on_every_backend_as_on_one_server()
         assert!(!has_database(sh, "shop3"));
     }
 
+    // Prepared (server-side), the same: every backend.
+    c.exec_drop("CREATE DATABASE prepared_db", ()).unwrap();
+    for sh in shards.iter_mut() {
+        assert!(has_database(sh, "prepared_db"));
+    }
+    c.exec_drop("DROP DATABASE prepared_db", ()).unwrap();
+    for sh in shards.iter_mut() {
+        assert!(!has_database(sh, "prepared_db"));
+    }
+
     // A database only a shard has (an earlier failure): CREATE makes it everywhere; only the
     // default backend has it: CREATE answers 1007 as that server does and touches no other.
     shards[1].query_drop("CREATE DATABASE partial").unwrap();

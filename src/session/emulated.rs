@@ -35,7 +35,9 @@ const COM_STMT_PREPARE: u8 = mysql_common::constants::Command::COM_STMT_PREPARE 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Marks statement `id` for idgate to execute when it concerns a configured table.
     pub(super) fn mark_emulated(&mut self, id: u32, stmt: &[u8]) {
-        if !self.proxy.tables.mentioned_in(stmt) {
+        // A database lives on every backend: its DDL runs through idgate's plan too.
+        let database = self.proxy.backend_names.len() > 1 && sql::database_ddl(stmt).is_some();
+        if !database && !self.proxy.tables.mentioned_in(stmt) {
             return;
         }
         let mut insert = None;
@@ -89,6 +91,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     EmulatedKind::Write
                 };
                 (kind, sql::placeholder_offsets(stmt), false)
+            }
+            // DDL the plan sends to several backends.
+            StatementKind::Ddl if database || self.proxy.tables.placed_mentioned_in(stmt) => {
+                (EmulatedKind::Write, sql::placeholder_offsets(stmt), false)
             }
             _ => return,
         };
