@@ -1,6 +1,7 @@
 //! Plans for statements the shape planner refuses but idgate can still answer as one server
-//! would: subqueries over placed tables run first and bound in as literals, and joins (or
-//! correlated subqueries) of tables not placed alike run in the gateway.
+//! would: subqueries over placed tables (or, in a statement about placed tables, over the
+//! default backend's) run first and bound in as literals, and joins (or correlated subqueries)
+//! of tables not placed alike run in the gateway.
 
 use super::colocate::{default_only_table, is_colocation_refusal, rule_for, unconfigured_table};
 use super::plan::PlanContext;
@@ -55,8 +56,8 @@ pub fn subquery_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
 }
 
 /// The outer-level subqueries of `stmt` over tables of the default backend alone (the planner
-/// refused the statement, which names a sharded table too): run first there and bound in, so
-/// the shards get a statement naming only tables they hold.
+/// refused the statement, which names a sharded or broadcast table too): run first there and
+/// bound in, so the other backends get a statement naming only tables they hold.
 fn default_backend_subqueries(stmt: &[u8], ctx: &PlanContext) -> Option<Vec<Subquery>> {
     let subs: Vec<Subquery> = sql::find_subqueries(stmt)?
         .into_iter()
