@@ -89,6 +89,14 @@ fn databases_are_created_altered_and_dropped_on_every_backend_as_on_one_server()
         assert!(!has_database(sh, "shop3"));
     }
 
+    // EXPLAIN ROUTE shows the order: the default backend first, then the others.
+    let rows: Vec<(String, String, String)> = c
+        .query("EXPLAIN ROUTE DROP DATABASE IF EXISTS shop2")
+        .unwrap();
+    let backends: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(backends, ["shard0", "shard1"], "{rows:?}");
+    assert!(rows[0].2.contains("first"), "{rows:?}");
+
     // Prepared (server-side), the same: every backend.
     c.exec_drop("CREATE DATABASE prepared_db", ()).unwrap();
     for sh in shards.iter_mut() {

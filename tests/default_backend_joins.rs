@@ -187,6 +187,19 @@ fn joins_with_a_default_backend_table_answer_as_one_server_in_either_order() {
     let want: Vec<(i32, Option<String>)> = reference.exec(sql, (3,)).unwrap();
     assert_eq!(got, want);
 
+    // EXPLAIN ROUTE shows the join's steps, not one statement sent to the shards.
+    let rows: Vec<(String, String, String)> = c
+        .query(
+            "EXPLAIN ROUTE SELECT d.id FROM dumbcategory d LEFT JOIN namedcategory n \
+             ON n.dumb_id = d.id WHERE n.id IS NULL",
+        )
+        .unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r.1.contains("namedcategory") && !r.1.contains("dumbcategory")),
+        "{rows:?}"
+    );
+
     // INSERT … SELECT from the sharded table into the default backend's table reads every
     // shard, as one server would.
     c.query_drop(format!("CREATE TABLE namedcopy {DUMB}"))
