@@ -123,6 +123,27 @@ fn databases_are_created_altered_and_dropped_on_every_backend_as_on_one_server()
     let warning: (String, u16, String) = c.query_first("SHOW WARNINGS").unwrap().unwrap();
     assert_eq!(warning.1, 1007, "{warning:?}");
 
+    // Another backend fails after the default one ran it (a stray file keeps its directory):
+    // its error, named, with what completes it; that completes it.
+    c.query_drop("CREATE DATABASE blocked").unwrap();
+    let stray = s.dbs[1].dir.join("data").join("blocked").join("stray.txt");
+    std::fs::write(&stray, b"x").unwrap();
+    match c.query_drop("DROP DATABASE blocked") {
+        Err(mysql::Error::MySqlError(e)) => assert!(
+            e.message.contains("on backend `shard1`") && e.message.contains("IF EXISTS"),
+            "{}",
+            e.message
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(!has_database(&mut shards[0], "blocked"));
+    std::fs::remove_file(&stray).unwrap();
+    assert_eq!(
+        answer(&mut c, "DROP DATABASE IF EXISTS blocked"),
+        Ok((0, 1))
+    );
+    assert!(!has_database(&mut shards[1], "blocked"));
+
     // Tables in the new database, each where its rule puts it; ALTER reaches every backend.
     c.query_drop("USE shop2").unwrap();
     r.query_drop("CREATE DATABASE IF NOT EXISTS shop2").unwrap();

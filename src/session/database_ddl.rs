@@ -122,7 +122,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         let first = match self.run_collected(default, packet, scope).await? {
             Ok(Collected::Ok(p)) => p,
-            Ok(Collected::Err(p)) => return Ok(Err(backend_error(&p, None))),
+            Ok(Collected::Err(p)) => return Ok(Err(backend_error(&p))),
             Ok(Collected::Rows { .. }) => {
                 return Ok(Err(SqlError::new(
                     errors::ER_UNKNOWN_ERROR,
@@ -140,10 +140,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         for b in others {
             match self.run_collected(b, packet, scope).await? {
                 Ok(Collected::Err(p)) if Some(packets::parse_err(&p).0) != passed_over => {
-                    return Ok(Err(backend_error(&p, Some((b, default, ddl)))));
+                    return Ok(Err(unfinished(backend_error(&p), b, default, ddl)));
                 }
                 Ok(_) => {}
-                Err(e) => return Ok(Err(e)),
+                // Not reached (a pool timeout): the default backend has run it all the same.
+                Err(e) => return Ok(Err(unfinished(e, b, default, ddl))),
             }
         }
         let Some(mut ok) = packets::parse_ok(&first) else {
@@ -182,25 +183,26 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 }
 
-/// A backend's error for the client: the default backend's as it is; another's with its
-/// name, and what completes the statement there.
-fn backend_error(p: &[u8], elsewhere: Option<(&String, &String, &DatabaseDdl)>) -> SqlError {
+/// The default backend's error, as it is, for the client.
+fn backend_error(p: &[u8]) -> SqlError {
     let (code, state, msg) = packets::parse_err(p);
-    let msg = String::from_utf8_lossy(msg);
-    let Some((backend, default, ddl)) = elsewhere else {
-        return SqlError::new(code, &state, msg.into_owned());
-    };
+    SqlError::new(code, &state, String::from_utf8_lossy(msg).into_owned())
+}
+
+/// Another backend's error `e`, with its name and what completes the statement there.
+fn unfinished(e: SqlError, backend: &str, default: &str, ddl: &DatabaseDdl) -> SqlError {
     let again = match ddl.verb {
         DatabaseVerb::Create => "run it again with IF NOT EXISTS to complete it",
         DatabaseVerb::Drop => "run it again with IF EXISTS to complete it",
         DatabaseVerb::Alter => "run it again to complete it",
     };
     SqlError::new(
-        code,
-        &state,
+        e.code,
+        &e.state,
         format!(
-            "{msg} (on backend `{backend}`; the default backend `{default}` already ran the \
-             statement: {again})"
+            "{} (on backend `{backend}`; the default backend `{default}` already ran the \
+             statement: {again})",
+            e.message
         ),
     )
 }
