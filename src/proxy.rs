@@ -25,6 +25,8 @@ pub struct Proxy {
     live: ArcSwap<Live>,
     pub pools: HashMap<String, Arc<BackendPool>>,
     pub default_pool: Arc<BackendPool>,
+    /// Every backend's name, the default backend's first (a database lives on each).
+    pub backend_names: Vec<String>,
     /// The default backend's version string plus `-idgate`, so drivers enable the same features.
     pub server_version: Vec<u8>,
     /// The configured ID generators.
@@ -68,6 +70,15 @@ impl Proxy {
             .map(|(name, b)| (name.clone(), BackendPool::new(name, &b.value)))
             .collect();
         let default_pool = pools[&config.default_backend.value].clone();
+        let backend_names: Vec<String> = std::iter::once(config.default_backend.value.clone())
+            .chain(
+                config
+                    .backends
+                    .keys()
+                    .filter(|b| **b != config.default_backend.value)
+                    .cloned(),
+            )
+            .collect();
         let live = Live::build(1, config.clone(), &pools, None);
         let mut server_version = backend_version.to_vec();
         server_version.extend_from_slice(b"-idgate");
@@ -91,6 +102,7 @@ impl Proxy {
             live: ArcSwap::from_pointee(live),
             pools,
             default_pool,
+            backend_names,
             server_version,
             sessions: Default::default(),
             reloads: Default::default(),

@@ -14,8 +14,33 @@ pub fn rule_for(ctx: &PlanContext, t: &TableRef) -> Option<Arc<TableRule>> {
     ctx.tables.lookup_shared(schema, &t.name).cloned()
 }
 
+/// Schemas every MariaDB server has, each its own: their tables are on every backend.
+const SYSTEM_SCHEMAS: [&str; 4] = ["information_schema", "performance_schema", "mysql", "sys"];
+
+/// A table the statement names that lives on the default backend only: one configured as
+/// such, or one not configured at all (idgate places unconfigured tables there), as opposed to
+/// a common table expression, `DUAL` or a system schema's table.
+pub fn default_only_table(ctx: &PlanContext, a: &DmlAnalysis) -> Option<String> {
+    a.relations.iter().find_map(|t| match rule_for(ctx, t) {
+        Some(r) => matches!(r.placement, Placement::Single { .. }).then(|| r.name.clone()),
+        None => unconfigured_table(t, &a.ctes).then(|| t.name.clone()),
+    })
+}
+
+/// Whether `t`, which no rule places, is a table (so on the default backend only), not one of
+/// the statement's common table expressions `ctes` (lowercase), `DUAL` or a system schema's.
+pub fn unconfigured_table(t: &TableRef, ctes: &[String]) -> bool {
+    let system = t
+        .schema
+        .as_deref()
+        .is_some_and(|s| SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(s)));
+    let lower = t.name.to_lowercase();
+    let not_a_table = t.schema.is_none() && (lower == "dual" || ctes.contains(&lower));
+    !system && !not_a_table && !t.name.is_empty()
+}
+
 /// Where rows of a sharded table live: tables placed alike keep equal sharding values together.
-fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], Vec<String>)> {
+pub(super) fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], Vec<String>)> {
     match &rule.placement {
         Placement::Sharded {
             columns,
@@ -59,14 +84,12 @@ pub fn check_colocated(
     rules: &[Arc<TableRule>],
     rule: &TableRule,
 ) -> Result<(), SqlError> {
-    if let Some(single) = rules
-        .iter()
-        .find(|r| matches!(r.placement, Placement::Single { .. }))
-    {
+    if let Some(single) = default_only_table(ctx, a) {
         return Err(unsupported(format!(
-            "statements over sharded table `{}` together with `{}` (on the default backend only) \
-             are not supported {GATEWAY_ONLY}; join sharded tables only with broadcast tables",
-            rule.name, single.name
+            "statements over sharded table `{}` together with `{single}` (on the default backend \
+             only) are not supported {GATEWAY_ONLY}; join sharded tables only with broadcast \
+             tables, or configure `{single}` as broadcast",
+            rule.name
         )));
     }
     let top: Vec<(&TopTable, Arc<TableRule>)> = a

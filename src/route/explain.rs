@@ -4,7 +4,7 @@
 
 use super::join_steps::{join_steps, BATCH};
 use super::plan::Route;
-use super::statement::{Plan, StatementContext};
+use super::statement::{reads_placed_tables, Plan, StatementContext};
 use super::statement_gateway::{correlated_later, join_plan, subquery_plan};
 use super::Placement;
 use crate::sql::{self, StatementKind};
@@ -30,7 +30,8 @@ fn rows(stmt: &[u8], ctx: &StatementContext) -> Result<Vec<Row>, SqlError> {
         StatementKind::Insert | StatementKind::Replace if tables.mentioned_in(stmt) => {
             let a = sql::analyze_insert(stmt)?;
             let schema = a.table.schema.as_deref().or(ctx.tables.db);
-            let Some(rule) = tables.lookup(schema, &a.table.name) else {
+            let found = tables.lookup_shared(schema, &a.table.name).cloned();
+            let Some(rule) = found.or_else(|| reads_placed_tables(stmt, &a, ctx)) else {
                 return Ok(vec![row(ctx.default_backend, "none")]);
             };
             let ids = match &rule.generator {
@@ -62,6 +63,23 @@ fn rows(stmt: &[u8], ctx: &StatementContext) -> Result<Vec<Row>, SqlError> {
                 .collect();
             out.extend(target.map(|[b, q, m]| [b, q, format!("target: {m}")]));
             Ok(out)
+        }
+        StatementKind::Ddl if ctx.backends.len() > 1 && sql::database_ddl(stmt).is_some() => {
+            Ok(ctx
+                .backends
+                .iter()
+                .enumerate()
+                .map(|(k, b)| {
+                    row(
+                        b,
+                        if k == 0 {
+                            "first; its answer is the client's"
+                        } else {
+                            "then each other backend; none if the first failed"
+                        },
+                    )
+                })
+                .collect())
         }
         StatementKind::Select | StatementKind::Update | StatementKind::Delete
             if ctx.route(stmt).is_err() =>

@@ -20,6 +20,7 @@
 pub mod algorithm;
 pub mod cache;
 pub mod colocate;
+mod ddl;
 pub mod explain;
 pub mod insert;
 pub mod insert_ids;
@@ -52,6 +53,8 @@ mod cache_tests;
 mod insert_ids_tests;
 #[cfg(test)]
 mod insert_tests;
+#[cfg(test)]
+mod placement_invariant_tests;
 #[cfg(test)]
 mod planner_tests;
 #[cfg(test)]

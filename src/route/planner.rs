@@ -4,7 +4,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::colocate::{check_colocated, rule_for};
+use super::colocate::{check_colocated, default_only_table, rule_for};
+use super::ddl::ddl_backends;
 use super::plan::{
     unsupported, Fill, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan, Term,
 };
@@ -25,31 +26,23 @@ pub fn plan(
         Err(e) if ctx.tables.placed_mentioned_in(stmt) => return Err(e.into()),
         Err(_) => return Ok(forward()),
     };
-    let rules: Vec<Arc<TableRule>> = if a.kind == DmlKind::Ddl {
-        ctx.tables.placed_rules_named_in(stmt)
-    } else {
-        a.relations
-            .iter()
-            .filter_map(|t| rule_for(ctx, t))
-            .collect()
-    };
+    if a.kind == DmlKind::Ddl {
+        return Ok(match ddl_backends(stmt, ctx)? {
+            Some(backends) => whole(ShapeKind::Everywhere(backends)),
+            None => forward(),
+        });
+    }
+    let rules: Vec<Arc<TableRule>> = a
+        .relations
+        .iter()
+        .filter_map(|t| rule_for(ctx, t))
+        .collect();
     let placed: Vec<&Arc<TableRule>> = rules
         .iter()
         .filter(|r| !matches!(r.placement, Placement::Single { .. }))
         .collect();
     if placed.is_empty() {
         return Ok(forward());
-    }
-    if a.kind == DmlKind::Ddl {
-        let mut backends: Vec<String> = Vec::new();
-        for r in &placed {
-            for b in r.backends() {
-                if !backends.contains(b) {
-                    backends.push(b.clone());
-                }
-            }
-        }
-        return Ok(whole(ShapeKind::Everywhere(backends)));
     }
     let sharded_rules = || {
         placed
@@ -67,7 +60,18 @@ pub fn plan(
         .or_else(|| sharded_rules().next())
         .map(|r| Arc::clone(r))
     else {
-        // Only broadcast tables: every backend has the rows.
+        // Only broadcast tables: every backend has the rows. A write that reads a table of
+        // the default backend alone would fail (or read a stale copy) on the others.
+        if a.kind != DmlKind::Select {
+            if let Some(single) = default_only_table(ctx, &a) {
+                return Err(unsupported(format!(
+                    "a write to broadcast table `{}` that reads `{single}` (on the default \
+                     backend only) is not supported; read `{single}` first and write the values, \
+                     or configure `{single}` as broadcast",
+                    placed[0].name
+                )));
+            }
+        }
         return Ok(whole(match a.kind {
             DmlKind::Select => ShapeKind::Forward,
             _ => ShapeKind::BroadcastWrite(placed[0].backends().to_vec()),
@@ -80,7 +84,8 @@ pub fn plan(
         .is_some_and(|t| t.name.eq_ignore_ascii_case(&rule.name));
     if !is_target {
         return Err(unsupported(format!(
-            "sharded table `{}` inside a subquery or join is not supported yet",
+            "sharded table `{}` inside a subquery or join is not supported yet; name it first \
+             in FROM, joined to the other tables, or run the other part first and pass its values",
             rule.name
         )));
     }

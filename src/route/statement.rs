@@ -41,6 +41,11 @@ pub enum Plan {
         backends: Vec<String>,
         names: Vec<String>,
     },
+    /// `CREATE`/`DROP`/`ALTER DATABASE`: on every backend, the default one (first) answering.
+    Database {
+        ddl: sql::DatabaseDdl,
+        backends: Vec<String>,
+    },
     /// `EXPLAIN ROUTE …`: the byte range of the explained statement.
     ExplainRoute(Range<usize>),
     Refuse(SqlError),
@@ -57,6 +62,7 @@ impl Plan {
             Plan::Insert(_) => Some(StatementKind::Insert),
             Plan::NextValues { .. } | Plan::Join(_) => Some(StatementKind::Select),
             Plan::ListTables { .. } => Some(StatementKind::Show),
+            Plan::Database { .. } => Some(StatementKind::Ddl),
             _ => None,
         }
     }
@@ -78,6 +84,8 @@ pub struct StatementContext<'a> {
     pub plans: &'a PlanCache,
     pub generation: u64,
     pub default_backend: &'a str,
+    /// Every backend, the default one first.
+    pub backends: &'a [String],
     /// Any generator is configured (`NEXTVAL` may name one).
     pub generators: bool,
     /// The client announced CLIENT_LOCAL_FILES.
@@ -140,6 +148,15 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
             };
         }
     }
+    if kind == StatementKind::Ddl && ctx.backends.len() > 1 {
+        // A database lives on every backend: the shards must have it for their tables.
+        if let Some(ddl) = sql::database_ddl(stmt) {
+            return Plan::Database {
+                ddl,
+                backends: ctx.backends.to_vec(),
+            };
+        }
+    }
     match kind {
         StatementKind::Insert | StatementKind::Replace if tables.mentioned_in(stmt) => {
             let a = match sql::analyze_insert(stmt) {
@@ -152,7 +169,10 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
                     let rule = rule.clone();
                     Plan::Insert(Box::new((a, rule)))
                 }
-                None => Plan::Forward(kind),
+                None => match reads_placed_tables(stmt, &a, ctx) {
+                    Some(rule) => Plan::Insert(Box::new((a, rule))),
+                    None => Plan::Forward(kind),
+                },
             }
         }
         StatementKind::Select
@@ -184,4 +204,34 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
         }
         _ => Plan::Forward(kind),
     }
+}
+
+/// For an `INSERT … SELECT` into a table on the default backend (not configured, so no ids to
+/// fill) whose SELECT reads sharded or broadcast tables: a rule placing the target there, so
+/// idgate reads the SELECT through its routing and writes the rows, as it does for configured
+/// targets. Forwarded, the default backend would read only its own part of a sharded table.
+pub(super) fn reads_placed_tables(
+    stmt: &[u8],
+    a: &InsertAnalysis,
+    ctx: &StatementContext,
+) -> Option<Arc<TableRule>> {
+    let sql::InsertBody::Select { query } = &a.body else {
+        return None;
+    };
+    let source = stmt.get(query.clone())?;
+    if !ctx.tables.tables.placed_mentioned_in(source) {
+        return None;
+    }
+    Some(Arc::new(TableRule {
+        schema: a.table.schema.clone(),
+        name: a.table.name.clone(),
+        // No generator: every row keeps the values the SELECT gives it.
+        id_column: String::new(),
+        generator: None,
+        explicit_ids: Default::default(),
+        bias_column: None,
+        placement: super::Placement::Single {
+            backend: ctx.default_backend.to_string(),
+        },
+    }))
 }

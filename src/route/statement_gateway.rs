@@ -1,8 +1,9 @@
 //! Plans for statements the shape planner refuses but idgate can still answer as one server
-//! would: subqueries over placed tables run first and bound in as literals, and joins (or
-//! correlated subqueries) of tables not placed alike run in the gateway.
+//! would: subqueries over placed tables (or, in a statement about placed tables, over the
+//! default backend's) run first and bound in as literals, and joins (or correlated subqueries)
+//! of tables not placed alike run in the gateway.
 
-use super::colocate::{is_colocation_refusal, rule_for};
+use super::colocate::{default_only_table, is_colocation_refusal, rule_for, unconfigured_table};
 use super::plan::PlanContext;
 use super::statement::Plan;
 use super::Placement;
@@ -49,7 +50,27 @@ pub fn subquery_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
         StatementKind::Update | StatementKind::Delete if !sql::is_multi_table_write(stmt) => {}
         _ => return None,
     }
-    placed_subqueries(stmt, ctx).map(Plan::Subqueries)
+    placed_subqueries(stmt, ctx)
+        .or_else(|| default_backend_subqueries(stmt, ctx))
+        .map(Plan::Subqueries)
+}
+
+/// The outer-level subqueries of `stmt` over tables of the default backend alone (the planner
+/// refused the statement, which names a sharded or broadcast table too): run first there and
+/// bound in, so the other backends get a statement naming only tables they hold.
+fn default_backend_subqueries(stmt: &[u8], ctx: &PlanContext) -> Option<Vec<Subquery>> {
+    let subs: Vec<Subquery> = sql::find_subqueries(stmt)?
+        .into_iter()
+        .filter(|s| {
+            stmt.get(s.inner.clone()).is_some_and(|t| {
+                !ctx.tables.placed_mentioned_in(t)
+                    && sql::analyze_dml(t)
+                        .ok()
+                        .is_some_and(|a| default_only_table(ctx, &a).is_some())
+            })
+        })
+        .collect();
+    (!subs.is_empty()).then_some(subs)
 }
 
 /// Whether `subs[i]` is a correlated subquery the whole statement runs in the gateway for once
@@ -108,7 +129,9 @@ pub fn correlated_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
     if sql::classify(stmt) != StatementKind::Select {
         return None;
     }
-    let configured = |t: &sql::TableRef| rule_for(ctx, t).is_some();
+    // A table no rule places lives on the default backend, as a `single` one does.
+    let ctes = sql::analyze_dml(stmt).map(|a| a.ctes).unwrap_or_default();
+    let configured = |t: &sql::TableRef| rule_for(ctx, t).is_some() || unconfigured_table(t, &ctes);
     let shape = sql::analyze_correlated(stmt, &configured).ok()??;
     shape
         .sides

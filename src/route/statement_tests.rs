@@ -71,6 +71,7 @@ impl Fixture {
             plans: &self.cache,
             generation: 0,
             default_backend: "s0",
+            backends: &[],
             generators: true,
             local_files,
             caller: Some(Caller {

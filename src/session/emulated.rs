@@ -35,7 +35,9 @@ const COM_STMT_PREPARE: u8 = mysql_common::constants::Command::COM_STMT_PREPARE 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Marks statement `id` for idgate to execute when it concerns a configured table.
     pub(super) fn mark_emulated(&mut self, id: u32, stmt: &[u8]) {
-        if !self.proxy.tables.mentioned_in(stmt) {
+        // A database lives on every backend: its DDL runs through idgate's plan too.
+        let database = self.proxy.backend_names.len() > 1 && sql::database_ddl(stmt).is_some();
+        if !database && !self.proxy.tables.mentioned_in(stmt) {
             return;
         }
         let mut insert = None;
@@ -50,11 +52,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         .as_ref()
                         .map(|d| String::from_utf8_lossy(d).into_owned())
                 });
-                if self
-                    .proxy
-                    .tables
-                    .lookup(schema.as_deref(), &a.table.name)
-                    .is_none()
+                // A SELECT over placed tables must be read through idgate whatever the target.
+                let reads_placed = matches!(&a.body, sql::InsertBody::Select { query }
+                    if stmt.get(query.clone())
+                        .is_some_and(|q| self.proxy.tables.placed_mentioned_in(q)));
+                if !reads_placed
+                    && self
+                        .proxy
+                        .tables
+                        .lookup(schema.as_deref(), &a.table.name)
+                        .is_none()
                 {
                     return;
                 }
@@ -84,6 +91,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     EmulatedKind::Write
                 };
                 (kind, sql::placeholder_offsets(stmt), false)
+            }
+            // DDL the plan sends to several backends.
+            StatementKind::Ddl if database || self.proxy.tables.placed_mentioned_in(stmt) => {
+                (EmulatedKind::Write, sql::placeholder_offsets(stmt), false)
             }
             _ => return,
         };
@@ -219,7 +230,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .lookup(schema.as_deref(), &a.table.name)
             .cloned()
         else {
-            // The table is no longer configured for this database: run it as written.
+            // Not configured (or no longer, for this database): planned as text, which reads a
+            // SELECT over placed tables through idgate.
             return self.run_text_statement(text).await;
         };
         if matches!(a.body, sql::InsertBody::Select { .. }) {

@@ -43,6 +43,7 @@ fn route_of(plan: &Plan, kind: StatementKind) -> StmtRoute {
         Plan::Forward(_) => StmtRoute::Relayed,
         Plan::Insert(_) | Plan::LoadData(_) => StmtRoute::InsertIds,
         Plan::Routed(r, _) => dml_route(r),
+        Plan::Database { .. } => StmtRoute::Scatter,
         // Inner queries run and combined by idgate before the outer one.
         Plan::Subqueries(_) | Plan::Join(_) => StmtRoute::Merged,
         Plan::NextValues { .. }

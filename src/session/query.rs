@@ -129,6 +129,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             plans: &self.proxy.plans,
             generation: self.proxy.plan_generation(),
             default_backend: &self.proxy.default_pool.name,
+            backends: &self.proxy.backend_names,
             generators: !self.proxy.idgen.is_empty(),
             local_files: self.local_files(),
             caller: self.live.user(&self.hello.user).map(|user| Caller {
@@ -171,6 +172,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 plans: &proxy.plans,
                 generation,
                 default_backend: &proxy.default_pool.name,
+                backends: &proxy.backend_names,
                 generators: !proxy.idgen.is_empty(),
                 local_files,
                 caller: user.as_ref().map(|user| Caller { user, host: &host }),
@@ -361,6 +363,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(false) => Step::Failed,
                 Err(end) => Step::End(end),
             },
+            Plan::Database { ddl, backends } => {
+                self.run_database_ddl(packet, &ddl, &backends, more, scope)
+                    .await
+            }
             Plan::ListTables { backends, names } => {
                 match self
                     .list_tables(packet, &backends, &names, more, scope)

@@ -6,8 +6,8 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     visit_relations, AssignmentTarget, BinaryOperator, Expr, FromTable, GroupByExpr, ObjectName,
-    SelectItem, SetExpr, Spanned, Statement, TableFactor, TableWithJoins, UnaryOperator,
-    Value as SqlValue,
+    Query, SelectItem, SetExpr, Spanned, Statement, TableFactor, TableWithJoins, UnaryOperator,
+    Value as SqlValue, Visit, Visitor,
 };
 
 use super::error::SqlParseError;
@@ -84,6 +84,9 @@ pub struct DmlAnalysis {
     /// A SELECT's subqueries in expressions (EXISTS, IN, scalar), each with its own tables and
     /// equalities: a correlated one may run per shard with the outer statement.
     pub subqueries: Vec<SubqueryTables>,
+    /// Names of the common table expressions (`WITH name AS …`) anywhere in the statement,
+    /// lowercase: a relation of that name without a schema may be one, not a table.
+    pub ctes: Vec<String>,
     /// For a SELECT that needs more than concatenation (ORDER BY, LIMIT, GROUP BY, aggregates,
     /// DISTINCT, HAVING): the statement, kept so the merge is planned (by [`Self::merge_plan`])
     /// only when it reaches several shards.
@@ -257,6 +260,27 @@ impl KeyScan<'_> {
     }
 }
 
+/// The names every `WITH` of `parsed` gives its common table expressions, lowercase.
+fn cte_names(parsed: &Statement) -> Vec<String> {
+    struct Ctes(Vec<String>);
+    impl Visitor for Ctes {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+            if let Some(with) = &q.with {
+                self.0.extend(
+                    with.cte_tables
+                        .iter()
+                        .map(|c| c.alias.name.value.to_lowercase()),
+                );
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut v = Ctes(Vec::new());
+    let _ = parsed.visit(&mut v);
+    v.0
+}
+
 /// Byte offsets of each `?` outside quotes and comments.
 pub fn placeholder_offsets(stmt: &[u8]) -> Vec<usize> {
     let mut out = Vec::new();
@@ -303,6 +327,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         from: Vec::new(),
         equal_columns: Vec::new(),
         subqueries: Vec::new(),
+        ctes: cte_names(&parsed),
     };
     let mut selection = None;
     let mut wants_merge = false;

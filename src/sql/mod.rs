@@ -13,6 +13,7 @@
 
 mod admin;
 mod classify;
+mod ddl_tables;
 mod dml;
 mod duplicate_update;
 mod error;
@@ -41,6 +42,7 @@ mod words;
 
 pub use admin::{admin_statement, AdminStatement};
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
+pub use ddl_tables::{ddl_tables, DdlTables, ForeignKey};
 pub use dml::{
     analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyTerm, KeyValue,
 };
@@ -78,9 +80,9 @@ pub use subquery_bind::{
     BindError, BoundColumn, BoundRow, ER_SUBQUERY_NO_1_ROW,
 };
 pub use words::{
-    chain_or_release, explain_route_target, is_temporary_ddl, lists_tables, mentions,
+    chain_or_release, database_ddl, explain_route_target, is_temporary_ddl, lists_tables, mentions,
     names_outside, push_name, savepoint, sets_autocommit_on, starts_read_only, string_literal_is,
-    use_target, SavepointAction,
+    use_target, DatabaseDdl, DatabaseVerb, SavepointAction,
 };
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The few words idgate reads from statements it otherwise passes on: `USE db`, savepoint names,
-//! `COMMIT AND CHAIN`, `SET autocommit`, `CREATE TEMPORARY`, `SHOW TABLES`, `EXPLAIN ROUTE`.
+//! `COMMIT AND CHAIN`, `SET autocommit`, `CREATE TEMPORARY`, `SHOW TABLES`, `EXPLAIN ROUTE`,
+//! `CREATE`/`DROP`/`ALTER DATABASE`.
 //! Read through [`Tokens`], which knows comments, quotes and executable comments, so a word
 //! inside a string or a comment never counts.
 
@@ -120,6 +121,76 @@ pub fn use_target(stmt: &[u8]) -> Option<Vec<u8>> {
     }
     let name = t.next()?.name()?;
     at_end(t).then_some(name)
+}
+
+/// What a statement about a whole database does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseVerb {
+    Create,
+    Drop,
+    Alter,
+}
+
+/// `CREATE [OR REPLACE] DATABASE|SCHEMA [IF NOT EXISTS] name …`, `DROP DATABASE|SCHEMA [IF
+/// EXISTS] name`, `ALTER DATABASE|SCHEMA [name] …`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseDdl {
+    pub verb: DatabaseVerb,
+    /// The database named; `None`: an ALTER of the current one.
+    pub name: Option<Vec<u8>>,
+    /// `IF NOT EXISTS` (CREATE) or `IF EXISTS` (DROP).
+    pub if_exists: bool,
+}
+
+/// The statement about a whole database `stmt` is, if it is one.
+pub fn database_ddl(stmt: &[u8]) -> Option<DatabaseDdl> {
+    let mut t = tokens(stmt).peekable();
+    let first = t.next()?;
+    let verb = if first.is_word("CREATE") {
+        DatabaseVerb::Create
+    } else if first.is_word("DROP") {
+        DatabaseVerb::Drop
+    } else if first.is_word("ALTER") {
+        DatabaseVerb::Alter
+    } else {
+        return None;
+    };
+    if verb == DatabaseVerb::Create && t.next_if(|x| x.is_word("OR")).is_some() {
+        t.next_if(|x| x.is_word("REPLACE"))?;
+    }
+    if !t
+        .next()
+        .is_some_and(|x| x.is_word("DATABASE") || x.is_word("SCHEMA"))
+    {
+        return None;
+    }
+    let mut if_exists = false;
+    if t.next_if(|x| x.is_word("IF")).is_some() {
+        if verb == DatabaseVerb::Create {
+            t.next_if(|x| x.is_word("NOT"))?;
+        }
+        t.next_if(|x| x.is_word("EXISTS"))?;
+        if_exists = true;
+    }
+    // ALTER DATABASE without a name alters the current one: its next word starts an option.
+    let option = |x: &Token| {
+        ["DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT"]
+            .iter()
+            .any(|o| x.is_word(o))
+    };
+    let name = match t.peek() {
+        Some(x) if verb == DatabaseVerb::Alter && option(x) => None,
+        Some(x) => x.name(),
+        None => None,
+    };
+    if name.is_none() && verb != DatabaseVerb::Alter {
+        return None;
+    }
+    Some(DatabaseDdl {
+        verb,
+        name,
+        if_exists,
+    })
 }
 
 /// `CREATE TEMPORARY …` / `DROP TEMPORARY …`: DDL that does not end a transaction.
@@ -351,5 +422,36 @@ mod tests {
         );
         assert_eq!(explain_route_target(b"EXPLAIN SELECT 1"), None);
         assert_eq!(explain_route_target(b"EXPLAIN routes"), None);
+    }
+
+    #[test]
+    fn database_statements() {
+        let d = |s: &str| database_ddl(s.as_bytes());
+        let create = d("CREATE DATABASE IF NOT EXISTS `my db` CHARACTER SET utf8mb4").unwrap();
+        assert_eq!(
+            (create.verb, create.name.as_deref(), create.if_exists),
+            (DatabaseVerb::Create, Some(&b"my db"[..]), true)
+        );
+        let drop = d("/* app */ drop schema shop;").unwrap();
+        assert_eq!(
+            (drop.verb, drop.name.as_deref(), drop.if_exists),
+            (DatabaseVerb::Drop, Some(&b"shop"[..]), false)
+        );
+        assert!(d("DROP DATABASE IF EXISTS shop").unwrap().if_exists);
+        assert!(d("CREATE OR REPLACE DATABASE shop").is_some());
+        let alter = d("ALTER DATABASE DEFAULT CHARACTER SET latin1").unwrap();
+        assert_eq!((alter.verb, alter.name), (DatabaseVerb::Alter, None));
+        let alter = d("ALTER SCHEMA shop COLLATE utf8mb4_bin").unwrap();
+        assert_eq!(alter.name.as_deref(), Some(&b"shop"[..]));
+        for other in [
+            "CREATE TABLE database_x (id INT)",
+            "DROP TABLE shop",
+            "CREATE DATABASE",
+            "DROP DATABASE IF shop",
+            "CREATE OR DATABASE shop",
+            "SELECT 'CREATE DATABASE x'",
+        ] {
+            assert_eq!(d(other), None, "{other}");
+        }
     }
 }
