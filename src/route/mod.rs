@@ -42,7 +42,8 @@ pub use insert::{InsertPlan, RowId};
 pub use plan::{BoundMerge, PlanContext, Route, ShapePlan};
 pub use statement::{Caller, Plan, StatementContext};
 pub use statement_gateway::{
-    correlated_later, join_plan, placed_subqueries, sharding_columns, subquery_plan,
+    correlated_later, insert_subqueries, join_plan, placed_subqueries, sharding_columns,
+    subquery_plan,
 };
 pub use statement_load::{local_infile_disabled, ER_LOAD_INFILE_CAPABILITY_DISABLED};
 pub use tables::{Placement, TableRule, Tables};

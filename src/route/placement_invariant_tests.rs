@@ -150,6 +150,10 @@ const SHAPES: &[(&str, bool)] = &[
     ("INSERT INTO notes (id) SELECT o.id FROM orders o JOIN notes n ON n.id = o.id", false),
     ("INSERT INTO orders (x) SELECT x FROM notes", false),
     ("INSERT INTO notes (id) SELECT id FROM users", true),
+    // Subqueries in VALUES / SET: run first wherever the row goes.
+    ("INSERT INTO notes (id) VALUES ((SELECT MAX(id) FROM orders))", false),
+    ("INSERT INTO orders (x) VALUES ((SELECT MAX(x) FROM notes))", false),
+    ("INSERT INTO orders SET x = (SELECT COUNT(*) FROM orders)", false),
     // What stays on the backends that hold every table it names.
     ("SELECT * FROM orders WHERE id = 5", true),
     ("SELECT * FROM orders ORDER BY x LIMIT 4", true),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::cache::PlanCache;
 use super::plan::{PlanContext, Route};
-use super::statement_gateway::{join_plan, subquery_plan};
+use super::statement_gateway::{insert_subqueries, join_plan, subquery_plan};
 use super::statement_load::{plan_load_data, plan_other, refuse_bypass};
 use super::statement_meta::route_metadata;
 use super::TableRule;
@@ -164,6 +164,9 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
                 Err(e) => return Plan::Refuse(e.into()),
             };
             let schema = a.table.schema.as_deref().or(ctx.tables.db);
+            if let Some(subs) = insert_subqueries(stmt, &a, &ctx.tables) {
+                return Plan::Subqueries(subs);
+            }
             match tables.lookup_shared(schema, &a.table.name) {
                 Some(rule) => {
                     let rule = rule.clone();

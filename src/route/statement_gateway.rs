@@ -37,6 +37,30 @@ pub fn placed_subqueries(stmt: &[u8], ctx: &PlanContext) -> Option<Vec<Subquery>
     (!subs.is_empty()).then_some(subs)
 }
 
+/// The subqueries of an INSERT's VALUES, SET or ON DUPLICATE KEY UPDATE that must run first
+/// through idgate: run where the row goes, one over sharded or broadcast tables would read that
+/// backend's rows only, and in a row that goes to a shard any subquery would read that shard's
+/// copy of its tables. The INSERT is planned again with their values bound in.
+pub fn insert_subqueries(
+    stmt: &[u8],
+    a: &sql::InsertAnalysis,
+    ctx: &PlanContext,
+) -> Option<Vec<Subquery>> {
+    if matches!(a.body, sql::InsertBody::Select { .. }) {
+        return None;
+    }
+    let schema = a.table.schema.as_deref().or(ctx.db);
+    let placed_target = ctx
+        .tables
+        .lookup(schema, &a.table.name)
+        .is_some_and(|r| !matches!(r.placement, Placement::Single { .. }));
+    if placed_target {
+        sql::find_subqueries(stmt).filter(|s| !s.is_empty())
+    } else {
+        placed_subqueries(stmt, ctx)
+    }
+}
+
 /// The plan of a SELECT, or a single-table UPDATE or DELETE, the planner refused, when idgate
 /// can run its subqueries first. A multi-table UPDATE/DELETE keeps its refusal.
 pub fn subquery_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {

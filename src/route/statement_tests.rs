@@ -171,6 +171,28 @@ fn inserts_into_configured_tables_get_ids() {
 }
 
 #[test]
+fn subqueries_in_insert_values_over_placed_tables_run_first() {
+    let f = Fixture::new();
+    for stmt in [
+        // Into a sharded table: any subquery would run on the row's shard only.
+        "INSERT INTO orders (note, customer) VALUES ('a', (SELECT MAX(customer) + 1 FROM orders))",
+        "INSERT INTO orders SET note = 'b', customer = (SELECT COUNT(*) FROM users)",
+        // Into a table of the default backend, reading a sharded one.
+        "INSERT INTO users (name) VALUES ((SELECT MAX(note) FROM orders))",
+    ] {
+        let Plan::Subqueries(subs) = f.plan(stmt) else {
+            panic!("{stmt}: {:?}", f.plan(stmt));
+        };
+        assert_eq!(subs.len(), 1, "{stmt}");
+    }
+    // A default-backend table read into a default-backend table stays one statement there.
+    assert!(matches!(
+        f.plan("INSERT INTO users (name) VALUES ((SELECT MAX(name) FROM users))"),
+        Plan::Insert(_)
+    ));
+}
+
+#[test]
 fn selects_updates_and_ddl_over_placed_tables_are_routed() {
     let f = Fixture::new();
     let routed = |stmt: &str| match f.plan(stmt) {

@@ -52,11 +52,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         .as_ref()
                         .map(|d| String::from_utf8_lossy(d).into_owned())
                 });
+                // Subqueries in its values run first through idgate: each execution binds its
+                // parameters into the text and plans it as a text statement.
+                let subqueries_first = self
+                    .with_plan_context(|ctx| route::insert_subqueries(stmt, &a, ctx))
+                    .is_some();
                 // A SELECT over placed tables must be read through idgate whatever the target.
                 let reads_placed = matches!(&a.body, sql::InsertBody::Select { query }
                     if stmt.get(query.clone())
                         .is_some_and(|q| self.proxy.tables.placed_mentioned_in(q)));
                 if !reads_placed
+                    && !subqueries_first
                     && self
                         .proxy
                         .tables
@@ -65,9 +71,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 {
                     return;
                 }
-                let r = (EmulatedKind::Insert, a.placeholders.clone(), a.returning);
-                insert = Some(Box::new(a));
-                r
+                if subqueries_first {
+                    (EmulatedKind::Write, a.placeholders.clone(), false)
+                } else {
+                    let r = (EmulatedKind::Insert, a.placeholders.clone(), a.returning);
+                    insert = Some(Box::new(a));
+                    r
+                }
             }
             k @ (StatementKind::Select | StatementKind::Update | StatementKind::Delete)
                 if self.proxy.tables.placed_mentioned_in(stmt) =>
