@@ -25,7 +25,10 @@ const COMPANY: &str = "CREATE TABLE company (id BIGINT AUTO_INCREMENT PRIMARY KE
 const STATS: &str =
     "CREATE TABLE stats (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(20), n INT)";
 
-fn contents(c: &mut mysql::Conn) -> (Vec<(String, Option<i64>)>, Vec<(String, Option<i64>)>) {
+/// (name, value) rows of a table.
+type Rows = Vec<(String, Option<i64>)>;
+
+fn contents(c: &mut mysql::Conn) -> (Rows, Rows) {
     (
         c.query("SELECT name, num_employees FROM company ORDER BY name")
             .unwrap(),
