@@ -39,6 +39,8 @@ pub struct Proxy {
     pub xa: Option<Arc<crate::xa::Coordinator>>,
     /// TLS for clients (`tls:`); `None`: plain TCP only.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The certificates every listener serves, read again on reload.
+    pub tls_rotations: crate::tls::rotation::Rotations,
     /// Logged-in sessions, in all and per user (`max_connections`).
     pub admission: Arc<crate::limits::Admission>,
     /// Failed logins per client host (`max_auth_failures`).
@@ -98,6 +100,7 @@ impl Proxy {
             metadata: Default::default(),
             xa,
             tls,
+            tls_rotations: Default::default(),
             config,
             live: ArcSwap::from_pointee(live),
             pools,

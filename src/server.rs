@@ -70,7 +70,10 @@ pub async fn run_with_file(
         Ok((soft, hard)) => info!(soft, hard, "open file limit (RLIMIT_NOFILE)"),
         Err(e) => warn!(error = %e, "cannot raise the open file limit"),
     }
-    let tls = crate::tls::server::acceptor(&config)?;
+    let (tls, server_cert) = match crate::tls::server::acceptor(&config)? {
+        Some((acceptor, cert)) => (Some(acceptor), Some(cert)),
+        None => (None, None),
+    };
     let version = backend_version(&config).await?;
     let listener =
         TcpListener::bind(&config.listen)
@@ -87,6 +90,9 @@ pub async fn run_with_file(
         .await
         .map_err(StartError::Xa)?;
     let proxy = Proxy::new(config, &version, idgen, xa, tls);
+    if let Some(cert) = server_cert {
+        proxy.tls_rotations.add(cert);
+    }
     if let Some(p) = path {
         proxy.reloads.set_path(p);
     }

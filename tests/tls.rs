@@ -741,3 +741,88 @@ fn sequence_store_pool_verifies_the_backend_certificate() {
         "wrong CA: {wrong:?}"
     );
 }
+
+/// Runs the mysql CLI verifying idgate's certificate against the test CA; true if it connected.
+fn verified_login(port: u16) -> Run {
+    let ca = format!("--ssl-ca={}", pki().ca.display());
+    mysql_cli(
+        port,
+        APP_USER,
+        APP_PASSWORD,
+        &["--ssl", "--ssl-verify-server-cert", &ca],
+        "SELECT 1",
+    )
+}
+
+/// Sends SIGHUP and waits until the log shows the reload's `outcome` once more than before.
+fn sighup_and_wait(g: &Idgate, outcome: &str) {
+    let before = g.log().matches(outcome).count();
+    // SAFETY: kill(2) on the child's pid with a valid signal number has no other effect.
+    unsafe { libc::kill(g.pid() as i32, libc::SIGHUP) };
+    let t0 = std::time::Instant::now();
+    while g.log().matches(outcome).count() <= before {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no `{outcome}` after SIGHUP:\n{}",
+            g.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_reload_serves_rotated_certificate_files_to_new_connections() {
+    let p = pki();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tls-rotation-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("server.pem"), dir.join("server-key.pem"));
+    std::fs::copy(&p.server, &cert).unwrap();
+    std::fs::copy(&p.server_key, &key).unwrap();
+    let tls = format!(
+        "tls:\n  cert: {}\n  key: {}\n",
+        cert.display(),
+        key.display()
+    );
+    let g = Idgate::start_with(|port| config_for(port, &[("shard0", common::shared_db())], &tls));
+    let r = verified_login(g.port);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stderr, g.log());
+    let mut old = g.conn();
+
+    // The files are replaced by a certificate for another name; new connections get it only
+    // after a reload.
+    std::fs::copy(&p.misnamed, &cert).unwrap();
+    std::fs::copy(&p.misnamed_key, &key).unwrap();
+    assert_eq!(
+        verified_login(g.port).code,
+        Some(0),
+        "rotated before the reload"
+    );
+    sighup_and_wait(&g, "configuration reloaded");
+    let r = verified_login(g.port);
+    assert_ne!(
+        r.code,
+        Some(0),
+        "still the old certificate after the reload"
+    );
+    assert!(r.stderr.contains("2026"), "{}", r.stderr);
+    // TLS itself still works, and a session from before goes on.
+    let r = mysql_cli(g.port, APP_USER, APP_PASSWORD, &["--ssl"], "SELECT 1");
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let one: Option<i64> = old.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+
+    // A broken file is refused by name; the certificate in use keeps serving.
+    std::fs::write(&cert, "not a certificate").unwrap();
+    sighup_and_wait(&g, "configuration reload refused");
+    assert!(g.log().contains(&cert.display().to_string()), "{}", g.log());
+    let r = mysql_cli(g.port, APP_USER, APP_PASSWORD, &["--ssl"], "SELECT 1");
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+
+    // The good certificate back: verified logins work again.
+    std::fs::copy(&p.server, &cert).unwrap();
+    std::fs::copy(&p.server_key, &key).unwrap();
+    sighup_and_wait(&g, "configuration reloaded");
+    let r = verified_login(g.port);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}

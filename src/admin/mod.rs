@@ -106,7 +106,11 @@ fn listener_tls(
                 message: "true needs the top-level `tls:`".into(),
             })),
         },
-        Some(ListenerTls::Files(f)) => Ok(Some(crate::tls::listener::acceptor(f, alpn)?)),
+        Some(ListenerTls::Files(f)) => {
+            let (acceptor, cert) = crate::tls::listener::acceptor(f, alpn)?;
+            proxy.tls_rotations.add(cert);
+            Ok(Some(acceptor))
+        }
     }
 }
 

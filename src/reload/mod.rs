@@ -33,6 +33,11 @@ pub enum ReloadError {
     Refused { path: String, keys: Vec<String> },
     #[error("cannot read the configuration file: {0}; the running configuration is kept")]
     Read(String),
+    #[error(
+        "{0}; every listener keeps serving the certificate it had, and the running \
+         configuration is kept"
+    )]
+    Certificate(crate::tls::TlsError),
 }
 
 /// A reload that took effect.
@@ -123,6 +128,12 @@ async fn read_and_apply(proxy: &Proxy) -> Result<Applied, ReloadError> {
             keys: fixed,
         });
     }
+    // Certificate files are read again whether or not the configuration changed: rotating a
+    // certificate replaces the files under the same names.
+    proxy
+        .tls_rotations
+        .reload_all()
+        .map_err(ReloadError::Certificate)?;
     if changed.is_empty() {
         // Nothing to apply: the generation (and every plan cached under it) stays.
         return Ok(Applied {

@@ -11,7 +11,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use super::{TlsError, VERSIONS};
+use super::rotation::RotatingCert;
+
+use super::TlsError;
 use crate::config::TlsFiles;
 
 pub enum Stream {
@@ -38,19 +40,16 @@ pub async fn accept(
     }
 }
 
-/// An acceptor for a listener's own certificate files, offering `alpn` (e.g. `http/1.1`).
-pub fn acceptor(files: &TlsFiles, alpn: &[&[u8]]) -> Result<TlsAcceptor, TlsError> {
-    let (chain, key) = super::server::load(files)?;
+/// An acceptor for a listener's own certificate files, offering `alpn` (e.g. `http/1.1`), and
+/// the certificate it serves (read again on reload).
+pub fn acceptor(
+    files: &TlsFiles,
+    alpn: &[&[u8]],
+) -> Result<(TlsAcceptor, std::sync::Arc<RotatingCert>), TlsError> {
+    let cert = RotatingCert::from_files(files)?;
     let what = format!("{} with {}", files.cert.display(), files.key.display());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(super::provider())
-        .with_protocol_versions(VERSIONS)
-        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
-        .map_err(|e| TlsError::Rejected {
-            what,
-            message: format!("not a usable certificate and key: {e}"),
-        })?;
-    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Ok(TlsAcceptor::from(std::sync::Arc::new(cfg)))
+    let cfg = super::server::server_config(cert.clone(), alpn, &what)?;
+    Ok((TlsAcceptor::from(std::sync::Arc::new(cfg)), cert))
 }
 
 impl AsyncRead for Stream {

@@ -7,6 +7,7 @@ pub mod backend;
 pub mod files;
 pub mod listener;
 pub mod outcomes;
+pub mod rotation;
 pub mod sequence_store;
 pub mod server;
 pub mod stream;

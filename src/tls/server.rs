@@ -9,55 +9,53 @@ use sha2::{Digest, Sha256};
 use tokio_rustls::TlsAcceptor;
 use tracing::info;
 
-use super::{files, provider, TlsError, VERSIONS};
+use super::rotation::RotatingCert;
+use super::{provider, TlsError, VERSIONS};
 use crate::config::{Config, ServerTls, TlsFiles};
 
-/// The acceptor for `config.tls`, or `None` when clients connect in plain TCP only.
-pub fn acceptor(config: &Config) -> Result<Option<TlsAcceptor>, TlsError> {
+/// The acceptor for `config.tls` and the certificate it serves (read again on reload), or
+/// `None` when clients connect in plain TCP only.
+pub fn acceptor(config: &Config) -> Result<Option<(TlsAcceptor, Arc<RotatingCert>)>, TlsError> {
     let Some(tls) = &config.tls else {
         return Ok(None);
     };
-    let (chain, key) = match &tls.value {
-        ServerTls::Files(f) => load(f)?,
+    let cert = match &tls.value {
+        ServerTls::Files(f) => RotatingCert::from_files(f)?,
         ServerTls::Auto => {
             let (cert, key) = self_signed(&config.listen)?;
             info!(
                 sha256 = %fingerprint(&cert),
                 "tls: auto: generated a self-signed certificate; clients that verify it can pin this fingerprint"
             );
-            (vec![cert], key)
+            RotatingCert::fixed(vec![cert], key)?
         }
     };
-    let cfg = server_config(chain, key, "the client certificate")?;
-    Ok(Some(TlsAcceptor::from(Arc::new(cfg))))
+    let cfg = server_config(cert.clone(), &[], "the client certificate")?;
+    Ok(Some((TlsAcceptor::from(Arc::new(cfg)), cert)))
 }
 
 /// Loads and checks `tls: {cert, key}` (also what `check-config` runs).
-pub fn load(
-    f: &TlsFiles,
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
-    let chain = files::certificates(&f.cert)?;
-    let key = files::private_key(&f.key)?;
-    let what = format!("{} with {}", f.cert.display(), f.key.display());
-    server_config(chain.clone(), key.clone_key(), &what)?;
-    Ok((chain, key))
+pub fn load(f: &TlsFiles) -> Result<(), TlsError> {
+    RotatingCert::from_files(f).map(|_| ())
 }
 
-fn server_config(
-    chain: Vec<CertificateDer<'static>>,
-    key: PrivateKeyDer<'static>,
+/// A server configuration serving `cert` (as it is at each handshake), offering `alpn`.
+pub fn server_config(
+    cert: Arc<RotatingCert>,
+    alpn: &[&[u8]],
     what: &str,
 ) -> Result<ServerConfig, TlsError> {
     let rejected = |e: rustls::Error| TlsError::Rejected {
         what: what.to_string(),
         message: format!("not a usable certificate and key: {e}"),
     };
-    ServerConfig::builder_with_provider(provider())
+    let mut cfg = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(VERSIONS)
         .map_err(rejected)?
         .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(rejected)
+        .with_cert_resolver(cert);
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(cfg)
 }
 
 /// A fresh ECDSA P-256 certificate for `localhost` and the listen address.
