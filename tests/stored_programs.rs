@@ -288,3 +288,72 @@ fn a_prepared_statement_cursor_still_fetches_its_rows() {
         common::raw::show(&answers[0][2])
     );
 }
+
+#[test]
+fn stored_programs_answer_as_mariadb_through_pymysql_and_mysql_connector() {
+    use common::clients::{client_args, differential, require_python_modules, source_dir};
+    let python = require_tool("python3", "python3");
+    require_python_modules("pymysql, mysql.connector", "pymysql mysql-connector-python");
+    let g = Idgate::start(common::shared_db());
+    for driver in ["pymysql", "connector"] {
+        let t = differential(
+            "stored_programs",
+            driver,
+            common::shared_db(),
+            &g,
+            CLI_TIMEOUT,
+            |t| {
+                let mut cmd = Command::new(&python);
+                cmd.arg(source_dir().join("py_stored_programs.py"))
+                    .arg(driver);
+                client_args(&mut cmd, t);
+                cmd
+            },
+        );
+        for line in [
+            "plain compound: [[(2,)]]",
+            "plain CALL spc_loop(@total): [[(1,)], [(2,)], [(3,)]]",
+            "plain after CALL spc_loop(@total): [(6, 42)]",
+            "plain CALL spc_error(): error 1326",
+            "plain CALL spc_signal(-1): error 4025",
+            "done",
+        ] {
+            assert!(
+                t.lines().any(|l| l == line),
+                "{driver}: no `{line}` in\n{t}"
+            );
+        }
+    }
+}
+
+#[test]
+fn stored_programs_answer_as_mariadb_through_connector_j() {
+    use common::clients::{client_args, compile_java, differential};
+    let (java, classpath) = compile_java("JdbcStoredPrograms.java");
+    let g = Idgate::start(common::shared_db());
+    let t = differential(
+        "stored_programs",
+        "jdbc",
+        common::shared_db(),
+        &g,
+        CLI_TIMEOUT,
+        |t| {
+            let mut cmd = Command::new(&java);
+            cmd.arg("-cp").arg(&classpath).arg("JdbcStoredPrograms");
+            client_args(&mut cmd, t);
+            cmd
+        },
+    );
+    for line in [
+        "client-prep compound: [[2]]",
+        "client-prep loop total: 6",
+        "client-prep CALL spj_error(): error code=1326 sqlstate=24000",
+        "server-prep loop results: [[1], [2], [3]]",
+        "server-prep loop total: 6",
+        "server-prep CALL spj_signal(-1): error code=4025 sqlstate=45000",
+        "server-prep usable after CALL spj_signal(-1): 42",
+        "done",
+    ] {
+        assert!(t.lines().any(|l| l == line), "no `{line}` in\n{t}");
+    }
+}
