@@ -7,7 +7,7 @@ use idgate::config::{Config, LogFormat};
 #[derive(Parser)]
 #[command(
     name = "idgate",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("IDGATE_COMMIT"), ")"),
     about = "MySQL-wire proxy that generates unique IDs and routes rows to shards"
 )]
 struct Cli {

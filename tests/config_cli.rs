@@ -140,3 +140,22 @@ fn mistakes_are_reported_with_line_and_column() {
         assert!(err.contains(line), "message should say `{line}`: {err}");
     }
 }
+
+#[test]
+fn version_names_the_release_and_the_commit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_idgate"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = String::from_utf8_lossy(&out.stdout);
+    let v = v.trim();
+    let rest = v
+        .strip_prefix(&format!("idgate {} (commit ", env!("CARGO_PKG_VERSION")))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        rest == "unknown" || (rest.len() == 12 && rest.chars().all(|c| c.is_ascii_hexdigit())),
+        "{v}"
+    );
+}
