@@ -60,3 +60,5 @@ mod placement_invariant_tests;
 mod planner_tests;
 #[cfg(test)]
 mod statement_tests;
+#[cfg(test)]
+mod test_rules;

@@ -5,29 +5,14 @@
 //! subqueries, UNIONs, common table expressions, multi-table writes and INSERT … SELECT.
 
 use super::statement::{plan, Plan, StatementContext};
-use super::{Algorithm, Placement, PlanCache, PlanContext, Route, TableRule, Tables};
+use super::test_rules::{self, sharded};
+use super::{Placement, PlanCache, PlanContext, Route, TableRule, Tables};
 use crate::sql::{self, TableRef};
 
 const DEFAULT: &str = "s0";
 
 fn rule(name: &str, placement: Placement) -> TableRule {
-    TableRule {
-        schema: None,
-        name: name.into(),
-        id_column: "id".into(),
-        generator: None,
-        explicit_ids: Default::default(),
-        bias_column: None,
-        placement,
-    }
-}
-
-fn sharded(column: &str, shards: &[&str]) -> Placement {
-    Placement::Sharded {
-        columns: vec![column.into()],
-        algorithm: Algorithm::Mod,
-        shards: shards.iter().map(|s| s.to_string()).collect(),
-    }
+    test_rules::rule(name, None, placement)
 }
 
 /// Backends s0 (the default), s1, s2. `orders` and `items` sharded alike over s0/s1, `archive`

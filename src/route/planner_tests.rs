@@ -1,30 +1,15 @@
 //! Plans of each kind, made and bound without a server.
 
 use super::plan::{BoundMerge, PlanContext, Route, ShapeKind, ShapePlan, Term};
-use super::{planner, Algorithm, Placement, TableRule, Tables};
+use super::{planner, Placement, TableRule, Tables};
 use crate::sql;
 
 fn rule(name: &str, placement: Placement) -> TableRule {
-    TableRule {
-        schema: None,
-        name: name.into(),
-        id_column: "id".into(),
-        generator: None,
-        explicit_ids: Default::default(),
-        bias_column: None,
-        placement,
-    }
+    super::test_rules::rule(name, None, placement)
 }
 
 fn mod2(name: &str, column: &str) -> TableRule {
-    rule(
-        name,
-        Placement::Sharded {
-            columns: vec![column.into()],
-            algorithm: Algorithm::Mod,
-            shards: vec!["s0".into(), "s1".into()],
-        },
-    )
+    rule(name, super::test_rules::sharded(column, &["s0", "s1"]))
 }
 
 pub(super) fn tables() -> Tables {

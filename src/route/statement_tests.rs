@@ -2,29 +2,10 @@
 //! session context, and the plan each statement gets.
 
 use super::statement::{plan, Caller, Plan, StatementContext};
-use super::{Algorithm, Placement, PlanCache, PlanContext, Route, TableRule, Tables};
+use super::test_rules::{rule, sharded};
+use super::{Placement, PlanCache, PlanContext, Route, Tables};
 use crate::config::User;
 use crate::sql::{AdminStatement, StatementKind};
-
-fn rule(name: &str, generator: Option<&str>, placement: Placement) -> TableRule {
-    TableRule {
-        schema: None,
-        name: name.into(),
-        id_column: "id".into(),
-        generator: generator.map(String::from),
-        explicit_ids: Default::default(),
-        bias_column: None,
-        placement,
-    }
-}
-
-fn sharded(column: &str, shards: &[&str]) -> Placement {
-    Placement::Sharded {
-        columns: vec![column.into()],
-        algorithm: Algorithm::Mod,
-        shards: shards.iter().map(|s| s.to_string()).collect(),
-    }
-}
 
 /// `orders` sharded by id and `items` by order_id over s0/s1, `users` generated on the default
 /// backend, `archive` sharded over s2/s3 (the default backend s0 holds none of it).
