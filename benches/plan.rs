@@ -18,6 +18,7 @@ fn tables() -> Tables {
         generator: None,
         explicit_ids: Default::default(),
         bias_column: None,
+        unique: None,
         placement: Placement::Sharded {
             columns: vec!["id".into()],
             algorithm: Algorithm::Mod,

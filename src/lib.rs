@@ -17,5 +17,6 @@ pub mod sql;
 pub mod table_ids;
 pub mod testbed;
 pub mod tls;
+pub mod unique;
 pub mod wire;
 pub mod xa;

@@ -33,6 +33,8 @@ pub struct Proxy {
     pub idgen: IdGen,
     /// The configured tables and where their rows live.
     pub tables: Tables,
+    /// Unique keys held across shards through lookup tables (`unique: global`).
+    pub unique: Arc<crate::unique::Lookups>,
     /// Column order of configured tables, read from the backends.
     pub metadata: crate::exec::metadata::MetadataCache,
     /// Two-phase commit across backends (`transactions.commit: xa` with sharded tables).
@@ -65,6 +67,7 @@ impl Proxy {
         idgen: IdGen,
         xa: Option<Arc<crate::xa::Coordinator>>,
         tls: Option<tokio_rustls::TlsAcceptor>,
+        unique: crate::unique::Lookups,
     ) -> Arc<Proxy> {
         let pools: HashMap<_, _> = config
             .backends
@@ -84,7 +87,8 @@ impl Proxy {
         let live = Live::build(1, config.clone(), &pools, None);
         let mut server_version = backend_version.to_vec();
         server_version.extend_from_slice(b"-idgate");
-        let tables = Tables::from_config(&config);
+        let unique = Arc::new(unique);
+        let tables = Tables::from_config(&config).with_lookups(unique.clone());
         let admission = crate::limits::Admission::new(config.max_connections, user_caps(&config));
         let auth_throttle = crate::limits::AuthThrottle::new(
             config.max_auth_failures,
@@ -97,6 +101,7 @@ impl Proxy {
             auth_throttle,
             idgen,
             tables,
+            unique,
             metadata: Default::default(),
             xa,
             tls,
@@ -140,7 +145,8 @@ impl Proxy {
     /// The configuration generation: 1 at start, bumped by every applied reload. Plans cached
     /// under one generation are not reused under another.
     pub fn plan_generation(&self) -> u64 {
-        self.live.load().generation
+        // Both only grow, so their sum changes whenever either does.
+        self.live.load().generation + self.unique.generation()
     }
 
     /// The pool a session of `user` takes its connections to `backend` from now: the user's own

@@ -33,6 +33,8 @@ pub enum StartError {
     Xa(String),
     #[error("tls: {0}")]
     Tls(#[from] crate::tls::TlsError),
+    #[error("cannot serve a sharded table: {0}")]
+    UniqueKeys(String),
 }
 
 /// Reads the default backend's version string, which idgate shows clients (with `-idgate`).
@@ -82,6 +84,11 @@ pub async fn run_with_file(
                 addr: config.listen.clone(),
                 source,
             })?;
+    // A unique key the shards would check per shard only is held through lookup tables, or
+    // accepted knowingly.
+    let unique = crate::unique::start::prepare(&config)
+        .await
+        .map_err(StartError::UniqueKeys)?;
     let idgen = crate::proxy::build_idgen(&config)
         .await
         .map_err(StartError::IdGen)?;
@@ -89,7 +96,7 @@ pub async fn run_with_file(
     let xa = crate::proxy::start_xa(&config)
         .await
         .map_err(StartError::Xa)?;
-    let proxy = Proxy::new(config, &version, idgen, xa, tls);
+    let proxy = Proxy::new(config, &version, idgen, xa, tls, unique);
     if let Some(cert) = server_cert {
         proxy.tls_rotations.add(cert);
     }

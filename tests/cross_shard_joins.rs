@@ -29,6 +29,7 @@ tables:
       algorithm: mod
       shards: [shard0, shard1]
   k3:
+    unique: per_shard
     sharding:
       columns: [sku]
       algorithm: hash

@@ -15,6 +15,7 @@ const TABLES: &str = "tables:
       algorithm: mod
       shards: [shard0, shard1]
   items:
+    unique: per_shard
     sharding:
       columns: [order_id]
       algorithm: mod

@@ -31,6 +31,7 @@ tables:
       algorithm: mod
       shards: [shard0, shard1]
   bias_orders:
+    unique: per_shard
     generator: bias
     sharding:
       columns: [id, user_id]

@@ -19,6 +19,7 @@ const TABLES: &str = "tables:
       algorithm: mod
       shards: [shard0, shard1]
   app_book:
+    unique: per_shard
     sharding:
       columns: [author_id]
       algorithm: mod

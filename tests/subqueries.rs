@@ -30,11 +30,13 @@ tables:
       algorithm: hash
       shards: [shard0, shard1, shard2]
   m2c:
+    unique: per_shard
     sharding:
       columns: [ref_id]
       algorithm: mod
       shards: [shard0, shard1]
   h3c:
+    unique: per_shard
     sharding:
       columns: [ref_id]
       algorithm: hash

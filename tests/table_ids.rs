@@ -5,10 +5,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-use common::{idgate_proc, Idgate, MariaDb};
+use common::{idgate_proc, Idgate};
 use mysql::prelude::Queryable;
 
 fn segment_on(table_yaml: &str) -> String {
@@ -84,39 +81,6 @@ fn a_sharded_table_gets_ids_above_the_highest_row_of_any_shard() {
     }
 }
 
-/// Runs idgate on `config` and expects it to refuse to start; returns what it said.
-fn refused_start(dbs: &[(&str, &MariaDb)], tables: &str) -> String {
-    let port = common::free_port().unwrap();
-    let dir = std::env::temp_dir().join(format!("idgate-table-ids-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("idgate.yaml");
-    std::fs::write(&path, idgate_proc::config_for(port, dbs, tables)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idgate"))
-        .args(["run", "--config"])
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("idgate started although it should have refused");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let out = child.wait_with_output().unwrap();
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!status.success(), "idgate exited 0:\n{said}");
-    let _ = std::fs::remove_dir_all(&dir);
-    said
-}
-
 #[test]
 fn a_snowflake_behind_the_table_or_too_wide_for_its_column_refuses_to_start() {
     let db = common::start_db();
@@ -126,7 +90,7 @@ fn a_snowflake_behind_the_table_or_too_wide_for_its_column_refuses_to_start() {
         .unwrap();
     c.query_drop("INSERT INTO events VALUES (18000000000000000000)")
         .unwrap();
-    let said = refused_start(
+    let said = idgate_proc::refused_start(
         &[("shard0", &db)],
         "generators:\n  flake:\n    kind: snowflake\n    worker_id: 3\n\
          tables:\n  events:\n    generator: flake\n",
@@ -140,7 +104,7 @@ fn a_snowflake_behind_the_table_or_too_wide_for_its_column_refuses_to_start() {
     // A snowflake's ids never fit an INT key.
     c.query_drop("CREATE TABLE small (id INT PRIMARY KEY)")
         .unwrap();
-    let said = refused_start(
+    let said = idgate_proc::refused_start(
         &[("shard0", &db)],
         "generators:\n  flake:\n    kind: snowflake\n    worker_id: 3\n\
          tables:\n  small:\n    generator: flake\n",
@@ -154,7 +118,7 @@ fn a_snowflake_behind_the_table_or_too_wide_for_its_column_refuses_to_start() {
     c.query_drop("CREATE TABLE tiny (id SMALLINT PRIMARY KEY)")
         .unwrap();
     c.query_drop("INSERT INTO tiny VALUES (32767)").unwrap();
-    let said = refused_start(
+    let said = idgate_proc::refused_start(
         &[("shard0", &db)],
         &segment_on("  tiny:\n    generator: seq\n"),
     );

@@ -23,6 +23,26 @@ pub struct TableConfig {
     /// Every row on every backend (small lookup tables joined with sharded ones).
     #[serde(default)]
     pub broadcast: bool,
+    /// How unique keys that do not contain the sharding columns hold on a sharded table. Such a
+    /// key is checked by each shard for its own rows only: `global` keeps a lookup table per key
+    /// so it holds across shards, `per_shard` accepts duplicates across shards knowingly.
+    /// Without either idgate refuses to start (and refuses DDL creating such a key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique: Option<UniqueScope>,
+    /// With `unique: global`: the backend holding the key lookup tables (default: the default
+    /// backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_lookup_backend: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UniqueScope {
+    /// Each shard enforces the key for the rows it holds; duplicates across shards can exist.
+    PerShard,
+    /// A lookup table per key, written in the same transaction as the row, makes the key hold
+    /// across every shard as on one server.
+    Global,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]

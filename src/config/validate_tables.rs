@@ -1,7 +1,7 @@
 //! Consistency of `generators:`, `tables:` and `sequence_store:` with each other and with the
 //! backends, each mistake reported at its line and column.
 
-use super::tables::{AlgorithmName, TableConfig};
+use super::tables::{AlgorithmName, TableConfig, UniqueScope};
 use super::validate::at;
 use super::{Config, ConfigError};
 use crate::idgen::config::GeneratorConfig;
@@ -64,7 +64,24 @@ fn check_table(cfg: &Config, name: &str, t: &TableConfig) -> Result<(), String> 
     if t.broadcast && t.sharding.is_some() {
         return Err("a table is either broadcast or sharded, not both".into());
     }
+    if let Some(b) = &t.unique_lookup_backend {
+        if t.unique != Some(UniqueScope::Global) {
+            return Err("unique_lookup_backend goes with `unique: global`".into());
+        }
+        if !cfg.backends.contains_key(b) {
+            return Err(format!(
+                "unique_lookup_backend `{b}` is not defined under backends:"
+            ));
+        }
+    }
     let Some(s) = &t.sharding else {
+        if t.unique.is_some() {
+            return Err(
+                "unique applies to sharded tables only (a table on one backend, or \
+                        broadcast, has its unique keys checked by that server)"
+                    .into(),
+            );
+        }
         return Ok(());
     };
     if s.shards.is_empty() {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::colocate::{placement_key, rule_for};
 use super::plan::{unsupported, PlanContext};
 use super::{Placement, TableRule};
+use crate::config::tables::UniqueScope;
 use crate::sql::{self, ForeignKey};
 use crate::wire::errors::SqlError;
 
@@ -19,6 +20,13 @@ pub fn ddl_backends(stmt: &[u8], ctx: &PlanContext) -> Result<Option<Vec<String>
         Some(d) => {
             for fk in &d.foreign_keys {
                 check_foreign_key(ctx, fk)?;
+            }
+            for k in &d.unique_keys {
+                check_unique_key(
+                    ctx,
+                    k,
+                    d.action == sql::DdlAction::Create && d.read.is_empty(),
+                )?;
             }
             check_placed_alike(ctx, &d.subjects)?;
             check_created_from_query(ctx, &d)?;
@@ -50,6 +58,44 @@ pub fn ddl_backends(stmt: &[u8], ctx: &PlanContext) -> Result<Option<Vec<String>
         }
     }
     Ok((!backends.is_empty()).then_some(backends))
+}
+
+/// A unique key on a sharded table that the shards would check per shard only is refused
+/// unless the table's rule accepts that (`unique: per_shard`). With `unique: global` a new,
+/// empty table gets its lookups right after CREATE TABLE; a key added to a table with rows needs
+/// its lookup filled, which idgate does at start.
+fn check_unique_key(
+    ctx: &PlanContext,
+    k: &sql::UniqueKey,
+    new_empty_table: bool,
+) -> Result<(), SqlError> {
+    let Some(rule) = rule_for(ctx, &k.table) else {
+        return Ok(());
+    };
+    if rule.unique == Some(UniqueScope::PerShard)
+        || (rule.unique == Some(UniqueScope::Global) && new_empty_table)
+        || super::unique_keys::holds_across_shards(&rule, &k.columns)
+    {
+        return Ok(());
+    }
+    let name = k
+        .name
+        .as_deref()
+        .map_or("(unnamed)".to_string(), |n| format!("`{n}`"));
+    if rule.unique == Some(UniqueScope::Global) {
+        return Err(SqlError::new(
+            crate::sql::ER_NOT_SUPPORTED_YET,
+            b"42000",
+            format!(
+                "idgate: unique key {name} ({}) of `{}` (unique: global) needs a lookup table,                  which idgate makes and fills when it starts: create the key on every shard                  directly, then restart idgate",
+                k.columns.join(", "),
+                rule.name
+            ),
+        ));
+    }
+    Err(super::unique_keys::per_shard_refusal(
+        &rule, &name, &k.columns,
+    ))
 }
 
 /// One statement about several tables (`DROP TABLE a, b`, `RENAME TABLE a TO b`) runs as it

@@ -12,7 +12,7 @@ use crate::wire::errors::{self, SqlError};
 
 use super::{Placement, ShardValue, TableRule};
 
-pub use super::insert_place::place_and_render;
+pub use super::insert_place::{place_and_render, render_each_row};
 
 /// Where one row's id comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

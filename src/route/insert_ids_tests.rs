@@ -25,6 +25,7 @@ fn rule(bias_column: Option<&str>) -> TableRule {
         generator: Some("ids".into()),
         explicit_ids: ExplicitIds::Allow,
         bias_column: bias_column.map(String::from),
+        unique: None,
         placement: Placement::Single {
             backend: "s0".into(),
         },

@@ -27,6 +27,53 @@ pub fn place_and_render(
         ));
     }
     let (groups, broadcast) = place(a, rule, meta, ids)?;
+    let (parts, lid_backend) = render_groups(stmt, a, rule, meta, ids, first_generated, groups)?;
+    Ok(InsertPlan {
+        parts,
+        broadcast,
+        insert_id: insert_id(ids, first_generated),
+        first_generated,
+        lid_backend,
+    })
+}
+
+/// Each row of the statement rendered alone, in row order, with the backend that owns it: for
+/// an INSERT idgate runs row by row (unique keys held through lookup tables).
+pub fn render_each_row(
+    stmt: &[u8],
+    a: &InsertAnalysis,
+    rule: &TableRule,
+    meta: &TableMeta,
+    ids: &[RowId],
+    first_generated: Option<u64>,
+) -> Result<Vec<(String, Vec<u8>)>, SqlError> {
+    let (groups, _) = place(a, rule, meta, ids)?;
+    let single: Groups = groups
+        .into_iter()
+        .flat_map(|(b, rows)| rows.into_iter().map(move |r| (b.clone(), vec![r])))
+        .collect();
+    let (parts, _) = render_groups(stmt, a, rule, meta, ids, first_generated, single)?;
+    let mut rows: Vec<(usize, String, Vec<u8>)> = parts
+        .into_iter()
+        .map(|(b, sql, rows)| (rows.first().copied().unwrap_or(usize::MAX), b, sql))
+        .collect();
+    rows.sort_by_key(|(r, _, _)| *r);
+    Ok(rows.into_iter().map(|(_, b, sql)| (b, sql)).collect())
+}
+
+/// Renders what each group's backend runs, with its rows' ids; and the backend whose part
+/// sets LAST_INSERT_ID().
+#[allow(clippy::type_complexity)]
+fn render_groups(
+    stmt: &[u8],
+    a: &InsertAnalysis,
+    rule: &TableRule,
+    meta: &TableMeta,
+    ids: &[RowId],
+    first_generated: Option<u64>,
+    groups: Groups,
+) -> Result<(Vec<(String, Vec<u8>, Vec<usize>)>, Option<String>), SqlError> {
+    let n = ids.len();
     let existing = id_index(a, meta, &rule.id_column);
     let generate = rule.generator.is_some();
 
@@ -78,13 +125,7 @@ pub fn place_and_render(
         };
         parts.push((backend, sql, rows));
     }
-    Ok(InsertPlan {
-        parts,
-        broadcast,
-        insert_id: insert_id(ids, first_generated),
-        first_generated,
-        lid_backend,
-    })
+    Ok((parts, lid_backend))
 }
 
 /// MySQL reports the first generated id; with only explicit ids, the last row's positive value.

@@ -25,6 +25,7 @@ fn rule(placement: Placement) -> TableRule {
         generator: Some("ids".into()),
         explicit_ids: ExplicitIds::Allow,
         bias_column: None,
+        unique: None,
         placement,
     }
 }

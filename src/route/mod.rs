@@ -35,6 +35,7 @@ mod statement_gateway;
 mod statement_load;
 mod statement_meta;
 pub mod tables;
+pub mod unique_keys;
 
 pub use algorithm::{Algorithm, ShardValue};
 pub use cache::{CacheStats, PlanCache};

@@ -105,6 +105,19 @@ pub fn plan(
             ));
         }
     }
+    let global = ctx.tables.global_key_columns(&rule);
+    if let Some(c) = a
+        .assigned
+        .iter()
+        .find(|c| global.iter().any(|k| k.eq_ignore_ascii_case(c)))
+    {
+        return Err(unsupported(format!(
+            "UPDATE of `{c}` in `{}`: its unique key is held across shards through a lookup \
+             (unique: global), which idgate does not change on UPDATE yet; delete the row and \
+             insert it again",
+            rule.name
+        )));
+    }
     Ok(sharded(stmt, literals, &a, rule))
 }
 

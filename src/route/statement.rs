@@ -233,6 +233,7 @@ pub(super) fn reads_placed_tables(
         generator: None,
         explicit_ids: Default::default(),
         bias_column: None,
+        unique: None,
         placement: super::Placement::Single {
             backend: ctx.default_backend.to_string(),
         },

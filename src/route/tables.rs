@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::algorithm::Algorithm;
-use crate::config::tables::ExplicitIds;
+use crate::config::tables::{ExplicitIds, UniqueScope};
 use crate::sql::TableNames;
 
 #[derive(Debug, Clone)]
@@ -30,6 +30,9 @@ pub struct TableRule {
     pub generator: Option<String>,
     pub explicit_ids: ExplicitIds,
     pub bias_column: Option<String>,
+    /// How unique keys without the sharding columns hold: through lookup tables (`global`) or
+    /// per shard only, knowingly (`per_shard`); `None`: such a key is refused.
+    pub unique: Option<UniqueScope>,
     pub placement: Placement,
 }
 
@@ -51,6 +54,8 @@ pub struct Tables {
     names: Option<TableNames>,
     /// Names of sharded and broadcast tables (those not simply on the default backend).
     placed: Option<TableNames>,
+    /// The keys of `unique: global` tables, found at start and by CREATE TABLE through idgate.
+    lookups: Option<Arc<crate::unique::Lookups>>,
 }
 
 impl Tables {
@@ -77,11 +82,33 @@ impl Tables {
             by_name,
             names,
             placed,
+            lookups: None,
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
+    }
+
+    /// The same rules, reading the keys held through lookups (`unique: global`) from `lookups`.
+    pub fn with_lookups(mut self, lookups: Arc<crate::unique::Lookups>) -> Tables {
+        self.lookups = Some(lookups);
+        self
+    }
+
+    /// Whether some rule says `unique: global`.
+    pub fn has_global_unique(&self) -> bool {
+        self.lookups.is_some() && self.rules().any(|r| r.unique == Some(UniqueScope::Global))
+    }
+
+    /// The columns of `rule`'s keys held through lookups, which an UPDATE may not change yet.
+    pub fn global_key_columns(&self, rule: &TableRule) -> Vec<String> {
+        match (&self.lookups, rule.unique) {
+            (Some(l), Some(UniqueScope::Global)) => {
+                l.columns_of(rule.schema.as_deref(), &rule.name)
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The cheap pre-filter: could `stmt` be about a configured table at all?
@@ -198,6 +225,7 @@ impl Tables {
                     generator: t.generator.clone(),
                     explicit_ids: t.explicit_ids,
                     bias_column,
+                    unique: t.unique,
                     placement,
                 }
             })

@@ -11,6 +11,7 @@ pub fn rule(name: &str, generator: Option<&str>, placement: Placement) -> TableR
         generator: generator.map(String::from),
         explicit_ids: Default::default(),
         bias_column: None,
+        unique: None,
         placement,
     }
 }

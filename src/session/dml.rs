@@ -78,7 +78,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.run_on_shards(&plan, adj, scope).await
             }
             Route::Concat(backends) => self.run_concat(&backends, packet, adj, scope).await,
-            Route::Everywhere(backends) => self.run_everywhere(&backends, packet, adj, scope).await,
+            Route::Everywhere(backends) => {
+                let ok = self.run_everywhere(&backends, packet, adj, scope).await?;
+                if ok && self.proxy.tables.has_global_unique() {
+                    self.unique_after_ddl(stmt).await;
+                }
+                Ok(ok)
+            }
             Route::Merge(backends, merge) => {
                 self.run_merge(&backends, &merge, adj, false, scope).await
             }

@@ -244,8 +244,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // SELECT over placed tables through idgate.
             return self.run_text_statement(text).await;
         };
+        let global = match self.global_keys(&a) {
+            Ok(g) => g,
+            Err(e) => {
+                self.send_error(&e);
+                return None;
+            }
+        };
         if matches!(a.body, sql::InsertBody::Select { .. }) {
+            if global.is_some() {
+                self.send_error(&crate::unique::select_refusal(&a.table.name));
+                return None;
+            }
             return match self.run_insert_select(text, &a, &rule, false, scope).await {
+                super::query::Step::End(e) => Some(e),
+                _ => None,
+            };
+        }
+        if let Some(keys) = global {
+            return match self
+                .run_guarded_insert(text, &a, &rule, &keys, false, scope)
+                .await
+            {
                 super::query::Step::End(e) => Some(e),
                 _ => None,
             };

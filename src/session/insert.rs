@@ -13,6 +13,13 @@ use crate::route::{insert_ids, TableRule};
 use crate::sql::InsertAnalysis;
 use crate::wire::errors::{self, SqlError};
 
+/// The ids of an INSERT's rows, decided before it is placed.
+pub(super) struct DecidedIds {
+    pub meta: Arc<TableMeta>,
+    pub ids: Vec<RowId>,
+    pub first_generated: Option<u64>,
+}
+
 fn err(code: u16, state: &[u8; 5], msg: impl Into<String>) -> SqlError {
     SqlError::new(code, state, msg)
 }
@@ -73,6 +80,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         a: &InsertAnalysis,
         rule: &TableRule,
     ) -> Result<InsertPlan, SqlError> {
+        let r = self.decide_ids(stmt, a, rule).await?;
+        insert::place_and_render(stmt, a, rule, &r.meta, &r.ids, r.first_generated)
+    }
+
+    /// Each row's id as AUTO_INCREMENT would give it, generated ids drawn.
+    pub(super) async fn decide_ids(
+        &mut self,
+        stmt: &[u8],
+        a: &InsertAnalysis,
+        rule: &TableRule,
+    ) -> Result<DecidedIds, SqlError> {
         let table = &a.table.name;
         insert::check_statement(stmt, a, rule)?;
         let schema = match (&a.table.schema, &self.db) {
@@ -102,7 +120,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Some(g) => self.generate(g, rule, a, &meta, &mut ids).await?,
             None => None,
         };
-        insert::place_and_render(stmt, a, rule, &meta, &ids, first_generated)
+        Ok(DecidedIds {
+            meta,
+            ids,
+            first_generated,
+        })
     }
 
     /// Fills the `Generated` slots of `ids` from the generator; returns the first numeric id.

@@ -34,6 +34,8 @@ mod shards;
 mod show;
 mod subquery;
 mod txn;
+mod unique_ddl;
+mod unique_insert;
 
 use std::sync::Arc;
 

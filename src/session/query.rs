@@ -384,8 +384,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
+                let global = match self.global_keys(&a) {
+                    Ok(g) => g,
+                    Err(e) => {
+                        self.send_error(&e);
+                        return Step::Failed;
+                    }
+                };
                 if matches!(a.body, sql::InsertBody::Select { .. }) {
+                    if global.is_some() {
+                        self.send_error(&crate::unique::select_refusal(&a.table.name));
+                        return Step::Failed;
+                    }
                     return self.run_insert_select(stmt, &a, &rule, more, scope).await;
+                }
+                if let Some(keys) = global {
+                    return self
+                        .run_guarded_insert(stmt, &a, &rule, &keys, more, scope)
+                        .await;
                 }
                 let plan = match self.plan_insert(stmt, &a, &rule).await {
                     Ok(p) => p,

@@ -42,7 +42,7 @@ mod words;
 
 pub use admin::{admin_statement, AdminStatement};
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
-pub use ddl_tables::{ddl_tables, DdlTables, ForeignKey};
+pub use ddl_tables::{ddl_tables, DdlAction, DdlTables, ForeignKey, UniqueKey};
 pub use dml::{
     analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyTerm, KeyValue,
 };

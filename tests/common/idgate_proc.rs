@@ -184,3 +184,36 @@ impl Drop for Idgate {
         }
     }
 }
+
+/// Runs idgate on `config` and expects it to refuse to start; returns what it said.
+pub fn refused_start(dbs: &[(&str, &MariaDb)], tables: &str) -> String {
+    let port = free_port().unwrap();
+    let dir = std::env::temp_dir().join(format!("idgate-refused-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("idgate.yaml");
+    std::fs::write(&path, config_for(port, dbs, tables)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idgate"))
+        .args(["run", "--config"])
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("idgate started although it should have refused");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!status.success(), "idgate exited 0:\n{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+    said
+}

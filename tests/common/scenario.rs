@@ -12,6 +12,7 @@ use super::{Idgate, MariaDb};
 /// The `tables:` block for `(table, generator)` pairs, each sharded by `id` mod 2 over `shard0`
 /// and `shard1` (`id, user_id` with the `slot` algorithm for biased generators, whose ids carry
 /// their row's slot: the owner is the id's low bit either way).
+/// The writers' `UNIQUE (note)` is checked per shard (`unique: per_shard`): each note is new.
 pub fn tables_mod2(tables: &[(&str, &str, bool)]) -> String {
     let mut y = String::from("tables:\n");
     for (table, generator, biased) in tables {
@@ -21,8 +22,8 @@ pub fn tables_mod2(tables: &[(&str, &str, bool)]) -> String {
             ("[id]", "mod")
         };
         y.push_str(&format!(
-            "  {table}:\n    generator: {generator}\n    sharding:\n      columns: {columns}\n      \
-             algorithm: {algorithm}\n      shards: [shard0, shard1]\n"
+            "  {table}:\n    generator: {generator}\n    unique: per_shard\n    sharding:\n      \
+             columns: {columns}\n      algorithm: {algorithm}\n      shards: [shard0, shard1]\n"
         ));
     }
     y

@@ -1,0 +1,419 @@
+//! INSERT into a table whose unique keys hold across shards through lookup tables
+//! (`unique: global`). Row by row, in the statement's order and in one transaction with the
+//! lookups: each key value is claimed in its lookup (which locks it until the end of the
+//! transaction, so concurrent claims take turns); a value already there is checked on the shards
+//! for a row that holds it (an entry whose row is gone is stale and taken over). A row whose key
+//! is held goes to the shard holding it, which answers exactly as one server would: 1062 for a
+//! plain INSERT, a warning for IGNORE, the update for ON DUPLICATE KEY UPDATE. REPLACE deletes
+//! the holding rows and writes the row where it belongs. Any failure rolls the whole statement
+//! back, lookups included.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::bulk_write::BulkOk;
+use super::query::Step;
+use super::{End, Session};
+use crate::exec::collect::Collected;
+use crate::exec::StatementScope;
+use crate::route::insert::{self, RowId};
+use crate::route::TableRule;
+use crate::sql::{self, InsertAnalysis, ER_NOT_SUPPORTED_YET};
+use crate::unique::{lookup_table, row_values, GlobalKey};
+use crate::wire::errors::{self, SqlError};
+use crate::wire::packets;
+
+/// Why the statement stopped: the backend's own error, or idgate's.
+enum Failure {
+    Packet(Vec<u8>),
+    Sql(SqlError),
+}
+
+/// The statement's held connections, by backend name.
+struct Held<'a> {
+    names: &'a [String],
+    leases: &'a [usize],
+}
+
+impl Held<'_> {
+    fn lease(&self, backend: &str) -> Option<usize> {
+        let p = self.names.iter().position(|n| n == backend)?;
+        self.leases.get(p).copied()
+    }
+}
+
+/// What the rows did, for the one OK.
+#[derive(Default)]
+struct Tally {
+    affected: u64,
+    warnings: u16,
+    duplicates: u64,
+    /// The first generated id of a row that was written.
+    first_written: Option<u64>,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// The global keys of the table an INSERT writes, if it has any; an error when its lookups
+    /// could not be made.
+    pub(super) fn global_keys(
+        &self,
+        a: &InsertAnalysis,
+    ) -> Result<Option<Arc<[GlobalKey]>>, SqlError> {
+        if self.proxy.unique.is_empty() {
+            return Ok(None);
+        }
+        let schema = match (&a.table.schema, &self.db) {
+            (Some(s), _) => s.clone(),
+            (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
+            (None, None) => return Ok(None),
+        };
+        if let Some(why) = self.proxy.unique.broken(&schema, &a.table.name) {
+            return Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!(
+                    "idgate: the unique key lookups of `{}` could not be made ({why}); restart \
+                     idgate to make them before writing to it",
+                    a.table.name
+                ),
+            ));
+        }
+        Ok(self.proxy.unique.keys_of(&schema, &a.table.name))
+    }
+
+    pub(super) async fn run_guarded_insert(
+        &mut self,
+        stmt: &[u8],
+        a: &InsertAnalysis,
+        rule: &TableRule,
+        keys: &[GlobalKey],
+        more: bool,
+        scope: StatementScope,
+    ) -> Step {
+        match self.guarded_insert(stmt, a, rule, keys, more, scope).await {
+            Ok(true) => Step::Ok,
+            Ok(false) => Step::Failed,
+            Err(end) => Step::End(end),
+        }
+    }
+
+    async fn guarded_insert(
+        &mut self,
+        stmt: &[u8],
+        a: &InsertAnalysis,
+        rule: &TableRule,
+        keys: &[GlobalKey],
+        more: bool,
+        scope: StatementScope,
+    ) -> Result<bool, End> {
+        if let Err(e) = refuse_shapes(stmt, a, keys) {
+            self.send_error(&e);
+            return Ok(false);
+        }
+        let decided = match self.decide_ids(stmt, a, rule).await {
+            Ok(d) => d,
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        let rows = match insert::render_each_row(
+            stmt,
+            a,
+            rule,
+            &decided.meta,
+            &decided.ids,
+            decided.first_generated,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        let values = match row_values::row_keys(stmt, a, &decided.meta, keys, rows.len()) {
+            Ok(v) => v,
+            Err(e) => {
+                self.send_error(&e);
+                return Ok(false);
+            }
+        };
+        let mut names: Vec<String> = Vec::new();
+        for b in keys
+            .iter()
+            .map(|k| &k.backend)
+            .chain(rule.backends().iter())
+        {
+            if !names.contains(b) {
+                names.push(b.clone());
+            }
+        }
+        let mut leases = Vec::with_capacity(names.len());
+        for n in &names {
+            match self.lease_index(n).await {
+                Ok(i) => leases.push(i),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            }
+        }
+        let (txn, begin) = self.bulk_begin(&leases, "idgate_unique", scope).await?;
+        let mut outcome = Ok(Tally::default());
+        for (&i, b) in leases.iter().zip(&begin) {
+            if let Some(b) = b {
+                match self.collect_one(i, b.clone()).await? {
+                    Collected::Err(p) => {
+                        outcome = Err(Failure::Packet(p));
+                        break;
+                    }
+                    _ => continue,
+                }
+            }
+        }
+        if outcome.is_ok() {
+            let held = Held {
+                names: &names,
+                leases: &leases,
+            };
+            outcome = self
+                .guarded_rows(a, rule, keys, &rows, &values, &decided.ids, &held)
+                .await?;
+        }
+        let tally = match outcome {
+            Ok(t) => t,
+            Err(f) => {
+                self.bulk_end(&leases, &txn, false, "INSERT").await?;
+                match f {
+                    Failure::Packet(p) => self.writer.write(&p),
+                    Failure::Sql(e) => self.send_error(&e),
+                }
+                return Ok(false);
+            }
+        };
+        if let Some(e) = self.bulk_end(&leases, &txn, true, "INSERT").await? {
+            self.send_error(&e);
+            return Ok(false);
+        }
+        let info = if rows.len() > 1 {
+            format!(
+                "Records: {}  Duplicates: {}  Warnings: {}",
+                rows.len(),
+                tally.duplicates,
+                tally.warnings
+            )
+            .into_bytes()
+        } else {
+            Vec::new()
+        };
+        let insert_id = match (decided.first_generated, tally.first_written) {
+            (Some(_), written) => written.unwrap_or(0),
+            (None, _) => explicit_insert_id(&decided.ids),
+        };
+        let ok = BulkOk {
+            affected: tally.affected,
+            insert_id,
+            warnings: tally.warnings,
+            info,
+        };
+        self.answer_bulk(&ok, tally.first_written, more);
+        Ok(true)
+    }
+
+    /// Sends one statement on a held connection and reads its whole answer.
+    async fn collect_one(&mut self, lease: usize, sql: Vec<u8>) -> Result<Collected, End> {
+        match self.leases.send_all(&[(lease, sql)], &[None]).await {
+            Ok(mut r) => Ok(r.pop().unwrap_or(Collected::Ok(Vec::new()))),
+            Err(e) => Err(self.backend_lost(e)),
+        }
+    }
+
+    /// Claims each row's key values and writes the row where one server would have put it.
+    #[allow(clippy::too_many_arguments)]
+    async fn guarded_rows(
+        &mut self,
+        a: &InsertAnalysis,
+        rule: &TableRule,
+        keys: &[GlobalKey],
+        rows: &[(String, Vec<u8>)],
+        values: &row_values::RowKeys,
+        ids: &[RowId],
+        held_conns: &Held<'_>,
+    ) -> Result<Result<Tally, Failure>, End> {
+        let lease_of = |b: &str| held_conns.lease(b);
+        let mut t = Tally::default();
+        let missing = |b: &str| {
+            Failure::Sql(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: no connection to backend `{b}`"),
+            ))
+        };
+        for (r, (own, sql)) in rows.iter().enumerate() {
+            // (key, shard holding a row with the row's value of that key)
+            let mut held: Vec<(usize, String)> = Vec::new();
+            for (ki, k) in keys.iter().enumerate() {
+                let Some(vals) = values
+                    .get(r)
+                    .and_then(|v| v.get(ki))
+                    .and_then(Option::as_ref)
+                else {
+                    continue;
+                };
+                let Some(li) = lease_of(&k.backend) else {
+                    return Ok(Err(missing(&k.backend)));
+                };
+                let claimed = self
+                    .collect_one(li, lookup_table::claim_sql(k, vals).into_bytes())
+                    .await?;
+                match affected(&claimed) {
+                    Err(f) => return Ok(Err(f)),
+                    Ok(1) => continue, // a new value: no row holds it
+                    Ok(_) => {}
+                }
+                for shard in rule.backends() {
+                    let Some(si) = lease_of(shard) else {
+                        return Ok(Err(missing(shard)));
+                    };
+                    match self
+                        .collect_one(si, lookup_table::holder_sql(k, vals).into_bytes())
+                        .await?
+                    {
+                        Collected::Err(p) => return Ok(Err(Failure::Packet(p))),
+                        Collected::Rows { rows, .. } if !rows.is_empty() => {
+                            held.push((ki, shard.clone()));
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let mut deleted = 0;
+            let target = if held.is_empty() {
+                own.clone()
+            } else if a.replace {
+                for (ki, shard) in &held {
+                    if shard == own {
+                        continue; // the row's own REPLACE deletes it there
+                    }
+                    let vals = values[r][*ki].as_deref().unwrap_or_default();
+                    let Some(si) = lease_of(shard) else {
+                        return Ok(Err(missing(shard)));
+                    };
+                    let out = self
+                        .collect_one(
+                            si,
+                            lookup_table::delete_holder_sql(&keys[*ki], vals).into_bytes(),
+                        )
+                        .await?;
+                    match affected(&out) {
+                        Ok(n) => deleted += n,
+                        Err(f) => return Ok(Err(f)),
+                    }
+                }
+                own.clone()
+            } else {
+                // Plain, IGNORE or ON DUPLICATE KEY UPDATE: the shard holding the value answers.
+                held[0].1.clone()
+            };
+            let Some(ti) = lease_of(&target) else {
+                return Ok(Err(missing(&target)));
+            };
+            let out = self.collect_one(ti, sql.clone()).await?;
+            let (n, warnings) = match &out {
+                Collected::Ok(p) => {
+                    packets::parse_ok(p).map_or((0, 0), |o| (o.affected_rows, o.warnings))
+                }
+                Collected::Err(p) => return Ok(Err(Failure::Packet(p.clone()))),
+                Collected::Rows { .. } => (0, 0),
+            };
+            let written = if a.replace {
+                true
+            } else if a.on_duplicate_update {
+                n == 1
+            } else {
+                n >= 1
+            };
+            if written && target != *own && !a.on_duplicate_update {
+                // The shard holding the value took the row as new: the lookup and the shards
+                // disagree, and the row would sit on a shard that does not own it.
+                return Ok(Err(Failure::Sql(SqlError::new(
+                    errors::ER_UNKNOWN_ERROR,
+                    b"HY000",
+                    format!(
+                        "idgate: the unique key lookup of `{}` names a row that shard `{target}` \
+                         does not hold; the statement was rolled back",
+                        rule.name
+                    ),
+                ))));
+            }
+            t.affected += n + deleted;
+            t.warnings = t.warnings.saturating_add(warnings);
+            t.duplicates += if a.replace {
+                (n + deleted).saturating_sub(1)
+            } else if a.on_duplicate_update {
+                u64::from(n == 2)
+            } else {
+                u64::from(n == 0)
+            };
+            if written && t.first_written.is_none() {
+                if let Some(RowId::Generated(id)) = ids.get(r) {
+                    t.first_written = Some(*id);
+                }
+            }
+        }
+        Ok(Ok(t))
+    }
+}
+
+/// Affected rows of an OK, or the failure.
+fn affected(c: &Collected) -> Result<u64, Failure> {
+    match c {
+        Collected::Ok(p) => Ok(packets::parse_ok(p).map_or(0, |o| o.affected_rows)),
+        Collected::Err(p) => Err(Failure::Packet(p.clone())),
+        Collected::Rows { .. } => Ok(0),
+    }
+}
+
+/// With only explicit ids, MySQL reports the last row's positive value.
+fn explicit_insert_id(ids: &[RowId]) -> u64 {
+    ids.iter()
+        .rev()
+        .find_map(|r| match r {
+            RowId::Explicit(Some(v)) if *v > 0 => Some(*v as u64),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+/// Shapes whose effect on a global key idgate cannot know before the row is written.
+fn refuse_shapes(stmt: &[u8], a: &InsertAnalysis, keys: &[GlobalKey]) -> Result<(), SqlError> {
+    let refuse = |what: &str| {
+        Err(SqlError::new(
+            ER_NOT_SUPPORTED_YET,
+            b"42000",
+            format!(
+                "idgate: {what} into `{}`, whose unique key `{}` is held across shards through a \
+                 lookup (unique: global), is not supported yet",
+                a.table.name,
+                keys.first().map_or("", |k| k.name.as_str())
+            ),
+        ))
+    };
+    if a.returning {
+        return refuse("INSERT … RETURNING");
+    }
+    if a.on_duplicate_update {
+        let assigned = sql::duplicate_update_columns(stmt).map_err(SqlError::from)?;
+        let key_col = |c: &String| {
+            keys.iter()
+                .flat_map(|k| &k.columns)
+                .any(|k| k.name.eq_ignore_ascii_case(c))
+        };
+        if assigned.iter().any(key_col) {
+            return refuse("ON DUPLICATE KEY UPDATE of a unique key's column");
+        }
+    }
+    Ok(())
+}

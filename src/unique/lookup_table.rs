@@ -1,0 +1,194 @@
+//! A global key's lookup table: one row per key value the table's rows hold, in the database
+//! `idgate_unique` of the lookup backend, with the key's own columns (same types, charsets and
+//! collations, so values compare as on the shards) and the key's own name. The statements
+//! idgate runs on it and, to check a duplicate, on the shards.
+
+use super::{GlobalKey, KeyColumn};
+use crate::sql::quote_ident;
+
+/// The database holding every lookup table.
+pub const DATABASE: &str = "idgate_unique";
+
+/// The lookup table's qualified, quoted name for `schema.table`'s key `key` (MariaDB allows 64
+/// characters; longer names end in a hash of the whole).
+pub fn name(schema: &str, table: &str, key: &str) -> String {
+    let full = format!("{schema}__{table}__{key}");
+    let short = if full.chars().count() <= 64 {
+        full
+    } else {
+        let head: String = full.chars().take(47).collect();
+        format!("{head}_{:016x}", fnv1a(full.as_bytes()))
+    };
+    format!("{}.{}", quote_ident(DATABASE), quote_ident(&short))
+}
+
+/// A stable hash of a name (not randomized per process, unlike std's).
+fn fnv1a(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325, |h, &x| {
+        (h ^ u64::from(x)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn column_def(c: &KeyColumn) -> String {
+    let mut d = format!("{} {}", quote_ident(&c.name), c.column_type);
+    if let Some(cs) = &c.charset {
+        d.push_str(&format!(" CHARACTER SET {cs}"));
+    }
+    if let Some(co) = &c.collation {
+        d.push_str(&format!(" COLLATE {co}"));
+    }
+    d.push_str(" NOT NULL");
+    d
+}
+
+fn key_part(c: &KeyColumn) -> String {
+    match c.sub_part {
+        Some(n) => format!("{}({n})", quote_ident(&c.name)),
+        None => quote_ident(&c.name),
+    }
+}
+
+/// `CREATE TABLE IF NOT EXISTS` for the lookup table. `idgate_flip` changes on every claim of
+/// an existing value, so the backend reports it as updated (2 rows) whatever the client flags.
+pub fn create_sql(k: &GlobalKey) -> String {
+    let cols: Vec<String> = k.columns.iter().map(column_def).collect();
+    let parts: Vec<String> = k.columns.iter().map(key_part).collect();
+    let key = if k.name.eq_ignore_ascii_case("PRIMARY") {
+        "PRIMARY KEY".to_string()
+    } else {
+        format!("UNIQUE KEY {}", quote_ident(&k.name))
+    };
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} ({}, idgate_flip TINYINT NOT NULL DEFAULT 0, {key} ({})) \
+         ENGINE=InnoDB",
+        k.lookup,
+        cols.join(", "),
+        parts.join(", ")
+    )
+}
+
+/// Claims one key value (SQL expressions, one per key column) in the lookup table: 1 affected
+/// row when the value is new, 2 when it was there; either way the entry stays locked until the
+/// statement's transaction ends, so two sessions claiming one value take turns.
+pub fn claim_sql(k: &GlobalKey, values: &[String]) -> String {
+    let cols: Vec<String> = k.columns.iter().map(|c| quote_ident(&c.name)).collect();
+    format!(
+        "INSERT INTO {} ({}, idgate_flip) VALUES ({}, 0) \
+         ON DUPLICATE KEY UPDATE idgate_flip = 1 - idgate_flip",
+        k.lookup,
+        cols.join(", "),
+        values.join(", ")
+    )
+}
+
+/// The condition "this row holds the key value", as the shard's unique index compares it.
+fn holds(k: &GlobalKey, values: &[String]) -> String {
+    let conds: Vec<String> = k
+        .columns
+        .iter()
+        .zip(values)
+        .map(|(c, v)| match c.sub_part {
+            Some(n) => format!("LEFT({}, {n}) = LEFT({v}, {n})", quote_ident(&c.name)),
+            None => format!("{} = {v}", quote_ident(&c.name)),
+        })
+        .collect();
+    conds.join(" AND ")
+}
+
+fn table(k: &GlobalKey) -> String {
+    format!("{}.{}", quote_ident(&k.schema), quote_ident(&k.table))
+}
+
+/// Run on a shard: whether it holds a row with the key value, locking that row.
+pub fn holder_sql(k: &GlobalKey, values: &[String]) -> String {
+    format!(
+        "SELECT 1 FROM {} WHERE {} LIMIT 1 FOR UPDATE",
+        table(k),
+        holds(k, values)
+    )
+}
+
+/// Run on a shard: deletes the row holding the key value (REPLACE of a row owned elsewhere).
+pub fn delete_holder_sql(k: &GlobalKey, values: &[String]) -> String {
+    format!("DELETE FROM {} WHERE {}", table(k), holds(k, values))
+}
+
+/// Run on a shard at fill time: every key value its rows hold.
+pub fn values_sql(k: &GlobalKey) -> String {
+    let cols: Vec<String> = k.columns.iter().map(|c| quote_ident(&c.name)).collect();
+    let not_null: Vec<String> = cols.iter().map(|c| format!("{c} IS NOT NULL")).collect();
+    format!(
+        "SELECT {} FROM {} WHERE {}",
+        cols.join(", "),
+        table(k),
+        not_null.join(" AND ")
+    )
+}
+
+/// A value read in the text protocol (connection in utf8mb4) as an SQL expression for `c`.
+pub fn literal_from_text(c: &KeyColumn, v: &[u8]) -> String {
+    let numeric = c.charset.is_none()
+        && v.iter()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
+        && !v.is_empty();
+    let hex: String = v.iter().map(|b| format!("{b:02X}")).collect();
+    if numeric && !c.column_type.starts_with("bit") {
+        String::from_utf8_lossy(v).into_owned()
+    } else if c.charset.is_some() {
+        format!("_utf8mb4 X'{hex}'")
+    } else {
+        format!("X'{hex}'")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> GlobalKey {
+        let col = |n: &str, ty: &str, cs: bool, sub: Option<u32>| KeyColumn {
+            name: n.into(),
+            column_type: ty.into(),
+            charset: cs.then(|| "utf8mb4".into()),
+            collation: cs.then(|| "utf8mb4_general_ci".into()),
+            sub_part: sub,
+            default: None,
+        };
+        GlobalKey {
+            schema: "app".into(),
+            table: "users".into(),
+            name: "email".into(),
+            columns: vec![
+                col("tenant", "int(11)", false, None),
+                col("email", "varchar(80)", true, Some(20)),
+            ],
+            backend: "main".into(),
+            lookup: name("app", "users", "email"),
+        }
+    }
+
+    #[test]
+    fn the_lookup_copies_the_key_and_checks_values_as_the_shard_index_does() {
+        let k = key();
+        assert_eq!(k.lookup, "`idgate_unique`.`app__users__email`");
+        assert_eq!(
+            create_sql(&k),
+            "CREATE TABLE IF NOT EXISTS `idgate_unique`.`app__users__email` (`tenant` int(11) \
+             NOT NULL, `email` varchar(80) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT \
+             NULL, idgate_flip TINYINT NOT NULL DEFAULT 0, UNIQUE KEY `email` (`tenant`, \
+             `email`(20))) ENGINE=InnoDB"
+        );
+        let v = ["7".to_string(), "'a@x'".to_string()];
+        assert!(claim_sql(&k, &v).contains("VALUES (7, 'a@x', 0)"));
+        assert_eq!(
+            holder_sql(&k, &v),
+            "SELECT 1 FROM `app`.`users` WHERE `tenant` = 7 AND LEFT(`email`, 20) = \
+             LEFT('a@x', 20) LIMIT 1 FOR UPDATE"
+        );
+        assert_eq!(literal_from_text(&k.columns[0], b"-12"), "-12");
+        assert_eq!(literal_from_text(&k.columns[1], b"a'"), "_utf8mb4 X'6127'");
+        let long = name("s", &"t".repeat(80), "k");
+        assert!(long.len() <= 64 + 20, "{long}");
+        assert_eq!(long, name("s", &"t".repeat(80), "k"));
+    }
+}

@@ -1,0 +1,135 @@
+//! Unique keys of sharded tables that the shards cannot check alone. Each shard checks a unique
+//! key for the rows it holds; a key that does not contain what picks the shard holds across
+//! shards only if something else checks it. With `unique: global` that is a lookup table per
+//! key on one backend (`lookup_table`), written in the same transaction as the row, as Vitess's
+//! consistent lookup vindexes do. A lookup entry whose row is gone is stale and harmless: a new
+//! row meeting it checks the shards for a real holder before it counts as a duplicate.
+
+pub mod lookup_table;
+pub mod row_values;
+pub mod start;
+mod survey;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
+/// INSERT … SELECT and LOAD DATA write rows idgate does not see one by one yet.
+pub fn select_refusal(table: &str) -> crate::wire::errors::SqlError {
+    crate::wire::errors::SqlError::new(
+        crate::sql::ER_NOT_SUPPORTED_YET,
+        b"42000",
+        format!(
+            "idgate: INSERT … SELECT and LOAD DATA into `{table}`, whose unique keys are held \
+             across shards through lookups (unique: global), are not supported yet; insert \
+             the rows with INSERT … VALUES"
+        ),
+    )
+}
+
+/// One column of a unique key, as the shards define it (the lookup table copies it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyColumn {
+    pub name: String,
+    /// `COLUMN_TYPE` (`varchar(40)`, `int(11) unsigned`, `enum('a','b')`).
+    pub column_type: String,
+    pub charset: Option<String>,
+    pub collation: Option<String>,
+    /// The key's prefix length on this column (`name(10)`).
+    pub sub_part: Option<u32>,
+    /// `COLUMN_DEFAULT` as MariaDB reports it (`NULL`, `'text'`, `5`, `current_timestamp()`);
+    /// `None`: no default.
+    pub default: Option<String>,
+}
+
+/// A unique key held across the shards through a lookup table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalKey {
+    pub schema: String,
+    pub table: String,
+    /// The key's name on the shards (`PRIMARY` for the primary key); the lookup's key has the
+    /// same name, so a duplicate there is reported as the shard would report it.
+    pub name: String,
+    pub columns: Vec<KeyColumn>,
+    /// The backend holding the lookup table.
+    pub backend: String,
+    /// The lookup table's qualified, quoted name.
+    pub lookup: String,
+}
+
+/// The global keys of every table that has some, by (schema, table).
+#[derive(Debug, Default)]
+pub struct Lookups {
+    by_table: DashMap<(String, String), Arc<[GlobalKey]>>,
+    /// Tables whose lookups could not be made after CREATE TABLE: their INSERTs are refused
+    /// with the reason until idgate restarts and makes them.
+    broken: DashMap<(String, String), String>,
+    /// Grows with every change, so plans made before it are made again.
+    generation: AtomicU64,
+}
+
+impl Lookups {
+    pub fn keys_of(&self, schema: &str, table: &str) -> Option<Arc<[GlobalKey]>> {
+        self.by_table
+            .get(&(schema.to_string(), table.to_string()))
+            .map(|k| k.clone())
+            .filter(|k| !k.is_empty())
+    }
+
+    pub fn set(&self, schema: &str, table: &str, keys: Vec<GlobalKey>) {
+        self.broken.remove(&(schema.to_string(), table.to_string()));
+        self.by_table
+            .insert((schema.to_string(), table.to_string()), keys.into());
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn set_broken(&self, schema: &str, table: &str, why: String) {
+        self.broken
+            .insert((schema.to_string(), table.to_string()), why);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Why the table's lookups are missing, if they are.
+    pub fn broken(&self, schema: &str, table: &str) -> Option<String> {
+        if self.broken.is_empty() {
+            return None;
+        }
+        self.broken
+            .get(&(schema.to_string(), table.to_string()))
+            .map(|w| w.clone())
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Every column of the global keys of `table` (in `schema`, or in any schema).
+    pub fn columns_of(&self, schema: Option<&str>, table: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in self.by_table.iter() {
+            let (s, t) = e.key();
+            if !t.eq_ignore_ascii_case(table) || schema.is_some_and(|x| x != s) {
+                continue;
+            }
+            for c in e.value().iter().flat_map(|k| &k.columns) {
+                if !out.iter().any(|o| o.eq_ignore_ascii_case(&c.name)) {
+                    out.push(c.name.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// After DROP TABLE through idgate.
+    pub fn remove(&self, schema: &str, table: &str) {
+        let key = (schema.to_string(), table.to_string());
+        self.by_table.remove(&key);
+        self.broken.remove(&key);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.broken.is_empty() && self.by_table.is_empty()
+    }
+}

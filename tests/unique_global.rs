@@ -1,0 +1,340 @@
+//! `unique: global`: a unique key without the sharding column holds across shards through a
+//! lookup table, so duplicates behave as on one server. Every statement runs directly against
+//! one MariaDB and through idgate over two shards (rows sharded by their generated id), and the
+//! client must see the same outcome (error code and message, affected rows, info, warnings) and
+//! the same rows: plain duplicates, INSERT IGNORE, ON DUPLICATE KEY UPDATE, REPLACE, duplicates
+//! inside one statement, NULLs, a deleted row's value used again, a rolled-back transaction,
+//! prepared statements, and two sessions inserting the same value at once.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{idgate_proc, Idgate, MariaDb};
+use mysql::prelude::Queryable;
+
+const FRIENDS: &str = "CREATE TABLE friends (id BIGINT PRIMARY KEY AUTO_INCREMENT, \
+                       a INT, b INT, note VARCHAR(20), UNIQUE KEY pair (a, b))";
+const USERS: &str = "CREATE TABLE users (id BIGINT PRIMARY KEY AUTO_INCREMENT, \
+                     email VARCHAR(60) COLLATE utf8mb4_general_ci NOT NULL, \
+                     UNIQUE KEY email (email))";
+
+fn tables() -> String {
+    let mut y = String::from("generators:\n  seq:\n    kind: segment\n    step: 100\ntables:\n");
+    for t in ["friends", "users"] {
+        y.push_str(&format!(
+            "  {t}:\n    generator: seq\n    unique: global\n    sharding:\n      \
+             columns: [id]\n      algorithm: mod\n      shards: [shard0, shard1]\n"
+        ));
+    }
+    y
+}
+
+/// What a client sees of one statement.
+fn outcome(c: &mut mysql::Conn, sql: &str) -> String {
+    match c.query_iter(sql) {
+        Ok(r) => format!(
+            "ok affected={} info={:?} warnings={}",
+            r.affected_rows(),
+            r.info_str(),
+            r.warnings()
+        ),
+        Err(mysql::Error::MySqlError(e)) => format!("err {} {}", e.code, e.message),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
+fn rows(c: &mut mysql::Conn, table: &str) -> Vec<String> {
+    let cols = if table == "friends" {
+        "a, b, note"
+    } else {
+        "email"
+    };
+    let mut v: Vec<String> = c
+        .query_map(format!("SELECT {cols} FROM {table}"), |r: mysql::Row| {
+            format!("{:?}", r.unwrap())
+        })
+        .unwrap();
+    v.sort();
+    v
+}
+
+struct Both {
+    _one: MariaDb,
+    direct: mysql::Conn,
+    _shards: [MariaDb; 2],
+    g: Idgate,
+    through: mysql::Conn,
+}
+
+fn start() -> Both {
+    let one = common::start_db();
+    let mut direct = common::direct(&one);
+    let shards = [common::start_db(), common::start_db()];
+    for sql in [FRIENDS, USERS] {
+        direct.query_drop(sql).unwrap();
+        for s in &shards {
+            common::direct(s).query_drop(sql).unwrap();
+        }
+    }
+    // A row already on a shard before idgate starts: the lookup is filled from it.
+    direct
+        .query_drop("INSERT INTO users (email) VALUES ('old@x')")
+        .unwrap();
+    common::direct(&shards[1])
+        .query_drop("INSERT INTO users (id, email) VALUES (1, 'old@x')")
+        .unwrap();
+    let g = Idgate::start_with(|port| {
+        idgate_proc::config_for(
+            port,
+            &[("shard0", &shards[0]), ("shard1", &shards[1])],
+            &tables(),
+        )
+    });
+    let through = g.conn();
+    Both {
+        _one: one,
+        direct,
+        _shards: shards,
+        g,
+        through,
+    }
+}
+
+fn same(b: &mut Both, sql: &str) -> String {
+    let want = outcome(&mut b.direct, sql);
+    let got = outcome(&mut b.through, sql);
+    assert_eq!(got, want, "{sql}");
+    got
+}
+
+#[test]
+fn duplicates_across_shards_answer_as_one_server() {
+    let mut b = start();
+    let script = [
+        "INSERT INTO friends (a, b, note) VALUES (1, 2, 'first')",
+        "INSERT INTO friends (a, b, note) VALUES (1, 2, 'again')",
+        "INSERT IGNORE INTO friends (a, b, note) VALUES (1, 2, 'c'), (3, 4, 'd'), (3, 4, 'e')",
+        "INSERT INTO friends (a, b, note) VALUES (1, 2, 'x') ON DUPLICATE KEY UPDATE note = 'upd'",
+        "INSERT INTO friends (a, b, note) VALUES (1, 2, 'x') ON DUPLICATE KEY UPDATE note = 'upd'",
+        "INSERT INTO friends (a, b, note) VALUES (5, 6, 'n'), (1, 2, 'y') \
+         ON DUPLICATE KEY UPDATE note = VALUES(note)",
+        "REPLACE INTO friends (a, b, note) VALUES (3, 4, 'rep')",
+        "REPLACE INTO friends (a, b, note) VALUES (3, 4, 'rep2'), (7, 8, 'new')",
+        // A duplicate inside one statement rolls the whole statement back.
+        "INSERT INTO friends (a, b, note) VALUES (9, 9, 'p'), (9, 9, 'q')",
+        "INSERT INTO friends SET a = 10, b = 10, note = 'set'",
+        "INSERT INTO friends SET a = 10, b = 10, note = 'set'",
+        // NULL never meets a unique key.
+        "INSERT INTO friends (a, b, note) VALUES (NULL, 2, 'n1'), (NULL, 2, 'n2')",
+        "INSERT INTO friends (b, note) VALUES (2, 'n3')",
+        // A deleted row's value is free again.
+        "DELETE FROM friends WHERE a = 1",
+        "INSERT INTO friends (a, b, note) VALUES (1, 2, 'back')",
+        // The collation decides: the lookup compares as the shard's index does.
+        "INSERT INTO users (email) VALUES ('Old@X')",
+        "INSERT INTO users (email) VALUES ('new@x'), ('NEW@x')",
+        "INSERT IGNORE INTO users (email) VALUES ('b@x'), ('B@X'), ('old@x')",
+    ];
+    for sql in script {
+        same(&mut b, sql);
+    }
+    for t in ["friends", "users"] {
+        assert_eq!(rows(&mut b.through, t), rows(&mut b.direct, t), "{t}");
+    }
+    // A rolled-back transaction leaves its values free.
+    for sql in [
+        "BEGIN",
+        "INSERT INTO friends (a, b, note) VALUES (20, 20, 'tx')",
+        "INSERT INTO friends (a, b, note) VALUES (20, 20, 'tx2')",
+        "ROLLBACK",
+        "INSERT INTO friends (a, b, note) VALUES (20, 20, 'after')",
+        "BEGIN",
+        "INSERT INTO friends (a, b, note) VALUES (21, 21, 'kept')",
+        "INSERT INTO friends (a, b, note) VALUES (21, 21, 'dup')",
+        "COMMIT",
+    ] {
+        same(&mut b, sql);
+    }
+    // Prepared, as drivers send it.
+    for (a, bb) in [(30, 30), (30, 30), (1, 2)] {
+        let sql = "INSERT INTO friends (a, b, note) VALUES (?, ?, 'prep')";
+        let run = |c: &mut mysql::Conn| match c.exec_drop(sql, (a, bb)) {
+            Ok(()) => format!("ok {}", c.affected_rows()),
+            Err(mysql::Error::MySqlError(e)) => format!("err {} {}", e.code, e.message),
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(run(&mut b.through), run(&mut b.direct));
+    }
+    for t in ["friends", "users"] {
+        assert_eq!(rows(&mut b.through, t), rows(&mut b.direct, t), "{t}");
+    }
+    // The generated id is the client's, as after AUTO_INCREMENT.
+    b.through
+        .query_drop("INSERT INTO friends (a, b, note) VALUES (40, 40, 'id')")
+        .unwrap();
+    let id = b.through.last_insert_id();
+    let found: Option<u64> = b
+        .through
+        .query_first("SELECT id FROM friends WHERE a = 40")
+        .unwrap();
+    assert_eq!(found, Some(id));
+}
+
+#[test]
+fn two_sessions_inserting_one_value_at_once_store_it_once() {
+    let b = start();
+    let mut first = b.g.conn();
+    first.query_drop("BEGIN").unwrap();
+    first
+        .query_drop("INSERT INTO users (email) VALUES ('race@x')")
+        .unwrap();
+    let mut second = b.g.conn();
+    let racer = std::thread::spawn(move || {
+        outcome(&mut second, "INSERT INTO users (email) VALUES ('race@x')")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !racer.is_finished(),
+        "the second insert must wait for the first"
+    );
+    first.query_drop("COMMIT").unwrap();
+    let got = racer.join().unwrap();
+    assert_eq!(got, "err 1062 Duplicate entry 'race@x' for key 'email'");
+    let n: u64 = first
+        .query_first("SELECT COUNT(*) FROM users WHERE email = 'race@x'")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 1);
+    // Many sessions at once, half of them the same values: each value stored once.
+    let mut racers = Vec::new();
+    for t in 0..6 {
+        let mut c = b.g.conn();
+        racers.push(std::thread::spawn(move || {
+            let mut stored = 0;
+            for i in 0..20 {
+                let v = if t % 2 == 0 { i } else { 100 * t + i };
+                if c.query_drop(format!("INSERT INTO users (email) VALUES ('u{v}@x')"))
+                    .is_ok()
+                {
+                    stored += 1;
+                }
+            }
+            stored
+        }));
+    }
+    let stored: u64 = racers.into_iter().map(|r| r.join().unwrap()).sum();
+    let distinct: u64 = first
+        .query_first("SELECT COUNT(DISTINCT email) FROM users WHERE email LIKE 'u%@x'")
+        .unwrap()
+        .unwrap();
+    let all: u64 = first
+        .query_first("SELECT COUNT(*) FROM users WHERE email LIKE 'u%@x'")
+        .unwrap()
+        .unwrap();
+    assert_eq!((all, distinct, stored), (80, 80, 80));
+}
+
+#[test]
+fn shapes_the_lookup_cannot_follow_are_refused_and_existing_duplicates_keep_idgate_from_starting() {
+    let mut b = start();
+    for sql in [
+        "INSERT INTO users (email) SELECT 'sel@x'",
+        "INSERT INTO users (email) VALUES (CONCAT('a', '@x'))",
+        "INSERT INTO users (email) VALUES ('z@x') ON DUPLICATE KEY UPDATE email = 'w@x'",
+        "ALTER TABLE friends ADD UNIQUE KEY by_note (note)",
+        "UPDATE users SET email = 'q@x' WHERE id = 1",
+        "UPDATE users SET email = CONCAT(email, '.') WHERE email = 'old@x'",
+        "LOAD DATA LOCAL INFILE '/nonexistent' INTO TABLE users (email)",
+    ] {
+        match b.through.query_drop(sql) {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!(e.code, 1235, "{sql}: {}", e.message);
+                assert!(e.message.contains("unique"), "{}", e.message);
+            }
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    // Other columns change as usual.
+    b.through
+        .query_drop("UPDATE friends SET note = 'changed' WHERE note = 'nothing'")
+        .unwrap();
+    b.through.query_drop("SELECT 1").unwrap();
+    // The same value on two shards before the lookup exists: idgate names it and stops.
+    let shards = [common::start_db(), common::start_db()];
+    for (i, s) in shards.iter().enumerate() {
+        let mut c = common::direct(s);
+        c.query_drop(USERS).unwrap();
+        c.query_drop(format!("INSERT INTO users VALUES ({i}, 'twice@x')"))
+            .unwrap();
+    }
+    let said = idgate_proc::refused_start(
+        &[("shard0", &shards[0]), ("shard1", &shards[1])],
+        &tables().replace("  friends:", "  unused:"),
+    );
+    assert!(
+        said.contains("already holds rows with the same value of unique key `email`"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_table_created_through_idgate_gets_its_lookups_and_dropping_it_drops_them() {
+    let shards = [common::start_db(), common::start_db()];
+    let yaml = tables().replace("  friends:", "  teams:");
+    let g = Idgate::start_with(|port| {
+        idgate_proc::config_for(
+            port,
+            &[("shard0", &shards[0]), ("shard1", &shards[1])],
+            &yaml,
+        )
+    });
+    let mut c = g.conn();
+    c.query_drop(
+        "CREATE TABLE teams (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(30), \
+         UNIQUE KEY name (name))",
+    )
+    .unwrap();
+    let dup = |c: &mut mysql::Conn| {
+        for i in 0..6 {
+            c.query_drop(format!("INSERT INTO teams (name) VALUES ('t{i}')"))
+                .unwrap();
+        }
+        (0..6)
+            .map(|i| outcome(c, &format!("INSERT INTO teams (name) VALUES ('t{i}')")))
+            .collect::<Vec<_>>()
+    };
+    for (i, got) in dup(&mut c).into_iter().enumerate() {
+        assert_eq!(
+            got,
+            format!("err 1062 Duplicate entry 't{i}' for key 'name'")
+        );
+    }
+    // Dropped and made again with another key: the old lookup is gone with its values.
+    c.query_drop("DROP TABLE teams").unwrap();
+    c.query_drop(
+        "CREATE TABLE teams (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(30), \
+         city VARCHAR(30), UNIQUE KEY name (name, city))",
+    )
+    .unwrap();
+    c.query_drop("INSERT INTO teams (name, city) VALUES ('t0', 'x'), ('t0', 'y')")
+        .unwrap();
+    assert_eq!(
+        outcome(&mut c, "INSERT INTO teams (name, city) VALUES ('t0', 'y')"),
+        "err 1062 Duplicate entry 't0-y' for key 'name'"
+    );
+    // A key added to a table with rows needs a fill: refused with what to do.
+    assert_eq!(
+        common::answers::error_of(&mut c, "CREATE UNIQUE INDEX by_city ON teams (city)").0,
+        1235
+    );
+    c.query_drop("DROP TABLE teams").unwrap();
+    let left: u64 = common::direct(&shards[0])
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'idgate_unique' \
+             AND TABLE_NAME LIKE '%teams%'",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(left, 0, "the dropped table's lookups are gone");
+}
