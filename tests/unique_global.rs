@@ -68,6 +68,11 @@ struct Both {
 }
 
 fn start() -> Both {
+    start_in("")
+}
+
+/// `yaml` goes before the tables (e.g. `transactions: {commit: best_effort}`).
+fn start_in(yaml: &str) -> Both {
     let one = common::start_db();
     let mut direct = common::direct(&one);
     let shards = [common::start_db(), common::start_db()];
@@ -88,7 +93,7 @@ fn start() -> Both {
         idgate_proc::config_for(
             port,
             &[("shard0", &shards[0]), ("shard1", &shards[1])],
-            &tables(),
+            &format!("{yaml}{}", tables()),
         )
     });
     let through = g.conn();
@@ -110,7 +115,13 @@ fn same(b: &mut Both, sql: &str) -> String {
 
 #[test]
 fn duplicates_across_shards_answer_as_one_server() {
-    let mut b = start();
+    // XA branches (the default), then one transaction per backend.
+    for mode in ["", "transactions:\n  commit: best_effort\n"] {
+        duplicates_answer_as_one_server(start_in(mode));
+    }
+}
+
+fn duplicates_answer_as_one_server(mut b: Both) {
     let script = [
         "INSERT INTO friends (a, b, note) VALUES (1, 2, 'first')",
         "INSERT INTO friends (a, b, note) VALUES (1, 2, 'again')",

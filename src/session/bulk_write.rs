@@ -20,6 +20,13 @@ pub(super) struct BulkTxn {
     savepoint: &'static str,
 }
 
+impl BulkTxn {
+    /// Autocommit in XA mode: each connection is an XA branch of its own.
+    pub(super) fn xa_auto(&self) -> bool {
+        self.xa_auto
+    }
+}
+
 /// The one OK the client gets for the whole statement.
 pub(super) struct BulkOk {
     pub affected: u64,

@@ -30,17 +30,13 @@ enum Failure {
     Sql(SqlError),
 }
 
-/// The statement's held connections, by backend name.
-struct Held<'a> {
+/// The statement's held connections, by backend name, and which of them it wrote to.
+struct Conns<'a> {
     names: &'a [String],
     leases: &'a [usize],
-}
-
-impl Held<'_> {
-    fn lease(&self, backend: &str) -> Option<usize> {
-        let p = self.names.iter().position(|n| n == backend)?;
-        self.leases.get(p).copied()
-    }
+    used: Vec<bool>,
+    /// What starts the write on each connection, sent with its first statement.
+    begin: Vec<Option<Vec<u8>>>,
 }
 
 /// What the rows did, for the one OK.
@@ -160,27 +156,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         let (txn, begin) = self.bulk_begin(&leases, "idgate_unique", scope).await?;
-        let mut outcome = Ok(Tally::default());
-        for (&i, b) in leases.iter().zip(&begin) {
-            if let Some(b) = b {
-                match self.collect_one(i, b.clone()).await? {
-                    Collected::Err(p) => {
-                        outcome = Err(Failure::Packet(p));
-                        break;
-                    }
-                    _ => continue,
-                }
+        let mut conns = Conns {
+            names: &names,
+            leases: &leases,
+            used: vec![false; leases.len()],
+            begin,
+        };
+        let outcome = self
+            .guarded_rows(a, rule, keys, &rows, &values, &decided.ids, &mut conns)
+            .await?;
+        // Only the connections a statement went to take part in the end of the write.
+        let mut used = Vec::with_capacity(leases.len());
+        for (&i, &u) in leases.iter().zip(&conns.used) {
+            if u {
+                used.push(i);
+            } else if txn.xa_auto() {
+                self.leases.held_mut()[i].leave_txn();
             }
         }
-        if outcome.is_ok() {
-            let held = Held {
-                names: &names,
-                leases: &leases,
-            };
-            outcome = self
-                .guarded_rows(a, rule, keys, &rows, &values, &decided.ids, &held)
-                .await?;
-        }
+        let leases = used;
         let tally = match outcome {
             Ok(t) => t,
             Err(f) => {
@@ -221,10 +215,29 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         Ok(true)
     }
 
-    /// Sends one statement on a held connection and reads its whole answer.
-    async fn collect_one(&mut self, lease: usize, sql: Vec<u8>) -> Result<Collected, End> {
-        match self.leases.send_all(&[(lease, sql)], &[None]).await {
-            Ok(mut r) => Ok(r.pop().unwrap_or(Collected::Ok(Vec::new()))),
+    /// Sends one statement on the statement's connection to `backend` (after what starts the
+    /// write there, the first time) and reads its whole answer.
+    async fn collect_one(
+        &mut self,
+        conns: &mut Conns<'_>,
+        backend: &str,
+        sql: Vec<u8>,
+    ) -> Result<Result<Collected, Failure>, End> {
+        let Some(p) = conns.names.iter().position(|n| n == backend) else {
+            return Ok(Err(Failure::Sql(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: no connection to backend `{backend}`"),
+            ))));
+        };
+        conns.used[p] = true;
+        let begin = conns.begin[p].take();
+        match self
+            .leases
+            .send_all(&[(conns.leases[p], sql)], &[begin])
+            .await
+        {
+            Ok(mut r) => Ok(Ok(r.pop().unwrap_or(Collected::Ok(Vec::new())))),
             Err(e) => Err(self.backend_lost(e)),
         }
     }
@@ -239,17 +252,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rows: &[(String, Vec<u8>)],
         values: &row_values::RowKeys,
         ids: &[RowId],
-        held_conns: &Held<'_>,
+        conns: &mut Conns<'_>,
     ) -> Result<Result<Tally, Failure>, End> {
-        let lease_of = |b: &str| held_conns.lease(b);
         let mut t = Tally::default();
-        let missing = |b: &str| {
-            Failure::Sql(SqlError::new(
-                errors::ER_UNKNOWN_ERROR,
-                b"HY000",
-                format!("idgate: no connection to backend `{b}`"),
-            ))
-        };
         for (r, (own, sql)) in rows.iter().enumerate() {
             // (key, shard holding a row with the row's value of that key)
             let mut held: Vec<(usize, String)> = Vec::new();
@@ -261,27 +266,30 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 else {
                     continue;
                 };
-                let Some(li) = lease_of(&k.backend) else {
-                    return Ok(Err(missing(&k.backend)));
+                let claimed = match self
+                    .collect_one(
+                        conns,
+                        &k.backend,
+                        lookup_table::claim_sql(k, vals).into_bytes(),
+                    )
+                    .await?
+                {
+                    Ok(c) => c,
+                    Err(f) => return Ok(Err(f)),
                 };
-                let claimed = self
-                    .collect_one(li, lookup_table::claim_sql(k, vals).into_bytes())
-                    .await?;
                 match affected(&claimed) {
                     Err(f) => return Ok(Err(f)),
                     Ok(1) => continue, // a new value: no row holds it
                     Ok(_) => {}
                 }
                 for shard in rule.backends() {
-                    let Some(si) = lease_of(shard) else {
-                        return Ok(Err(missing(shard)));
-                    };
                     match self
-                        .collect_one(si, lookup_table::holder_sql(k, vals).into_bytes())
+                        .collect_one(conns, shard, lookup_table::holder_sql(k, vals).into_bytes())
                         .await?
                     {
-                        Collected::Err(p) => return Ok(Err(Failure::Packet(p))),
-                        Collected::Rows { rows, .. } if !rows.is_empty() => {
+                        Err(f) => return Ok(Err(f)),
+                        Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
+                        Ok(Collected::Rows { rows, .. }) if !rows.is_empty() => {
                             held.push((ki, shard.clone()));
                             break;
                         }
@@ -298,15 +306,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         continue; // the row's own REPLACE deletes it there
                     }
                     let vals = values[r][*ki].as_deref().unwrap_or_default();
-                    let Some(si) = lease_of(shard) else {
-                        return Ok(Err(missing(shard)));
-                    };
-                    let out = self
+                    let out = match self
                         .collect_one(
-                            si,
+                            conns,
+                            shard,
                             lookup_table::delete_holder_sql(&keys[*ki], vals).into_bytes(),
                         )
-                        .await?;
+                        .await?
+                    {
+                        Ok(c) => c,
+                        Err(f) => return Ok(Err(f)),
+                    };
                     match affected(&out) {
                         Ok(n) => deleted += n,
                         Err(f) => return Ok(Err(f)),
@@ -317,10 +327,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 // Plain, IGNORE or ON DUPLICATE KEY UPDATE: the shard holding the value answers.
                 held[0].1.clone()
             };
-            let Some(ti) = lease_of(&target) else {
-                return Ok(Err(missing(&target)));
+            let out = match self.collect_one(conns, &target, sql.clone()).await? {
+                Ok(c) => c,
+                Err(f) => return Ok(Err(f)),
             };
-            let out = self.collect_one(ti, sql.clone()).await?;
             let (n, warnings) = match &out {
                 Collected::Ok(p) => {
                     packets::parse_ok(p).map_or((0, 0), |o| (o.affected_rows, o.warnings))
