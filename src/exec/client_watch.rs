@@ -3,19 +3,15 @@
 //! it running, holding its locks, until it ends by itself.
 
 use std::future::Future;
-use std::time::Duration;
 
 use tokio::io::AsyncRead;
 
 use crate::wire::framing::PacketReader;
 
-/// Statements answered sooner are not watched at all: the watch costs a timer only, and the
-/// client's socket is looked at only for statements that run longer than this.
-const WATCH_AFTER: Duration = Duration::from_millis(50);
-
 /// Runs `work` (a backend's answer being relayed); `None` if the client closed its connection
 /// before `work` finished (then `work` is dropped mid-answer and its backend connection must not
-/// be used again).
+/// be used again). The client's socket is watched from the start: while it has nothing to say,
+/// looking costs no system call (the runtime knows it is not readable) and no timer.
 pub async fn unless_client_leaves<R, T>(
     reader: &mut PacketReader<R>,
     work: impl Future<Output = T>,
@@ -23,13 +19,9 @@ pub async fn unless_client_leaves<R, T>(
 where
     R: AsyncRead + Unpin,
 {
-    let watch = async {
-        tokio::time::sleep(WATCH_AFTER).await;
-        reader.closed().await;
-    };
     tokio::select! {
         biased;
         out = work => Some(out),
-        () = watch => None,
+        () = reader.closed() => None,
     }
 }

@@ -2,6 +2,7 @@
 //! idgate hands out its own ids so that a statement can later live on several backends.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 #[derive(Debug, Clone)]
 pub struct Statement {
@@ -47,8 +48,30 @@ pub struct Emulated {
 
 #[derive(Default)]
 pub struct Statements {
-    by_client_id: HashMap<u32, Statement>,
+    by_client_id: HashMap<u32, Statement, BuildHasherDefault<IdHasher>>,
     last_id: u32,
+}
+
+/// Statement ids are small counters idgate hands out, never chosen by a peer to collide: one
+/// multiplication spreads them (SipHash, the default, costs more than the lookup it guards on
+/// every COM_STMT_EXECUTE).
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 impl Statements {

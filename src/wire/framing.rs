@@ -166,11 +166,16 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         self.inner.buffer().len()
     }
 
+    /// Discards `len` bytes from the reader's own buffer. No buffer of its own: an array here
+    /// would live in every `read` future and be copied each time one moves.
     async fn skip(&mut self, mut len: usize) -> Result<(), FrameError> {
-        let mut sink = [0u8; 8192];
+        use tokio::io::AsyncBufReadExt;
         while len > 0 {
-            let n = len.min(sink.len());
-            self.inner.read_exact(&mut sink[..n]).await?;
+            let n = self.inner.fill_buf().await?.len().min(len);
+            if n == 0 {
+                return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into()));
+            }
+            self.inner.consume(n);
             len -= n;
         }
         Ok(())
