@@ -349,3 +349,47 @@ fn a_table_created_through_idgate_gets_its_lookups_and_dropping_it_drops_them() 
         .unwrap();
     assert_eq!(left, 0, "the dropped table's lookups are gone");
 }
+
+#[test]
+fn the_lookup_of_a_table_with_rows_is_filled_page_by_page_from_every_shard() {
+    let shards = [common::start_db(), common::start_db()];
+    for (i, s) in shards.iter().enumerate() {
+        let mut c = common::direct(s);
+        c.query_drop(USERS).unwrap();
+        // 12,500 rows a shard: more than one page of the fill on each.
+        c.query_drop(format!(
+            "INSERT INTO users (id, email) SELECT seq * 2 + {i}, CONCAT('u', seq * 2 + {i}, '@x') \
+             FROM seq_1_to_12500"
+        ))
+        .unwrap();
+    }
+    let yaml = tables().replace("  friends:", "  unused:");
+    let g = Idgate::start_with(|port| {
+        idgate_proc::config_for(
+            port,
+            &[("shard0", &shards[0]), ("shard1", &shards[1])],
+            &yaml,
+        )
+    });
+    let mut c = g.conn();
+    let db: String = c.query_first("SELECT DATABASE()").unwrap().unwrap();
+    let n: u64 = common::direct(&shards[0])
+        .query_first(format!(
+            "SELECT COUNT(*) FROM idgate_unique.`{db}__users__email`"
+        ))
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 25_000);
+    // Values from the last pages of either shard are held.
+    for v in [24_999, 25_000, 3, 2] {
+        assert_eq!(
+            outcome(
+                &mut c,
+                &format!("INSERT INTO users (email) VALUES ('U{v}@X')")
+            ),
+            format!("err 1062 Duplicate entry 'U{v}@X' for key 'email'")
+        );
+    }
+    c.query_drop("INSERT INTO users (email) VALUES ('fresh@x')")
+        .unwrap();
+}

@@ -113,15 +113,33 @@ pub fn delete_holder_sql(k: &GlobalKey, values: &[String]) -> String {
     format!("DELETE FROM {} WHERE {}", table(k), holds(k, values))
 }
 
-/// Run on a shard at fill time: every key value its rows hold.
-pub fn values_sql(k: &GlobalKey) -> String {
+/// Run on a shard at fill time: the next `limit` key values its rows hold, in key order, after
+/// `after` (the last values of the page before).
+pub fn values_sql(k: &GlobalKey, after: Option<&[String]>, limit: usize) -> String {
     let cols: Vec<String> = k.columns.iter().map(|c| quote_ident(&c.name)).collect();
-    let not_null: Vec<String> = cols.iter().map(|c| format!("{c} IS NOT NULL")).collect();
+    let mut conds: Vec<String> = cols.iter().map(|c| format!("{c} IS NOT NULL")).collect();
+    if let Some(after) = after {
+        conds.push(format!("({}) > ({})", cols.join(", "), after.join(", ")));
+    }
     format!(
-        "SELECT {} FROM {} WHERE {}",
+        "SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT {limit}",
         cols.join(", "),
         table(k),
-        not_null.join(" AND ")
+        conds.join(" AND "),
+        cols.join(", ")
+    )
+}
+
+/// Adds key values (SQL expressions, a row per key value) to the lookup; a value already there
+/// fails the statement with 1062.
+pub fn fill_sql(k: &GlobalKey, rows: &[Vec<String>]) -> String {
+    let cols: Vec<String> = k.columns.iter().map(|c| quote_ident(&c.name)).collect();
+    let values: Vec<String> = rows.iter().map(|r| format!("({})", r.join(", "))).collect();
+    format!(
+        "INSERT INTO {} ({}) VALUES {}",
+        k.lookup,
+        cols.join(", "),
+        values.join(", ")
     )
 }
 
@@ -186,6 +204,11 @@ mod tests {
              LEFT('a@x', 20) LIMIT 1 FOR UPDATE"
         );
         assert_eq!(literal_from_text(&k.columns[0], b"-12"), "-12");
+        assert_eq!(
+            values_sql(&k, Some(&v), 100),
+            "SELECT `tenant`, `email` FROM `app`.`users` WHERE `tenant` IS NOT NULL AND `email` IS \
+             NOT NULL AND (`tenant`, `email`) > (7, 'a@x') ORDER BY `tenant`, `email` LIMIT 100"
+        );
         assert_eq!(literal_from_text(&k.columns[1], b"a'"), "_utf8mb4 X'6127'");
         let long = name("s", &"t".repeat(80), "k");
         assert!(long.len() <= 64 + 20, "{long}");

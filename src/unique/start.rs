@@ -24,6 +24,8 @@ const SURVEY_TIMEOUT: Duration = Duration::from_secs(10);
 const FILL_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Key values per INSERT while filling.
 const FILL_BATCH: usize = 500;
+/// Key values read from a shard at a time while filling.
+const FILL_PAGE: usize = 10_000;
 
 /// The global keys of every sharded table, their lookup tables ready; or why idgate cannot
 /// serve: a key without a choice, or a lookup that cannot be filled. A shard that cannot be
@@ -231,48 +233,43 @@ async fn fill(config: &Config, rule: &TableRule, k: &GlobalKey) -> Result<(), St
     let mut filled = 0usize;
     for shard in rule.backends() {
         let mut sc = connect(config, shard).await?;
-        let rows = sc
-            .query_rows(&lookup_table::values_sql(k))
-            .await
-            .map_err(at)?;
-        sc.close().await;
-        for batch in rows.chunks(FILL_BATCH) {
-            let values: Vec<String> = batch
+        // Page by page in key order, so a large table never sits in memory whole.
+        let mut after: Option<Vec<String>> = None;
+        loop {
+            let rows = sc
+                .query_rows(&lookup_table::values_sql(k, after.as_deref(), FILL_PAGE))
+                .await
+                .map_err(at)?;
+            let literals: Vec<Vec<String>> = rows
                 .iter()
                 .map(|row| {
-                    let vals: Vec<String> = k
-                        .columns
+                    k.columns
                         .iter()
                         .zip(row)
                         .map(|(c, v)| {
                             lookup_table::literal_from_text(c, v.as_deref().unwrap_or_default())
                         })
-                        .collect();
-                    format!("({})", vals.join(", "))
+                        .collect()
                 })
                 .collect();
-            let cols: Vec<String> = k
-                .columns
-                .iter()
-                .map(|c| crate::sql::quote_ident(&c.name))
-                .collect();
-            let sql = format!(
-                "INSERT INTO {} ({}) VALUES {}",
-                k.lookup,
-                cols.join(", "),
-                values.join(", ")
-            );
-            if let Err(e) = lc.query_drop(&sql).await {
-                let _ = lc.query_drop("ROLLBACK").await;
-                return Err(format!(
-                    "table `{}`.`{}` already holds rows with the same value of unique key `{}` \
-                     on different shards ({e}); remove the duplicates, or set \
-                     `unique: per_shard` under tables.{}",
-                    k.schema, k.table, k.name, rule.name
-                ));
+            for batch in literals.chunks(FILL_BATCH) {
+                if let Err(e) = lc.query_drop(&lookup_table::fill_sql(k, batch)).await {
+                    let _ = lc.query_drop("ROLLBACK").await;
+                    return Err(format!(
+                        "table `{}`.`{}` already holds rows with the same value of unique key \
+                         `{}` on different shards ({e}); remove the duplicates, or set \
+                         `unique: per_shard` under tables.{}",
+                        k.schema, k.table, k.name, rule.name
+                    ));
+                }
+                filled += batch.len();
             }
-            filled += batch.len();
+            if rows.len() < FILL_PAGE {
+                break;
+            }
+            after = literals.last().cloned();
         }
+        sc.close().await;
     }
     lc.query_drop(&format!(
         "INSERT INTO {}.idgate_filled VALUES ({mark}, NOW())",
