@@ -10,7 +10,7 @@ pub mod row_values;
 pub mod start;
 mod survey;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use dashmap::DashMap;
@@ -67,6 +67,9 @@ pub struct Lookups {
     broken: DashMap<(String, String), String>,
     /// Grows with every change, so plans made before it are made again.
     generation: AtomicU64,
+    /// Entries in `by_table` and `broken` together: every INSERT asks whether there are any,
+    /// and a map's own emptiness check visits each of its shards.
+    entries: AtomicUsize,
 }
 
 impl Lookups {
@@ -81,18 +84,25 @@ impl Lookups {
         self.broken.remove(&(schema.to_string(), table.to_string()));
         self.by_table
             .insert((schema.to_string(), table.to_string()), keys.into());
+        self.changed();
+    }
+
+    /// Counts the entries again after a change and makes plans be made again.
+    fn changed(&self) {
+        self.entries
+            .store(self.by_table.len() + self.broken.len(), Ordering::Release);
         self.generation.fetch_add(1, Ordering::Release);
     }
 
     pub fn set_broken(&self, schema: &str, table: &str, why: String) {
         self.broken
             .insert((schema.to_string(), table.to_string()), why);
-        self.generation.fetch_add(1, Ordering::Release);
+        self.changed();
     }
 
     /// Why the table's lookups are missing, if they are.
     pub fn broken(&self, schema: &str, table: &str) -> Option<String> {
-        if self.broken.is_empty() {
+        if self.is_empty() {
             return None;
         }
         self.broken
@@ -126,10 +136,10 @@ impl Lookups {
         let key = (schema.to_string(), table.to_string());
         self.by_table.remove(&key);
         self.broken.remove(&key);
-        self.generation.fetch_add(1, Ordering::Release);
+        self.changed();
     }
 
     pub fn is_empty(&self) -> bool {
-        self.broken.is_empty() && self.by_table.is_empty()
+        self.entries.load(Ordering::Acquire) == 0
     }
 }
