@@ -146,6 +146,20 @@ fn duplicates_answer_as_one_server(mut b: Both) {
         "INSERT INTO users (email) VALUES ('Old@X')",
         "INSERT INTO users (email) VALUES ('new@x'), ('NEW@x')",
         "INSERT IGNORE INTO users (email) VALUES ('b@x'), ('B@X'), ('old@x')",
+        // UPDATE of a key column: the new value is claimed, the old one freed.
+        "UPDATE friends SET note = 'other column' WHERE a = 3",
+        "UPDATE friends SET a = 1, b = 2 WHERE a = 7",
+        "UPDATE friends SET a = 70 WHERE a = 7",
+        "INSERT INTO friends (a, b, note) VALUES (7, 8, 'free again')",
+        "UPDATE friends SET a = 70 WHERE a = 70 AND b = 8",
+        "UPDATE friends SET a = 70, note = 'same key' WHERE a = 70 AND b = 8",
+        "UPDATE friends SET a = NULL WHERE a = 70 AND b = 8",
+        "INSERT INTO friends (a, b, note) VALUES (70, 8, 'after null')",
+        "UPDATE users SET email = 'OLD@X' WHERE email = 'old@x'",
+        "UPDATE users SET email = 'new@x' WHERE email = 'b@x'",
+        "UPDATE users SET email = 'B@x' WHERE email = 'nobody@x'",
+        "INSERT INTO users (email) VALUES ('b@x')",
+        "INSERT INTO users (email) VALUES ('new@x')",
     ];
     for sql in script {
         same(&mut b, sql);
@@ -176,6 +190,19 @@ fn duplicates_answer_as_one_server(mut b: Both) {
             Err(e) => panic!("{e}"),
         };
         assert_eq!(run(&mut b.through), run(&mut b.direct));
+    }
+    for t in ["friends", "users"] {
+        assert_eq!(rows(&mut b.through, t), rows(&mut b.direct, t), "{t}");
+    }
+    // A prepared UPDATE of the key, as drivers send it.
+    for (to, from) in [("p1@x", "new@x"), ("b@x", "p1@x"), ("p2@x", "p1@x")] {
+        let sql = "UPDATE users SET email = ? WHERE email = ?";
+        let run = |c: &mut mysql::Conn| match c.exec_drop(sql, (to, from)) {
+            Ok(()) => format!("ok {}", c.affected_rows()),
+            Err(mysql::Error::MySqlError(e)) => format!("err {} {}", e.code, e.message),
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(run(&mut b.through), run(&mut b.direct), "{to} <- {from}");
     }
     for t in ["friends", "users"] {
         assert_eq!(rows(&mut b.through, t), rows(&mut b.direct, t), "{t}");
@@ -217,6 +244,26 @@ fn two_sessions_inserting_one_value_at_once_store_it_once() {
         .unwrap()
         .unwrap();
     assert_eq!(n, 1);
+    // An UPDATE's new value is claimed too: an INSERT of it waits, then meets the row.
+    first.query_drop("BEGIN").unwrap();
+    first
+        .query_drop("UPDATE users SET email = 'moved@x' WHERE email = 'race@x'")
+        .unwrap();
+    let mut third = b.g.conn();
+    let racer = std::thread::spawn(move || {
+        outcome(&mut third, "INSERT INTO users (email) VALUES ('moved@x')")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!racer.is_finished(), "the insert must wait for the update");
+    first.query_drop("COMMIT").unwrap();
+    assert_eq!(
+        racer.join().unwrap(),
+        "err 1062 Duplicate entry 'moved@x' for key 'email'"
+    );
+    // The old value is free again.
+    first
+        .query_drop("INSERT INTO users (email) VALUES ('race@x')")
+        .unwrap();
     // Many sessions at once, half of them the same values: each value stored once.
     let mut racers = Vec::new();
     for t in 0..6 {
@@ -249,12 +296,16 @@ fn two_sessions_inserting_one_value_at_once_store_it_once() {
 #[test]
 fn shapes_the_lookup_cannot_follow_are_refused_and_existing_duplicates_keep_idgate_from_starting() {
     let mut b = start();
+    b.through
+        .query_drop("INSERT INTO friends (a, b) VALUES (1, 2), (3, 2)")
+        .unwrap();
     for sql in [
         "INSERT INTO users (email) SELECT 'sel@x'",
         "INSERT INTO users (email) VALUES (CONCAT('a', '@x'))",
         "INSERT INTO users (email) VALUES ('z@x') ON DUPLICATE KEY UPDATE email = 'w@x'",
         "ALTER TABLE friends ADD UNIQUE KEY by_note (note)",
-        "UPDATE users SET email = 'q@x' WHERE id = 1",
+        // Several rows at once could meet each other's new values.
+        "UPDATE friends SET a = 99 WHERE b = 2",
         "UPDATE users SET email = CONCAT(email, '.') WHERE email = 'old@x'",
         "LOAD DATA LOCAL INFILE '/nonexistent' INTO TABLE users (email)",
     ] {

@@ -23,6 +23,9 @@ pub enum Plan {
     /// Send it to the default backend as it is (its kind, for the bookkeeping after it).
     Forward(StatementKind),
     Insert(Box<(InsertAnalysis, Arc<TableRule>)>),
+    /// An UPDATE assigning a column of a unique key held through a lookup (`unique: global`):
+    /// idgate claims the new value before the shards change the row.
+    KeyUpdate(Box<(sql::UpdateParts, Arc<TableRule>)>),
     /// `LOAD DATA LOCAL INFILE` into a table idgate places or fills ids for.
     LoadData(Box<(sql::LoadData, Arc<TableRule>)>),
     NextValues {
@@ -63,6 +66,7 @@ impl Plan {
             Plan::NextValues { .. } | Plan::Join(_) => Some(StatementKind::Select),
             Plan::ListTables { .. } => Some(StatementKind::Show),
             Plan::Database { .. } => Some(StatementKind::Ddl),
+            Plan::KeyUpdate(_) => Some(StatementKind::Update),
             _ => None,
         }
     }
@@ -184,6 +188,11 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
         | StatementKind::Ddl
             if tables.placed_mentioned_in(stmt) =>
         {
+            if kind == StatementKind::Update && tables.has_global_unique() {
+                if let Some(plan) = key_update(stmt, ctx) {
+                    return plan;
+                }
+            }
             match ctx.route(stmt) {
                 Ok(Some(route)) => Plan::Routed(route, kind),
                 Ok(None) => Plan::Forward(kind),
@@ -207,6 +216,42 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
         }
         _ => Plan::Forward(kind),
     }
+}
+
+/// An UPDATE of one table that assigns literals to columns of its keys held through lookups
+/// (and no sharding column): planned as a [`Plan::KeyUpdate`]. Other UPDATEs of such columns
+/// are refused by the planner.
+fn key_update(stmt: &[u8], ctx: &StatementContext) -> Option<Plan> {
+    let parts = sql::update_parts(stmt)?;
+    // Only the table itself: a subquery over other tables needs the planner's steps.
+    if sql::analyze_dml(stmt).ok()?.relations.len() != 1 {
+        return None;
+    }
+    let tables = ctx.tables.tables;
+    let schema = parts.table.schema.as_deref().or(ctx.tables.db);
+    let rule = tables.lookup_shared(schema, &parts.table.name)?;
+    let key_columns = tables.global_key_columns(rule);
+    let is_key = |c: &str| key_columns.iter().any(|k| k.eq_ignore_ascii_case(c));
+    if !parts.assigned.iter().any(|a| is_key(&a.column)) {
+        return None;
+    }
+    let super::Placement::Sharded { columns, .. } = &rule.placement else {
+        return None;
+    };
+    let literal = |a: &sql::Assigned| {
+        matches!(
+            a.kind,
+            sql::ValueKind::Int(_) | sql::ValueKind::Str(_) | sql::ValueKind::Null
+        )
+    };
+    for a in &parts.assigned {
+        let moves = columns.iter().any(|c| c.eq_ignore_ascii_case(&a.column))
+            || a.column.eq_ignore_ascii_case(&rule.id_column);
+        if moves || (is_key(&a.column) && !literal(a)) {
+            return None;
+        }
+    }
+    Some(Plan::KeyUpdate(Box::new((parts, rule.clone()))))
 }
 
 /// For an `INSERT … SELECT` into a table on the default backend (not configured, so no ids to

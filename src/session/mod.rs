@@ -36,6 +36,7 @@ mod subquery;
 mod txn;
 mod unique_ddl;
 mod unique_insert;
+mod unique_update;
 
 use std::sync::Arc;
 

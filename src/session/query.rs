@@ -299,6 +299,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         match plan {
+            Plan::KeyUpdate(boxed) => {
+                let (parts, rule) = *boxed;
+                self.run_key_update(stmt, &parts, &rule, more, scope).await
+            }
             Plan::Forward(kind) => {
                 // The other backends of a transaction end first; the default one answers.
                 if matches!(kind, StatementKind::Commit | StatementKind::Rollback) {

@@ -25,18 +25,18 @@ use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
 /// Why the statement stopped: the backend's own error, or idgate's.
-enum Failure {
+pub(super) enum Failure {
     Packet(Vec<u8>),
     Sql(SqlError),
 }
 
 /// The statement's held connections, by backend name, and which of them it wrote to.
-struct Conns<'a> {
-    names: &'a [String],
-    leases: &'a [usize],
-    used: Vec<bool>,
+pub(super) struct Conns<'a> {
+    pub names: &'a [String],
+    pub leases: &'a [usize],
+    pub used: Vec<bool>,
     /// What starts the write on each connection, sent with its first statement.
-    begin: Vec<Option<Vec<u8>>>,
+    pub begin: Vec<Option<Vec<u8>>>,
 }
 
 /// What the rows did, for the one OK.
@@ -217,7 +217,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Sends one statement on the statement's connection to `backend` (after what starts the
     /// write there, the first time) and reads its whole answer.
-    async fn collect_one(
+    pub(super) async fn collect_one(
         &mut self,
         conns: &mut Conns<'_>,
         backend: &str,
@@ -378,7 +378,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 }
 
 /// Affected rows of an OK, or the failure.
-fn affected(c: &Collected) -> Result<u64, Failure> {
+pub(super) fn affected(c: &Collected) -> Result<u64, Failure> {
     match c {
         Collected::Ok(p) => Ok(packets::parse_ok(p).map_or(0, |o| o.affected_rows)),
         Collected::Err(p) => Err(Failure::Packet(p.clone())),

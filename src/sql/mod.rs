@@ -38,6 +38,7 @@ mod shape;
 mod split;
 mod subquery;
 mod subquery_bind;
+mod update_parts;
 mod words;
 
 pub use admin::{admin_statement, AdminStatement};
@@ -79,6 +80,7 @@ pub use subquery_bind::{
     render_derived, render_exists, render_in_list, render_quantified, render_scalar, render_value,
     BindError, BoundColumn, BoundRow, ER_SUBQUERY_NO_1_ROW,
 };
+pub use update_parts::{update_parts, Assigned, UpdateParts};
 pub use words::{
     chain_or_release, database_ddl, explain_route_target, is_temporary_ddl, lists_tables, mentions,
     names_outside, push_name, savepoint, sets_autocommit_on, starts_read_only, string_literal_is,

@@ -108,6 +108,21 @@ pub fn holder_sql(k: &GlobalKey, values: &[String]) -> String {
     )
 }
 
+/// Run on a shard: whether a row that an UPDATE does not change (`condition` is its WHERE)
+/// holds the key value, locking that row.
+pub fn other_holder_sql(k: &GlobalKey, values: &[String], condition: &str) -> String {
+    format!(
+        "SELECT 1 FROM {} WHERE {} AND (({condition}) IS NOT TRUE) LIMIT 1 FOR UPDATE",
+        table(k),
+        holds(k, values)
+    )
+}
+
+/// Run on the lookup backend: the value is free again (its row took another).
+pub fn release_sql(k: &GlobalKey, values: &[String]) -> String {
+    format!("DELETE FROM {} WHERE {}", k.lookup, holds(k, values))
+}
+
 /// Run on a shard: deletes the row holding the key value (REPLACE of a row owned elsewhere).
 pub fn delete_holder_sql(k: &GlobalKey, values: &[String]) -> String {
     format!("DELETE FROM {} WHERE {}", table(k), holds(k, values))

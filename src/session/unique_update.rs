@@ -1,0 +1,353 @@
+//! UPDATE assigning a column of a unique key held through a lookup (`unique: global`), in one
+//! transaction with the lookup: the row it changes is read and locked on the shards, the key's
+//! new value is claimed in the lookup (a value some other row holds is MariaDB's 1062), the
+//! UPDATE runs on the shards, and the old value is released. One row at a time: an UPDATE that
+//! matches several rows is refused, since their new values could meet each other before any
+//! of them is written.
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::bulk_write::BulkOk;
+use super::query::Step;
+use super::unique_insert::{affected, Conns, Failure};
+use super::{End, Session};
+use crate::exec::collect::{merge_info, Collected};
+use crate::exec::StatementScope;
+use crate::route::TableRule;
+use crate::sql::{quote_ident, UpdateParts, ValueKind, ER_NOT_SUPPORTED_YET};
+use crate::unique::{lookup_table, GlobalKey};
+use crate::wire::errors::SqlError;
+use crate::wire::packets;
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    pub(super) async fn run_key_update(
+        &mut self,
+        stmt: &[u8],
+        parts: &UpdateParts,
+        rule: &TableRule,
+        more: bool,
+        scope: StatementScope,
+    ) -> Step {
+        match self.key_update(stmt, parts, rule, more, scope).await {
+            Ok(true) => Step::Ok,
+            Ok(false) => Step::Failed,
+            Err(end) => Step::End(end),
+        }
+    }
+
+    async fn key_update(
+        &mut self,
+        stmt: &[u8],
+        parts: &UpdateParts,
+        rule: &TableRule,
+        more: bool,
+        scope: StatementScope,
+    ) -> Result<bool, End> {
+        let schema = match (&parts.table.schema, &self.db) {
+            (Some(s), _) => s.clone(),
+            (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
+            (None, None) => {
+                self.send_error(&SqlError::new(1046, b"3D000", "No database selected"));
+                return Ok(false);
+            }
+        };
+        let all = self
+            .proxy
+            .unique
+            .keys_of(&schema, &parts.table.name)
+            .unwrap_or_else(|| Vec::new().into());
+        let assigned = |c: &str| {
+            parts
+                .assigned
+                .iter()
+                .find(|a| a.column.eq_ignore_ascii_case(c))
+        };
+        let keys: Vec<&GlobalKey> = all
+            .iter()
+            .filter(|k| k.columns.iter().any(|c| assigned(&c.name).is_some()))
+            .collect();
+        // Every column of those keys, as the row holds it now.
+        let mut read: Vec<String> = Vec::new();
+        for c in keys.iter().flat_map(|k| &k.columns) {
+            if !read.iter().any(|r| r.eq_ignore_ascii_case(&c.name)) {
+                read.push(c.name.clone());
+            }
+        }
+        let mut names: Vec<String> = Vec::new();
+        for b in keys
+            .iter()
+            .map(|k| &k.backend)
+            .chain(rule.backends().iter())
+        {
+            if !names.contains(b) {
+                names.push(b.clone());
+            }
+        }
+        let mut leases = Vec::with_capacity(names.len());
+        for n in &names {
+            match self.lease_index(n).await {
+                Ok(i) => leases.push(i),
+                Err(e) => {
+                    self.send_error(&e);
+                    return Ok(false);
+                }
+            }
+        }
+        let (txn, begin) = self.bulk_begin(&leases, "idgate_unique", scope).await?;
+        let mut conns = Conns {
+            names: &names,
+            leases: &leases,
+            used: vec![false; leases.len()],
+            begin,
+        };
+        let condition = parts
+            .condition
+            .as_ref()
+            .and_then(|r| stmt.get(r.clone()))
+            .map(|c| String::from_utf8_lossy(c).into_owned());
+        let outcome = self
+            .key_update_steps(
+                stmt,
+                parts,
+                rule,
+                &schema,
+                &keys,
+                &read,
+                condition.as_deref(),
+                &mut conns,
+            )
+            .await?;
+        let mut used = Vec::with_capacity(leases.len());
+        for (&i, &u) in leases.iter().zip(&conns.used) {
+            if u {
+                used.push(i);
+            } else if txn.xa_auto() {
+                self.leases.held_mut()[i].leave_txn();
+            }
+        }
+        let ok = match outcome {
+            Ok(ok) => ok,
+            Err(f) => {
+                self.bulk_end(&used, &txn, false, "UPDATE").await?;
+                match f {
+                    Failure::Packet(p) => self.writer.write(&p),
+                    Failure::Sql(e) => self.send_error(&e),
+                }
+                return Ok(false);
+            }
+        };
+        if let Some(e) = self.bulk_end(&used, &txn, true, "UPDATE").await? {
+            self.send_error(&e);
+            return Ok(false);
+        }
+        self.answer_bulk(&ok, None, more);
+        Ok(true)
+    }
+
+    /// Reads the row, claims its new key values, updates it, releases the old values.
+    #[allow(clippy::too_many_arguments)]
+    async fn key_update_steps(
+        &mut self,
+        stmt: &[u8],
+        parts: &UpdateParts,
+        rule: &TableRule,
+        schema: &str,
+        keys: &[&GlobalKey],
+        read: &[String],
+        condition: Option<&str>,
+        conns: &mut Conns<'_>,
+    ) -> Result<Result<BulkOk, Failure>, End> {
+        let table = format!("{}.{}", quote_ident(schema), quote_ident(&rule.name));
+        let cols: Vec<String> = read.iter().map(|c| quote_ident(c)).collect();
+        let select = format!(
+            "SELECT {} FROM {table}{} LIMIT 2 FOR UPDATE",
+            cols.join(", "),
+            condition.map_or(String::new(), |c| format!(" WHERE {c}"))
+        );
+        let mut matched: Vec<Vec<Option<Vec<u8>>>> = Vec::new();
+        for shard in rule.backends() {
+            match self
+                .collect_one(conns, shard, select.clone().into_bytes())
+                .await?
+            {
+                Ok(Collected::Rows { rows, .. }) => {
+                    matched.extend(rows.iter().filter_map(|r| text_row(r)))
+                }
+                Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
+                Ok(Collected::Ok(_)) => {}
+                Err(f) => return Ok(Err(f)),
+            }
+        }
+        if matched.len() > 1 {
+            return Ok(Err(Failure::Sql(SqlError::new(
+                ER_NOT_SUPPORTED_YET,
+                b"42000",
+                format!(
+                    "idgate: this UPDATE changes unique key `{}` of `{}` (held across shards \
+                     through a lookup, unique: global) in more than one row; change such a key \
+                     one row at a time (WHERE on the primary key)",
+                    keys.first().map_or("", |k| k.name.as_str()),
+                    rule.name
+                ),
+            ))));
+        }
+        let mut released: Vec<(&GlobalKey, Vec<String>)> = Vec::new();
+        if let Some(row) = matched.first() {
+            let now = |name: &str| {
+                read.iter()
+                    .position(|r| r.eq_ignore_ascii_case(name))
+                    .and_then(|i| row.get(i).cloned().flatten())
+            };
+            for k in keys {
+                // The key's value after the UPDATE: the assigned literal, or what the row holds.
+                let mut new: Option<Vec<String>> = Some(Vec::new());
+                let mut entry: Vec<String> = Vec::new();
+                let mut old: Option<Vec<String>> = Some(Vec::new());
+                for c in &k.columns {
+                    let before = now(&c.name);
+                    match (&before, old.as_mut()) {
+                        (Some(v), Some(o)) => o.push(lookup_table::literal_from_text(c, v)),
+                        _ => old = None,
+                    }
+                    let a = parts
+                        .assigned
+                        .iter()
+                        .find(|a| a.column.eq_ignore_ascii_case(&c.name));
+                    let (sql, shown) = match a.map(|a| (&a.kind, a)) {
+                        Some((ValueKind::Null, _)) => (None, String::new()),
+                        Some((ValueKind::Str(b), a)) => (
+                            stmt.get(a.at.clone())
+                                .map(|t| String::from_utf8_lossy(t).into_owned()),
+                            String::from_utf8_lossy(b).into_owned(),
+                        ),
+                        Some((ValueKind::Int(i), a)) => (
+                            stmt.get(a.at.clone())
+                                .map(|t| String::from_utf8_lossy(t).into_owned()),
+                            i.to_string(),
+                        ),
+                        Some(_) => (None, String::new()),
+                        None => (
+                            before
+                                .as_ref()
+                                .map(|v| lookup_table::literal_from_text(c, v)),
+                            before
+                                .as_ref()
+                                .map(|v| String::from_utf8_lossy(v).into_owned())
+                                .unwrap_or_default(),
+                        ),
+                    };
+                    match (sql, new.as_mut()) {
+                        (Some(s), Some(n)) => n.push(s),
+                        _ => new = None,
+                    }
+                    entry.push(shown);
+                }
+                let Some(new) = new else {
+                    // NULL never meets a unique key; the old value is free.
+                    if let Some(o) = old {
+                        released.push((k, o));
+                    }
+                    continue;
+                };
+                let claimed = match self
+                    .collect_one(
+                        conns,
+                        &k.backend,
+                        lookup_table::claim_sql(k, &new).into_bytes(),
+                    )
+                    .await?
+                {
+                    Ok(c) => c,
+                    Err(f) => return Ok(Err(f)),
+                };
+                match affected(&claimed) {
+                    Err(f) => return Ok(Err(f)),
+                    Ok(1) => {
+                        if let Some(o) = old {
+                            released.push((k, o));
+                        }
+                        continue;
+                    }
+                    Ok(_) => {}
+                }
+                // Claimed before: by this row (the value does not change), by a row gone since,
+                // or by another row, which makes this a duplicate.
+                let Some(cond) = condition else {
+                    continue; // no WHERE: the one row of the table is this one
+                };
+                for shard in rule.backends() {
+                    let sql = lookup_table::other_holder_sql(k, &new, cond);
+                    match self.collect_one(conns, shard, sql.into_bytes()).await? {
+                        Ok(Collected::Rows { rows, .. }) if !rows.is_empty() => {
+                            return Ok(Err(Failure::Sql(SqlError::new(
+                                1062,
+                                b"23000",
+                                format!(
+                                    "Duplicate entry '{}' for key '{}'",
+                                    entry.join("-"),
+                                    k.name
+                                ),
+                            ))));
+                        }
+                        Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
+                        Ok(_) => {}
+                        Err(f) => return Ok(Err(f)),
+                    }
+                }
+            }
+        }
+        let mut ok = BulkOk {
+            affected: 0,
+            insert_id: 0,
+            warnings: 0,
+            info: Vec::new(),
+        };
+        let mut infos: Vec<Vec<u8>> = Vec::new();
+        for shard in rule.backends() {
+            match self.collect_one(conns, shard, stmt.to_vec()).await? {
+                Ok(Collected::Ok(p)) => {
+                    if let Some(o) = packets::parse_ok(&p) {
+                        ok.affected += o.affected_rows;
+                        ok.warnings = ok.warnings.saturating_add(o.warnings);
+                    }
+                    infos.push(packets::ok_info(&p).to_vec());
+                }
+                Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
+                Ok(Collected::Rows { .. }) => {}
+                Err(f) => return Ok(Err(f)),
+            }
+        }
+        let refs: Vec<&[u8]> = infos.iter().map(Vec::as_slice).collect();
+        ok.info = merge_info(&refs);
+        for (k, o) in released {
+            let sql = lookup_table::release_sql(k, &o);
+            match self
+                .collect_one(conns, &k.backend, sql.into_bytes())
+                .await?
+            {
+                Ok(c) => {
+                    if let Err(f) = affected(&c) {
+                        return Ok(Err(f));
+                    }
+                }
+                Err(f) => return Ok(Err(f)),
+            }
+        }
+        Ok(Ok(ok))
+    }
+}
+
+/// The values of a text-protocol row (NULL as `None`); `None` for a malformed row.
+fn text_row(p: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
+    let mut p = p;
+    let mut row = Vec::new();
+    while !p.is_empty() {
+        if p[0] == 0xfb {
+            row.push(None);
+            p = &p[1..];
+            continue;
+        }
+        row.push(Some(packets::get_lenenc_str(&mut p)?.to_vec()));
+    }
+    Some(row)
+}
