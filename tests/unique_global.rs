@@ -194,6 +194,24 @@ fn duplicates_answer_as_one_server(mut b: Both) {
     for t in ["friends", "users"] {
         assert_eq!(rows(&mut b.through, t), rows(&mut b.direct, t), "{t}");
     }
+    // RETURNING, as ORMs insert several rows: the written rows only, in statement order.
+    for sql in [
+        "INSERT INTO friends (a, b, note) VALUES (60, 60, 'r1'), (61, 61, 'r2') RETURNING a, b, note",
+        "INSERT IGNORE INTO friends (a, b, note) VALUES (62, 62, 'r3'), (60, 60, 'again'), \
+         (63, 63, 'r4') RETURNING a, b",
+        "INSERT INTO friends (a, b, note) VALUES (64, 64, 'r5'), (61, 61, 'dup') RETURNING a",
+    ] {
+        let run = |c: &mut mysql::Conn| match c.query::<mysql::Row, _>(sql) {
+            Ok(rows) => format!(
+                "{:?} warnings={}",
+                rows.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+                c.warnings()
+            ),
+            Err(mysql::Error::MySqlError(e)) => format!("err {} {}", e.code, e.message),
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(run(&mut b.through), run(&mut b.direct), "{sql}");
+    }
     // A prepared UPDATE of the key, as drivers send it.
     for (to, from) in [("p1@x", "new@x"), ("b@x", "p1@x"), ("p2@x", "p1@x")] {
         let sql = "UPDATE users SET email = ? WHERE email = ?";
@@ -443,4 +461,37 @@ fn the_lookup_of_a_table_with_rows_is_filled_page_by_page_from_every_shard() {
     }
     c.query_drop("INSERT INTO users (email) VALUES ('fresh@x')")
         .unwrap();
+}
+
+#[test]
+fn an_orm_meets_integrity_errors_where_one_server_raises_them() {
+    use common::clients::{
+        assert_has, client_args, differential, require_python_modules, require_tool, source_dir,
+    };
+    let python = require_tool("python3", "python3");
+    require_python_modules("pymysql, sqlalchemy", "pymysql sqlalchemy");
+    let yaml = tables().replace("  friends:", "  orm_members:");
+    let ts = common::two_shards(&yaml, &[]);
+    let t = differential(
+        "unique_global",
+        "sqlalchemy",
+        common::shared_db(),
+        &ts.g,
+        Duration::from_secs(120),
+        |t| {
+            let mut cmd = std::process::Command::new(&python);
+            cmd.arg(source_dir().join("py_unique_orm.py"));
+            client_args(&mut cmd, t);
+            cmd
+        },
+    );
+    for line in [
+        "get_or_create ann@x: created=False email=ann@x",
+        "insert bob@x again: IntegrityError 1062 Duplicate entry 'bob@x' for key 'email'",
+        "update bob onto ann@x: IntegrityError 1062 Duplicate entry 'ann@x' for key 'email'",
+        "insert bob@x after the move: committed",
+        "done",
+    ] {
+        assert_has(&t, line);
+    }
 }

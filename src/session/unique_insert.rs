@@ -47,7 +47,13 @@ struct Tally {
     duplicates: u64,
     /// The first generated id of a row that was written.
     first_written: Option<u64>,
+    /// RETURNING: the written rows.
+    returned: Option<Returned>,
 }
+
+/// RETURNING's column definitions, and each written row in statement order (packets as the
+/// shards sent them).
+type Returned = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The global keys of the table an INSERT writes, if it has any; an error when its lookups
@@ -189,6 +195,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some(e) = self.bulk_end(&leases, &txn, true, "INSERT").await? {
             self.send_error(&e);
             return Ok(false);
+        }
+        if let Some((columns, rows)) = &tally.returned {
+            // RETURNING: the written rows, as one server returns them.
+            if let Some(id) = tally.first_written {
+                self.last_insert_id = Some(id);
+                self.lid_sync = Some(id);
+            }
+            if self.in_transaction() {
+                self.status |= mysql_common::constants::StatusFlags::SERVER_STATUS_IN_TRANS.bits();
+            }
+            let status = self.status_with(more);
+            self.send_result_set(
+                columns,
+                rows.iter().map(Vec::as_slice),
+                tally.warnings,
+                status,
+            );
+            return Ok(true);
         }
         let info = if rows.len() > 1 {
             format!(
@@ -336,7 +360,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     packets::parse_ok(p).map_or((0, 0), |o| (o.affected_rows, o.warnings))
                 }
                 Collected::Err(p) => return Ok(Err(Failure::Packet(p.clone()))),
-                Collected::Rows { .. } => (0, 0),
+                Collected::Rows { columns, rows, eof } => {
+                    let r = t
+                        .returned
+                        .get_or_insert_with(|| (columns.clone(), Vec::new()));
+                    r.1.extend(rows.iter().cloned());
+                    (rows.len() as u64, packets::parse_eof(eof).0)
+                }
             };
             let written = if a.replace {
                 true
@@ -411,9 +441,6 @@ fn refuse_shapes(stmt: &[u8], a: &InsertAnalysis, keys: &[GlobalKey]) -> Result<
             ),
         ))
     };
-    if a.returning {
-        return refuse("INSERT … RETURNING");
-    }
     if a.on_duplicate_update {
         let assigned = sql::duplicate_update_columns(stmt).map_err(SqlError::from)?;
         let key_col = |c: &String| {
