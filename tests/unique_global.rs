@@ -160,6 +160,10 @@ fn duplicates_answer_as_one_server(mut b: Both) {
         "UPDATE users SET email = 'B@x' WHERE email = 'nobody@x'",
         "INSERT INTO users (email) VALUES ('b@x')",
         "INSERT INTO users (email) VALUES ('new@x')",
+        // Several rows: one value for all of them meets itself; NULL meets nothing.
+        "UPDATE users SET email = 'many@x' WHERE email LIKE '%@x'",
+        "UPDATE friends SET a = NULL, note = 'nulled' WHERE b = 2",
+        "INSERT INTO friends (a, b, note) VALUES (1, 2, 'after nulling')",
     ];
     for sql in script {
         same(&mut b, sql);

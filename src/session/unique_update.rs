@@ -179,20 +179,54 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         if matched.len() > 1 {
-            return Ok(Err(Failure::Sql(SqlError::new(
-                ER_NOT_SUPPORTED_YET,
-                b"42000",
-                format!(
-                    "idgate: this UPDATE changes unique key `{}` of `{}` (held across shards \
-                     through a lookup, unique: global) in more than one row; change such a key \
-                     one row at a time (WHERE on the primary key)",
-                    keys.first().map_or("", |k| k.name.as_str()),
-                    rule.name
-                ),
-            ))));
+            // Several rows: a key set to NULL meets nothing (its old values go stale, which is
+            // harmless); a key set whole to one value meets itself in the second row, MariaDB's
+            // 1062; a key set in part would need each row's value, so it is refused.
+            for k in keys {
+                let mut entry = Vec::new();
+                let mut nulled = false;
+                for c in &k.columns {
+                    match parts
+                        .assigned
+                        .iter()
+                        .find(|a| a.column.eq_ignore_ascii_case(&c.name))
+                        .map(|a| &a.kind)
+                    {
+                        Some(ValueKind::Null) => nulled = true,
+                        Some(ValueKind::Str(b)) => {
+                            entry.push(String::from_utf8_lossy(b).into_owned())
+                        }
+                        Some(ValueKind::Int(i)) => entry.push(i.to_string()),
+                        _ => entry.clear(),
+                    }
+                    if entry.is_empty() && !nulled {
+                        break;
+                    }
+                }
+                if nulled {
+                    continue;
+                }
+                if entry.len() == k.columns.len() {
+                    return Ok(Err(Failure::Sql(SqlError::new(
+                        1062,
+                        b"23000",
+                        format!("Duplicate entry '{}' for key '{}'", entry.join("-"), k.name),
+                    ))));
+                }
+                return Ok(Err(Failure::Sql(SqlError::new(
+                    ER_NOT_SUPPORTED_YET,
+                    b"42000",
+                    format!(
+                        "idgate: this UPDATE changes part of unique key `{}` of `{}` (held across \
+                         shards through a lookup, unique: global) in more than one row; change \
+                         such a key one row at a time (WHERE on the primary key)",
+                        k.name, rule.name
+                    ),
+                ))));
+            }
         }
         let mut released: Vec<(&GlobalKey, Vec<String>)> = Vec::new();
-        if let Some(row) = matched.first() {
+        if let (Some(row), 1) = (matched.first(), matched.len()) {
             let now = |name: &str| {
                 read.iter()
                     .position(|r| r.eq_ignore_ascii_case(name))
