@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::bulk_write::BulkOk;
 use super::query::Step;
+use super::unique_write::{affected, Failure, UniqueWrite};
 use super::{End, Session};
 use crate::exec::collect::Collected;
 use crate::exec::StatementScope;
@@ -23,21 +24,6 @@ use crate::sql::{self, InsertAnalysis, ER_NOT_SUPPORTED_YET};
 use crate::unique::{lookup_table, row_values, GlobalKey};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
-
-/// Why the statement stopped: the backend's own error, or idgate's.
-pub(super) enum Failure {
-    Packet(Vec<u8>),
-    Sql(SqlError),
-}
-
-/// The statement's held connections, by backend name, and which of them it wrote to.
-pub(super) struct Conns<'a> {
-    pub names: &'a [String],
-    pub leases: &'a [usize],
-    pub used: Vec<bool>,
-    /// What starts the write on each connection, sent with its first statement.
-    pub begin: Vec<Option<Vec<u8>>>,
-}
 
 /// What the rows did, for the one OK.
 #[derive(Default)]
@@ -141,61 +127,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
         };
-        let mut names: Vec<String> = Vec::new();
-        for b in keys
-            .iter()
-            .map(|k| &k.backend)
-            .chain(rule.backends().iter())
-        {
-            if !names.contains(b) {
-                names.push(b.clone());
-            }
-        }
-        let mut leases = Vec::with_capacity(names.len());
-        for n in &names {
-            match self.lease_index(n).await {
-                Ok(i) => leases.push(i),
-                Err(e) => {
-                    self.send_error(&e);
-                    return Ok(false);
-                }
-            }
-        }
-        let (txn, begin) = self.bulk_begin(&leases, "idgate_unique", scope).await?;
-        let mut conns = Conns {
-            names: &names,
-            leases: &leases,
-            used: vec![false; leases.len()],
-            begin,
+        let backends = keys.iter().map(|k| k.backend.as_str());
+        let Some(mut conns) = self.open_unique_write(backends, rule, scope).await? else {
+            return Ok(false);
         };
         let outcome = self
             .guarded_rows(a, rule, keys, &rows, &values, &decided.ids, &mut conns)
             .await?;
-        // Only the connections a statement went to take part in the end of the write.
-        let mut used = Vec::with_capacity(leases.len());
-        for (&i, &u) in leases.iter().zip(&conns.used) {
-            if u {
-                used.push(i);
-            } else if txn.xa_auto() {
-                self.leases.held_mut()[i].leave_txn();
-            }
-        }
-        let leases = used;
-        let tally = match outcome {
-            Ok(t) => t,
-            Err(f) => {
-                self.bulk_end(&leases, &txn, false, "INSERT").await?;
-                match f {
-                    Failure::Packet(p) => self.writer.write(&p),
-                    Failure::Sql(e) => self.send_error(&e),
-                }
-                return Ok(false);
-            }
-        };
-        if let Some(e) = self.bulk_end(&leases, &txn, true, "INSERT").await? {
-            self.send_error(&e);
+        let Some(tally) = self.close_unique_write(conns, outcome, "INSERT").await? else {
             return Ok(false);
-        }
+        };
         if let Some((columns, rows)) = &tally.returned {
             // RETURNING: the written rows, as one server returns them.
             if let Some(id) = tally.first_written {
@@ -239,33 +180,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         Ok(true)
     }
 
-    /// Sends one statement on the statement's connection to `backend` (after what starts the
-    /// write there, the first time) and reads its whole answer.
-    pub(super) async fn collect_one(
-        &mut self,
-        conns: &mut Conns<'_>,
-        backend: &str,
-        sql: Vec<u8>,
-    ) -> Result<Result<Collected, Failure>, End> {
-        let Some(p) = conns.names.iter().position(|n| n == backend) else {
-            return Ok(Err(Failure::Sql(SqlError::new(
-                errors::ER_UNKNOWN_ERROR,
-                b"HY000",
-                format!("idgate: no connection to backend `{backend}`"),
-            ))));
-        };
-        conns.used[p] = true;
-        let begin = conns.begin[p].take();
-        match self
-            .leases
-            .send_all(&[(conns.leases[p], sql)], &[begin])
-            .await
-        {
-            Ok(mut r) => Ok(Ok(r.pop().unwrap_or(Collected::Ok(Vec::new())))),
-            Err(e) => Err(self.backend_lost(e)),
-        }
-    }
-
     /// Claims each row's key values and writes the row where one server would have put it.
     #[allow(clippy::too_many_arguments)]
     async fn guarded_rows(
@@ -276,7 +190,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rows: &[(String, Vec<u8>)],
         values: &row_values::RowKeys,
         ids: &[RowId],
-        conns: &mut Conns<'_>,
+        conns: &mut UniqueWrite,
     ) -> Result<Result<Tally, Failure>, End> {
         let mut t = Tally::default();
         for (r, (own, sql)) in rows.iter().enumerate() {
@@ -404,15 +318,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         Ok(Ok(t))
-    }
-}
-
-/// Affected rows of an OK, or the failure.
-pub(super) fn affected(c: &Collected) -> Result<u64, Failure> {
-    match c {
-        Collected::Ok(p) => Ok(packets::parse_ok(p).map_or(0, |o| o.affected_rows)),
-        Collected::Err(p) => Err(Failure::Packet(p.clone())),
-        Collected::Rows { .. } => Ok(0),
     }
 }
 

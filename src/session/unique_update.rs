@@ -9,7 +9,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::bulk_write::BulkOk;
 use super::query::Step;
-use super::unique_insert::{affected, Conns, Failure};
+use super::unique_write::{affected, Failure, UniqueWrite};
 use super::{End, Session};
 use crate::exec::collect::{merge_info, Collected};
 use crate::exec::StatementScope;
@@ -73,32 +73,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 read.push(c.name.clone());
             }
         }
-        let mut names: Vec<String> = Vec::new();
-        for b in keys
-            .iter()
-            .map(|k| &k.backend)
-            .chain(rule.backends().iter())
-        {
-            if !names.contains(b) {
-                names.push(b.clone());
-            }
-        }
-        let mut leases = Vec::with_capacity(names.len());
-        for n in &names {
-            match self.lease_index(n).await {
-                Ok(i) => leases.push(i),
-                Err(e) => {
-                    self.send_error(&e);
-                    return Ok(false);
-                }
-            }
-        }
-        let (txn, begin) = self.bulk_begin(&leases, "idgate_unique", scope).await?;
-        let mut conns = Conns {
-            names: &names,
-            leases: &leases,
-            used: vec![false; leases.len()],
-            begin,
+        let backends = keys.iter().map(|k| k.backend.as_str());
+        let Some(mut conns) = self.open_unique_write(backends, rule, scope).await? else {
+            return Ok(false);
         };
         let condition = parts
             .condition
@@ -117,29 +94,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 &mut conns,
             )
             .await?;
-        let mut used = Vec::with_capacity(leases.len());
-        for (&i, &u) in leases.iter().zip(&conns.used) {
-            if u {
-                used.push(i);
-            } else if txn.xa_auto() {
-                self.leases.held_mut()[i].leave_txn();
-            }
-        }
-        let ok = match outcome {
-            Ok(ok) => ok,
-            Err(f) => {
-                self.bulk_end(&used, &txn, false, "UPDATE").await?;
-                match f {
-                    Failure::Packet(p) => self.writer.write(&p),
-                    Failure::Sql(e) => self.send_error(&e),
-                }
-                return Ok(false);
-            }
-        };
-        if let Some(e) = self.bulk_end(&used, &txn, true, "UPDATE").await? {
-            self.send_error(&e);
+        let Some(ok) = self.close_unique_write(conns, outcome, "UPDATE").await? else {
             return Ok(false);
-        }
+        };
         self.answer_bulk(&ok, None, more);
         Ok(true)
     }
@@ -155,7 +112,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         keys: &[&GlobalKey],
         read: &[String],
         condition: Option<&str>,
-        conns: &mut Conns<'_>,
+        conns: &mut UniqueWrite,
     ) -> Result<Result<BulkOk, Failure>, End> {
         let table = format!("{}.{}", quote_ident(schema), quote_ident(&rule.name));
         let cols: Vec<String> = read.iter().map(|c| quote_ident(c)).collect();
