@@ -44,6 +44,15 @@ fn outcome(c: &mut mysql::Conn, sql: &str) -> String {
     }
 }
 
+/// What a client sees of one prepared statement.
+fn prepared(c: &mut mysql::Conn, sql: &str, params: impl Into<mysql::Params>) -> String {
+    match c.exec_drop(sql, params) {
+        Ok(()) => format!("ok {}", c.affected_rows()),
+        Err(mysql::Error::MySqlError(e)) => format!("err {} {}", e.code, e.message),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
 fn rows(c: &mut mysql::Conn, table: &str) -> Vec<String> {
     let cols = if table == "friends" {
         "a, b, note"
@@ -188,12 +197,10 @@ fn duplicates_answer_as_one_server(mut b: Both) {
     // Prepared, as drivers send it.
     for (a, bb) in [(30, 30), (30, 30), (1, 2)] {
         let sql = "INSERT INTO friends (a, b, note) VALUES (?, ?, 'prep')";
-        let run = |c: &mut mysql::Conn| match c.exec_drop(sql, (a, bb)) {
-            Ok(()) => format!("ok {}", c.affected_rows()),
-            Err(mysql::Error::MySqlError(e)) => format!("err {} {}", e.code, e.message),
-            Err(e) => panic!("{e}"),
-        };
-        assert_eq!(run(&mut b.through), run(&mut b.direct));
+        assert_eq!(
+            prepared(&mut b.through, sql, (a, bb)),
+            prepared(&mut b.direct, sql, (a, bb))
+        );
     }
     for t in ["friends", "users"] {
         assert_eq!(rows(&mut b.through, t), rows(&mut b.direct, t), "{t}");
@@ -219,12 +226,11 @@ fn duplicates_answer_as_one_server(mut b: Both) {
     // A prepared UPDATE of the key, as drivers send it.
     for (to, from) in [("p1@x", "new@x"), ("b@x", "p1@x"), ("p2@x", "p1@x")] {
         let sql = "UPDATE users SET email = ? WHERE email = ?";
-        let run = |c: &mut mysql::Conn| match c.exec_drop(sql, (to, from)) {
-            Ok(()) => format!("ok {}", c.affected_rows()),
-            Err(mysql::Error::MySqlError(e)) => format!("err {} {}", e.code, e.message),
-            Err(e) => panic!("{e}"),
-        };
-        assert_eq!(run(&mut b.through), run(&mut b.direct), "{to} <- {from}");
+        assert_eq!(
+            prepared(&mut b.through, sql, (to, from)),
+            prepared(&mut b.direct, sql, (to, from)),
+            "{to} <- {from}"
+        );
     }
     for t in ["friends", "users"] {
         assert_eq!(rows(&mut b.through, t), rows(&mut b.direct, t), "{t}");

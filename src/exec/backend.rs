@@ -558,23 +558,8 @@ impl BackendConn {
                     message: String::from_utf8_lossy(msg).into_owned(),
                 });
             }
-            let mut p = &self.packet[..];
-            let mut row = Vec::new();
-            while !p.is_empty() {
-                if p[0] == 0xfb {
-                    row.push(None);
-                    p = &p[1..];
-                    continue;
-                }
-                let len = packets::get_lenenc_int(&mut p)
-                    .ok_or_else(|| BackendError::Protocol("text row".into()))?
-                    as usize;
-                let v = p
-                    .get(..len)
-                    .ok_or_else(|| BackendError::Protocol("text row".into()))?;
-                row.push(Some(v.to_vec()));
-                p = &p[len..];
-            }
+            let row = packets::text_row(&self.packet)
+                .ok_or_else(|| BackendError::Protocol("text row".into()))?;
             rows.push(row);
         }
     }

@@ -222,19 +222,20 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
 /// (and no sharding column): planned as a [`Plan::KeyUpdate`]. Other UPDATEs of such columns
 /// are refused by the planner.
 fn key_update(stmt: &[u8], ctx: &StatementContext) -> Option<Plan> {
-    let parts = sql::update_parts(stmt)?;
     // Only the table itself: a subquery over other tables needs the planner's steps.
-    if sql::analyze_dml(stmt).ok()?.relations.len() != 1 {
+    let a = sql::analyze_dml(stmt).ok()?;
+    let [target] = a.relations.as_slice() else {
         return None;
-    }
+    };
     let tables = ctx.tables.tables;
-    let schema = parts.table.schema.as_deref().or(ctx.tables.db);
-    let rule = tables.lookup_shared(schema, &parts.table.name)?;
+    let rule = tables.lookup_shared(target.schema.as_deref().or(ctx.tables.db), &target.name)?;
     let key_columns = tables.global_key_columns(rule);
     let is_key = |c: &str| key_columns.iter().any(|k| k.eq_ignore_ascii_case(c));
-    if !parts.assigned.iter().any(|a| is_key(&a.column)) {
+    if !a.assigned.iter().any(|c| is_key(c)) {
         return None;
     }
+    // Only now the values: most UPDATEs of such a table change other columns.
+    let parts = sql::update_parts(stmt)?;
     let super::Placement::Sharded { columns, .. } = &rule.placement else {
         return None;
     };

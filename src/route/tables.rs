@@ -56,6 +56,8 @@ pub struct Tables {
     placed: Option<TableNames>,
     /// The keys of `unique: global` tables, found at start and by CREATE TABLE through idgate.
     lookups: Option<Arc<crate::unique::Lookups>>,
+    /// Some rule says `unique: global` (asked for every UPDATE about placed tables).
+    global_unique: bool,
 }
 
 impl Tables {
@@ -78,11 +80,16 @@ impl Tables {
             .map(|(n, _)| n)
             .collect();
         let placed = (!placed_names.is_empty()).then(|| TableNames::new(placed_names));
+        let global_unique = by_name
+            .values()
+            .flatten()
+            .any(|r| r.unique == Some(UniqueScope::Global));
         Tables {
             by_name,
             names,
             placed,
             lookups: None,
+            global_unique,
         }
     }
 
@@ -98,7 +105,7 @@ impl Tables {
 
     /// Whether some rule says `unique: global`.
     pub fn has_global_unique(&self) -> bool {
-        self.lookups.is_some() && self.rules().any(|r| r.unique == Some(UniqueScope::Global))
+        self.global_unique && self.lookups.is_some()
     }
 
     /// The columns of `rule`'s keys held through lookups, which an UPDATE may not change yet.

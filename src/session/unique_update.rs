@@ -128,7 +128,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .await?
             {
                 Ok(Collected::Rows { rows, .. }) => {
-                    matched.extend(rows.iter().filter_map(|r| text_row(r)))
+                    matched.extend(rows.iter().filter_map(|r| packets::text_row(r)))
                 }
                 Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
                 Ok(Collected::Ok(_)) => {}
@@ -326,19 +326,4 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         Ok(Ok(ok))
     }
-}
-
-/// The values of a text-protocol row (NULL as `None`); `None` for a malformed row.
-fn text_row(p: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
-    let mut p = p;
-    let mut row = Vec::new();
-    while !p.is_empty() {
-        if p[0] == 0xfb {
-            row.push(None);
-            p = &p[1..];
-            continue;
-        }
-        row.push(Some(packets::get_lenenc_str(&mut p)?.to_vec()));
-    }
-    Some(row)
 }

@@ -58,6 +58,20 @@ pub fn get_lenenc_str<'a>(buf: &mut &'a [u8]) -> Option<&'a [u8]> {
     Some(s)
 }
 
+/// The values of a text-protocol row (NULL as `None`); `None` for a malformed row.
+pub fn text_row(mut p: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
+    let mut row = Vec::new();
+    while let Some(&first) = p.first() {
+        if first == 0xfb {
+            row.push(None);
+            p = &p[1..];
+            continue;
+        }
+        row.push(Some(get_lenenc_str(&mut p)?.to_vec()));
+    }
+    Some(row)
+}
+
 /// OK packet as written for a client without CLIENT_SESSION_TRACK (idgate never offers it).
 /// A non-empty `info` text goes out length-encoded, as MariaDB's net_send_ok writes it.
 pub fn ok(
