@@ -55,6 +55,8 @@ pub struct Proxy {
     pub sessions: crate::session::registry::Registry,
     /// The file a reload reads (set when idgate runs from one), and the last reload's outcome.
     pub reloads: crate::reload::Reloads,
+    /// Jobs moving tables' placements (`IDGATE MIGRATE`) this instance runs.
+    pub migrations: crate::migrate::Migrations,
     /// When this process started serving (for uptime).
     pub started: std::time::Instant,
     next_connection_id: AtomicU32,
@@ -114,6 +116,7 @@ impl Proxy {
             server_version,
             sessions: Default::default(),
             reloads: Default::default(),
+            migrations: Default::default(),
             started: std::time::Instant::now(),
             next_connection_id: AtomicU32::new(1),
         })

@@ -109,6 +109,7 @@ pub async fn run_with_file(
         Err(e) => warn!(error = %e, "cannot listen for SIGHUP; reload with IDGATE RELOAD"),
     }
     crate::admin::start(&proxy, stop.clone()).await?;
+    crate::migrate::watch(&proxy);
     for pool in proxy.pools.values() {
         if let Err(e) = pool.warm_up().await {
             warn!(backend = %pool.name, error = %e, "could not open min_connections at startup");

@@ -32,7 +32,7 @@ const PING_TIMEOUT: Duration = Duration::from_secs(1);
 /// Answers `stmt` for `user` (checked against the configuration as it is now, so revoking
 /// `admin` binds open sessions too).
 pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStatement) -> Answer {
-    if !proxy.user(user).is_some_and(|u| u.admin) {
+    if !is_admin(proxy, user) {
         return Answer::Err(access_denied(user, host));
     }
     match stmt {
@@ -60,13 +60,19 @@ pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStat
         // Answered by the session, which knows who asks (`admin::kill`).
         AdminStatement::Kill { .. } => Answer::Err(super::kill::unsupported("KILL here")),
         AdminStatement::KillUnsupported(form) => Answer::Err(super::kill::unsupported(form)),
+        AdminStatement::Migrate(m) => crate::migrate::answer(proxy, None, m).await,
         AdminStatement::UnknownShow => Answer::Err(SqlError::new(
             crate::sql::ER_PARSE_ERROR,
             b"42000",
             "Unknown SHOW IDGATE statement; idgate has SHOW IDGATE STATUS, BACKENDS, GENERATORS, \
-             SESSIONS and TABLES, and IDGATE RELOAD",
+             SESSIONS, TABLES and MIGRATIONS, IDGATE RELOAD and IDGATE MIGRATE",
         )),
     }
+}
+
+/// Whether `user` has `admin: true` in the configuration as it is now.
+pub fn is_admin(proxy: &Proxy, user: &[u8]) -> bool {
+    proxy.user(user).is_some_and(|u| u.admin)
 }
 
 /// 1227 as MySQL words it, naming what grants the right here.

@@ -11,7 +11,7 @@ mod secrets;
 pub mod tables;
 pub mod tls;
 mod validate;
-mod validate_tables;
+pub mod validate_tables;
 mod validate_tls;
 
 pub use logging::LogFormat;

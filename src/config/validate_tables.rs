@@ -30,7 +30,8 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn check_table(cfg: &Config, name: &str, t: &TableConfig) -> Result<(), String> {
+/// Whether the `tables:` entry `t`, named `name`, fits `cfg` (its generator, backends, columns).
+pub fn check_table(cfg: &Config, name: &str, t: &TableConfig) -> Result<(), String> {
     if name.split('.').count() > 2 || name.split('.').any(str::is_empty) {
         return Err("name tables as `table` or `schema.table`".into());
     }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::algorithm::Algorithm;
+use super::algorithm::{Algorithm, ShardValue};
 use crate::config::tables::{ExplicitIds, UniqueScope};
 use crate::sql::TableNames;
 
@@ -179,64 +179,102 @@ impl Tables {
 impl Tables {
     /// The table rules of a validated configuration.
     pub fn from_config(cfg: &crate::config::Config) -> Tables {
-        use crate::config::tables::AlgorithmName;
-        use crate::idgen::config::GeneratorConfig;
         let rules = cfg
             .tables
             .iter()
-            .map(|(key, t)| {
-                let t = &t.value;
-                let (schema, name) = match key.split_once('.') {
-                    Some((s, n)) => (Some(s.to_string()), n.to_string()),
-                    None => (None, key.clone()),
-                };
-                let biased = t.generator.as_ref().and_then(|g| {
-                    match cfg.generators.get(g).map(|s| &s.value) {
-                        Some(GeneratorConfig::Biased(b)) => Some(b),
-                        _ => None,
-                    }
-                });
-                let bias_column = t
-                    .bias_column
-                    .clone()
-                    .or_else(|| biased.and_then(|b| b.bias_column.clone()));
-                let placement = if let Some(s) = &t.sharding {
-                    let algorithm = match s.algorithm {
-                        AlgorithmName::Mod => Algorithm::Mod,
-                        AlgorithmName::Hash => Algorithm::Hash,
-                        AlgorithmName::Range => Algorithm::Range {
-                            bounds: s.bounds.iter().map(|b| *b as i128).collect(),
-                        },
-                        AlgorithmName::Slot => Algorithm::Slot {
-                            slot_bits: biased.and_then(|b| b.slot_bits).unwrap_or(0),
-                        },
-                    };
-                    Placement::Sharded {
-                        columns: s.columns.clone(),
-                        algorithm,
-                        shards: s.shards.clone(),
-                    }
-                } else if t.broadcast {
-                    Placement::Broadcast {
-                        backends: cfg.backends.keys().cloned().collect(),
-                    }
-                } else {
-                    Placement::Single {
-                        backend: cfg.default_backend.value.clone(),
-                    }
-                };
-                TableRule {
-                    schema,
-                    name,
-                    id_column: t.id_column.clone(),
-                    generator: t.generator.clone(),
-                    explicit_ids: t.explicit_ids,
-                    bias_column,
-                    unique: t.unique,
-                    placement,
-                }
-            })
+            .map(|(key, t)| TableRule::from_entry(cfg, key, &t.value))
             .collect();
         Tables::new(rules)
+    }
+}
+
+impl TableRule {
+    /// The rule of one validated `tables:` entry, named `key` (`table` or `schema.table`).
+    pub fn from_entry(
+        cfg: &crate::config::Config,
+        key: &str,
+        t: &crate::config::tables::TableConfig,
+    ) -> TableRule {
+        use crate::config::tables::AlgorithmName;
+        use crate::idgen::config::GeneratorConfig;
+        let (schema, name) = match key.split_once('.') {
+            Some((s, n)) => (Some(s.to_string()), n.to_string()),
+            None => (None, key.to_string()),
+        };
+        let biased =
+            t.generator
+                .as_ref()
+                .and_then(|g| match cfg.generators.get(g).map(|s| &s.value) {
+                    Some(GeneratorConfig::Biased(b)) => Some(b),
+                    _ => None,
+                });
+        let bias_column = t
+            .bias_column
+            .clone()
+            .or_else(|| biased.and_then(|b| b.bias_column.clone()));
+        let placement = if let Some(s) = &t.sharding {
+            let algorithm = match s.algorithm {
+                AlgorithmName::Mod => Algorithm::Mod,
+                AlgorithmName::Hash => Algorithm::Hash,
+                AlgorithmName::Range => Algorithm::Range {
+                    bounds: s.bounds.iter().map(|b| *b as i128).collect(),
+                },
+                AlgorithmName::Slot => Algorithm::Slot {
+                    slot_bits: biased.and_then(|b| b.slot_bits).unwrap_or(0),
+                },
+            };
+            Placement::Sharded {
+                columns: s.columns.clone(),
+                algorithm,
+                shards: s.shards.clone(),
+            }
+        } else if t.broadcast {
+            Placement::Broadcast {
+                backends: cfg.backends.keys().cloned().collect(),
+            }
+        } else {
+            Placement::Single {
+                backend: cfg.default_backend.value.clone(),
+            }
+        };
+        TableRule {
+            schema,
+            name,
+            id_column: t.id_column.clone(),
+            generator: t.generator.clone(),
+            explicit_ids: t.explicit_ids,
+            bias_column,
+            unique: t.unique,
+            placement,
+        }
+    }
+
+    /// The backends one row lives on, given its columns' values (`value_of`): a sharded row on
+    /// the shard of its first sharding column that has a value.
+    pub fn backends_of_row(
+        &self,
+        value_of: impl Fn(&str) -> Option<ShardValue>,
+    ) -> Result<&[String], String> {
+        let (columns, algorithm, shards) = match &self.placement {
+            Placement::Sharded {
+                columns,
+                algorithm,
+                shards,
+            } => (columns, algorithm, shards),
+            _ => return Ok(self.backends()),
+        };
+        let Some((column, value)) = columns.iter().find_map(|c| Some((c, value_of(c)?))) else {
+            return Err(format!(
+                "a row of `{}` has no value for its sharding column `{}`",
+                self.name,
+                columns.first().map_or("", String::as_str)
+            ));
+        };
+        let i = algorithm
+            .shard_of(&value, shards.len(), column)
+            .map_err(|e| e.to_string())?;
+        shards
+            .get(i..=i)
+            .ok_or_else(|| format!("shard {i} of {} out of range", shards.len()))
     }
 }

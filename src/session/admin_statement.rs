@@ -21,7 +21,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             _ => {}
         }
-        let answer = statements::answer(&self.proxy, &self.hello.user, &self.peer_host, stmt).await;
+        let answer = match stmt {
+            // The current database names an unqualified table.
+            AdminStatement::Migrate(m) if statements::is_admin(&self.proxy, &self.hello.user) => {
+                let db = self.db.as_deref().map(String::from_utf8_lossy);
+                crate::migrate::answer(&self.proxy, db.as_deref(), m).await
+            }
+            stmt => statements::answer(&self.proxy, &self.hello.user, &self.peer_host, stmt).await,
+        };
         let status = self.status_with(more);
         match answer {
             Answer::Rows(rs) => {

@@ -1,12 +1,13 @@
 //! idgate's own statements: `SHOW IDGATE STATUS | BACKENDS | GENERATORS | SESSIONS | TABLES`,
-//! `IDGATE RELOAD` and `KILL` (whose ids are idgate's), any case, with comments and a trailing
-//! `;` allowed. Recognised from the first
+//! `SHOW IDGATE MIGRATIONS`, `IDGATE RELOAD`, `IDGATE MIGRATE …` and `KILL` (whose ids are
+//! idgate's), any case, with comments and a trailing `;` allowed. Recognised from the first
 //! words only, so every other statement pays a keyword comparison.
 
+use super::admin_migrate::{self, MigrateStatement};
 use super::lex::{skip_trivia, word_end};
 
 /// An admin statement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdminStatement {
     Status,
     Backends,
@@ -14,6 +15,8 @@ pub enum AdminStatement {
     Sessions,
     Tables,
     Reload,
+    /// `IDGATE MIGRATE …` and `SHOW IDGATE MIGRATIONS`.
+    Migrate(MigrateStatement),
     /// `SHOW IDGATE` followed by something else (answered with the list of what exists).
     UnknownShow,
     /// `KILL [HARD | SOFT] [CONNECTION | QUERY] <id>`: the id is one idgate gave a session
@@ -36,12 +39,22 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
     }
     if is(first, b"IDGATE") {
         let second = words.next()?;
+        if is(second, b"MIGRATE") {
+            return Some(AdminStatement::Migrate(admin_migrate::parse(
+                &words.s[words.i..],
+            )));
+        }
         return (is(second, b"RELOAD") && words.at_end()).then_some(AdminStatement::Reload);
     }
     if !is(first, b"SHOW") || !is(words.next()?, b"IDGATE") {
         return None;
     }
     let what = words.next().unwrap_or(b"");
+    if is(what, b"MIGRATIONS") && words.at_end() {
+        return Some(AdminStatement::Migrate(MigrateStatement::Status {
+            table: None,
+        }));
+    }
     let known = [
         (&b"STATUS"[..], AdminStatement::Status),
         (b"BACKENDS", AdminStatement::Backends),
@@ -49,7 +62,10 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
         (b"SESSIONS", AdminStatement::Sessions),
         (b"TABLES", AdminStatement::Tables),
     ];
-    let found = known.iter().find(|(k, _)| is(what, k)).map(|(_, a)| *a);
+    let found = known
+        .iter()
+        .find(|(k, _)| is(what, k))
+        .map(|(_, a)| a.clone());
     match found {
         Some(a) if words.at_end() => Some(a),
         _ => Some(AdminStatement::UnknownShow),

@@ -12,6 +12,7 @@
 //! Must not: do I/O, know about backends or sessions.
 
 mod admin;
+pub mod admin_migrate;
 mod classify;
 mod ddl_tables;
 mod dml;

@@ -122,6 +122,25 @@ impl MariaDb {
         }
     }
 
+    /// Starts a fresh server with a row-based binlog of whole row images and a server id of
+    /// its own, as a source of a table being moved needs.
+    pub fn start_with_binlog() -> Result<MariaDb, String> {
+        let mut tries = 0;
+        loop {
+            let port = free_port()?;
+            let args = [
+                "--log-bin=binlog".to_string(),
+                "--binlog-format=ROW".to_string(),
+                "--binlog-row-image=FULL".to_string(),
+                format!("--server-id={port}"),
+            ];
+            match Self::start_with_args(port, &args) {
+                Err(e) if tries < 4 && e.contains("Address already in use") => tries += 1,
+                r => return r,
+            }
+        }
+    }
+
     /// Starts a fresh server on `port`.
     pub fn start_on(port: u16) -> Result<MariaDb, String> {
         Self::start_with_args(port, &[])

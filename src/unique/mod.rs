@@ -8,7 +8,7 @@
 pub mod lookup_table;
 pub mod row_values;
 pub mod start;
-mod survey;
+pub mod survey;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

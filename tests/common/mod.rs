@@ -8,6 +8,7 @@ pub mod fault_relay;
 pub mod history;
 pub mod idgate_proc;
 pub mod join_rows;
+pub mod migration;
 pub mod prometheus;
 pub mod raw;
 pub mod relay;

@@ -1,0 +1,133 @@
+//! Moving a table's placement while it serves (`IDGATE MIGRATE …`): a snapshot copy of each
+//! source backend onto the new placement, then its binlog applied from the snapshot's position
+//! until the new placement keeps up (`ready`). Jobs live in the sequence store, so whichever
+//! instance holds a job's lease runs it, and a restarted or another instance takes it over.
+//! Must not: hold a client session; route by itself (it asks `route` where a row goes).
+
+pub mod binlog;
+pub mod columns;
+pub mod copy;
+pub mod job;
+pub mod plan;
+pub mod progress;
+pub mod source;
+mod start;
+mod statements;
+pub mod store;
+pub mod writer;
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use tokio::sync::OnceCell;
+use tracing::{debug, info, warn};
+
+pub use statements::answer;
+
+use crate::proxy::Proxy;
+use store::Store;
+
+/// How often an instance looks for jobs nobody runs (a restart, a dead instance's jobs).
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+/// This instance's jobs, and its way to the store.
+pub struct Migrations {
+    /// Who this instance is in the store's leases.
+    pub owner: String,
+    store: OnceCell<Store>,
+    pub running: DashMap<String, Arc<job::Running>>,
+}
+
+impl Default for Migrations {
+    fn default() -> Self {
+        let host = std::env::var("HOSTNAME").unwrap_or_default();
+        Migrations {
+            owner: format!(
+                "{host}:{}:{:08x}",
+                std::process::id(),
+                rand::random::<u32>()
+            ),
+            store: OnceCell::new(),
+            running: DashMap::new(),
+        }
+    }
+}
+
+impl Migrations {
+    /// The store, its tables created on first use.
+    pub async fn store(&self, proxy: &Proxy) -> Result<&Store, String> {
+        self.store
+            .get_or_try_init(|| async {
+                let pool = crate::proxy::sequence_store_pool(&proxy.config)
+                    .await
+                    .map_err(|e| format!("sequence store: {e}"))?;
+                Store::open(pool).await
+            })
+            .await
+    }
+
+    /// Runs the job in `row` here (its lease already held).
+    fn run(proxy: &Arc<Proxy>, spec: job::Spec, store: Store, phase: String) {
+        let key = spec.key.clone();
+        let weak: Weak<Proxy> = Arc::downgrade(proxy);
+        let done_key = key.clone();
+        let running = job::spawn(
+            spec,
+            store,
+            proxy.migrations.owner.clone(),
+            phase,
+            move || {
+                if let Some(p) = weak.upgrade() {
+                    p.migrations.running.remove(&done_key);
+                }
+            },
+        );
+        proxy.migrations.running.insert(key, running);
+    }
+}
+
+/// Looks for jobs no live instance runs and takes them over, until the proxy is gone.
+pub fn watch(proxy: &Arc<Proxy>) {
+    let weak = Arc::downgrade(proxy);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            let Some(proxy) = weak.upgrade() else {
+                return;
+            };
+            if let Err(e) = take_over(&proxy).await {
+                debug!(error = %e, "looking for migrations to run");
+            }
+        }
+    });
+}
+
+async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
+    let m = &proxy.migrations;
+    let store = m.store(proxy).await?.clone();
+    for j in store.jobs().await? {
+        let idle = !j.lease_live || j.owner.as_deref() == Some(m.owner.as_str());
+        let active = !store::is_finished(&j.phase) && j.phase != "failed";
+        if !active || !idle || m.running.contains_key(&j.table_key) {
+            continue;
+        }
+        if !store.claim(&j.table_key, &m.owner).await? {
+            continue;
+        }
+        match start::spec_of(proxy, &j).await {
+            Ok(spec) => {
+                info!(table = %j.table_key, phase = %j.phase, "taking over migration");
+                Migrations::run(proxy, spec, store.clone(), j.phase.clone());
+            }
+            Err(e) => {
+                warn!(table = %j.table_key, error = %e, "cannot run migration here");
+                let _ = store
+                    .set_phase(&j.table_key, &m.owner, "failed", Some(&e))
+                    .await;
+                let _ = store.release(&j.table_key, &m.owner).await;
+            }
+        }
+    }
+    Ok(())
+}

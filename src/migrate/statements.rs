@@ -1,0 +1,205 @@
+//! The answers to `IDGATE MIGRATE …` and `SHOW IDGATE MIGRATIONS` (admin users only; the
+//! caller has checked the right).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::start;
+use super::store::{is_finished, JobRow};
+use crate::admin::result_set::{num, text, Col, ResultSet};
+use crate::admin::statements::Answer;
+use crate::proxy::Proxy;
+use crate::sql::admin_migrate::{MigrateStatement, MigrateStep, TableName};
+use crate::wire::errors::{self, SqlError};
+
+/// Longest wait of CANCEL for the job's owner to undo the copy.
+const CANCEL_WAIT: Duration = Duration::from_secs(60);
+
+/// MySQL's ER_NO_DB_ERROR.
+const ER_NO_DB: u16 = 1046;
+
+pub fn refused(message: impl Into<String>) -> SqlError {
+    SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", message.into())
+}
+
+/// Answers one statement; `db` is the session's current database.
+pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement) -> Answer {
+    let r = match stmt {
+        MigrateStatement::Malformed(why) => {
+            Err(SqlError::new(crate::sql::ER_PARSE_ERROR, b"42000", why))
+        }
+        MigrateStatement::Start { table, entry } => match key(&table, db) {
+            Ok((schema, name)) => start_job(proxy, &schema, &name, &entry).await,
+            Err(e) => Err(e),
+        },
+        MigrateStatement::Status { table } => {
+            let k = match table.map(|t| key(&t, db)).transpose() {
+                Ok(k) => k.map(|(s, n)| format!("{s}.{n}")),
+                Err(e) => return Answer::Err(e),
+            };
+            return match status(proxy, k.as_deref()).await {
+                Ok(rs) => Answer::Rows(rs),
+                Err(e) => Answer::Err(e),
+            };
+        }
+        MigrateStatement::Step {
+            step: MigrateStep::Cancel,
+            table,
+        } => match key(&table, db) {
+            Ok((s, n)) => cancel(proxy, &format!("{s}.{n}")).await,
+            Err(e) => Err(e),
+        },
+        MigrateStatement::Step { step, .. } => Err(SqlError::new(
+            crate::sql::ER_NOT_SUPPORTED_YET,
+            b"42000",
+            format!(
+                "idgate: IDGATE MIGRATE {} is not available in this version; a job copies and \
+                 keeps the new placement up to date (IDGATE MIGRATE STATUS shows `ready`), and \
+                 IDGATE MIGRATE CANCEL ends it leaving the table as it was",
+                step.word()
+            ),
+        )),
+    };
+    match r {
+        Ok(info) => Answer::Ok(info),
+        Err(e) => Answer::Err(e),
+    }
+}
+
+/// `schema.table` of a statement's table, the current database filling in.
+fn key(t: &TableName, db: Option<&str>) -> Result<(String, String), SqlError> {
+    match t.schema.as_deref().or(db) {
+        Some(s) => Ok((s.to_string(), t.name.clone())),
+        None => Err(SqlError::new(ER_NO_DB, b"3D000", "No database selected")),
+    }
+}
+
+async fn start_job(
+    proxy: &Arc<Proxy>,
+    schema: &str,
+    table: &str,
+    entry: &str,
+) -> Result<String, SqlError> {
+    let m = &proxy.migrations;
+    let store = m.store(proxy).await.map_err(refused)?.clone();
+    let k = format!("{schema}.{table}");
+    if let Some(j) = store.job(&k).await.map_err(refused)? {
+        if !is_finished(&j.phase) {
+            return Err(refused(format!(
+                "a migration of `{k}` is already {}; IDGATE MIGRATE CANCEL {k} ends it",
+                j.phase
+            )));
+        }
+    }
+    let (spec, job, streams) = start::prepare(proxy, schema, table, entry).await?;
+    let sources = job.sources.join(", ");
+    let targets = spec.target.backends().join(", ");
+    if !store
+        .create(&job, &streams, &m.owner)
+        .await
+        .map_err(refused)?
+    {
+        // Another START won the race; undo what this one created.
+        let _ = super::job::cleanup(&spec).await;
+        return Err(refused(format!("a migration of `{k}` is already running")));
+    }
+    super::Migrations::run(proxy, spec, store, "copying".into());
+    Ok(format!(
+        "migration of `{k}` started: copying from {sources} to {targets}; IDGATE MIGRATE STATUS \
+         shows its progress"
+    ))
+}
+
+async fn status(proxy: &Arc<Proxy>, only: Option<&str>) -> Result<ResultSet, SqlError> {
+    let store = proxy.migrations.store(proxy).await.map_err(refused)?;
+    let mut rs = ResultSet::new(&[
+        ("table", Col::Text(200)),
+        ("phase", Col::Text(16)),
+        ("rows_copied", Col::UInt),
+        ("rows_estimated", Col::UInt),
+        ("lag_events", Col::UInt),
+        ("lag_seconds", Col::UInt),
+        ("last_error", Col::Text(1024)),
+        ("sources", Col::Text(1024)),
+        ("target", Col::Text(1024)),
+        ("owner", Col::Text(100)),
+    ]);
+    for j in store.jobs().await.map_err(refused)? {
+        if only.is_some_and(|k| k != j.table_key) {
+            continue;
+        }
+        let streams = store.streams(&j.table_key).await.map_err(refused)?;
+        let copied: i64 = streams.iter().map(|s| s.rows_copied).sum();
+        let estimated: i64 = streams.iter().map(|s| s.rows_estimated).sum();
+        // A job run here shows its live lag; others the lag their owner last recorded.
+        let (lag_events, lag_seconds, phase) = match proxy.migrations.running.get(&j.table_key) {
+            Some(r) => {
+                let (e, s) = super::job::lag_of(&r);
+                (e, s, r.phase())
+            }
+            None => (j.lag_events, j.lag_seconds, j.phase.clone()),
+        };
+        let lag = |v: i64| if v < 0 { None } else { num(v) };
+        rs.row(&[
+            text(j.table_key.clone()),
+            text(phase),
+            num(copied.max(0)),
+            num(estimated.max(0)),
+            lag(lag_events),
+            lag(lag_seconds),
+            j.last_error.clone(),
+            text(j.sources.join(",")),
+            text(j.target.clone()),
+            owner(&j),
+        ]);
+    }
+    Ok(rs)
+}
+
+fn owner(j: &JobRow) -> Option<String> {
+    j.owner.clone().filter(|_| j.lease_live)
+}
+
+async fn cancel(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
+    let m = &proxy.migrations;
+    let store = m.store(proxy).await.map_err(refused)?.clone();
+    let Some(j) = store.job(k).await.map_err(refused)? else {
+        return Err(refused(format!("there is no migration of `{k}`")));
+    };
+    if is_finished(&j.phase) {
+        return Err(refused(format!(
+            "the migration of `{k}` is already {}",
+            j.phase
+        )));
+    }
+    store.force_phase(k, "cancelling").await.map_err(refused)?;
+    // Nobody runs it (a failed job, or its instance is gone): run it here to undo it.
+    if !m.running.contains_key(k)
+        && !j.lease_live
+        && store.claim(k, &m.owner).await.map_err(refused)?
+    {
+        let spec = start::spec_of(proxy, &j).await.map_err(refused)?;
+        super::Migrations::run(proxy, spec, store.clone(), "cancelling".into());
+    }
+    let deadline = Instant::now() + CANCEL_WAIT;
+    loop {
+        let now = store.job(k).await.map_err(refused)?;
+        match now {
+            Some(j) if j.phase == "cancelled" => {
+                return Ok(format!(
+                    "migration of `{k}` cancelled; the table is served and placed as before"
+                ))
+            }
+            Some(j) if Instant::now() > deadline => {
+                return Err(refused(format!(
+                    "the cancel of `{k}` has not finished within {} s{}; IDGATE MIGRATE STATUS \
+                     shows it",
+                    CANCEL_WAIT.as_secs(),
+                    j.last_error.map(|e| format!(" ({e})")).unwrap_or_default()
+                )))
+            }
+            None => return Err(refused(format!("the migration of `{k}` is gone"))),
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}

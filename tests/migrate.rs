@@ -1,0 +1,397 @@
+//! `IDGATE MIGRATE`: a live table copied onto a new placement from a consistent snapshot and
+//! kept up to date from its binlog while the application writes, against real MariaDB servers
+//! with binlogs; CANCEL leaving everything as it was; a job surviving a killed idgate; and every
+//! bad request refused with a clear error and nothing changed.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::migration::{admin_idgate, binlog_db, dump, status, wait_caught_up};
+use common::{direct, start_db, Idgate, MariaDb};
+use mysql::prelude::Queryable;
+
+const GENERATORS: &str = "generators:\n  acc_seq:\n    kind: segment\n    step: 100\n";
+
+const ACCOUNTS: &str = "CREATE TABLE accounts (\
+    id BIGINT AUTO_INCREMENT PRIMARY KEY, \
+    name VARCHAR(40) CHARACTER SET latin1, \
+    note TEXT, \
+    data VARBINARY(16), \
+    amount DECIMAL(12,2), \
+    ts TIMESTAMP(6) NULL, \
+    flags SET('a','b','c'), \
+    kind ENUM('x','y'), \
+    u INT UNSIGNED, \
+    tiny TINYINT UNSIGNED, \
+    created DATETIME)";
+
+/// `n` rows with every kind of value, some NULL.
+fn fill(c: &mut mysql::Conn, n: u64) {
+    c.query_drop(ACCOUNTS).unwrap();
+    c.query_drop(format!(
+        "INSERT INTO accounts (name, note, data, amount, ts, flags, kind, u, tiny, created) \
+         SELECT CONCAT('n', seq, IF(seq % 7 = 0, _latin1 X'E9', '')), \
+                IF(seq % 5 = 0, NULL, CONCAT('ñote ', seq, ' ✓')), \
+                UNHEX(LPAD(HEX(seq), 8, '0')), seq / 100, \
+                FROM_UNIXTIME(1700000000 + seq + 0.25), \
+                ELT(1 + seq % 4, '', 'a', 'b,c', 'a,b,c'), ELT(1 + seq % 2, 'x', 'y'), \
+                4000000000 - seq, 200 + seq % 50, '2024-02-29 12:34:56' \
+         FROM seq_1_to_{n}"
+    ))
+    .unwrap();
+}
+
+const COLUMNS: &str = "id, HEX(name), note, HEX(data), amount, ts, flags, kind, u, tiny, created";
+
+/// The source's rows, and each target shard's rows, checked to be where `mod` puts them.
+fn assert_same_rows(source: &MariaDb, shards: &[&MariaDb]) {
+    let mut src = direct(source);
+    let want = dump(
+        &mut src,
+        &format!("SELECT {COLUMNS} FROM accounts ORDER BY id"),
+    );
+    let mut got = Vec::new();
+    for (i, s) in shards.iter().enumerate() {
+        let mut c = direct(s);
+        let rows = dump(
+            &mut c,
+            &format!("SELECT {COLUMNS} FROM accounts ORDER BY id"),
+        );
+        for r in &rows {
+            let id: u64 = r[0].parse().unwrap();
+            assert_eq!(id as usize % shards.len(), i, "row {id} on the wrong shard");
+        }
+        got.extend(rows);
+    }
+    got.sort_by_key(|r| r[0].parse::<u64>().unwrap());
+    assert_eq!(got.len(), want.len(), "row counts differ");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w);
+    }
+}
+
+/// Inserts, updates and deletes through idgate until told to stop; counts what it did.
+fn writer(g: &Idgate, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
+    let mut c = g.conn();
+    std::thread::spawn(move || {
+        let mut k: u64 = 0;
+        while !stop.load(Ordering::Relaxed) {
+            k += 1;
+            c.query_drop(format!(
+                "INSERT INTO accounts (name, note, amount, ts, flags, kind, u, tiny) VALUES \
+                 ('w{k}', 'written during the move', {k}.5, NOW(6), 'b', 'y', {k}, 7)"
+            ))
+            .unwrap();
+            let id = 1 + (k * 7919) % 90_000;
+            c.query_drop(format!(
+                "UPDATE accounts SET amount = amount + 1, note = CONCAT('upd ', {k}), \
+                 flags = 'a,c' WHERE id = {id}"
+            ))
+            .unwrap();
+            if k.is_multiple_of(3) {
+                c.query_drop(format!("DELETE FROM accounts WHERE id = {}", id + 1))
+                    .unwrap();
+            }
+            // A change of the primary key moves the row.
+            if k.is_multiple_of(50) {
+                c.query_drop(format!(
+                    "UPDATE IGNORE accounts SET id = id + 1000000 WHERE id = {}",
+                    id + 2
+                ))
+                .unwrap();
+            }
+            done.fetch_add(1, Ordering::Relaxed);
+        }
+    })
+}
+
+fn start_stmt(shards: &str) -> String {
+    format!(
+        "IDGATE MIGRATE START accounts TO '{{generator: acc_seq, sharding: {{columns: [id], \
+         algorithm: mod, shards: [{shards}]}}}}'"
+    )
+}
+
+#[test]
+fn a_live_table_is_copied_onto_shards_and_kept_up_to_date_while_the_application_writes() {
+    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
+    fill(&mut direct(&db0), 100_000);
+    let g = admin_idgate(
+        &[("shard0", &db0), ("shard1", &db1), ("shard2", &db2)],
+        GENERATORS,
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let w = writer(&g, stop.clone(), done.clone());
+    std::thread::sleep(Duration::from_millis(300));
+
+    let mut admin = g.conn();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    let s = status(&mut admin, "accounts").unwrap();
+    assert!(
+        ["copying", "catching_up", "ready"].contains(&s.phase.as_str()),
+        "{s:?}"
+    );
+    // Writes go on through the copy and the catch-up.
+    let until = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let s = status(&mut admin, "accounts").unwrap();
+        assert!(s.phase != "failed", "{s:?}");
+        if s.phase == "ready" {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "never ready: {s:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    w.join().unwrap();
+    assert!(done.load(Ordering::Relaxed) > 20, "the writer wrote");
+
+    let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    assert!(s.rows_copied >= 90_000, "{s:?}");
+    assert_same_rows(&db0, &[&db1, &db2]);
+
+    // Until the switch the application still reads and writes the table where it was.
+    let n: u64 = g
+        .conn()
+        .query_first("SELECT COUNT(*) FROM accounts")
+        .unwrap()
+        .unwrap();
+    let m: u64 = direct(&db0)
+        .query_first("SELECT COUNT(*) FROM accounts")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, m);
+    // SHOW IDGATE MIGRATIONS lists it too.
+    let listed: Vec<mysql::Row> = admin.query("SHOW IDGATE MIGRATIONS").unwrap();
+    assert_eq!(listed.len(), 1);
+}
+
+#[test]
+fn cancel_leaves_everything_as_it_was_and_a_new_start_works() {
+    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
+    fill(&mut direct(&db0), 5_000);
+    let g = admin_idgate(
+        &[("shard0", &db0), ("shard1", &db1), ("shard2", &db2)],
+        GENERATORS,
+    );
+    let mut admin = g.conn();
+    // shard1 holds an empty `accounts` already: it is emptied again, not dropped.
+    direct(&db1).query_drop(ACCOUNTS).unwrap();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    admin.query_drop("IDGATE MIGRATE CANCEL accounts").unwrap();
+    assert_eq!(status(&mut admin, "accounts").unwrap().phase, "cancelled");
+    let left: u64 = direct(&db1)
+        .query_first("SELECT COUNT(*) FROM accounts")
+        .unwrap()
+        .unwrap();
+    assert_eq!(left, 0);
+    let tables: Vec<String> = direct(&db2).query("SHOW TABLES LIKE 'accounts'").unwrap();
+    assert!(tables.is_empty(), "the table idgate created is dropped");
+    let n: u64 = direct(&db0)
+        .query_first("SELECT COUNT(*) FROM accounts")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 5_000, "the source is untouched");
+    // A cancelled job can be started again.
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    assert_same_rows(&db0, &[&db1, &db2]);
+}
+
+#[test]
+fn a_job_survives_a_killed_idgate_and_is_taken_over_where_it_was() {
+    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
+    fill(&mut direct(&db0), 100_000);
+    let g = admin_idgate(
+        &[("shard0", &db0), ("shard1", &db1), ("shard2", &db2)],
+        GENERATORS,
+    );
+    let mut admin = g.conn();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    // Killed in the middle of the copy.
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while status(&mut admin, "accounts").unwrap().rows_copied < 10_000 {
+        assert!(std::time::Instant::now() < until);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    g.kill();
+    // Changes made while no idgate runs are applied when the job goes on.
+    let mut src = direct(&db0);
+    src.query_drop("DELETE FROM accounts WHERE id % 10 = 3")
+        .unwrap();
+    src.query_drop("UPDATE accounts SET note = 'after the kill' WHERE id % 10 = 4")
+        .unwrap();
+    g.restart();
+    let mut admin = g.conn();
+    let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(90));
+    assert_eq!(s.last_error, None);
+    assert_same_rows(&db0, &[&db1, &db2]);
+}
+
+fn refusal(c: &mut mysql::Conn, sql: &str) -> (u16, String) {
+    match c.query_drop(sql) {
+        Err(mysql::Error::MySqlError(e)) => (e.code, e.message),
+        other => panic!("{sql}: expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_requests_get_clear_errors_and_change_nothing() {
+    let (db0, db1) = (binlog_db(), start_db());
+    let plain = start_db(); // no binlog
+    fill(&mut direct(&db0), 100);
+    direct(&db0)
+        .query_drop("CREATE TABLE people (id BIGINT PRIMARY KEY, email VARCHAR(64), UNIQUE KEY by_email (email))")
+        .unwrap();
+    direct(&plain)
+        .query_drop("CREATE TABLE ledger (id BIGINT PRIMARY KEY)")
+        .unwrap();
+    let g = admin_idgate(
+        &[("shard0", &db0), ("shard1", &db1), ("plain", &plain)],
+        &format!(
+            "{GENERATORS}tables:\n  ledger:\n    sharding:\n      columns: [id]\n      \
+             algorithm: mod\n      shards: [plain]\n"
+        ),
+    );
+    let mut admin = g.conn();
+    let (code, msg) = refusal(&mut admin, "IDGATE MIGRATE START nosuch TO '{}'");
+    assert_eq!(code, 1146, "{msg}");
+    let (code, msg) = refusal(
+        &mut admin,
+        "IDGATE MIGRATE START accounts TO '{sharding: {columns: [id], algorithm: mod, shards: [nowhere]}}'",
+    );
+    assert_eq!(code, 1105);
+    assert!(msg.contains("nowhere"), "{msg}");
+    let (_, msg) = refusal(
+        &mut admin,
+        "IDGATE MIGRATE START accounts TO '{sharding: [}'",
+    );
+    assert!(msg.contains("not a valid `tables:` entry"), "{msg}");
+    let (code, msg) = refusal(&mut admin, "IDGATE MIGRATE START accounts");
+    assert_eq!(code, 1064, "{msg}");
+    let (_, msg) = refusal(
+        &mut admin,
+        "IDGATE MIGRATE START people TO '{sharding: {columns: [id], algorithm: mod, shards: [shard1]}}'",
+    );
+    assert!(
+        msg.contains("by_email") && msg.contains("unique: per_shard"),
+        "{msg}"
+    );
+    // A source without a row-based binlog.
+    let (_, msg) = refusal(
+        &mut admin,
+        "IDGATE MIGRATE START ledger TO '{sharding: {columns: [id], algorithm: mod, shards: [shard1]}}'",
+    );
+    assert!(msg.contains("log_bin"), "{msg}");
+    // A second START, and steps this version does not have.
+    admin
+        .query_drop(
+            "IDGATE MIGRATE START accounts TO '{generator: acc_seq, sharding: {columns: [id], algorithm: mod, shards: [shard1]}}'",
+        )
+        .unwrap();
+    let (_, msg) = refusal(
+        &mut admin,
+        "IDGATE MIGRATE START accounts TO '{sharding: {columns: [id], algorithm: mod, shards: [shard1]}}'",
+    );
+    assert!(msg.contains("already"), "{msg}");
+    let (code, _) = refusal(&mut admin, "IDGATE MIGRATE SWITCH accounts");
+    assert_eq!(code, 1235);
+    let (_, msg) = refusal(&mut admin, "IDGATE MIGRATE CANCEL people");
+    assert!(msg.contains("no migration"), "{msg}");
+    // Others are told what grants the right.
+    let url = format!("mysql://nopw:@127.0.0.1:{}/{}", g.port, common::DATABASE);
+    let mut other = mysql::Conn::new(mysql::Opts::from_url(&url).unwrap()).unwrap();
+    let (code, _) = refusal(&mut other, "IDGATE MIGRATE STATUS");
+    assert_eq!(code, 1227);
+    // Nothing was created for the refused requests.
+    let t: Vec<String> = direct(&db1).query("SHOW TABLES LIKE 'people'").unwrap();
+    assert!(t.is_empty());
+    admin.query_drop("IDGATE MIGRATE CANCEL accounts").unwrap();
+}
+
+#[test]
+fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
+    let dbs: Vec<MariaDb> = (0..2)
+        .map(|_| binlog_db())
+        .chain((0..2).map(|_| start_db()))
+        .collect();
+    for db in &dbs[..2] {
+        direct(db)
+            .query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, v INT, note VARCHAR(20))")
+            .unwrap();
+    }
+    let tables = format!(
+        "{GENERATORS}tables:\n  orders:\n    generator: acc_seq\n    sharding:\n      columns: [id]\n      \
+         algorithm: mod\n      shards: [shard1, shard2]\n"
+    );
+    let names = ["shard1", "shard2", "shard3", "shard4"];
+    let backends: Vec<(&str, &MariaDb)> = names.iter().copied().zip(dbs.iter()).collect();
+    let g = admin_idgate(&backends, &tables);
+    let mut app = g.conn();
+    for k in 0..40 {
+        let values: Vec<String> = (0..100)
+            .map(|i| format!("({}, 'r{k}-{i}')", k * 100 + i))
+            .collect();
+        app.query_drop(format!(
+            "INSERT INTO orders (v, note) VALUES {}",
+            values.join(", ")
+        ))
+        .unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let w = {
+        let mut c = g.conn();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut k = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                k += 1;
+                c.query_drop(format!("INSERT INTO orders (v, note) VALUES ({k}, 'live')"))
+                    .unwrap();
+                let id: u64 = c.last_insert_id();
+                c.query_drop(format!(
+                    "UPDATE orders SET v = v + 1 WHERE id = {}",
+                    id - k % 7
+                ))
+                .unwrap();
+                if k.is_multiple_of(4) {
+                    c.query_drop(format!("DELETE FROM orders WHERE id = {}", id - 13))
+                        .unwrap();
+                }
+            }
+        })
+    };
+    let mut admin = g.conn();
+    admin
+        .query_drop(
+            "IDGATE MIGRATE START orders TO '{generator: acc_seq, sharding: {columns: [id], \
+             algorithm: mod, shards: [shard1, shard2, shard3, shard4]}}'",
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    w.join().unwrap();
+    let s = wait_caught_up(&g, &mut admin, "orders", Duration::from_secs(60));
+    // Only the rows whose shard changes were copied: those of shard1 and shard2 with id % 4 in
+    // {2, 3}.
+    let all = |db: &MariaDb, filter: &str| {
+        dump(
+            &mut direct(db),
+            &format!("SELECT id, v, note FROM orders WHERE {filter} ORDER BY id"),
+        )
+    };
+    let moving = all(&dbs[0], "id % 4 = 2").len() + all(&dbs[1], "id % 4 = 3").len();
+    assert!(
+        s.rows_copied as usize <= moving + 200,
+        "{s:?}, {moving} rows move"
+    );
+    assert_eq!(all(&dbs[2], "TRUE"), all(&dbs[0], "id % 4 = 2"));
+    assert_eq!(all(&dbs[3], "TRUE"), all(&dbs[1], "id % 4 = 3"));
+    assert!(!all(&dbs[2], "TRUE").is_empty());
+}
