@@ -2,7 +2,7 @@
 //! pools and the identity idgate shows clients.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use std::time::Duration;
@@ -31,8 +31,11 @@ pub struct Proxy {
     pub server_version: Vec<u8>,
     /// The configured ID generators.
     pub idgen: IdGen,
-    /// The configured tables and where their rows live.
-    pub tables: Tables,
+    /// The configured tables and where their rows live: the configuration's, with the
+    /// placements moved tables have now (`migrate`). Swapped whole when a placement changes.
+    pub tables: ArcSwap<Tables>,
+    /// Bumped with every swap of `tables`, so cached plans of the old placement are not used.
+    tables_generation: AtomicU64,
     /// Unique keys held across shards through lookup tables (`unique: global`).
     pub unique: Arc<crate::unique::Lookups>,
     /// Column order of configured tables, read from the backends.
@@ -102,7 +105,8 @@ impl Proxy {
             admission,
             auth_throttle,
             idgen,
-            tables,
+            tables: ArcSwap::from_pointee(tables),
+            tables_generation: AtomicU64::new(0),
             unique,
             metadata: Default::default(),
             xa,
@@ -148,8 +152,16 @@ impl Proxy {
     /// The configuration generation: 1 at start, bumped by every applied reload. Plans cached
     /// under one generation are not reused under another.
     pub fn plan_generation(&self) -> u64 {
-        // Both only grow, so their sum changes whenever either does.
-        self.live.load().generation + self.unique.generation()
+        // All only grow, so their sum changes whenever any does.
+        self.live.load().generation
+            + self.unique.generation()
+            + self.tables_generation.load(Ordering::Acquire)
+    }
+
+    /// Routes by `tables` from now on (a moved table's new placement).
+    pub fn set_tables(&self, tables: Tables) {
+        self.tables.store(Arc::new(tables));
+        self.tables_generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The pool a session of `user` takes its connections to `backend` from now: the user's own

@@ -108,6 +108,10 @@ pub async fn run_with_file(
         Ok(hup) => crate::reload::on_sighup(proxy.clone(), hup),
         Err(e) => warn!(error = %e, "cannot listen for SIGHUP; reload with IDGATE RELOAD"),
     }
+    // Tables moved by IDGATE MIGRATE are routed by their new placements from the first client.
+    if let Err(e) = crate::migrate::follow_placements(&proxy).await {
+        warn!(error = %e, "cannot read moved tables' placements yet; retrying in the background");
+    }
     crate::admin::start(&proxy, stop.clone()).await?;
     crate::migrate::watch(&proxy);
     for pool in proxy.pools.values() {

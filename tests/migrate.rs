@@ -300,8 +300,16 @@ fn bad_requests_get_clear_errors_and_change_nothing() {
         "IDGATE MIGRATE START accounts TO '{sharding: {columns: [id], algorithm: mod, shards: [shard1]}}'",
     );
     assert!(msg.contains("already"), "{msg}");
-    let (code, _) = refusal(&mut admin, "IDGATE MIGRATE SWITCH accounts");
+    // The phase is `copying` until a second lag measure, a second or more after START.
+    let (_, msg) = refusal(&mut admin, "IDGATE MIGRATE SWITCH accounts");
+    assert!(
+        msg.contains("not ready") && msg.contains("unchanged"),
+        "{msg}"
+    );
+    let (code, _) = refusal(&mut admin, "IDGATE MIGRATE REVERSE accounts");
     assert_eq!(code, 1235);
+    let (_, msg) = refusal(&mut admin, "IDGATE MIGRATE COMPLETE accounts");
+    assert!(msg.contains("COMPLETE follows SWITCH"), "{msg}");
     let (_, msg) = refusal(&mut admin, "IDGATE MIGRATE CANCEL people");
     assert!(msg.contains("no migration"), "{msg}");
     // Others are told what grants the right.
@@ -394,4 +402,199 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
     assert_eq!(all(&dbs[2], "TRUE"), all(&dbs[0], "id % 4 = 2"));
     assert_eq!(all(&dbs[3], "TRUE"), all(&dbs[1], "id % 4 = 3"));
     assert!(!all(&dbs[2], "TRUE").is_empty());
+
+    // After the switch each row is read from its new shard; COMPLETE deletes what moved away.
+    let before: u64 = app
+        .query_first("SELECT COUNT(*) FROM orders")
+        .unwrap()
+        .unwrap();
+    admin.query_drop("IDGATE MIGRATE SWITCH orders").unwrap();
+    let err = direct(&dbs[0])
+        .query_drop("UPDATE orders SET v = 0 WHERE id % 4 = 2")
+        .unwrap_err();
+    assert!(err.to_string().contains("idgate moved this row"), "{err}");
+    direct(&dbs[0])
+        .query_drop("UPDATE orders SET v = v WHERE id % 4 = 0")
+        .unwrap();
+    admin.query_drop("IDGATE MIGRATE COMPLETE orders").unwrap();
+    assert!(
+        admin.info_str().contains("moved rows deleted"),
+        "{}",
+        admin.info_str()
+    );
+    for (i, db) in dbs.iter().enumerate() {
+        let off = all(db, &format!("id % 4 <> {i}"));
+        assert!(
+            off.is_empty(),
+            "shard{} keeps rows of others: {off:?}",
+            i + 1
+        );
+    }
+    let after: u64 = app
+        .query_first("SELECT COUNT(*) FROM orders")
+        .unwrap()
+        .unwrap();
+    assert_eq!(after, before);
+    app.query_drop("INSERT INTO orders (v, note) VALUES (1, 'after')")
+        .unwrap();
+    let id = app.last_insert_id();
+    assert_eq!(all(&dbs[(id % 4) as usize], &format!("id = {id}")).len(), 1);
+}
+
+/// What the application was told: each acknowledged row's note, `None` once deleted.
+type Model = std::collections::BTreeMap<u64, Option<String>>;
+
+/// Inserts, updates and deletes through idgate, recording every acknowledged change; any error
+/// is kept for the test to show.
+fn modelled_writer(
+    g: &Idgate,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(Model, Vec<String>)> {
+    let mut c = g.conn();
+    std::thread::spawn(move || {
+        let mut model = Model::new();
+        let mut errors = Vec::new();
+        let mut k: u64 = 0;
+        while !stop.load(Ordering::Relaxed) {
+            k += 1;
+            let note = format!("w{k}");
+            match c.query_drop(format!(
+                "INSERT INTO accounts (name, note, u) VALUES ('live', '{note}', {k})"
+            )) {
+                Ok(()) => {
+                    model.insert(c.last_insert_id(), Some(note));
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+            let ids: Vec<u64> = model
+                .iter()
+                .filter(|(_, v)| v.is_some())
+                .map(|(id, _)| *id)
+                .collect();
+            if ids.len() > 10 {
+                let id = ids[(k as usize * 7919) % ids.len()];
+                let note = format!("u{k}");
+                match c.query_drop(format!(
+                    "UPDATE accounts SET note = '{note}' WHERE id = {id}"
+                )) {
+                    Ok(()) => {
+                        model.insert(id, Some(note));
+                    }
+                    Err(e) => errors.push(e.to_string()),
+                }
+                if k.is_multiple_of(5) {
+                    let id = ids[(k as usize * 104_729) % ids.len()];
+                    match c.query_drop(format!("DELETE FROM accounts WHERE id = {id}")) {
+                        Ok(()) => {
+                            model.insert(id, None);
+                        }
+                        Err(e) => errors.push(e.to_string()),
+                    }
+                }
+            }
+        }
+        (model, errors)
+    })
+}
+
+#[test]
+fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_ends_it() {
+    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
+    fill(&mut direct(&db0), 20_000);
+    let backends = [("shard0", &db0), ("shard1", &db1), ("shard2", &db2)];
+    let g = admin_idgate(&backends, GENERATORS);
+    let stop = Arc::new(AtomicBool::new(false));
+    let w = modelled_writer(&g, stop.clone());
+    let mut admin = g.conn();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    // The writer goes on through the switch.
+    let held_ms = loop {
+        match admin.query_drop("IDGATE MIGRATE SWITCH accounts") {
+            Ok(()) => {
+                let info = admin.info_str().to_string();
+                let ms: u64 = info
+                    .split("held for ")
+                    .nth(1)
+                    .and_then(|t| t.split(' ').next())
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or_else(|| panic!("{info}"));
+                break ms;
+            }
+            // The lag may be measured just above the limit under load: try again.
+            Err(e) if e.to_string().contains("behind") => {
+                std::thread::sleep(Duration::from_millis(500))
+            }
+            Err(e) => panic!("{e}; idgate's log:\n{}", g.log()),
+        }
+    };
+    assert!(held_ms < 5_000, "writes held {held_ms} ms");
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    let (model, errors) = w.join().unwrap();
+    assert!(errors.is_empty(), "the application saw errors: {errors:?}");
+    assert_eq!(status(&mut admin, "accounts").unwrap().phase, "switched");
+
+    // Every acknowledged write is on the new placement, once, on its shard.
+    let rows = |db: &MariaDb| {
+        dump(
+            &mut direct(db),
+            "SELECT id, note FROM accounts WHERE name = 'live' ORDER BY id",
+        )
+    };
+    let mut got = std::collections::BTreeMap::new();
+    for (i, db) in [&db1, &db2].iter().enumerate() {
+        for r in rows(db) {
+            let id: u64 = r[0].parse().unwrap();
+            assert_eq!(id as usize % 2, i, "row {id} on the wrong shard");
+            assert!(got.insert(id, r[1].clone()).is_none(), "row {id} twice");
+        }
+    }
+    let want: std::collections::BTreeMap<u64, String> = model
+        .iter()
+        .filter_map(|(id, v)| Some((*id, v.clone()?)))
+        .collect();
+    assert_eq!(
+        got, want,
+        "the new placement differs from what the application was told"
+    );
+    // Ids after the switch come from the generator, above every id the source handed out.
+    let n: u64 = g
+        .conn()
+        .query_first("SELECT COUNT(*) FROM accounts WHERE name = 'live'")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        n as usize,
+        want.len(),
+        "reads through idgate see the new placement"
+    );
+
+    // The old placement is fenced against writers that bypass idgate.
+    let err = direct(&db0)
+        .query_drop("INSERT INTO accounts (name) VALUES ('direct')")
+        .unwrap_err();
+    assert!(err.to_string().contains("idgate moved this row"), "{err}");
+
+    let (code, msg) = refusal(&mut admin, "IDGATE MIGRATE CANCEL accounts");
+    assert_eq!(code, 1105, "{msg}");
+    admin
+        .query_drop("IDGATE MIGRATE COMPLETE accounts")
+        .unwrap();
+    assert_eq!(status(&mut admin, "accounts").unwrap().phase, "complete");
+    let t: Vec<String> = direct(&db0).query("SHOW TABLES LIKE 'accounts%'").unwrap();
+    assert_eq!(t, vec!["accounts_idgate_old".to_string()]);
+
+    // A restarted idgate routes the table by its new placement, which only the store holds.
+    g.restart();
+    let mut app = g.conn();
+    app.query_drop("INSERT INTO accounts (name, note) VALUES ('after', 'restart')")
+        .unwrap();
+    let id = app.last_insert_id();
+    assert!(id > *model.keys().max().unwrap(), "{id}");
+    let on: u64 = direct([&db1, &db2][id as usize % 2])
+        .query_first(format!("SELECT COUNT(*) FROM accounts WHERE id = {id}"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(on, 1);
 }

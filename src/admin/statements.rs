@@ -262,7 +262,8 @@ fn tables(proxy: &Proxy) -> ResultSet {
         ("Generator", Col::Text(64)),
         ("Id_column", Col::Text(64)),
     ]);
-    let mut rules: Vec<_> = proxy.tables.rules().collect();
+    let tables = proxy.tables.load();
+    let mut rules: Vec<_> = tables.rules().collect();
     rules.sort_by(|a, b| (&a.schema, &a.name).cmp(&(&b.schema, &b.name)));
     for r in rules {
         let name = match &r.schema {

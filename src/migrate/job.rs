@@ -44,8 +44,11 @@ pub struct Spec {
 
 /// A job this instance runs, as STATUS and CANCEL see it.
 pub struct Running {
+    pub spec: Arc<Spec>,
     pub streams: Vec<(String, Arc<StreamProgress>)>,
     pub phase: Mutex<String>,
+    /// A SWITCH is under way: the supervisor leaves the phase alone.
+    pub switching: std::sync::atomic::AtomicBool,
     stop: watch::Sender<bool>,
 }
 
@@ -69,18 +72,21 @@ pub fn spawn(
     done: impl FnOnce() + Send + 'static,
 ) -> Arc<Running> {
     let (stop, stop_rx) = watch::channel(false);
+    let spec = Arc::new(spec);
     let running = Arc::new(Running {
+        spec: spec.clone(),
         streams: spec
             .sources
             .iter()
             .map(|s| (s.clone(), Arc::new(StreamProgress::new())))
             .collect(),
         phase: Mutex::new(phase),
+        switching: Default::default(),
         stop,
     });
     let r = running.clone();
     tokio::spawn(async move {
-        supervise(Arc::new(spec), store, owner, r, stop_rx).await;
+        supervise(spec, store, owner, r, stop_rx).await;
         done();
     });
     running
@@ -167,6 +173,9 @@ async fn supervise(
                 let _ = store.release(&spec.key, &owner).await;
                 return;
             }
+            continue;
+        }
+        if running.switching.load(Ordering::Acquire) {
             continue;
         }
         if let Some(e) = &fatal {
@@ -416,7 +425,10 @@ impl StreamTask {
             position = follower.resume_position();
             match stopped {
                 Stop::Asked => return Ok(()),
-                Stop::Fatal(e) => return Err(e),
+                Stop::Fatal(e) => {
+                    self.progress.set_error(Some(e.clone()));
+                    return Err(e);
+                }
                 Stop::Retry(e) => {
                     warn!(table = %spec.key, source = %self.source, error = %e, "catch-up interrupted; resuming");
                     self.progress.set_error(Some(e));

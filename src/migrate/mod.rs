@@ -7,16 +7,21 @@
 pub mod binlog;
 pub mod columns;
 pub mod copy;
+pub mod fence;
+pub mod hold;
+mod ids;
 pub mod job;
+pub mod placements;
 pub mod plan;
 pub mod progress;
 pub mod source;
 mod start;
 mod statements;
 pub mod store;
+mod switch;
 pub mod writer;
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -37,6 +42,10 @@ pub struct Migrations {
     pub owner: String,
     store: OnceCell<Store>,
     pub running: DashMap<String, Arc<job::Running>>,
+    /// Statements waiting while a table switches.
+    pub holds: hold::Holds,
+    /// The moved tables' placements routed by now.
+    applied: Mutex<Vec<(String, String)>>,
 }
 
 impl Default for Migrations {
@@ -50,6 +59,8 @@ impl Default for Migrations {
             ),
             store: OnceCell::new(),
             running: DashMap::new(),
+            holds: Default::default(),
+            applied: Mutex::new(Vec::new()),
         }
     }
 }
@@ -65,6 +76,16 @@ impl Migrations {
                 Store::open(pool).await
             })
             .await
+    }
+
+    pub fn applied_placements(&self) -> Vec<(String, String)> {
+        self.applied.lock().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    pub fn set_applied_placements(&self, moved: Vec<(String, String)>) {
+        if let Ok(mut a) = self.applied.lock() {
+            *a = moved;
+        }
     }
 
     /// Runs the job in `row` here (its lease already held).
@@ -96,6 +117,9 @@ pub fn watch(proxy: &Arc<Proxy>) {
             let Some(proxy) = weak.upgrade() else {
                 return;
             };
+            if let Err(e) = follow_placements(&proxy).await {
+                debug!(error = %e, "reading moved tables' placements");
+            }
             if let Err(e) = take_over(&proxy).await {
                 debug!(error = %e, "looking for migrations to run");
             }
@@ -103,12 +127,23 @@ pub fn watch(proxy: &Arc<Proxy>) {
     });
 }
 
+/// Routes by the placements the store holds (at start, before any client is served, and
+/// whenever another instance switched a table).
+pub async fn follow_placements(proxy: &Arc<Proxy>) -> Result<(), String> {
+    let moved = proxy.migrations.store(proxy).await?.placements().await?;
+    placements::apply(proxy, &moved).await;
+    Ok(())
+}
+
 async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await?.clone();
     for j in store.jobs().await? {
         let idle = !j.lease_live || j.owner.as_deref() == Some(m.owner.as_str());
-        let active = !store::is_finished(&j.phase) && j.phase != "failed";
+        let active = matches!(
+            j.phase.as_str(),
+            "copying" | "catching_up" | "ready" | "cancelling" | "switching"
+        );
         if !active || !idle || m.running.contains_key(&j.table_key) {
             continue;
         }
@@ -118,7 +153,21 @@ async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
         match start::spec_of(proxy, &j).await {
             Ok(spec) => {
                 info!(table = %j.table_key, phase = %j.phase, "taking over migration");
-                Migrations::run(proxy, spec, store.clone(), j.phase.clone());
+                let mut phase = j.phase.clone();
+                if phase == "switching" {
+                    // Its instance died in the switch, before the new placement was recorded:
+                    // the old placement serves on, unfenced.
+                    for s in &spec.sources {
+                        if let Some(cfg) = spec.backends.get(s) {
+                            fence::remove(s, cfg, &spec.schema, &spec.table).await?;
+                        }
+                    }
+                    store
+                        .set_phase(&j.table_key, &m.owner, "ready", None)
+                        .await?;
+                    phase = "ready".into();
+                }
+                Migrations::run(proxy, spec, store.clone(), phase);
             }
             Err(e) => {
                 warn!(table = %j.table_key, error = %e, "cannot run migration here");

@@ -42,6 +42,13 @@ pub fn check_move(from: &TableRule, to: &TableRule) -> Result<(), String> {
     if shared.is_empty() {
         return Ok(());
     }
+    if let Some(b) = shared.iter().find(|b| !super::fence::possible(to, b)) {
+        return Err(format!(
+            "a `hash` placement that keeps rows on `{b}`, which serves the table now, cannot be \
+             fenced at the switch; move the table onto backends that do not hold it, or use \
+             `mod`, `slot` or `range`"
+        ));
+    }
     match (&from.placement, &to.placement) {
         (Placement::Single { backend }, Placement::Sharded { .. }) if shared == [backend] => Ok(()),
         (
@@ -142,7 +149,8 @@ mod tests {
     #[test]
     fn adoption_onto_shards_with_or_without_its_backend() {
         assert!(check_move(&single("db0"), &sharded(Algorithm::Mod, &["db1", "db2"])).is_ok());
-        assert!(check_move(&single("db0"), &sharded(Algorithm::Hash, &["db0", "db1"])).is_ok());
+        assert!(check_move(&single("db0"), &sharded(Algorithm::Mod, &["db0", "db1"])).is_ok());
+        assert!(check_move(&single("db0"), &sharded(Algorithm::Hash, &["db0", "db1"])).is_err());
         assert!(check_move(&single("db0"), &single("db0")).is_err());
         assert!(check_move(&single("db0"), &single("db1")).is_ok());
     }

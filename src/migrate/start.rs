@@ -31,7 +31,7 @@ pub fn target_rule(proxy: &Proxy, key: &str, entry: &str) -> Result<TableRule, S
 
 /// The rule the table is served by now (a table without one lives on the default backend).
 pub fn current_rule(proxy: &Proxy, schema: &str, table: &str) -> TableRule {
-    match proxy.tables.lookup(Some(schema), table) {
+    match proxy.tables.load().lookup(Some(schema), table) {
         Some(r) => r.clone(),
         None => TableRule {
             schema: Some(schema.into()),

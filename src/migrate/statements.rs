@@ -49,13 +49,26 @@ pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement
             Ok((s, n)) => cancel(proxy, &format!("{s}.{n}")).await,
             Err(e) => Err(e),
         },
+        MigrateStatement::Step {
+            step: MigrateStep::Switch,
+            table,
+        } => match key(&table, db) {
+            Ok((s, n)) => switch(proxy, &format!("{s}.{n}")).await,
+            Err(e) => Err(e),
+        },
+        MigrateStatement::Step {
+            step: MigrateStep::Complete,
+            table,
+        } => match key(&table, db) {
+            Ok((s, n)) => complete(proxy, &format!("{s}.{n}")).await,
+            Err(e) => Err(e),
+        },
         MigrateStatement::Step { step, .. } => Err(SqlError::new(
             crate::sql::ER_NOT_SUPPORTED_YET,
             b"42000",
             format!(
-                "idgate: IDGATE MIGRATE {} is not available in this version; a job copies and \
-                 keeps the new placement up to date (IDGATE MIGRATE STATUS shows `ready`), and \
-                 IDGATE MIGRATE CANCEL ends it leaving the table as it was",
+                "idgate: IDGATE MIGRATE {} is not available in this version; after SWITCH, \
+                 IDGATE MIGRATE COMPLETE ends the job on the new placement",
                 step.word()
             ),
         )),
@@ -156,6 +169,59 @@ async fn status(proxy: &Arc<Proxy>, only: Option<&str>) -> Result<ResultSet, Sql
     Ok(rs)
 }
 
+async fn switch(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
+    let m = &proxy.migrations;
+    let store = m.store(proxy).await.map_err(refused)?.clone();
+    let Some(j) = store.job(k).await.map_err(refused)? else {
+        return Err(refused(format!("there is no migration of `{k}`")));
+    };
+    let Some(running) = m.running.get(k).map(|r| r.clone()) else {
+        return Err(refused(match owner(&j) {
+            Some(o) if j.phase != "switched" => {
+                format!("the migration of `{k}` runs on the idgate instance {o}; run SWITCH there")
+            }
+            _ => format!(
+                "the migration of `{k}` is {}; SWITCH needs it `ready`",
+                j.phase
+            ),
+        }));
+    };
+    let spec = running.spec.clone();
+    let held = super::switch::switch(proxy, &store, &spec, &j.target, &running)
+        .await
+        .map_err(|e| {
+            refused(format!(
+                "`{k}` was not switched, its placement is unchanged: {e}"
+            ))
+        })?;
+    Ok(format!(
+        "`{k}` switched to its new placement; statements about it were held for {} ms",
+        held.as_millis()
+    ))
+}
+
+async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
+    let store = proxy
+        .migrations
+        .store(proxy)
+        .await
+        .map_err(refused)?
+        .clone();
+    let Some(j) = store.job(k).await.map_err(refused)? else {
+        return Err(refused(format!("there is no migration of `{k}`")));
+    };
+    if j.phase != "switched" {
+        return Err(refused(format!(
+            "the migration of `{k}` is {}; COMPLETE follows SWITCH (before it, CANCEL ends the job)",
+            j.phase
+        )));
+    }
+    let spec = start::spec_of(proxy, &j).await.map_err(refused)?;
+    let done = super::switch::complete(&spec).await.map_err(refused)?;
+    store.force_phase(k, "complete").await.map_err(refused)?;
+    Ok(format!("migration of `{k}` complete: {done}"))
+}
+
 fn owner(j: &JobRow) -> Option<String> {
     j.owner.clone().filter(|_| j.lease_live)
 }
@@ -169,6 +235,13 @@ async fn cancel(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
     if is_finished(&j.phase) {
         return Err(refused(format!(
             "the migration of `{k}` is already {}",
+            j.phase
+        )));
+    }
+    if matches!(j.phase.as_str(), "switching" | "switched") {
+        return Err(refused(format!(
+            "the migration of `{k}` is {}: the table is served by its new placement; IDGATE \
+             MIGRATE COMPLETE ends the job",
             j.phase
         )));
     }

@@ -42,6 +42,12 @@ const CREATE_STREAMS: &str = "CREATE TABLE IF NOT EXISTS idgate_migration_stream
     events_applied BIGINT NOT NULL DEFAULT 0, \
     PRIMARY KEY (table_key, source)) ENGINE=InnoDB";
 
+const CREATE_PLACEMENTS: &str = "CREATE TABLE IF NOT EXISTS idgate_placements (\
+    table_key VARCHAR(200) NOT NULL PRIMARY KEY, \
+    entry TEXT NOT NULL, \
+    id_floor BIGINT UNSIGNED NOT NULL DEFAULT 0, \
+    updated_ms BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB";
+
 /// A job as the store holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRow {
@@ -106,6 +112,7 @@ impl Store {
         let mut c = store.conn().await?;
         bounded(c.query_drop(CREATE_JOBS)).await?;
         bounded(c.query_drop(CREATE_STREAMS)).await?;
+        bounded(c.query_drop(CREATE_PLACEMENTS)).await?;
         Ok(store)
     }
 
@@ -218,7 +225,7 @@ impl Store {
         bounded(c.exec_drop(
             format!(
                 "UPDATE idgate_migrations SET owner = ?, lease_until_ms = {DB_NOW_MS} + ? \
-                 WHERE table_key = ? AND phase NOT IN ('cancelled', 'complete') \
+                 WHERE table_key = ? AND phase NOT IN ('cancelled', 'complete', 'switched') \
                  AND (owner = ? OR owner IS NULL OR lease_until_ms < {DB_NOW_MS})"
             ),
             (owner, LEASE_MS, key, owner),
@@ -268,6 +275,48 @@ impl Store {
             (phase, key),
         ))
         .await
+    }
+
+    /// The placements moved tables have now (`schema.table`, the `tables:` entry), which
+    /// every instance routes by.
+    pub async fn placements(&self) -> Result<Vec<(String, String)>, String> {
+        let mut c = self.conn().await?;
+        bounded(c.query("SELECT table_key, entry FROM idgate_placements ORDER BY table_key")).await
+    }
+
+    /// The highest id the table's source held or handed out when it was switched.
+    pub async fn id_floor(&self, key: &str) -> Result<u64, String> {
+        let mut c = self.conn().await?;
+        let v: Option<u64> = bounded(c.exec_first(
+            "SELECT id_floor FROM idgate_placements WHERE table_key = ?",
+            (key,),
+        ))
+        .await?;
+        Ok(v.unwrap_or(0))
+    }
+
+    /// The end of a switch: the table's new placement and the job's phase, in one transaction.
+    pub async fn switched(&self, key: &str, entry: &str, id_floor: u64) -> Result<(), String> {
+        let mut c = self.conn().await?;
+        let mut tx = bounded(c.start_transaction(Default::default())).await?;
+        bounded(tx.exec_drop(
+            format!(
+                "REPLACE INTO idgate_placements (table_key, entry, id_floor, updated_ms) \
+                 VALUES (?, ?, ?, {DB_NOW_MS})"
+            ),
+            (key, entry, id_floor),
+        ))
+        .await?;
+        bounded(tx.exec_drop(
+            format!(
+                "UPDATE idgate_migrations SET phase = 'switched', last_error = NULL, owner = NULL, \
+                 lease_until_ms = 0, lag_events = 0, lag_seconds = 0, updated_ms = {DB_NOW_MS} \
+                 WHERE table_key = ?"
+            ),
+            (key,),
+        ))
+        .await?;
+        bounded(tx.commit()).await
     }
 
     pub async fn set_lag(&self, key: &str, events: i64, seconds: i64) -> Result<(), String> {

@@ -318,6 +318,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 {
                     return end;
                 }
+                if self.proxy.migrations.holds.active() {
+                    // Relayed statements keep no text: only those idgate runs itself wait.
+                    let sql = self
+                        .stmts
+                        .get(client_id)
+                        .and_then(|s| s.emulated.as_ref().map(|e| e.sql.clone()));
+                    if !self.wait_for_switch(&sql.unwrap_or_default()).await {
+                        return None;
+                    }
+                }
             }
             StmtCommand::Reset => {
                 if let Some(st) = self.stmts.get_mut(client_id) {

@@ -32,9 +32,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// What planning needs from this session, for `f`.
     pub(super) fn with_plan_context<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T {
         let db = self.db.as_deref().map(String::from_utf8_lossy);
+        let tables = self.proxy.tables.load();
         let ctx = PlanContext {
             db: db.as_deref(),
-            tables: &self.proxy.tables,
+            tables: &tables,
         };
         f(&ctx)
     }
@@ -80,7 +81,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Route::Concat(backends) => self.run_concat(&backends, packet, adj, scope).await,
             Route::Everywhere(backends) => {
                 let ok = self.run_everywhere(&backends, packet, adj, scope).await?;
-                if ok && self.proxy.tables.has_global_unique() {
+                if ok && self.proxy.tables.load().has_global_unique() {
                     self.unique_after_ddl(stmt).await;
                 }
                 Ok(ok)

@@ -37,7 +37,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) fn mark_emulated(&mut self, id: u32, stmt: &[u8]) {
         // A database lives on every backend: its DDL runs through idgate's plan too.
         let database = self.proxy.backend_names.len() > 1 && sql::database_ddl(stmt).is_some();
-        if !database && !self.proxy.tables.mentioned_in(stmt) {
+        if !database && !self.proxy.tables.load().mentioned_in(stmt) {
             return;
         }
         let mut insert = None;
@@ -60,12 +60,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 // A SELECT over placed tables must be read through idgate whatever the target.
                 let reads_placed = matches!(&a.body, sql::InsertBody::Select { query }
                     if stmt.get(query.clone())
-                        .is_some_and(|q| self.proxy.tables.placed_mentioned_in(q)));
+                        .is_some_and(|q| self.proxy.tables.load().placed_mentioned_in(q)));
                 if !reads_placed
                     && !subqueries_first
                     && self
                         .proxy
                         .tables
+                        .load()
                         .lookup(schema.as_deref(), &a.table.name)
                         .is_none()
                 {
@@ -80,7 +81,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
             k @ (StatementKind::Select | StatementKind::Update | StatementKind::Delete)
-                if self.proxy.tables.placed_mentioned_in(stmt) =>
+                if self.proxy.tables.load().placed_mentioned_in(stmt) =>
             {
                 // Only statements that routing would not simply leave on the default backend.
                 let generation = self.proxy.plan_generation();
@@ -103,7 +104,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 (kind, sql::placeholder_offsets(stmt), false)
             }
             // DDL the plan sends to several backends.
-            StatementKind::Ddl if database || self.proxy.tables.placed_mentioned_in(stmt) => {
+            StatementKind::Ddl
+                if database || self.proxy.tables.load().placed_mentioned_in(stmt) =>
+            {
                 (EmulatedKind::Write, sql::placeholder_offsets(stmt), false)
             }
             _ => return,
@@ -237,6 +240,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let Some(rule) = self
             .proxy
             .tables
+            .load()
             .lookup(schema.as_deref(), &a.table.name)
             .cloned()
         else {

@@ -536,7 +536,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         query: &[u8],
         scope: StatementScope,
     ) -> Result<Option<Source>, End> {
-        let route = if self.proxy.tables.placed_mentioned_in(query) {
+        let route = if self.proxy.tables.load().placed_mentioned_in(query) {
             if sql::classify(query) != StatementKind::Select {
                 self.send_error(&unsupported(
                     "the query of INSERT ... SELECT into a placed table must be a plain SELECT \

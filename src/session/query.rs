@@ -33,7 +33,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// COM_QUERY; `scope` is the command's, for a packet relayed whole (each statement idgate
     /// runs itself gets its own).
     pub(super) async fn query(&mut self, packet: &[u8], scope: StatementScope) -> Option<End> {
-        if self.proxy.tables.is_empty()
+        if self.proxy.migrations.holds.active() && !self.wait_for_switch(&packet[1..]).await {
+            return None;
+        }
+        if self.proxy.tables.load().is_empty()
             && self.proxy.idgen.is_empty()
             && sql::explain_route_target(&packet[1..]).is_none()
             && !self.may_refuse_local_load(&packet[1..])
@@ -121,13 +124,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// What planning a statement needs from this session, for `f`.
     pub(super) fn with_statement_context<T>(&self, f: impl FnOnce(&StatementContext) -> T) -> T {
         let db = self.db.as_deref().map(String::from_utf8_lossy);
+        // The generation before the tables: a plan is never cached under a newer generation
+        // than the tables it was made from.
+        let generation = self.proxy.plan_generation();
+        let tables = self.proxy.tables.load();
         let ctx = StatementContext {
             tables: PlanContext {
                 db: db.as_deref(),
-                tables: &self.proxy.tables,
+                tables: &tables,
             },
             plans: &self.proxy.plans,
-            generation: self.proxy.plan_generation(),
+            generation,
             default_backend: &self.proxy.default_pool.name,
             backends: &self.proxy.backend_names,
             generators: !self.proxy.idgen.is_empty(),
@@ -151,7 +158,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn plan_off_loop(&mut self, stmt: &[u8]) -> Plan {
         if stmt.len() < OFF_LOOP_PARSE_BYTES
             || sql::admin_statement(stmt).is_some()
-            || !self.proxy.tables.mentioned_in(stmt)
+            || !self.proxy.tables.load().mentioned_in(stmt)
         {
             return self.plan(stmt);
         }
@@ -164,10 +171,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let generation = proxy.plan_generation();
         let planned = tokio::task::spawn_blocking(move || {
             let db = db.as_deref().map(String::from_utf8_lossy);
+            let tables = proxy.tables.load();
             let ctx = StatementContext {
                 tables: PlanContext {
                     db: db.as_deref(),
-                    tables: &proxy.tables,
+                    tables: &tables,
                 },
                 plans: &proxy.plans,
                 generation,
@@ -240,7 +248,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     self.pending_follow_db = true;
                 }
             }
-            StatementKind::Ddl if self.proxy.tables.mentioned_in(stmt) => {
+            StatementKind::Ddl if self.proxy.tables.load().mentioned_in(stmt) => {
                 // Column order may have changed: read it again on next use.
                 self.proxy.metadata.clear();
             }

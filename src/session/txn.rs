@@ -29,6 +29,26 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// True while the client has a transaction open (BEGIN, or autocommit off).
+    /// Waits while `stmt` names a table being switched to a new placement (`migrate::hold`);
+    /// false when the client got an error instead. A statement of an open transaction goes
+    /// on: the switch waits for the transaction to end.
+    pub(super) async fn wait_for_switch(&mut self, stmt: &[u8]) -> bool {
+        if self.in_transaction() {
+            return true;
+        }
+        let db = self
+            .db
+            .as_deref()
+            .map(|d| String::from_utf8_lossy(d).into_owned());
+        match self.proxy.migrations.holds.wait(stmt, db.as_deref()).await {
+            Ok(()) => true,
+            Err(e) => {
+                self.send_error(&e);
+                false
+            }
+        }
+    }
+
     pub(super) fn in_transaction(&self) -> bool {
         let s = StatusFlags::from_bits_retain(self.status);
         // XA mode: idgate answers BEGIN itself and keeps the transaction open until COMMIT, even

@@ -23,7 +23,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 (None, Some(db)) => String::from_utf8_lossy(db).into_owned(),
                 (None, None) => continue,
             };
-            let Some(rule) = self.proxy.tables.lookup(Some(&schema), &t.name).cloned() else {
+            let Some(rule) = self
+                .proxy
+                .tables
+                .load()
+                .lookup(Some(&schema), &t.name)
+                .cloned()
+            else {
                 continue;
             };
             if rule.unique != Some(UniqueScope::Global) {

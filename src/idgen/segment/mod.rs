@@ -139,6 +139,30 @@ impl SegmentGen {
         inner.slow(n).await
     }
 
+    /// Hands out no id at or below `floor` from now on (a table this generator starts to fill
+    /// holds ids up to it): the store's mark is raised above it, and ranges this process
+    /// buffered below it are used up.
+    pub async fn raise_above(&self, floor: u64) -> Result<()> {
+        let inner = &*self.inner;
+        inner
+            .store
+            .prepare(floor.saturating_add(1), inner.cfg.step, None)
+            .await?;
+        // Each pass uses up the rest of a buffered range; two ranges are buffered at most.
+        for _ in 0..64 {
+            if self.peek_next() > floor {
+                return Ok(());
+            }
+            let (left, _) = self.buffered();
+            let n = left.clamp(1, self.current_step().max(1));
+            self.next_block(n).await?;
+        }
+        Err(IdGenError::StoreProtocol {
+            name: inner.name.clone(),
+            detail: format!("ranges stay at or below {floor} after raising the mark"),
+        })
+    }
+
     /// Step of the most recent buffered range.
     pub fn current_step(&self) -> u64 {
         self.inner.metrics.current_step.load(Relaxed)

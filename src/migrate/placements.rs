@@ -1,0 +1,65 @@
+//! The placements of moved tables, kept in the sequence store and routed by on every instance:
+//! the configuration's rules with each moved table's rule replaced. An instance applies them
+//! before it serves and again whenever they change (it looks every two seconds); a
+//! configuration file that says otherwise for a moved table is reported, not obeyed.
+
+use std::sync::Arc;
+
+use tracing::{info, warn};
+
+use crate::proxy::Proxy;
+use crate::route::{TableRule, Tables};
+
+/// The rules of `proxy`'s configuration with `moved` (`schema.table`, entry) applied.
+pub fn tables_with(proxy: &Proxy, moved: &[(String, String)]) -> Tables {
+    let cfg = &proxy.config;
+    let mut rules: Vec<TableRule> = cfg
+        .tables
+        .iter()
+        .map(|(k, t)| TableRule::from_entry(cfg, k, &t.value))
+        .collect();
+    for (key, entry) in moved {
+        let rule = match super::start::target_rule(proxy, key, entry) {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(table = %key, error = %e, "cannot route by the table's moved placement");
+                continue;
+            }
+        };
+        rules.retain(|r| {
+            !(r.name.eq_ignore_ascii_case(&rule.name)
+                && r.schema
+                    .as_deref()
+                    .is_some_and(|s| Some(s) == rule.schema.as_deref()))
+        });
+        if let Some((_, t)) = cfg.tables.iter().find(|(k, _)| k.as_str() == key) {
+            let yaml = TableRule::from_entry(cfg, key, &t.value);
+            if format!("{:?}", yaml.placement) != format!("{:?}", rule.placement) {
+                warn!(table = %key, placement = %entry,
+                    "the configuration places this table otherwise; it was moved by IDGATE \
+                     MIGRATE and is routed by its new placement: put this entry under tables:");
+            }
+        }
+        rules.push(rule);
+    }
+    Tables::new(rules).with_lookups(proxy.unique.clone())
+}
+
+/// Routes by the store's placements when they differ from what `proxy` routes by now.
+pub async fn apply(proxy: &Arc<Proxy>, moved: &[(String, String)]) {
+    let applied = proxy.migrations.applied_placements();
+    if applied.as_slice() == moved {
+        return;
+    }
+    for (key, entry) in moved {
+        if !applied.contains(&(key.clone(), entry.clone())) {
+            if let Err(e) = super::ids::raise_for(proxy, key, entry).await {
+                warn!(table = %key, error = %e, "cannot route by the table's new placement yet");
+                return;
+            }
+            info!(table = %key, placement = %entry, "routing the table by its moved placement");
+        }
+    }
+    proxy.set_tables(tables_with(proxy, moved));
+    proxy.migrations.set_applied_placements(moved.to_vec());
+}

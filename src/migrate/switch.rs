@@ -1,0 +1,291 @@
+//! `IDGATE MIGRATE SWITCH`: the cut-over, on the instance that runs the job. Statements about
+//! the table are held in idgate; the old placement is fenced at the data (which also waits for
+//! transactions that wrote the table to end); the catch-up drains to the source's position
+//! after the fence; the generator is raised above every id the source handed out; the new
+//! placement is recorded in the store and routed by; the held statements go on to it. Any
+//! failure before the record undoes every step, and the held statements go on to the old
+//! placement. `IDGATE MIGRATE COMPLETE` then takes the fence off and removes what moved away.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+
+use super::binlog::gtid::Position;
+use super::columns::quote_ident;
+use super::job::{Running, Spec};
+use super::source::rows;
+use super::store::Store;
+use super::writer::{exec, Change, Writer};
+use crate::exec::BackendConn;
+use crate::proxy::Proxy;
+
+/// SWITCH refuses while the new placement is further behind than this.
+pub const MAX_LAG_SECONDS: i64 = 5;
+/// Longest wait for the catch-up to reach the source's final position.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait for the job's tasks to stop.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Switches the job `spec` runs as `running`; returns how long statements were held.
+pub async fn switch(
+    proxy: &Arc<Proxy>,
+    store: &Store,
+    spec: &Spec,
+    entry: &str,
+    running: &Arc<Running>,
+) -> Result<Duration, String> {
+    let phase = running.phase();
+    if phase != "ready" {
+        return Err(format!(
+            "the new placement is not ready (the job is {phase}); SWITCH when IDGATE MIGRATE \
+             STATUS shows `ready`"
+        ));
+    }
+    let (_, lag) = super::job::lag_of(running);
+    if lag > MAX_LAG_SECONDS {
+        return Err(format!(
+            "the new placement is {lag} s behind (at most {MAX_LAG_SECONDS} s to switch); \
+             try again when it has caught up"
+        ));
+    }
+    let owner = &proxy.migrations.owner;
+    running.switching.store(true, Ordering::Release);
+    if let Err(e) = store.set_phase(&spec.key, owner, "switching", None).await {
+        running.switching.store(false, Ordering::Release);
+        return Err(e);
+    }
+    let hold = proxy.migrations.holds.hold(&spec.schema, &spec.table);
+    info!(table = %spec.key, "switching: statements about the table are held");
+    let r = cut_over(proxy, store, spec, entry, running).await;
+    let held = hold.since.elapsed();
+    drop(hold);
+    if r.is_err() {
+        let _ = store.set_phase(&spec.key, owner, "ready", None).await;
+        running.switching.store(false, Ordering::Release);
+    }
+    match &r {
+        Ok(()) => info!(table = %spec.key, held_ms = held.as_millis() as u64, "switched"),
+        Err(e) => warn!(table = %spec.key, error = %e, "switch undone"),
+    }
+    r.map(|()| held)
+}
+
+async fn cut_over(
+    proxy: &Arc<Proxy>,
+    store: &Store,
+    spec: &Spec,
+    entry: &str,
+    running: &Arc<Running>,
+) -> Result<(), String> {
+    // Fence every source; a failure takes the fences off again.
+    let mut fenced = Vec::new();
+    for s in &spec.sources {
+        let cfg = spec.backends.get(s).ok_or("source not configured")?;
+        match super::fence::install(s, cfg, &spec.schema, &spec.table, &spec.target).await {
+            Ok(()) => fenced.push(s.clone()),
+            Err(e) => {
+                unfence(spec, &fenced).await;
+                return Err(e);
+            }
+        }
+    }
+    let undo = |e: String| async {
+        unfence(spec, &spec.sources).await;
+        e
+    };
+    // Nothing changes the moved rows on the sources now: drain to where they are.
+    if let Err(e) = drain(spec, running).await {
+        return Err(undo(e).await);
+    }
+    // Ids: the generator above everything the source held or handed out.
+    let mut floor = 0;
+    if let Some(g) = &spec.target.generator {
+        let r = async {
+            let f = super::ids::highest(
+                proxy,
+                &spec.sources,
+                &spec.schema,
+                &spec.table,
+                &spec.target.id_column,
+            )
+            .await?;
+            super::ids::raise(proxy, g, f).await?;
+            Ok::<_, String>(f)
+        }
+        .await;
+        match r {
+            Ok(f) => floor = f,
+            Err(e) => return Err(undo(e).await),
+        }
+    }
+    if let Err(e) = store.switched(&spec.key, entry, floor).await {
+        // The answer may be lost while the commit was made: the store decides.
+        let recorded = store.job(&spec.key).await.ok().flatten();
+        if recorded.is_none_or(|j| j.phase != "switched") {
+            return Err(undo(e).await);
+        }
+    }
+    // The job's tasks stop: the sources change no more.
+    running.stop();
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while proxy.migrations.running.contains_key(&spec.key) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let moved = store.placements().await.unwrap_or_default();
+    proxy.set_tables(super::placements::tables_with(proxy, &moved));
+    proxy.migrations.set_applied_placements(moved);
+    Ok(())
+}
+
+async fn unfence(spec: &Spec, sources: &[String]) {
+    for s in sources {
+        if let Some(cfg) = spec.backends.get(s) {
+            if let Err(e) = super::fence::remove(s, cfg, &spec.schema, &spec.table).await {
+                warn!(table = %spec.key, source = %s, error = %e, "cannot take the fence off");
+            }
+        }
+    }
+}
+
+/// Waits until every source's catch-up has applied what its binlog holds now.
+async fn drain(spec: &Spec, running: &Running) -> Result<(), String> {
+    for (source, progress) in &running.streams {
+        let cfg = spec.backends.get(source).ok_or("source not configured")?;
+        let mut c = BackendConn::connect(source, cfg, false, CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let r = rows(&mut c, "SELECT @@global.gtid_binlog_pos").await;
+        c.close().await;
+        let text = r?
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next().flatten())
+            .unwrap_or_default();
+        let last = Position::parse(&text)?;
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        while progress.applied().behind(&last) > 0 {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the catch-up from `{source}` did not reach {last} within {} s",
+                    DRAIN_TIMEOUT.as_secs()
+                ));
+            }
+            if let Some(e) = progress.error() {
+                return Err(format!("the catch-up from `{source}` failed: {e}"));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    Ok(())
+}
+
+/// `IDGATE MIGRATE COMPLETE` after a switch: the fence comes off; an old table on a backend
+/// the new placement does not use is kept renamed (`<table>_idgate_old`), and rows a split
+/// moved off a backend that keeps the table are deleted there.
+pub async fn complete(spec: &Spec) -> Result<String, String> {
+    let mut done = Vec::new();
+    for s in &spec.sources {
+        let cfg = spec.backends.get(s).ok_or("source not configured")?;
+        super::fence::remove(s, cfg, &spec.schema, &spec.table).await?;
+        let mut c = BackendConn::connect(s, cfg, false, CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let r = if spec.target.backends().contains(s) {
+            prune(&mut c, spec, s)
+                .await
+                .map(|n| format!("{n} moved rows deleted on `{s}`"))
+        } else {
+            let old: String = format!("{}_idgate_old", spec.table)
+                .chars()
+                .take(64)
+                .collect();
+            exec(
+                &mut c,
+                &format!(
+                    "RENAME TABLE {q}.{} TO {q}.{}",
+                    quote_ident(&spec.table),
+                    quote_ident(&old),
+                    q = quote_ident(&spec.schema)
+                ),
+            )
+            .await
+            .map(|()| {
+                format!(
+                    "the old table is kept on `{s}` as `{}`.`{old}`",
+                    spec.schema
+                )
+            })
+        };
+        c.close().await;
+        done.push(r?);
+    }
+    Ok(done.join("; "))
+}
+
+/// Deletes on `source` the rows its new placement puts elsewhere, in key order and bounded
+/// chunks; returns how many.
+async fn prune(c: &mut BackendConn, spec: &Spec, source: &str) -> Result<u64, String> {
+    const CHUNK: usize = 2_000;
+    let shape = &spec.shape;
+    let table = format!("{}.{}", quote_ident(&spec.schema), quote_ident(&spec.table));
+    let w = Writer::new(
+        &spec.schema,
+        &spec.table,
+        spec.shape.clone(),
+        spec.target.clone(),
+        Default::default(),
+    );
+    exec(
+        c,
+        "SET time_zone = '+00:00', character_set_results = binary",
+    )
+    .await?;
+    let mut last: Option<Vec<Vec<u8>>> = None;
+    let mut deleted = 0u64;
+    loop {
+        let filter = last
+            .as_ref()
+            .map(|k| format!(" WHERE {}", shape.pk_after(k)))
+            .unwrap_or_default();
+        let sql = format!(
+            "SELECT {} FROM {table}{filter} ORDER BY {} LIMIT {CHUNK}",
+            shape.column_list(),
+            shape.pk_order()
+        );
+        let chunk = tokio::time::timeout(Duration::from_secs(120), c.query_rows(&sql))
+            .await
+            .map_err(|_| "reading rows to delete timed out".to_string())?
+            .map_err(|e| e.to_string())?;
+        let Some(tail) = chunk.last() else {
+            break;
+        };
+        last = Some(shape.pk_of(tail));
+        let n = chunk.len();
+        let gone: Vec<Change> = chunk
+            .into_iter()
+            .filter(|r| w.places(r).is_ok_and(|p| !p.iter().any(|b| b == source)))
+            .map(Change::Delete)
+            .collect();
+        if !gone.is_empty() {
+            let where_: Vec<String> = gone
+                .iter()
+                .map(|ch| match ch {
+                    Change::Delete(r) | Change::Upsert(r) => format!("({})", shape.pk_equals(r)),
+                })
+                .collect();
+            exec(
+                c,
+                &format!("DELETE FROM {table} WHERE {}", where_.join(" OR ")),
+            )
+            .await?;
+            deleted += gone.len() as u64;
+        }
+        if n < CHUNK {
+            break;
+        }
+    }
+    Ok(deleted)
+}
