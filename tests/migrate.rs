@@ -154,6 +154,25 @@ fn a_live_table_is_copied_onto_shards_and_kept_up_to_date_while_the_application_
     let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
     assert!(s.rows_copied >= 90_000, "{s:?}");
     assert_same_rows(&db0, &[&db1, &db2]);
+    // VERIFY agrees, and finds a row changed behind idgate's back on the new placement.
+    let diffs: Vec<mysql::Row> = admin.query("IDGATE MIGRATE VERIFY accounts").unwrap();
+    assert!(diffs.is_empty(), "{diffs:?}");
+    let mut on2 = direct(&db2);
+    let victim: u64 = on2
+        .query_first("SELECT id FROM accounts WHERE id > 50000 ORDER BY id LIMIT 1")
+        .unwrap()
+        .unwrap();
+    on2.query_drop(format!(
+        "UPDATE accounts SET note = 'tampered' WHERE id = {victim}"
+    ))
+    .unwrap();
+    let diffs: Vec<(String, String, String, u64, u64)> =
+        admin.query("IDGATE MIGRATE VERIFY accounts").unwrap();
+    assert_eq!(diffs.len(), 1, "{diffs:?}");
+    let (source, first, last, _, _) = &diffs[0];
+    assert_eq!(source, "shard0");
+    let (first, last): (u64, u64) = (first.parse().unwrap(), last.parse().unwrap());
+    assert!(first <= victim && victim <= last, "{diffs:?}");
 
     // Until the switch the application still reads and writes the table where it was.
     let n: u64 = g
@@ -597,4 +616,79 @@ fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_en
         .unwrap()
         .unwrap();
     assert_eq!(on, 1);
+}
+
+#[test]
+fn a_second_instance_follows_the_switch_and_nothing_acknowledged_is_lost() {
+    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
+    fill(&mut direct(&db0), 5_000);
+    let backends = [("shard0", &db0), ("shard1", &db1), ("shard2", &db2)];
+    let a = admin_idgate(&backends, GENERATORS);
+    let b = admin_idgate(&backends, GENERATORS);
+    let stop = Arc::new(AtomicBool::new(false));
+    let wa = modelled_writer(&a, stop.clone());
+    let wb = modelled_writer(&b, stop.clone());
+    let mut admin = a.conn();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&a, &mut admin, "accounts", Duration::from_secs(60));
+    loop {
+        match admin.query_drop("IDGATE MIGRATE SWITCH accounts") {
+            Ok(()) => break,
+            Err(e) if e.to_string().contains("behind") => {
+                std::thread::sleep(Duration::from_millis(500))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // The other instance learns the new placement from the store within a few seconds.
+    let mut other = b.conn();
+    let until = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let tables: Vec<mysql::Row> = other.query("SHOW IDGATE TABLES").unwrap_or_default();
+        if !tables.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the second instance never followed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    let (ma, ea) = wa.join().unwrap();
+    let (mb, eb) = wb.join().unwrap();
+    assert!(
+        ea.is_empty(),
+        "the switching instance's client saw errors: {ea:?}"
+    );
+    // Until it follows, the other instance's writes meet the fence: clear errors, not losses.
+    assert!(
+        eb.iter().all(|e| e.contains("idgate moved this row")),
+        "{eb:?}"
+    );
+    let mut want = std::collections::BTreeMap::new();
+    for (id, v) in ma.into_iter().chain(mb) {
+        match v {
+            Some(note) => {
+                want.insert(id, note);
+            }
+            None => {
+                want.remove(&id);
+            }
+        }
+    }
+    let mut got = std::collections::BTreeMap::new();
+    for db in [&db1, &db2] {
+        for r in dump(
+            &mut direct(db),
+            "SELECT id, note FROM accounts WHERE name = 'live'",
+        ) {
+            assert!(got
+                .insert(r[0].parse::<u64>().unwrap(), r[1].clone())
+                .is_none());
+        }
+    }
+    // Each writer changes only rows it inserted: what it was told is what is there.
+    assert_eq!(got, want);
 }

@@ -28,7 +28,7 @@ trap 'exit 130' INT TERM
 
 ROOT_OPT=()
 [ "$(id -u)" -eq 0 ] && ROOT_OPT=(--user=root)
-start_mariadb() { # start_mariadb NAME PORT: a server in $WORK/NAME with both bench databases
+start_mariadb() { # start_mariadb NAME PORT [OPTION…]: a server in $WORK/NAME with both bench databases
     local dir="$WORK/$1" port=$2
     log "starting MariaDB $1 on 127.0.0.1:$port"
     mkdir -p "$dir"
@@ -48,7 +48,7 @@ SQL
         --bind-address=127.0.0.1 --skip-name-resolve --skip-log-bin --innodb-buffer-pool-size=64M \
         --innodb-log-file-size=16M --innodb-flush-log-at-trx-commit=2 --innodb-doublewrite=0 \
         --max-allowed-packet=64M --max-connections=500 --character-set-server=utf8mb4 \
-        --collation-server=utf8mb4_general_ci "${ROOT_OPT[@]}" </dev/null >/dev/null 2>&1 &
+        --collation-server=utf8mb4_general_ci "${ROOT_OPT[@]}" "${@:3}" </dev/null >/dev/null 2>&1 &
     PIDS+=("$!")
     SERVER_PIDS+=("$!")
     for _ in $(seq 1 600); do

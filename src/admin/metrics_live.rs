@@ -64,6 +64,7 @@ impl Collector for LiveCollector {
         if let Some(proxy) = self.proxy.upgrade() {
             encode_pools(&mut enc, &proxy)?;
             encode_xa(&mut enc, &proxy)?;
+            super::metrics_migrate::encode(&mut enc, &proxy)?;
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ pub mod ids;
 pub mod kill;
 pub mod metrics;
 mod metrics_live;
+mod metrics_migrate;
 pub mod outcomes;
 pub mod ready;
 pub mod resp;

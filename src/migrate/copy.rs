@@ -19,6 +19,8 @@ use crate::exec::BackendConn;
 
 /// Rows read per chunk.
 const CHUNK_ROWS: usize = 2_000;
+/// How often the copy's progress is logged.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// Longest wait for one chunk to be read.
 const READ_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -111,6 +113,7 @@ impl CopyTask<'_> {
             quote_ident(&writer.table)
         );
         let mut saved_done = false;
+        let mut logged = std::time::Instant::now();
         loop {
             let filter = last
                 .as_ref()
@@ -138,6 +141,11 @@ impl CopyTask<'_> {
                 .fetch_add(moved, Ordering::Relaxed)
                 + moved;
             let through = encode_key(last.as_deref().unwrap_or_default());
+            if logged.elapsed() >= PROGRESS_EVERY {
+                logged = std::time::Instant::now();
+                tracing::info!(table = %self.key, source = %self.source, rows_copied = copied,
+                    estimated = self.progress.rows_estimated.load(Ordering::Relaxed), "copying");
+            }
             saved_done = n < CHUNK_ROWS;
             self.store
                 .save_copy(self.key, self.source, &through, copied, saved_done)

@@ -19,6 +19,7 @@ mod start;
 mod statements;
 pub mod store;
 mod switch;
+mod verify;
 pub mod writer;
 
 use std::sync::{Arc, Mutex, Weak};
@@ -46,6 +47,8 @@ pub struct Migrations {
     pub holds: hold::Holds,
     /// The moved tables' placements routed by now.
     applied: Mutex<Vec<(String, String)>>,
+    /// Seconds the last SWITCH of each table held statements here (a metric).
+    pub switch_holds: DashMap<String, f64>,
 }
 
 impl Default for Migrations {
@@ -61,6 +64,7 @@ impl Default for Migrations {
             running: DashMap::new(),
             holds: Default::default(),
             applied: Mutex::new(Vec::new()),
+            switch_holds: DashMap::new(),
         }
     }
 }

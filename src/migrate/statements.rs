@@ -57,6 +57,18 @@ pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement
             Err(e) => Err(e),
         },
         MigrateStatement::Step {
+            step: MigrateStep::Verify,
+            table,
+        } => {
+            return match key(&table, db) {
+                Ok((s, n)) => match verify(proxy, &format!("{s}.{n}")).await {
+                    Ok(rs) => Answer::Rows(rs),
+                    Err(e) => Answer::Err(e),
+                },
+                Err(e) => Answer::Err(e),
+            }
+        }
+        MigrateStatement::Step {
             step: MigrateStep::Complete,
             table,
         } => match key(&table, db) {
@@ -198,6 +210,53 @@ async fn switch(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
         "`{k}` switched to its new placement; statements about it were held for {} ms",
         held.as_millis()
     ))
+}
+
+async fn verify(proxy: &Arc<Proxy>, k: &str) -> Result<ResultSet, SqlError> {
+    let m = &proxy.migrations;
+    let store = m.store(proxy).await.map_err(refused)?.clone();
+    let Some(j) = store.job(k).await.map_err(refused)? else {
+        return Err(refused(format!("there is no migration of `{k}`")));
+    };
+    let Some(running) = m.running.get(k).map(|r| r.clone()) else {
+        return Err(refused(match owner(&j) {
+            Some(o) => {
+                format!("the migration of `{k}` runs on the idgate instance {o}; run VERIFY there")
+            }
+            None => format!(
+                "the migration of `{k}` is {}; VERIFY compares a job that runs",
+                j.phase
+            ),
+        }));
+    };
+    let phase = running.phase();
+    if !matches!(phase.as_str(), "catching_up" | "ready") {
+        return Err(refused(format!(
+            "the migration of `{k}` is {phase}; VERIFY compares once the copy is done"
+        )));
+    }
+    let spec = running.spec.clone();
+    let from = start::current_rule(proxy, &spec.schema, &spec.table);
+    let diffs = super::verify::verify(&spec, &from, &running)
+        .await
+        .map_err(refused)?;
+    let mut rs = ResultSet::new(&[
+        ("source", Col::Text(100)),
+        ("first_key", Col::Text(256)),
+        ("last_key", Col::Text(256)),
+        ("source_rows", Col::UInt),
+        ("target_rows", Col::UInt),
+    ]);
+    for d in diffs {
+        rs.row(&[
+            text(d.source),
+            text(d.first_key),
+            text(d.last_key),
+            num(d.source_rows),
+            num(d.target_rows),
+        ]);
+    }
+    Ok(rs)
 }
 
 async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {

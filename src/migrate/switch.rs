@@ -62,6 +62,10 @@ pub async fn switch(
     let r = cut_over(proxy, store, spec, entry, running).await;
     let held = hold.since.elapsed();
     drop(hold);
+    proxy
+        .migrations
+        .switch_holds
+        .insert(spec.key.clone(), held.as_secs_f64());
     if r.is_err() {
         let _ = store.set_phase(&spec.key, owner, "ready", None).await;
         running.switching.store(false, Ordering::Release);
