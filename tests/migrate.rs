@@ -692,3 +692,43 @@ fn a_second_instance_follows_the_switch_and_nothing_acknowledged_is_lost() {
     // Each writer changes only rows it inserted: what it was told is what is there.
     assert_eq!(got, want);
 }
+
+#[test]
+fn a_job_killed_in_catch_up_or_in_switch_resumes_and_a_half_made_switch_is_undone() {
+    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
+    fill(&mut direct(&db0), 3_000);
+    let backends = [("shard0", &db0), ("shard1", &db1), ("shard2", &db2)];
+    let g = admin_idgate(&backends, GENERATORS);
+    let mut admin = g.conn();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    // Killed while catching up: changes made meanwhile are applied when it goes on.
+    g.kill();
+    let mut src = direct(&db0);
+    src.query_drop("UPDATE accounts SET note = 'while down' WHERE id % 3 = 0")
+        .unwrap();
+    src.query_drop("DELETE FROM accounts WHERE id % 7 = 0")
+        .unwrap();
+    // As if killed in the middle of a switch: the store (on shard0) says `switching`, and the
+    // fence is up.
+    src.query_drop("UPDATE idgate.idgate_migrations SET phase = 'switching'")
+        .unwrap();
+    src.query_drop(
+        "CREATE TRIGGER idgate_fence_ins_accounts BEFORE INSERT ON accounts FOR EACH ROW \
+         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'idgate moved this row'",
+    )
+    .unwrap();
+    g.restart();
+    let mut admin = g.conn();
+    let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(90));
+    assert_eq!(s.last_error, None);
+    // The half-made switch was undone: the old placement takes writes again.
+    direct(&db0)
+        .query_drop("INSERT INTO accounts (name) VALUES ('after the restart')")
+        .unwrap();
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(30));
+    assert_same_rows(&db0, &[&db1, &db2]);
+    // And the switch can be made whole now; the fenced old table keeps what it had.
+    admin.query_drop("IDGATE MIGRATE SWITCH accounts").unwrap();
+    assert_same_rows(&db0, &[&db1, &db2]);
+}

@@ -54,7 +54,9 @@ while True:
             raise
         time.sleep(0.5)
 t1 = time.monotonic()
-info = admin._result.message.decode() if admin._result.message else ""
+# PyMySQL keeps the OK packet's info with its length byte (MariaDB sends it length-encoded).
+m = admin._result.message or b""
+info = (m[1:] if m and m[0] == len(m) - 1 else m).decode()
 time.sleep(3)
 stop.set()
 for t in ts:

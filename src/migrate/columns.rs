@@ -146,6 +146,26 @@ pub fn literal(kind: &Kind, value: Option<&[u8]>) -> String {
     }
 }
 
+/// One stored value as an SQL literal to store in a column (not to compare with): text that is
+/// plain ASCII, or UTF-8 going to a UTF-8 column, is sent as a quoted string, which is shorter
+/// and cheaper for the server than [`literal`]'s conversion. Sessions writing with it use
+/// `SET NAMES utf8mb4`.
+pub fn value_literal(kind: &Kind, value: Option<&[u8]>) -> String {
+    let text_kind = match kind {
+        Kind::Text { charset, .. } | Kind::Members { charset, .. } => Some(charset.as_str()),
+        _ => None,
+    };
+    if let (Some(charset), Some(v)) = (text_kind, value) {
+        let utf8_column = matches!(charset, "utf8mb4" | "utf8mb3" | "utf8");
+        if let Ok(s) = std::str::from_utf8(v) {
+            if s.is_ascii() || utf8_column {
+                return quote_literal(s);
+            }
+        }
+    }
+    literal(kind, value)
+}
+
 fn hex(v: &[u8]) -> String {
     use std::fmt::Write;
     let mut s = String::with_capacity(v.len() * 2);
@@ -333,6 +353,25 @@ mod tests {
         );
         assert_eq!(literal(&Kind::Bytes, Some(&[0, 1])), "X'0001'");
         assert_eq!(literal(&Kind::Bytes, None), "NULL");
+    }
+
+    #[test]
+    fn values_to_store_are_plain_strings_when_the_server_reads_them_so() {
+        let latin1 = kind_of(
+            "varchar",
+            "varchar(9)",
+            Some("latin1"),
+            Some("latin1_swedish_ci"),
+        );
+        let utf8 = kind_of("text", "text", Some("utf8mb4"), Some("utf8mb4_general_ci"));
+        assert_eq!(value_literal(&latin1, Some(b"it's")), "'it\\'s'");
+        assert_eq!(
+            value_literal(&latin1, Some(&[0xE9])),
+            "CONVERT(X'E9' USING latin1) COLLATE latin1_swedish_ci"
+        );
+        assert_eq!(value_literal(&utf8, Some("é".as_bytes())), "'é'");
+        assert_eq!(value_literal(&Kind::Bytes, Some(b"a")), "X'61'");
+        assert_eq!(value_literal(&utf8, None), "NULL");
     }
 
     #[test]

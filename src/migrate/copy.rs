@@ -18,7 +18,12 @@ use crate::config::Backend;
 use crate::exec::BackendConn;
 
 /// Rows read per chunk.
-const CHUNK_ROWS: usize = 2_000;
+const CHUNK_ROWS: usize = 5_000;
+/// The copy pauses while the source runs more statements than this at once (gh-ost's
+/// `max-load` rule), so the application's own statements keep their latency.
+const MAX_THREADS_RUNNING: u64 = 25;
+/// How long the longest pause lasts before the copy goes on anyway (it must end some day).
+const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// How often the copy's progress is logged.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// Longest wait for one chunk to be read.
@@ -114,27 +119,36 @@ impl CopyTask<'_> {
         );
         let mut saved_done = false;
         let mut logged = std::time::Instant::now();
-        loop {
+        let select = |last: &Option<Vec<Vec<u8>>>| {
             let filter = last
                 .as_ref()
                 .map(|k| format!(" WHERE {}", shape.pk_after(k)))
                 .unwrap_or_default();
-            let sql = format!(
+            format!(
                 "SELECT {} FROM {table}{filter} ORDER BY {} LIMIT {CHUNK_ROWS}",
                 shape.column_list(),
                 shape.pk_order()
-            );
-            let chunk = match tokio::time::timeout(READ_TIMEOUT, conn.query_rows(&sql)).await {
-                Ok(r) => r.map_err(|e| format!("reading from `{}`: {e}", self.source))?,
-                Err(_) => return Err(format!("reading from `{}` timed out", self.source)),
-            };
+            )
+        };
+        let mut chunk = read_chunk(conn, self.source, &select(&last)).await?;
+        loop {
             let n = chunk.len();
             let Some(tail) = chunk.last() else {
                 break;
             };
             last = Some(shape.pk_of(tail));
+            let full = n == CHUNK_ROWS;
             let changes: Vec<Change> = chunk.into_iter().map(Change::Upsert).collect();
-            let moved = writer.apply(self.source, &changes).await? as i64;
+            // This chunk is written while the next one is read.
+            let next_sql = select(&last);
+            let (moved, next) = tokio::join!(writer.apply(self.source, &changes), async {
+                match full {
+                    true => Some(read_chunk(conn, self.source, &next_sql).await),
+                    false => None,
+                }
+            });
+            let moved = moved? as i64;
+            throttle(conn, self.source).await;
             let copied = self
                 .progress
                 .rows_copied
@@ -146,12 +160,13 @@ impl CopyTask<'_> {
                 tracing::info!(table = %self.key, source = %self.source, rows_copied = copied,
                     estimated = self.progress.rows_estimated.load(Ordering::Relaxed), "copying");
             }
-            saved_done = n < CHUNK_ROWS;
+            saved_done = !full;
             self.store
                 .save_copy(self.key, self.source, &through, copied, saved_done)
                 .await?;
-            if saved_done {
-                break;
+            match next {
+                Some(next) => chunk = next?,
+                None => break,
             }
         }
         if !saved_done {
@@ -165,6 +180,37 @@ impl CopyTask<'_> {
         }
         super::writer::exec(conn, "COMMIT").await?;
         Ok(snapshot)
+    }
+}
+
+/// One chunk of rows, read with the read deadline.
+async fn read_chunk(
+    conn: &mut BackendConn,
+    source: &str,
+    sql: &str,
+) -> Result<Vec<super::writer::Row>, String> {
+    match tokio::time::timeout(READ_TIMEOUT, conn.query_rows(sql)).await {
+        Ok(r) => r.map_err(|e| format!("reading from `{source}`: {e}")),
+        Err(_) => Err(format!("reading from `{source}` timed out")),
+    }
+}
+
+/// Waits while the source is busy (`Threads_running` above the limit), a bounded time.
+async fn throttle(conn: &mut BackendConn, source: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let running = rows(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
+            .await
+            .ok()
+            .and_then(|r| r.into_iter().next())
+            .and_then(|r| r.get(1).cloned().flatten())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        if running <= MAX_THREADS_RUNNING || started.elapsed() > MAX_PAUSE {
+            return;
+        }
+        tracing::debug!(source = %source, threads_running = running, "copy paused: source busy");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

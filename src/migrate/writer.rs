@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::columns::{literal, quote_ident, TableShape};
+use super::columns::{quote_ident, value_literal, TableShape};
 use crate::config::Backend;
 use crate::exec::BackendConn;
 use crate::route::TableRule;
@@ -41,7 +41,7 @@ pub struct Writer {
 
 /// Settings of every session that writes moved rows: values as the copy reads them (UTC
 /// times), an explicit 0 stays 0, no check of foreign keys to rows not moved yet.
-const SESSION_SETUP: &str = "SET time_zone = '+00:00', \
+const SESSION_SETUP: &str = "SET NAMES utf8mb4, time_zone = '+00:00', \
     sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', foreign_key_checks = 0";
 
 impl Writer {
@@ -92,11 +92,28 @@ impl Writer {
             }
             moved += usize::from(elsewhere);
         }
+        // Each backend's share is written at the same time as the others'.
+        let mut work = Vec::new();
         for (backend, changes) in per_backend {
             let statements = self.statements(&changes);
-            self.run(&backend, &statements).await?;
+            let conn = self.take_conn(&backend).await?;
+            work.push(async move {
+                let r = run_on(conn, &backend, &statements).await;
+                (backend, r)
+            });
         }
-        Ok(moved)
+        let mut first_error = None;
+        for (backend, r) in futures_util::future::join_all(work).await {
+            match r {
+                Ok(conn) => {
+                    self.conns.insert(backend, conn);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(moved), Err)
     }
 
     /// The statements for one backend's changes: runs of upserts as multi-row REPLACE, runs of
@@ -129,7 +146,10 @@ impl Writer {
                         if i > 0 {
                             cur.push_str(", ");
                         }
-                        cur.push_str(&literal(&col.kind, row.get(i).and_then(|v| v.as_deref())));
+                        cur.push_str(&value_literal(
+                            &col.kind,
+                            row.get(i).and_then(|v| v.as_deref()),
+                        ));
                     }
                     cur.push(')');
                 }
@@ -151,58 +171,56 @@ impl Writer {
         out
     }
 
-    /// Runs `statements` on `backend` in one transaction.
-    async fn run(&mut self, backend: &str, statements: &[String]) -> Result<(), String> {
-        if statements.is_empty() {
-            return Ok(());
+    /// The session to `backend`, taken out while it writes (connected when there is none).
+    async fn take_conn(&mut self, backend: &str) -> Result<BackendConn, String> {
+        if let Some(c) = self.conns.remove(backend) {
+            return Ok(c);
         }
-        let r = self.run_once(backend, statements).await;
-        if r.is_err() {
-            // A connection that failed mid-transaction is not reused.
-            if let Some(c) = self.conns.remove(backend) {
-                c.close().await;
-            }
-        }
-        r
-    }
-
-    async fn run_once(&mut self, backend: &str, statements: &[String]) -> Result<(), String> {
-        let conn = self.conn(backend).await?;
-        let named = |e: String| format!("writing to backend `{backend}`: {e}");
-        let single = statements.len() == 1;
-        if !single {
-            exec(conn, "BEGIN").await.map_err(named)?;
-        }
-        for s in statements {
-            exec(conn, s).await.map_err(named)?;
-        }
-        if !single {
-            exec(conn, "COMMIT").await.map_err(named)?;
-        }
-        Ok(())
-    }
-
-    async fn conn(&mut self, backend: &str) -> Result<&mut BackendConn, String> {
-        if !self.conns.contains_key(backend) {
-            let cfg = self
-                .backends
-                .get(backend)
-                .ok_or_else(|| format!("backend `{backend}` is not configured"))?;
-            let mut c = BackendConn::connect(backend, cfg, false, WRITE_TIMEOUT)
-                .await
-                .map_err(|e| e.to_string())?;
-            exec(&mut c, SESSION_SETUP).await?;
-            self.conns.insert(backend.to_string(), c);
-        }
-        self.conns
-            .get_mut(backend)
-            .ok_or_else(|| format!("backend `{backend}`: no connection"))
+        let cfg = self
+            .backends
+            .get(backend)
+            .ok_or_else(|| format!("backend `{backend}` is not configured"))?;
+        let mut c = BackendConn::connect(backend, cfg, false, WRITE_TIMEOUT)
+            .await
+            .map_err(|e| format!("writing to backend `{backend}`: {e}"))?;
+        exec(&mut c, SESSION_SETUP).await?;
+        Ok(c)
     }
 
     /// Closes every session.
     pub async fn close(&mut self) {
         for (_, c) in std::mem::take(&mut self.conns) {
             c.close().await;
+        }
+    }
+}
+
+/// Runs `statements` on `backend` in one transaction; the session comes back when it may be
+/// used again (a session that failed mid-transaction is closed).
+async fn run_on(
+    mut conn: BackendConn,
+    backend: &str,
+    statements: &[String],
+) -> Result<BackendConn, String> {
+    let single = statements.len() == 1;
+    let r = async {
+        if !single {
+            exec(&mut conn, "BEGIN").await?;
+        }
+        for s in statements {
+            exec(&mut conn, s).await?;
+        }
+        if !single {
+            exec(&mut conn, "COMMIT").await?;
+        }
+        Ok::<_, String>(())
+    }
+    .await;
+    match r {
+        Ok(()) => Ok(conn),
+        Err(e) => {
+            conn.close().await;
+            Err(format!("writing to backend `{backend}`: {e}"))
         }
     }
 }
