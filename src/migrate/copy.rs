@@ -17,8 +17,10 @@ use super::writer::{Change, Writer};
 use crate::config::Backend;
 use crate::exec::BackendConn;
 
-/// Rows read per chunk.
+/// Rows read per chunk (fewer when they are wide).
 const CHUNK_ROWS: usize = 5_000;
+/// Bytes of row data a chunk aims at.
+const CHUNK_BYTES: usize = 16 << 20;
 /// The copy pauses while the source runs more statements than this at once (gh-ost's
 /// `max-load` rule), so the application's own statements keep their latency.
 const MAX_THREADS_RUNNING: u64 = 25;
@@ -119,28 +121,32 @@ impl CopyTask<'_> {
         );
         let mut saved_done = false;
         let mut logged = std::time::Instant::now();
-        let select = |last: &Option<Vec<Vec<u8>>>| {
+        let select = |last: &Option<Vec<Vec<u8>>>, limit: usize| {
             let filter = last
                 .as_ref()
                 .map(|k| format!(" WHERE {}", shape.pk_after(k)))
                 .unwrap_or_default();
             format!(
-                "SELECT {} FROM {table}{filter} ORDER BY {} LIMIT {CHUNK_ROWS}",
+                "SELECT {} FROM {table}{filter} ORDER BY {} LIMIT {limit}",
                 shape.column_list(),
                 shape.pk_order()
             )
         };
-        let mut chunk = read_chunk(conn, self.source, &select(&last)).await?;
+        let mut limit = CHUNK_ROWS;
+        let mut chunk = read_chunk(conn, self.source, &select(&last, limit)).await?;
         loop {
             let n = chunk.len();
             let Some(tail) = chunk.last() else {
                 break;
             };
             last = Some(shape.pk_of(tail));
-            let full = n == CHUNK_ROWS;
+            let full = n == limit;
+            // Chunks of wide rows are made shorter, so two in memory stay near CHUNK_BYTES.
+            let bytes: usize = chunk.iter().flatten().flatten().map(Vec::len).sum();
+            limit = (CHUNK_BYTES * n / bytes.max(1)).clamp(10, CHUNK_ROWS);
             let changes: Vec<Change> = chunk.into_iter().map(Change::Upsert).collect();
             // This chunk is written while the next one is read.
-            let next_sql = select(&last);
+            let next_sql = select(&last, limit);
             let (moved, next) = tokio::join!(writer.apply(self.source, &changes), async {
                 match full {
                     true => Some(read_chunk(conn, self.source, &next_sql).await),

@@ -177,6 +177,21 @@ impl Follower<'_> {
                 Ok(end) => end,
                 Err(e) => return Stop::Fatal(e),
             };
+            if matches!(end, End::Open)
+                && group.xa.is_none()
+                && group.changes.len() >= BATCH_CHANGES
+            {
+                // A large transaction is applied in parts (the binlog holds committed groups
+                // only); the position moves at its end, so a restart replays it whole.
+                let part = std::mem::take(&mut group.changes);
+                let applied = batch.drain(..).chain(part).collect::<Vec<_>>();
+                if let Err(e) = writer.apply(self.source, &applied).await {
+                    return Stop::Retry(e);
+                }
+                self.progress
+                    .events_applied
+                    .fetch_add(applied.len() as i64, Ordering::Relaxed);
+            }
             if !matches!(end, End::Open) {
                 let g = std::mem::take(&mut group);
                 let pos = batch_pos.get_or_insert_with(|| self.applied.clone());
