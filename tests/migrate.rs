@@ -325,8 +325,8 @@ fn bad_requests_get_clear_errors_and_change_nothing() {
         msg.contains("not ready") && msg.contains("unchanged"),
         "{msg}"
     );
-    let (code, _) = refusal(&mut admin, "IDGATE MIGRATE REVERSE accounts");
-    assert_eq!(code, 1235);
+    let (_, msg) = refusal(&mut admin, "IDGATE MIGRATE REVERSE accounts");
+    assert!(msg.contains("REVERSE follows SWITCH"), "{msg}");
     let (_, msg) = refusal(&mut admin, "IDGATE MIGRATE COMPLETE accounts");
     assert!(msg.contains("COMPLETE follows SWITCH"), "{msg}");
     let (_, msg) = refusal(&mut admin, "IDGATE MIGRATE CANCEL people");
@@ -730,5 +730,70 @@ fn a_job_killed_in_catch_up_or_in_switch_resumes_and_a_half_made_switch_is_undon
     assert_same_rows(&db0, &[&db1, &db2]);
     // And the switch can be made whole now; the fenced old table keeps what it had.
     admin.query_drop("IDGATE MIGRATE SWITCH accounts").unwrap();
+    assert_same_rows(&db0, &[&db1, &db2]);
+}
+
+#[test]
+fn reverse_after_switch_under_load_loses_nothing_and_a_new_start_works() {
+    // The new placement's backends keep binlogs too: the stream back reads them.
+    let (db0, db1, db2) = (binlog_db(), binlog_db(), binlog_db());
+    fill(&mut direct(&db0), 5_000);
+    let backends = [("shard0", &db0), ("shard1", &db1), ("shard2", &db2)];
+    let g = admin_idgate(&backends, GENERATORS);
+    let stop = Arc::new(AtomicBool::new(false));
+    let w = modelled_writer(&g, stop.clone());
+    let mut admin = g.conn();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    let switch = |admin: &mut mysql::Conn, what: &str| loop {
+        match admin.query_drop(format!("IDGATE MIGRATE {what} accounts")) {
+            Ok(()) => break admin.info_str().to_string(),
+            Err(e) if e.to_string().contains("behind") => {
+                std::thread::sleep(Duration::from_millis(500))
+            }
+            Err(e) => panic!("{what}: {e}; idgate's log:\n{}", g.log()),
+        }
+    };
+    switch(&mut admin, "SWITCH");
+    // Written on the new placement, then streamed back.
+    std::thread::sleep(Duration::from_secs(3));
+    let info = switch(&mut admin, "REVERSE");
+    assert!(info.contains("back on its old placement"), "{info}");
+    assert_eq!(status(&mut admin, "accounts").unwrap().phase, "reversed");
+    std::thread::sleep(Duration::from_secs(1));
+    stop.store(true, Ordering::Relaxed);
+    let (model, errors) = w.join().unwrap();
+    assert!(errors.is_empty(), "the application saw errors: {errors:?}");
+
+    // The old placement holds every acknowledged change, made before, during and after.
+    let got: std::collections::BTreeMap<u64, String> = dump(
+        &mut direct(&db0),
+        "SELECT id, note FROM accounts WHERE name = 'live' ORDER BY id",
+    )
+    .into_iter()
+    .map(|r| (r[0].parse().unwrap(), r[1].clone()))
+    .collect();
+    let want: std::collections::BTreeMap<u64, String> = model
+        .iter()
+        .filter_map(|(id, v)| Some((*id, v.clone()?)))
+        .collect();
+    assert_eq!(got, want);
+    // Its AUTO_INCREMENT is above the ids handed out while the table was moved.
+    let mut app = g.conn();
+    app.query_drop("INSERT INTO accounts (name) VALUES ('back')")
+        .unwrap();
+    assert!(app.last_insert_id() > *model.keys().max().unwrap());
+    // The new placement is gone; the old one takes direct writes again.
+    for db in [&db1, &db2] {
+        let t: Vec<String> = direct(db).query("SHOW TABLES LIKE 'accounts'").unwrap();
+        assert!(t.is_empty());
+    }
+    direct(&db0)
+        .query_drop("INSERT INTO accounts (name) VALUES ('direct')")
+        .unwrap();
+
+    // And the table can be moved again.
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
     assert_same_rows(&db0, &[&db1, &db2]);
 }

@@ -13,6 +13,10 @@ use crate::config::Backend;
 use crate::exec::BackendConn;
 use crate::route::{Algorithm, Placement, TableRule};
 
+/// The session variable with which idgate's own writers (the stream back to the old placement
+/// after a switch) pass the fence.
+pub const BYPASS: &str = "idgate_fence_bypass";
+
 /// How long the fence waits for transactions that hold the table.
 pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 
@@ -85,7 +89,7 @@ fn create_statements(
     let trigger = |name: &str, event: &str, cond: String| {
         format!(
             "CREATE TRIGGER {}.{} BEFORE {event} ON {qt} FOR EACH ROW \
-             BEGIN IF {cond} THEN {signal}; END IF; END",
+             BEGIN IF @{BYPASS} IS NULL AND ({cond}) THEN {signal}; END IF; END",
             quote_ident(schema),
             quote_ident(name)
         )

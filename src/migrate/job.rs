@@ -40,6 +40,9 @@ pub struct Spec {
     pub created_on: Vec<String>,
     pub shape: Arc<TableShape>,
     pub backends: BTreeMap<String, Backend>,
+    /// The stream back after a switch: `sources` are the new placement's backends and `target`
+    /// the old placement; nothing is copied, and the phase stays `switched`.
+    pub reverse: bool,
 }
 
 /// A job this instance runs, as STATUS and CANCEL see it.
@@ -69,7 +72,7 @@ pub fn spawn(
     store: Store,
     owner: String,
     phase: String,
-    done: impl FnOnce() + Send + 'static,
+    done: impl FnOnce(&Arc<Running>) + Send + 'static,
 ) -> Arc<Running> {
     let (stop, stop_rx) = watch::channel(false);
     let spec = Arc::new(spec);
@@ -86,8 +89,8 @@ pub fn spawn(
     });
     let r = running.clone();
     tokio::spawn(async move {
-        supervise(spec, store, owner, r, stop_rx).await;
-        done();
+        supervise(spec, store, owner, r.clone(), stop_rx).await;
+        done(&r);
     });
     running
 }
@@ -102,7 +105,11 @@ async fn supervise(
 ) {
     let (stream_stop, _) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    let saved = store.streams(&spec.key).await.unwrap_or_default();
+    let saved = if spec.reverse {
+        reverse_rows(&store, &spec.key).await
+    } else {
+        store.streams(&spec.key).await.unwrap_or_default()
+    };
     for (source, progress) in &running.streams {
         let row = saved
             .iter()
@@ -178,6 +185,13 @@ async fn supervise(
         if running.switching.load(Ordering::Acquire) {
             continue;
         }
+        if spec.reverse {
+            // Switched: only the lag is kept (REVERSE drains to the end).
+            measure_lag(&spec, &running).await;
+            let (events, seconds) = lag_of(&running);
+            let _ = store.set_lag(&spec.key, events, seconds).await;
+            continue;
+        }
         if let Some(e) = &fatal {
             let _ = stream_stop.send(true);
             if running.phase() != "failed" {
@@ -206,6 +220,21 @@ async fn supervise(
     let _ = stream_stop.send(true);
     while tasks.join_next().await.is_some() {}
     let _ = store.release(&spec.key, &owner).await;
+}
+
+/// The reverse streams' saved positions, as the forward streams' rows (copied already).
+async fn reverse_rows(store: &Store, key: &str) -> Vec<super::store::StreamRow> {
+    let rows = store.reverse_streams(key).await.unwrap_or_default();
+    rows.into_iter()
+        .map(|(backend, pos, events)| super::store::StreamRow {
+            source: backend,
+            start_gtid: pos.clone(),
+            gtid_pos: pos,
+            copy_done: true,
+            events_applied: events,
+            ..Default::default()
+        })
+        .collect()
 }
 
 fn set_phase(running: &Running, phase: &str) {
@@ -412,6 +441,7 @@ impl StreamTask {
                 &self.progress,
                 position.clone(),
             );
+            follower.reverse = spec.reverse;
             self.progress.set_applied(&position);
             let stopped = match super::binlog::open(&self.source, &cfg, server_id, &position).await
             {

@@ -102,13 +102,32 @@ impl Migrations {
             store,
             proxy.migrations.owner.clone(),
             phase,
-            move || {
+            move |me| {
                 if let Some(p) = weak.upgrade() {
-                    p.migrations.running.remove(&done_key);
+                    // Only this run: a run started after it (the stream back) stays.
+                    p.migrations
+                        .running
+                        .remove_if(&done_key, |_, r| Arc::ptr_eq(r, me));
                 }
             },
         );
         proxy.migrations.running.insert(key, running);
+    }
+}
+
+/// Starts the stream back to the old placement of a job just switched here.
+pub(crate) async fn start_reverse(proxy: &Arc<Proxy>, store: &Store, key: &str) {
+    let r = async {
+        if !store.claim(key, &proxy.migrations.owner).await? {
+            return Err("another instance holds the job".to_string());
+        }
+        let j = store.job(key).await?.ok_or("the job is gone")?;
+        start::reverse_spec_of(proxy, &j).await
+    }
+    .await;
+    match r {
+        Ok(spec) => Migrations::run(proxy, spec, store.clone(), "switched".into()),
+        Err(e) => warn!(table = %key, error = %e, "cannot stream back to the old placement yet"),
     }
 }
 
@@ -146,12 +165,27 @@ async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
         let idle = !j.lease_live || j.owner.as_deref() == Some(m.owner.as_str());
         let active = matches!(
             j.phase.as_str(),
-            "copying" | "catching_up" | "ready" | "cancelling" | "switching"
+            "copying" | "catching_up" | "ready" | "cancelling" | "switching" | "switched"
         );
         if !active || !idle || m.running.contains_key(&j.table_key) {
             continue;
         }
         if !store.claim(&j.table_key, &m.owner).await? {
+            continue;
+        }
+        if j.phase == "switched" {
+            // Its stream back to the old placement, if the switch recorded one.
+            if store.reverse_streams(&j.table_key).await?.is_empty() {
+                store.release(&j.table_key, &m.owner).await?;
+                continue;
+            }
+            match start::reverse_spec_of(proxy, &j).await {
+                Ok(spec) => Migrations::run(proxy, spec, store.clone(), j.phase.clone()),
+                Err(e) => {
+                    warn!(table = %j.table_key, error = %e, "cannot stream back here");
+                    store.release(&j.table_key, &m.owner).await?;
+                }
+            }
             continue;
         }
         match start::spec_of(proxy, &j).await {

@@ -187,6 +187,7 @@ async fn prepare_checked(
     let job = JobRow {
         table_key: key.clone(),
         target: entry.to_string(),
+        source_entry: source_entry(proxy, schema, table),
         sources: sources.clone(),
         phase: "copying".into(),
         last_error: None,
@@ -205,6 +206,7 @@ async fn prepare_checked(
         created_on,
         shape: Arc::new(shape),
         backends: backends(proxy),
+        reverse: false,
     };
     Ok((spec, job, streams))
 }
@@ -259,5 +261,56 @@ pub async fn spec_of(proxy: &Proxy, j: &JobRow) -> Result<Spec, String> {
         created_on: j.created_on.clone(),
         shape: Arc::new(shape?),
         backends: backends(proxy),
+        reverse: false,
+    })
+}
+
+/// The placement the table has now, as a `tables:` entry (empty: the default backend), so that
+/// REVERSE can route by it again.
+fn source_entry(proxy: &Proxy, schema: &str, table: &str) -> String {
+    let key = format!("{schema}.{table}");
+    if let Some((_, e)) = proxy
+        .migrations
+        .applied_placements()
+        .into_iter()
+        .find(|(k, _)| *k == key)
+    {
+        return e;
+    }
+    for k in [key.as_str(), table] {
+        if let Some(t) = proxy.config.tables.get(k) {
+            return serde_saphyr::to_string(&t.value).unwrap_or_default();
+        }
+    }
+    String::new()
+}
+
+/// The rule of a job's old placement.
+pub fn source_rule(proxy: &Proxy, j: &JobRow) -> Result<TableRule, String> {
+    let (schema, table) = j
+        .table_key
+        .split_once('.')
+        .ok_or_else(|| format!("job `{}` has no schema", j.table_key))?;
+    if j.source_entry.trim().is_empty() {
+        let mut r = current_rule(proxy, schema, table);
+        r.placement = Placement::Single {
+            backend: proxy.config.default_backend.value.clone(),
+        };
+        return Ok(r);
+    }
+    target_rule(proxy, &j.table_key, &j.source_entry)
+}
+
+/// The stream back to the old placement of a switched job: from every backend of the new
+/// placement, nothing to copy.
+pub async fn reverse_spec_of(proxy: &Proxy, j: &JobRow) -> Result<Spec, String> {
+    let forward = spec_of(proxy, j).await?;
+    let old = source_rule(proxy, j)?;
+    Ok(Spec {
+        sources: forward.target.backends().to_vec(),
+        target: Arc::new(old),
+        created_on: Vec::new(),
+        reverse: true,
+        ..forward
     })
 }

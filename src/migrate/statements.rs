@@ -75,15 +75,13 @@ pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement
             Ok((s, n)) => complete(proxy, &format!("{s}.{n}")).await,
             Err(e) => Err(e),
         },
-        MigrateStatement::Step { step, .. } => Err(SqlError::new(
-            crate::sql::ER_NOT_SUPPORTED_YET,
-            b"42000",
-            format!(
-                "idgate: IDGATE MIGRATE {} is not available in this version; after SWITCH, \
-                 IDGATE MIGRATE COMPLETE ends the job on the new placement",
-                step.word()
-            ),
-        )),
+        MigrateStatement::Step {
+            step: MigrateStep::Reverse,
+            table,
+        } => match key(&table, db) {
+            Ok((s, n)) => reverse(proxy, &format!("{s}.{n}")).await,
+            Err(e) => Err(e),
+        },
     };
     match r {
         Ok(info) => Answer::Ok(info),
@@ -259,6 +257,44 @@ async fn verify(proxy: &Arc<Proxy>, k: &str) -> Result<ResultSet, SqlError> {
     Ok(rs)
 }
 
+async fn reverse(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
+    let m = &proxy.migrations;
+    let store = m.store(proxy).await.map_err(refused)?.clone();
+    let Some(j) = store.job(k).await.map_err(refused)? else {
+        return Err(refused(format!("there is no migration of `{k}`")));
+    };
+    if j.phase != "switched" {
+        return Err(refused(format!(
+            "the migration of `{k}` is {}; REVERSE follows SWITCH (before it, CANCEL ends the job)",
+            j.phase
+        )));
+    }
+    let running = m
+        .running
+        .get(k)
+        .map(|r| r.clone())
+        .filter(|r| r.spec.reverse);
+    let Some(running) = running else {
+        return Err(refused(match owner(&j) {
+            Some(o) => format!(
+                "the stream back of `{k}` runs on the idgate instance {o}; run REVERSE there"
+            ),
+            None => format!(
+                "`{k}` has no stream back to its old placement (the new placement's backends need \
+                 log_bin, binlog_format=ROW and binlog_row_image=FULL at SWITCH)"
+            ),
+        }));
+    };
+    let forward = start::spec_of(proxy, &j).await.map_err(refused)?;
+    let held = super::switch::reverse(proxy, &store, &forward, &running)
+        .await
+        .map_err(|e| refused(format!("`{k}` was not reversed: {e}")))?;
+    Ok(format!(
+        "`{k}` is back on its old placement; statements about it were held for {} ms",
+        held.as_millis()
+    ))
+}
+
 async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
     let store = proxy
         .migrations
@@ -274,6 +310,14 @@ async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
             "the migration of `{k}` is {}; COMPLETE follows SWITCH (before it, CANCEL ends the job)",
             j.phase
         )));
+    }
+    // The stream back ends first.
+    if let Some(r) = proxy.migrations.running.get(k).map(|r| r.clone()) {
+        r.stop();
+        let deadline = Instant::now() + CANCEL_WAIT;
+        while proxy.migrations.running.contains_key(k) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
     let spec = start::spec_of(proxy, &j).await.map_err(refused)?;
     let done = super::switch::complete(&spec).await.map_err(refused)?;

@@ -20,6 +20,7 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 const CREATE_JOBS: &str = "CREATE TABLE IF NOT EXISTS idgate_migrations (\
     table_key VARCHAR(200) NOT NULL PRIMARY KEY, \
     target TEXT NOT NULL, \
+    source_entry TEXT NOT NULL, \
     sources TEXT NOT NULL, \
     phase VARCHAR(16) NOT NULL, \
     last_error TEXT NULL, \
@@ -42,6 +43,14 @@ const CREATE_STREAMS: &str = "CREATE TABLE IF NOT EXISTS idgate_migration_stream
     events_applied BIGINT NOT NULL DEFAULT 0, \
     PRIMARY KEY (table_key, source)) ENGINE=InnoDB";
 
+/// After a switch: where the stream from each new backend back to the old placement is.
+const CREATE_REVERSE: &str = "CREATE TABLE IF NOT EXISTS idgate_migration_reverse (\
+    table_key VARCHAR(200) NOT NULL, \
+    backend VARCHAR(100) NOT NULL, \
+    gtid_pos TEXT NOT NULL, \
+    events_applied BIGINT NOT NULL DEFAULT 0, \
+    PRIMARY KEY (table_key, backend)) ENGINE=InnoDB";
+
 const CREATE_PLACEMENTS: &str = "CREATE TABLE IF NOT EXISTS idgate_placements (\
     table_key VARCHAR(200) NOT NULL PRIMARY KEY, \
     entry TEXT NOT NULL, \
@@ -53,6 +62,8 @@ const CREATE_PLACEMENTS: &str = "CREATE TABLE IF NOT EXISTS idgate_placements (\
 pub struct JobRow {
     pub table_key: String,
     pub target: String,
+    /// The placement before the move, as a `tables:` entry (empty: the default backend).
+    pub source_entry: String,
     pub sources: Vec<String>,
     pub phase: String,
     pub last_error: Option<String>,
@@ -79,7 +90,7 @@ pub struct StreamRow {
 
 /// Phases after which a job no longer runs.
 pub fn is_finished(phase: &str) -> bool {
-    matches!(phase, "cancelled" | "complete")
+    matches!(phase, "cancelled" | "complete" | "reversed")
 }
 
 #[derive(Clone)]
@@ -113,6 +124,7 @@ impl Store {
         bounded(c.query_drop(CREATE_JOBS)).await?;
         bounded(c.query_drop(CREATE_STREAMS)).await?;
         bounded(c.query_drop(CREATE_PLACEMENTS)).await?;
+        bounded(c.query_drop(CREATE_REVERSE)).await?;
         Ok(store)
     }
 
@@ -124,7 +136,8 @@ impl Store {
         let mut c = self.conn().await?;
         let sql = format!(
             "SELECT table_key, target, sources, phase, last_error, created_on, owner, \
-             lease_until_ms > {DB_NOW_MS}, lag_events, lag_seconds FROM idgate_migrations \
+             lease_until_ms > {DB_NOW_MS}, lag_events, lag_seconds, source_entry \
+             FROM idgate_migrations \
              ORDER BY table_key"
         );
         let rows: Vec<Row> = bounded(c.query(sql)).await?;
@@ -179,20 +192,23 @@ impl Store {
         if existing.as_deref().is_some_and(|p| !is_finished(p)) {
             return Ok(false);
         }
-        bounded(tx.exec_drop(
-            "DELETE FROM idgate_migration_streams WHERE table_key = ?",
-            (&job.table_key,),
-        ))
-        .await?;
+        for t in ["idgate_migration_streams", "idgate_migration_reverse"] {
+            bounded(tx.exec_drop(
+                format!("DELETE FROM {t} WHERE table_key = ?"),
+                (&job.table_key,),
+            ))
+            .await?;
+        }
         bounded(tx.exec_drop(
             format!(
-                "REPLACE INTO idgate_migrations (table_key, target, sources, phase, created_on, \
-                 owner, lease_until_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, {DB_NOW_MS} + ?, \
-                 {DB_NOW_MS})"
+                "REPLACE INTO idgate_migrations (table_key, target, source_entry, sources, phase, \
+                 created_on, owner, lease_until_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, \
+                 {DB_NOW_MS} + ?, {DB_NOW_MS})"
             ),
             (
                 &job.table_key,
                 &job.target,
+                &job.source_entry,
                 job.sources.join(","),
                 &job.phase,
                 job.created_on.join(","),
@@ -225,7 +241,7 @@ impl Store {
         bounded(c.exec_drop(
             format!(
                 "UPDATE idgate_migrations SET owner = ?, lease_until_ms = {DB_NOW_MS} + ? \
-                 WHERE table_key = ? AND phase NOT IN ('cancelled', 'complete', 'switched') \
+                 WHERE table_key = ? AND phase NOT IN ('cancelled', 'complete', 'reversed') \
                  AND (owner = ? OR owner IS NULL OR lease_until_ms < {DB_NOW_MS})"
             ),
             (owner, LEASE_MS, key, owner),
@@ -296,9 +312,23 @@ impl Store {
     }
 
     /// The end of a switch: the table's new placement and the job's phase, in one transaction.
-    pub async fn switched(&self, key: &str, entry: &str, id_floor: u64) -> Result<(), String> {
+    pub async fn switched(
+        &self,
+        key: &str,
+        entry: &str,
+        id_floor: u64,
+        reverse: &[(String, String)],
+    ) -> Result<(), String> {
         let mut c = self.conn().await?;
         let mut tx = bounded(c.start_transaction(Default::default())).await?;
+        for (backend, pos) in reverse {
+            bounded(tx.exec_drop(
+                "REPLACE INTO idgate_migration_reverse (table_key, backend, gtid_pos) \
+                 VALUES (?, ?, ?)",
+                (key, backend, pos),
+            ))
+            .await?;
+        }
         bounded(tx.exec_drop(
             format!(
                 "REPLACE INTO idgate_placements (table_key, entry, id_floor, updated_ms) \
@@ -312,6 +342,49 @@ impl Store {
                 "UPDATE idgate_migrations SET phase = 'switched', last_error = NULL, owner = NULL, \
                  lease_until_ms = 0, lag_events = 0, lag_seconds = 0, updated_ms = {DB_NOW_MS} \
                  WHERE table_key = ?"
+            ),
+            (key,),
+        ))
+        .await?;
+        bounded(tx.commit()).await
+    }
+
+    /// The streams back to the old placement of a switched job (backend, position, events).
+    pub async fn reverse_streams(&self, key: &str) -> Result<Vec<(String, String, i64)>, String> {
+        let mut c = self.conn().await?;
+        bounded(c.exec(
+            "SELECT backend, gtid_pos, events_applied FROM idgate_migration_reverse \
+             WHERE table_key = ? ORDER BY backend",
+            (key,),
+        ))
+        .await
+    }
+
+    pub async fn save_reverse_position(
+        &self,
+        key: &str,
+        backend: &str,
+        gtid_pos: &str,
+        events_applied: i64,
+    ) -> Result<(), String> {
+        let mut c = self.conn().await?;
+        bounded(c.exec_drop(
+            "UPDATE idgate_migration_reverse SET gtid_pos = ?, events_applied = ? \
+             WHERE table_key = ? AND backend = ?",
+            (gtid_pos, events_applied, key, backend),
+        ))
+        .await
+    }
+
+    /// The end of a REVERSE: the table is routed by its old placement again.
+    pub async fn reversed(&self, key: &str) -> Result<(), String> {
+        let mut c = self.conn().await?;
+        let mut tx = bounded(c.start_transaction(Default::default())).await?;
+        bounded(tx.exec_drop("DELETE FROM idgate_placements WHERE table_key = ?", (key,))).await?;
+        bounded(tx.exec_drop(
+            format!(
+                "UPDATE idgate_migrations SET phase = 'reversed', owner = NULL, \
+                 lease_until_ms = 0, updated_ms = {DB_NOW_MS} WHERE table_key = ?"
             ),
             (key,),
         ))
@@ -387,5 +460,6 @@ fn job_from_row(mut r: Row) -> Option<JobRow> {
         lease_live: r.take_opt::<i64, _>(7)?.ok()? != 0,
         lag_events: r.take_opt(8)?.ok()?,
         lag_seconds: r.take_opt(9)?.ok()?,
+        source_entry: r.take_opt(10)?.ok()?,
     })
 }

@@ -125,7 +125,10 @@ async fn cut_over(
             Err(e) => return Err(undo(e).await),
         }
     }
-    if let Err(e) = store.switched(&spec.key, entry, floor).await {
+    // Where the stream back to the old placement starts, on each new backend with a binlog.
+    let reverse = reverse_positions(spec).await;
+    let positions = reverse.as_ref().map(Vec::as_slice).unwrap_or_default();
+    if let Err(e) = store.switched(&spec.key, entry, floor, positions).await {
         // The answer may be lost while the commit was made: the store decides.
         let recorded = store.job(&spec.key).await.ok().flatten();
         if recorded.is_none_or(|j| j.phase != "switched") {
@@ -141,7 +144,35 @@ async fn cut_over(
     let moved = store.placements().await.unwrap_or_default();
     proxy.set_tables(super::placements::tables_with(proxy, &moved));
     proxy.migrations.set_applied_placements(moved);
+    match reverse {
+        Ok(_) => super::start_reverse(proxy, store, &spec.key).await,
+        Err(why) => {
+            warn!(table = %spec.key, reason = %why, "no stream back to the old placement: REVERSE will be refused")
+        }
+    }
     Ok(())
+}
+
+/// Each new backend's binlog position now; an error says why one cannot be streamed from.
+async fn reverse_positions(spec: &Spec) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for b in spec.target.backends() {
+        let cfg = spec.backends.get(b).ok_or("backend not configured")?;
+        let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let checked = super::source::check_binlog(&mut c, b).await;
+        let r = rows(&mut c, "SELECT @@global.gtid_binlog_pos").await;
+        c.close().await;
+        checked?;
+        let pos = r?
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next().flatten())
+            .unwrap_or_default();
+        out.push((b.clone(), pos));
+    }
+    Ok(out)
 }
 
 async fn unfence(spec: &Spec, sources: &[String]) {
@@ -292,4 +323,148 @@ async fn prune(c: &mut BackendConn, spec: &Spec, source: &str) -> Result<u64, St
         }
     }
     Ok(deleted)
+}
+
+/// `IDGATE MIGRATE REVERSE` after a switch, on the instance streaming back: statements are
+/// held; the new placement is fenced as the old one was; the stream back drains; the old
+/// placement's ids are raised above everything handed out since the switch; the old placement
+/// is unfenced and routed by again; then the new placement is emptied as CANCEL empties it.
+pub async fn reverse(
+    proxy: &Arc<Proxy>,
+    store: &Store,
+    forward: &Spec,
+    running: &Arc<Running>,
+) -> Result<Duration, String> {
+    let back = running.spec.clone();
+    running.switching.store(true, Ordering::Release);
+    let hold = proxy.migrations.holds.hold(&back.schema, &back.table);
+    info!(table = %back.key, "reversing: statements about the table are held");
+    let r = reverse_cut_over(proxy, store, forward, &back, running).await;
+    let held = hold.since.elapsed();
+    drop(hold);
+    if r.is_err() {
+        running.switching.store(false, Ordering::Release);
+    }
+    r?;
+    running.stop();
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while proxy.migrations.running.contains_key(&back.key) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The new placement serves no more: its fence off, its copy undone.
+    unfence(&back, &back.sources).await;
+    super::job::cleanup(forward).await?;
+    for b in back.sources.iter().filter(|b| forward.sources.contains(b)) {
+        let cfg = back.backends.get(b).ok_or("backend not configured")?;
+        let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let r = prune(&mut c, &back, b).await;
+        c.close().await;
+        r?;
+    }
+    info!(table = %back.key, held_ms = held.as_millis() as u64, "reversed");
+    Ok(held)
+}
+
+async fn reverse_cut_over(
+    proxy: &Arc<Proxy>,
+    store: &Store,
+    forward: &Spec,
+    back: &Spec,
+    running: &Arc<Running>,
+) -> Result<(), String> {
+    // Backends of both placements carry the old fence; the new one replaces it there.
+    let mut fenced = Vec::new();
+    for b in &back.sources {
+        let cfg = back.backends.get(b).ok_or("backend not configured")?;
+        if forward.sources.contains(b) {
+            super::fence::remove(b, cfg, &back.schema, &back.table).await?;
+        }
+        let r = super::fence::install(b, cfg, &back.schema, &back.table, &back.target).await;
+        if let Err(e) = r {
+            unfence(back, &fenced).await;
+            refence(forward).await;
+            return Err(e);
+        }
+        fenced.push(b.clone());
+    }
+    let undo = |e: String| async {
+        unfence(back, &back.sources).await;
+        refence(forward).await;
+        e
+    };
+    if let Err(e) = drain(back, running).await {
+        return Err(undo(e).await);
+    }
+    // Ids handed out since the switch stay above what the old placement hands out.
+    let top = match super::ids::highest(
+        proxy,
+        &back.sources,
+        &back.schema,
+        &back.table,
+        &back.target.id_column,
+    )
+    .await
+    {
+        Ok(t) => t,
+        Err(e) => return Err(undo(e).await),
+    };
+    let raised = match &back.target.generator {
+        Some(g) => super::ids::raise(proxy, g, top).await,
+        None => raise_auto_increment(back, top).await,
+    };
+    if let Err(e) = raised {
+        return Err(undo(e).await);
+    }
+    unfence(forward, &forward.sources).await;
+    if let Err(e) = store.reversed(&back.key).await {
+        let recorded = store.job(&back.key).await.ok().flatten();
+        if recorded.is_none_or(|j| j.phase != "reversed") {
+            refence(forward).await;
+            return Err(undo(e).await);
+        }
+    }
+    let moved = store.placements().await.unwrap_or_default();
+    proxy.set_tables(super::placements::tables_with(proxy, &moved));
+    proxy.migrations.set_applied_placements(moved);
+    Ok(())
+}
+
+/// Puts the old placement's fence back (a REVERSE undone).
+async fn refence(forward: &Spec) {
+    for s in &forward.sources {
+        if let Some(cfg) = forward.backends.get(s) {
+            let _ = super::fence::remove(s, cfg, &forward.schema, &forward.table).await;
+            if let Err(e) =
+                super::fence::install(s, cfg, &forward.schema, &forward.table, &forward.target)
+                    .await
+            {
+                warn!(table = %forward.key, source = %s, error = %e, "cannot put the fence back");
+            }
+        }
+    }
+}
+
+/// The old tables' AUTO_INCREMENT above `top` (a table that had no generator before the move).
+async fn raise_auto_increment(back: &Spec, top: u64) -> Result<(), String> {
+    for b in back.target.backends() {
+        let cfg = back.backends.get(b).ok_or("backend not configured")?;
+        let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let r = exec(
+            &mut c,
+            &format!(
+                "ALTER TABLE {}.{} AUTO_INCREMENT = {}",
+                quote_ident(&back.schema),
+                quote_ident(&back.table),
+                top.saturating_add(1)
+            ),
+        )
+        .await;
+        c.close().await;
+        r.map_err(|e| format!("raising AUTO_INCREMENT on `{b}`: {e}"))?;
+    }
+    Ok(())
 }

@@ -40,9 +40,11 @@ pub struct Writer {
 }
 
 /// Settings of every session that writes moved rows: values as the copy reads them (UTC
-/// times), an explicit 0 stays 0, no check of foreign keys to rows not moved yet.
+/// times), an explicit 0 stays 0, no check of foreign keys to rows not moved yet, and the fence
+/// of a switched table passed (`fence::BYPASS`: the stream back to the old placement).
 const SESSION_SETUP: &str = "SET NAMES utf8mb4, time_zone = '+00:00', \
-    sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', foreign_key_checks = 0";
+    sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', foreign_key_checks = 0, \
+    @idgate_fence_bypass = 1";
 
 impl Writer {
     pub fn new(

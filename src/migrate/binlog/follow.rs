@@ -53,6 +53,8 @@ pub struct Follower<'a> {
     prepared: Vec<Prepared>,
     /// When the position was last saved.
     saved_at: Instant,
+    /// A stream back to the old placement after a switch (saved apart from the forward ones).
+    pub reverse: bool,
 }
 
 impl<'a> Follower<'a> {
@@ -80,6 +82,7 @@ impl<'a> Follower<'a> {
             last_group_time: 0,
             prepared: Vec::new(),
             saved_at: Instant::now(),
+            reverse: false,
         }
     }
 }
@@ -385,9 +388,15 @@ impl Follower<'_> {
             .prepared
             .first()
             .map_or_else(|| pos.to_string(), |p| p.before.to_string());
-        self.store
-            .save_position(self.key, self.source, &saved, applied)
-            .await?;
+        if self.reverse {
+            self.store
+                .save_reverse_position(self.key, self.source, &saved, applied)
+                .await?;
+        } else {
+            self.store
+                .save_position(self.key, self.source, &saved, applied)
+                .await?;
+        }
         self.progress.set_applied(&pos);
         self.progress
             .last_group_time
