@@ -108,6 +108,43 @@ fn writer(g: &Idgate, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) -> std::threa
     })
 }
 
+/// `accounts` with `rows` rows on `shard0` (with a binlog), `shard1` and `shard2` (with binlogs
+/// when the test streams back from them), and an admin idgate over the three.
+fn three_servers(rows: u64, binlog_targets: bool) -> (Vec<MariaDb>, Idgate) {
+    let target = || {
+        if binlog_targets {
+            binlog_db()
+        } else {
+            start_db()
+        }
+    };
+    let dbs = vec![binlog_db(), target(), target()];
+    fill(&mut direct(&dbs[0]), rows);
+    let g = {
+        let backends = [
+            ("shard0", &dbs[0]),
+            ("shard1", &dbs[1]),
+            ("shard2", &dbs[2]),
+        ];
+        admin_idgate(&backends, GENERATORS)
+    };
+    (dbs, g)
+}
+
+/// Runs `IDGATE MIGRATE <what> accounts`, again while the new placement is measured behind
+/// (a writer keeps it busy); returns the OK packet's info.
+fn step(g: &Idgate, admin: &mut mysql::Conn, what: &str) -> String {
+    loop {
+        match admin.query_drop(format!("IDGATE MIGRATE {what} accounts")) {
+            Ok(()) => return admin.info_str().to_string(),
+            Err(e) if e.to_string().contains("behind") => {
+                std::thread::sleep(Duration::from_millis(500))
+            }
+            Err(e) => panic!("{what}: {e}; idgate's log:\n{}", g.log()),
+        }
+    }
+}
+
 fn start_stmt(shards: &str) -> String {
     format!(
         "IDGATE MIGRATE START accounts TO '{{generator: acc_seq, sharding: {{columns: [id], \
@@ -117,12 +154,8 @@ fn start_stmt(shards: &str) -> String {
 
 #[test]
 fn a_live_table_is_copied_onto_shards_and_kept_up_to_date_while_the_application_writes() {
-    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
-    fill(&mut direct(&db0), 100_000);
-    let g = admin_idgate(
-        &[("shard0", &db0), ("shard1", &db1), ("shard2", &db2)],
-        GENERATORS,
-    );
+    let (dbs, g) = three_servers(100_000, false);
+    let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let w = writer(&g, stop.clone(), done.clone());
@@ -153,11 +186,11 @@ fn a_live_table_is_copied_onto_shards_and_kept_up_to_date_while_the_application_
 
     let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
     assert!(s.rows_copied >= 90_000, "{s:?}");
-    assert_same_rows(&db0, &[&db1, &db2]);
+    assert_same_rows(db0, &[db1, db2]);
     // VERIFY agrees, and finds a row changed behind idgate's back on the new placement.
     let diffs: Vec<mysql::Row> = admin.query("IDGATE MIGRATE VERIFY accounts").unwrap();
     assert!(diffs.is_empty(), "{diffs:?}");
-    let mut on2 = direct(&db2);
+    let mut on2 = direct(db2);
     let victim: u64 = on2
         .query_first("SELECT id FROM accounts WHERE id > 50000 ORDER BY id LIMIT 1")
         .unwrap()
@@ -180,7 +213,7 @@ fn a_live_table_is_copied_onto_shards_and_kept_up_to_date_while_the_application_
         .query_first("SELECT COUNT(*) FROM accounts")
         .unwrap()
         .unwrap();
-    let m: u64 = direct(&db0)
+    let m: u64 = direct(db0)
         .query_first("SELECT COUNT(*) FROM accounts")
         .unwrap()
         .unwrap();
@@ -192,27 +225,23 @@ fn a_live_table_is_copied_onto_shards_and_kept_up_to_date_while_the_application_
 
 #[test]
 fn cancel_leaves_everything_as_it_was_and_a_new_start_works() {
-    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
-    fill(&mut direct(&db0), 5_000);
-    let g = admin_idgate(
-        &[("shard0", &db0), ("shard1", &db1), ("shard2", &db2)],
-        GENERATORS,
-    );
+    let (dbs, g) = three_servers(5_000, false);
+    let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
     let mut admin = g.conn();
     // shard1 holds an empty `accounts` already: it is emptied again, not dropped.
-    direct(&db1).query_drop(ACCOUNTS).unwrap();
+    direct(db1).query_drop(ACCOUNTS).unwrap();
     admin.query_drop(start_stmt("shard1, shard2")).unwrap();
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
     admin.query_drop("IDGATE MIGRATE CANCEL accounts").unwrap();
     assert_eq!(status(&mut admin, "accounts").unwrap().phase, "cancelled");
-    let left: u64 = direct(&db1)
+    let left: u64 = direct(db1)
         .query_first("SELECT COUNT(*) FROM accounts")
         .unwrap()
         .unwrap();
     assert_eq!(left, 0);
-    let tables: Vec<String> = direct(&db2).query("SHOW TABLES LIKE 'accounts'").unwrap();
+    let tables: Vec<String> = direct(db2).query("SHOW TABLES LIKE 'accounts'").unwrap();
     assert!(tables.is_empty(), "the table idgate created is dropped");
-    let n: u64 = direct(&db0)
+    let n: u64 = direct(db0)
         .query_first("SELECT COUNT(*) FROM accounts")
         .unwrap()
         .unwrap();
@@ -220,17 +249,13 @@ fn cancel_leaves_everything_as_it_was_and_a_new_start_works() {
     // A cancelled job can be started again.
     admin.query_drop(start_stmt("shard1, shard2")).unwrap();
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
-    assert_same_rows(&db0, &[&db1, &db2]);
+    assert_same_rows(db0, &[db1, db2]);
 }
 
 #[test]
 fn a_job_survives_a_killed_idgate_and_is_taken_over_where_it_was() {
-    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
-    fill(&mut direct(&db0), 100_000);
-    let g = admin_idgate(
-        &[("shard0", &db0), ("shard1", &db1), ("shard2", &db2)],
-        GENERATORS,
-    );
+    let (dbs, g) = three_servers(100_000, false);
+    let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
     let mut admin = g.conn();
     admin.query_drop(start_stmt("shard1, shard2")).unwrap();
     // Killed in the middle of the copy.
@@ -241,7 +266,7 @@ fn a_job_survives_a_killed_idgate_and_is_taken_over_where_it_was() {
     }
     g.kill();
     // Changes made while no idgate runs are applied when the job goes on.
-    let mut src = direct(&db0);
+    let mut src = direct(db0);
     src.query_drop("DELETE FROM accounts WHERE id % 10 = 3")
         .unwrap();
     src.query_drop("UPDATE accounts SET note = 'after the kill' WHERE id % 10 = 4")
@@ -250,7 +275,7 @@ fn a_job_survives_a_killed_idgate_and_is_taken_over_where_it_was() {
     let mut admin = g.conn();
     let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(90));
     assert_eq!(s.last_error, None);
-    assert_same_rows(&db0, &[&db1, &db2]);
+    assert_same_rows(db0, &[db1, db2]);
 }
 
 fn refusal(c: &mut mysql::Conn, sql: &str) -> (u16, String) {
@@ -518,35 +543,21 @@ fn modelled_writer(
 
 #[test]
 fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_ends_it() {
-    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
-    fill(&mut direct(&db0), 20_000);
-    let backends = [("shard0", &db0), ("shard1", &db1), ("shard2", &db2)];
-    let g = admin_idgate(&backends, GENERATORS);
+    let (dbs, g) = three_servers(20_000, false);
+    let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
     let stop = Arc::new(AtomicBool::new(false));
     let w = modelled_writer(&g, stop.clone());
     let mut admin = g.conn();
     admin.query_drop(start_stmt("shard1, shard2")).unwrap();
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
     // The writer goes on through the switch.
-    let held_ms = loop {
-        match admin.query_drop("IDGATE MIGRATE SWITCH accounts") {
-            Ok(()) => {
-                let info = admin.info_str().to_string();
-                let ms: u64 = info
-                    .split("held for ")
-                    .nth(1)
-                    .and_then(|t| t.split(' ').next())
-                    .and_then(|t| t.parse().ok())
-                    .unwrap_or_else(|| panic!("{info}"));
-                break ms;
-            }
-            // The lag may be measured just above the limit under load: try again.
-            Err(e) if e.to_string().contains("behind") => {
-                std::thread::sleep(Duration::from_millis(500))
-            }
-            Err(e) => panic!("{e}; idgate's log:\n{}", g.log()),
-        }
-    };
+    let info = step(&g, &mut admin, "SWITCH");
+    let held_ms: u64 = info
+        .split("held for ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{info}"));
     assert!(held_ms < 5_000, "writes held {held_ms} ms");
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
@@ -590,7 +601,7 @@ fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_en
     );
 
     // The old placement is fenced against writers that bypass idgate.
-    let err = direct(&db0)
+    let err = direct(db0)
         .query_drop("INSERT INTO accounts (name) VALUES ('direct')")
         .unwrap_err();
     assert!(err.to_string().contains("idgate moved this row"), "{err}");
@@ -601,7 +612,7 @@ fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_en
         .query_drop("IDGATE MIGRATE COMPLETE accounts")
         .unwrap();
     assert_eq!(status(&mut admin, "accounts").unwrap().phase, "complete");
-    let t: Vec<String> = direct(&db0).query("SHOW TABLES LIKE 'accounts%'").unwrap();
+    let t: Vec<String> = direct(db0).query("SHOW TABLES LIKE 'accounts%'").unwrap();
     assert_eq!(t, vec!["accounts_idgate_old".to_string()]);
 
     // A restarted idgate routes the table by its new placement, which only the store holds.
@@ -695,16 +706,14 @@ fn a_second_instance_follows_the_switch_and_nothing_acknowledged_is_lost() {
 
 #[test]
 fn a_job_killed_in_catch_up_or_in_switch_resumes_and_a_half_made_switch_is_undone() {
-    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
-    fill(&mut direct(&db0), 3_000);
-    let backends = [("shard0", &db0), ("shard1", &db1), ("shard2", &db2)];
-    let g = admin_idgate(&backends, GENERATORS);
+    let (dbs, g) = three_servers(3_000, false);
+    let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
     let mut admin = g.conn();
     admin.query_drop(start_stmt("shard1, shard2")).unwrap();
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
     // Killed while catching up: changes made meanwhile are applied when it goes on.
     g.kill();
-    let mut src = direct(&db0);
+    let mut src = direct(db0);
     src.query_drop("UPDATE accounts SET note = 'while down' WHERE id % 3 = 0")
         .unwrap();
     src.query_drop("DELETE FROM accounts WHERE id % 7 = 0")
@@ -723,41 +732,30 @@ fn a_job_killed_in_catch_up_or_in_switch_resumes_and_a_half_made_switch_is_undon
     let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(90));
     assert_eq!(s.last_error, None);
     // The half-made switch was undone: the old placement takes writes again.
-    direct(&db0)
+    direct(db0)
         .query_drop("INSERT INTO accounts (name) VALUES ('after the restart')")
         .unwrap();
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(30));
-    assert_same_rows(&db0, &[&db1, &db2]);
+    assert_same_rows(db0, &[db1, db2]);
     // And the switch can be made whole now; the fenced old table keeps what it had.
     admin.query_drop("IDGATE MIGRATE SWITCH accounts").unwrap();
-    assert_same_rows(&db0, &[&db1, &db2]);
+    assert_same_rows(db0, &[db1, db2]);
 }
 
 #[test]
 fn reverse_after_switch_under_load_loses_nothing_and_a_new_start_works() {
     // The new placement's backends keep binlogs too: the stream back reads them.
-    let (db0, db1, db2) = (binlog_db(), binlog_db(), binlog_db());
-    fill(&mut direct(&db0), 5_000);
-    let backends = [("shard0", &db0), ("shard1", &db1), ("shard2", &db2)];
-    let g = admin_idgate(&backends, GENERATORS);
+    let (dbs, g) = three_servers(5_000, true);
+    let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
     let stop = Arc::new(AtomicBool::new(false));
     let w = modelled_writer(&g, stop.clone());
     let mut admin = g.conn();
     admin.query_drop(start_stmt("shard1, shard2")).unwrap();
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
-    let switch = |admin: &mut mysql::Conn, what: &str| loop {
-        match admin.query_drop(format!("IDGATE MIGRATE {what} accounts")) {
-            Ok(()) => break admin.info_str().to_string(),
-            Err(e) if e.to_string().contains("behind") => {
-                std::thread::sleep(Duration::from_millis(500))
-            }
-            Err(e) => panic!("{what}: {e}; idgate's log:\n{}", g.log()),
-        }
-    };
-    switch(&mut admin, "SWITCH");
+    step(&g, &mut admin, "SWITCH");
     // Written on the new placement, then streamed back.
     std::thread::sleep(Duration::from_secs(3));
-    let info = switch(&mut admin, "REVERSE");
+    let info = step(&g, &mut admin, "REVERSE");
     assert!(info.contains("back on its old placement"), "{info}");
     assert_eq!(status(&mut admin, "accounts").unwrap().phase, "reversed");
     std::thread::sleep(Duration::from_secs(1));
@@ -767,7 +765,7 @@ fn reverse_after_switch_under_load_loses_nothing_and_a_new_start_works() {
 
     // The old placement holds every acknowledged change, made before, during and after.
     let got: std::collections::BTreeMap<u64, String> = dump(
-        &mut direct(&db0),
+        &mut direct(db0),
         "SELECT id, note FROM accounts WHERE name = 'live' ORDER BY id",
     )
     .into_iter()
@@ -788,12 +786,12 @@ fn reverse_after_switch_under_load_loses_nothing_and_a_new_start_works() {
         let t: Vec<String> = direct(db).query("SHOW TABLES LIKE 'accounts'").unwrap();
         assert!(t.is_empty());
     }
-    direct(&db0)
+    direct(db0)
         .query_drop("INSERT INTO accounts (name) VALUES ('direct')")
         .unwrap();
 
     // And the table can be moved again.
     admin.query_drop(start_stmt("shard1, shard2")).unwrap();
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
-    assert_same_rows(&db0, &[&db1, &db2]);
+    assert_same_rows(db0, &[db1, db2]);
 }

@@ -166,22 +166,10 @@ async fn drop_on(c: &mut BackendConn, schema: &str, table: &str) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::test_rules::{rule, sharded_by};
 
     fn sharded(a: Algorithm, shards: &[&str]) -> TableRule {
-        TableRule {
-            schema: None,
-            name: "t".into(),
-            id_column: "id".into(),
-            generator: None,
-            explicit_ids: Default::default(),
-            bias_column: None,
-            unique: None,
-            placement: Placement::Sharded {
-                columns: vec!["id".into()],
-                algorithm: a,
-                shards: shards.iter().map(|s| s.to_string()).collect(),
-            },
-        }
+        rule("t", None, sharded_by("id", a, shards))
     }
 
     #[test]

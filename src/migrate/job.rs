@@ -285,21 +285,7 @@ async fn measure_lag(spec: &Spec, running: &Running) {
         let Some(cfg) = spec.backends.get(source) else {
             continue;
         };
-        let pos = async {
-            let mut c = BackendConn::connect(source, cfg, false, CONNECT_TIMEOUT)
-                .await
-                .map_err(|e| e.to_string())?;
-            let r = rows(&mut c, "SELECT @@global.gtid_binlog_pos").await;
-            c.close().await;
-            let text = r?
-                .into_iter()
-                .next()
-                .and_then(|r| r.into_iter().next().flatten())
-                .unwrap_or_default();
-            Position::parse(&text)
-        }
-        .await;
-        let Ok(source_pos) = pos else {
+        let Ok(source_pos) = super::binlog::position_now(source, cfg).await else {
             continue;
         };
         // Groups written before the previous measure and not applied yet: the lag of a stream

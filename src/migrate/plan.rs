@@ -120,30 +120,14 @@ fn same_placement(a: &Placement, b: &Placement) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rule(placement: Placement) -> TableRule {
-        TableRule {
-            schema: None,
-            name: "t".into(),
-            id_column: "id".into(),
-            generator: None,
-            explicit_ids: Default::default(),
-            bias_column: None,
-            unique: None,
-            placement,
-        }
-    }
+    use crate::route::test_rules::{rule, sharded_by};
 
     fn single(b: &str) -> TableRule {
-        rule(Placement::Single { backend: b.into() })
+        rule("t", None, Placement::Single { backend: b.into() })
     }
 
     fn sharded(a: Algorithm, shards: &[&str]) -> TableRule {
-        rule(Placement::Sharded {
-            columns: vec!["id".into()],
-            algorithm: a,
-            shards: shards.iter().map(|s| s.to_string()).collect(),
-        })
+        rule("t", None, sharded_by("id", a, shards))
     }
 
     #[test]
@@ -182,9 +166,13 @@ mod tests {
 
     #[test]
     fn broadcast_is_refused_both_ways() {
-        let b = rule(Placement::Broadcast {
-            backends: vec!["a".into()],
-        });
+        let b = rule(
+            "t",
+            None,
+            Placement::Broadcast {
+                backends: vec!["a".into()],
+            },
+        );
         assert!(check_move(&b, &single("c")).is_err());
         assert!(check_move(&single("c"), &b).is_err());
     }

@@ -42,46 +42,24 @@ pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement
                 Err(e) => Answer::Err(e),
             };
         }
-        MigrateStatement::Step {
-            step: MigrateStep::Cancel,
-            table,
-        } => match key(&table, db) {
-            Ok((s, n)) => cancel(proxy, &format!("{s}.{n}")).await,
-            Err(e) => Err(e),
-        },
-        MigrateStatement::Step {
-            step: MigrateStep::Switch,
-            table,
-        } => match key(&table, db) {
-            Ok((s, n)) => switch(proxy, &format!("{s}.{n}")).await,
-            Err(e) => Err(e),
-        },
-        MigrateStatement::Step {
-            step: MigrateStep::Verify,
-            table,
-        } => {
-            return match key(&table, db) {
-                Ok((s, n)) => match verify(proxy, &format!("{s}.{n}")).await {
-                    Ok(rs) => Answer::Rows(rs),
-                    Err(e) => Answer::Err(e),
-                },
-                Err(e) => Answer::Err(e),
+        MigrateStatement::Step { step, table } => {
+            let k = match key(&table, db) {
+                Ok((s, n)) => format!("{s}.{n}"),
+                Err(e) => return Answer::Err(e),
+            };
+            match step {
+                MigrateStep::Cancel => cancel(proxy, &k).await,
+                MigrateStep::Switch => switch(proxy, &k).await,
+                MigrateStep::Complete => complete(proxy, &k).await,
+                MigrateStep::Reverse => reverse(proxy, &k).await,
+                MigrateStep::Verify => {
+                    return match verify(proxy, &k).await {
+                        Ok(rs) => Answer::Rows(rs),
+                        Err(e) => Answer::Err(e),
+                    }
+                }
             }
         }
-        MigrateStatement::Step {
-            step: MigrateStep::Complete,
-            table,
-        } => match key(&table, db) {
-            Ok((s, n)) => complete(proxy, &format!("{s}.{n}")).await,
-            Err(e) => Err(e),
-        },
-        MigrateStatement::Step {
-            step: MigrateStep::Reverse,
-            table,
-        } => match key(&table, db) {
-            Ok((s, n)) => reverse(proxy, &format!("{s}.{n}")).await,
-            Err(e) => Err(e),
-        },
     };
     match r {
         Ok(info) => Answer::Ok(info),
@@ -182,9 +160,7 @@ async fn status(proxy: &Arc<Proxy>, only: Option<&str>) -> Result<ResultSet, Sql
 async fn switch(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
-    let Some(j) = store.job(k).await.map_err(refused)? else {
-        return Err(refused(format!("there is no migration of `{k}`")));
-    };
+    let j = job_of(&store, k).await?;
     let Some(running) = m.running.get(k).map(|r| r.clone()) else {
         return Err(refused(match owner(&j) {
             Some(o) if j.phase != "switched" => {
@@ -213,9 +189,7 @@ async fn switch(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
 async fn verify(proxy: &Arc<Proxy>, k: &str) -> Result<ResultSet, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
-    let Some(j) = store.job(k).await.map_err(refused)? else {
-        return Err(refused(format!("there is no migration of `{k}`")));
-    };
+    let j = job_of(&store, k).await?;
     let Some(running) = m.running.get(k).map(|r| r.clone()) else {
         return Err(refused(match owner(&j) {
             Some(o) => {
@@ -260,9 +234,7 @@ async fn verify(proxy: &Arc<Proxy>, k: &str) -> Result<ResultSet, SqlError> {
 async fn reverse(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
-    let Some(j) = store.job(k).await.map_err(refused)? else {
-        return Err(refused(format!("there is no migration of `{k}`")));
-    };
+    let j = job_of(&store, k).await?;
     if j.phase != "switched" {
         return Err(refused(format!(
             "the migration of `{k}` is {}; REVERSE follows SWITCH (before it, CANCEL ends the job)",
@@ -302,9 +274,7 @@ async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
         .await
         .map_err(refused)?
         .clone();
-    let Some(j) = store.job(k).await.map_err(refused)? else {
-        return Err(refused(format!("there is no migration of `{k}`")));
-    };
+    let j = job_of(&store, k).await?;
     if j.phase != "switched" {
         return Err(refused(format!(
             "the migration of `{k}` is {}; COMPLETE follows SWITCH (before it, CANCEL ends the job)",
@@ -325,6 +295,15 @@ async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
     Ok(format!("migration of `{k}` complete: {done}"))
 }
 
+/// The job of `k`, or the error that there is none.
+async fn job_of(store: &super::store::Store, k: &str) -> Result<JobRow, SqlError> {
+    store
+        .job(k)
+        .await
+        .map_err(refused)?
+        .ok_or_else(|| refused(format!("there is no migration of `{k}`")))
+}
+
 fn owner(j: &JobRow) -> Option<String> {
     j.owner.clone().filter(|_| j.lease_live)
 }
@@ -332,9 +311,7 @@ fn owner(j: &JobRow) -> Option<String> {
 async fn cancel(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
-    let Some(j) = store.job(k).await.map_err(refused)? else {
-        return Err(refused(format!("there is no migration of `{k}`")));
-    };
+    let j = job_of(&store, k).await?;
     if is_finished(&j.phase) {
         return Err(refused(format!(
             "the migration of `{k}` is already {}",

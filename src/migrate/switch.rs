@@ -12,10 +12,8 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use super::binlog::gtid::Position;
 use super::columns::quote_ident;
 use super::job::{Running, Spec};
-use super::source::rows;
 use super::store::Store;
 use super::writer::{exec, Change, Writer};
 use crate::exec::BackendConn;
@@ -162,15 +160,12 @@ async fn reverse_positions(spec: &Spec) -> Result<Vec<(String, String)>, String>
             .await
             .map_err(|e| e.to_string())?;
         let checked = super::source::check_binlog(&mut c, b).await;
-        let r = rows(&mut c, "SELECT @@global.gtid_binlog_pos").await;
         c.close().await;
         checked?;
-        let pos = r?
-            .into_iter()
-            .next()
-            .and_then(|r| r.into_iter().next().flatten())
-            .unwrap_or_default();
-        out.push((b.clone(), pos));
+        out.push((
+            b.clone(),
+            super::binlog::position_now(b, cfg).await?.to_string(),
+        ));
     }
     Ok(out)
 }
@@ -189,17 +184,7 @@ async fn unfence(spec: &Spec, sources: &[String]) {
 async fn drain(spec: &Spec, running: &Running) -> Result<(), String> {
     for (source, progress) in &running.streams {
         let cfg = spec.backends.get(source).ok_or("source not configured")?;
-        let mut c = BackendConn::connect(source, cfg, false, CONNECT_TIMEOUT)
-            .await
-            .map_err(|e| e.to_string())?;
-        let r = rows(&mut c, "SELECT @@global.gtid_binlog_pos").await;
-        c.close().await;
-        let text = r?
-            .into_iter()
-            .next()
-            .and_then(|r| r.into_iter().next().flatten())
-            .unwrap_or_default();
-        let last = Position::parse(&text)?;
+        let last = super::binlog::position_now(source, cfg).await?;
         let deadline = Instant::now() + DRAIN_TIMEOUT;
         while progress.applied().behind(&last) > 0 {
             if Instant::now() > deadline {

@@ -239,7 +239,7 @@ pub async fn exec(conn: &mut BackendConn, sql: &str) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::migrate::columns::{Column, Kind};
-    use crate::route::{Algorithm, Placement};
+    use crate::route::test_rules::{rule, sharded};
 
     fn writer() -> Writer {
         let shape = TableShape {
@@ -258,20 +258,7 @@ mod tests {
             ],
             primary_key: vec![0],
         };
-        let rule = TableRule {
-            schema: None,
-            name: "t".into(),
-            id_column: "id".into(),
-            generator: None,
-            explicit_ids: Default::default(),
-            bias_column: None,
-            unique: None,
-            placement: Placement::Sharded {
-                columns: vec!["id".into()],
-                algorithm: Algorithm::Mod,
-                shards: vec!["a".into(), "b".into()],
-            },
-        };
+        let rule = rule("t", None, sharded("id", &["a", "b"]));
         Writer::new("s", "t", Arc::new(shape), Arc::new(rule), BTreeMap::new())
     }
 

@@ -62,4 +62,4 @@ mod planner_tests;
 #[cfg(test)]
 mod statement_tests;
 #[cfg(test)]
-mod test_rules;
+pub(crate) mod test_rules;

@@ -18,9 +18,14 @@ pub fn rule(name: &str, generator: Option<&str>, placement: Placement) -> TableR
 
 /// Sharded by `column` mod the number of `shards`.
 pub fn sharded(column: &str, shards: &[&str]) -> Placement {
+    sharded_by(column, Algorithm::Mod, shards)
+}
+
+/// Sharded by `column` under `algorithm`.
+pub fn sharded_by(column: &str, algorithm: Algorithm, shards: &[&str]) -> Placement {
     Placement::Sharded {
         columns: vec![column.into()],
-        algorithm: Algorithm::Mod,
+        algorithm,
         shards: shards.iter().map(|s| s.to_string()).collect(),
     }
 }

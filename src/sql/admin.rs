@@ -4,7 +4,7 @@
 //! words only, so every other statement pays a keyword comparison.
 
 use super::admin_migrate::{self, MigrateStatement};
-use super::lex::{skip_trivia, word_end};
+use super::lex::{only_trivia_left, skip_trivia, word_end};
 
 /// An admin statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,11 +115,7 @@ impl<'a> Words<'a> {
 
     /// Only trivia and `;` are left.
     fn at_end(&self) -> bool {
-        let mut i = skip_trivia(self.s, self.i);
-        while i < self.s.len() && self.s[i] == b';' {
-            i = skip_trivia(self.s, i + 1);
-        }
-        i >= self.s.len()
+        only_trivia_left(self.s, self.i)
     }
 }
 

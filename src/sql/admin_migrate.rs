@@ -2,7 +2,7 @@
 //! `IDGATE MIGRATE`; a malformed form is kept with what is wrong, so the client is told the
 //! usage rather than getting the statement sent to a backend.
 
-use super::lex::{skip_trivia, unquote_ident};
+use super::lex::{only_trivia_left, skip_trivia, unquote_ident};
 
 /// What `IDGATE MIGRATE` asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,11 +197,7 @@ impl<'a> Parser<'a> {
     }
 
     fn at_end(&self) -> bool {
-        let mut i = skip_trivia(self.s, self.i);
-        while i < self.s.len() && self.s[i] == b';' {
-            i = skip_trivia(self.s, i + 1);
-        }
-        i >= self.s.len()
+        only_trivia_left(self.s, self.i)
     }
 }
 

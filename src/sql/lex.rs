@@ -134,6 +134,15 @@ pub(crate) fn skip_trivia(s: &[u8], mut i: usize) -> usize {
 
 /// End of the maximal unquoted identifier/keyword run starting at `i`.
 #[inline]
+/// Whether only trivia and `;` are left in `s` after `i`.
+pub(crate) fn only_trivia_left(s: &[u8], i: usize) -> bool {
+    let mut i = skip_trivia(s, i);
+    while i < s.len() && s[i] == b';' {
+        i = skip_trivia(s, i + 1);
+    }
+    i >= s.len()
+}
+
 pub(crate) fn word_end(s: &[u8], i: usize) -> usize {
     let mut j = i;
     while j < s.len() && is_ident_byte(s[j]) {

@@ -64,6 +64,21 @@ pub async fn open(
         .unwrap_or_else(|_| Err(format!("binlog of `{backend}`: no answer within 10 s")))
 }
 
+/// `backend`'s binlog position now (`@@gtid_binlog_pos`).
+pub async fn position_now(backend: &str, cfg: &Backend) -> Result<Position, String> {
+    let mut c = crate::exec::BackendConn::connect(backend, cfg, false, OPEN_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
+    let r = crate::migrate::source::rows(&mut c, "SELECT @@global.gtid_binlog_pos").await;
+    c.close().await;
+    let text = r?
+        .into_iter()
+        .next()
+        .and_then(|r| r.into_iter().next().flatten())
+        .unwrap_or_default();
+    Position::parse(&text)
+}
+
 /// Whether the event's CRC32 (when the stream carries checksums) matches its bytes.
 pub fn checksum_ok(event: &Event) -> bool {
     match event.footer().get_checksum_alg() {
