@@ -235,11 +235,13 @@ pub fn decode_key(s: &str) -> Result<Vec<Vec<u8>>, String> {
             if h.len() % 2 != 0 {
                 return Err(format!("saved key `{s}` is not hex"));
             }
-            (0..h.len())
-                .step_by(2)
-                .map(|i| {
-                    u8::from_str_radix(&h[i..i + 2], 16)
-                        .map_err(|_| format!("saved key `{s}` is not hex"))
+            h.as_bytes()
+                .chunks(2)
+                .map(|pair| {
+                    std::str::from_utf8(pair)
+                        .ok()
+                        .and_then(|t| u8::from_str_radix(t, 16).ok())
+                        .ok_or_else(|| format!("saved key `{s}` is not hex"))
                 })
                 .collect()
         })
@@ -257,5 +259,6 @@ mod tests {
         assert_eq!(s, "3132,00ff,");
         assert_eq!(decode_key(&s).unwrap(), k);
         assert!(decode_key("zz").is_err());
+        assert!(decode_key("éé").is_err());
     }
 }
