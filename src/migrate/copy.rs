@@ -19,6 +19,8 @@ use crate::exec::BackendConn;
 
 /// Rows read per chunk (fewer when they are wide).
 const CHUNK_ROWS: usize = 5_000;
+/// Rows of the first chunk, before the rows' width is known.
+const FIRST_CHUNK_ROWS: usize = 100;
 /// Bytes of row data a chunk aims at.
 const CHUNK_BYTES: usize = 16 << 20;
 /// The copy pauses while the source runs more statements than this at once (gh-ost's
@@ -132,7 +134,8 @@ impl CopyTask<'_> {
                 shape.pk_order()
             )
         };
-        let mut limit = CHUNK_ROWS;
+        // The first chunk is short: how wide the rows are is known after it.
+        let mut limit = FIRST_CHUNK_ROWS;
         let mut chunk = read_chunk(conn, self.source, &select(&last, limit)).await?;
         loop {
             let n = chunk.len();
