@@ -38,6 +38,13 @@ impl Live {
             if u.value.require_tls {
                 users.require_tls(&u.value.name);
             }
+            if u.value.requires_certificate() {
+                let rule = auth::users::CertRule {
+                    subject: u.value.require_subject.clone(),
+                    issuer: u.value.require_issuer.clone(),
+                };
+                users.require_cert(&u.value.name, rule);
+            }
         }
         users.require_tls_for_all(config.require_secure_transport);
         let (user_pools, accounts) = account_pools(&config, pools, previous);

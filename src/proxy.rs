@@ -43,7 +43,7 @@ pub struct Proxy {
     /// Two-phase commit across backends (`transactions.commit: xa` with sharded tables).
     pub xa: Option<Arc<crate::xa::Coordinator>>,
     /// TLS for clients (`tls:`); `None`: plain TCP only.
-    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    pub tls: Option<crate::tls::server::Acceptors>,
     /// The certificates every listener serves, read again on reload.
     pub tls_rotations: crate::tls::rotation::Rotations,
     /// Logged-in sessions, in all and per user (`max_connections`).
@@ -71,7 +71,7 @@ impl Proxy {
         backend_version: &[u8],
         idgen: IdGen,
         xa: Option<Arc<crate::xa::Coordinator>>,
-        tls: Option<tokio_rustls::TlsAcceptor>,
+        tls: Option<crate::tls::server::Acceptors>,
         unique: crate::unique::Lookups,
     ) -> Arc<Proxy> {
         let pools: HashMap<_, _> = config

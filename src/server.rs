@@ -72,8 +72,8 @@ pub async fn run_with_file(
         Ok((soft, hard)) => info!(soft, hard, "open file limit (RLIMIT_NOFILE)"),
         Err(e) => warn!(error = %e, "cannot raise the open file limit"),
     }
-    let (tls, server_cert) = match crate::tls::server::acceptor(&config)? {
-        Some((acceptor, cert)) => (Some(acceptor), Some(cert)),
+    let (tls, rotating) = match crate::tls::server::acceptor(&config)? {
+        Some((acceptors, rotating)) => (Some(acceptors), Some(rotating)),
         None => (None, None),
     };
     let version = backend_version(&config).await?;
@@ -97,8 +97,11 @@ pub async fn run_with_file(
         .await
         .map_err(StartError::Xa)?;
     let proxy = Proxy::new(config, &version, idgen, xa, tls, unique);
-    if let Some(cert) = server_cert {
-        proxy.tls_rotations.add(cert);
+    if let Some(r) = rotating {
+        proxy.tls_rotations.add(r.cert);
+        if let Some(ca) = r.client_ca {
+            proxy.tls_rotations.add_client_ca(ca);
+        }
     }
     if let Some(p) = path {
         proxy.reloads.set_path(p);

@@ -3,9 +3,7 @@
 //! plain TCP to those ports gets nothing,
 //! and a listener off loopback without TLS refuses to start, naming the key that allows it.
 
-// Shared with tests/tls.rs, which uses the certificates this file does not.
 #[path = "tls/certs.rs"]
-#[allow(dead_code)]
 mod certs;
 mod common;
 

@@ -3,6 +3,8 @@
 
 #[path = "tls/certs.rs"]
 mod certs;
+#[path = "tls/cli.rs"]
+mod cli;
 mod common;
 #[path = "tls/raw_login.rs"]
 mod raw_login;
@@ -11,6 +13,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use cli::{mysql_cli, CLIENT_TIMEOUT};
 use common::clients::{compile_java, require_python_modules, require_tool, run, source_dir, Run};
 use common::idgate_proc::{config_for, APP_PASSWORD, APP_USER};
 use common::{Idgate, MariaDb, DATABASE, PASSWORD, USER};
@@ -18,7 +21,6 @@ use idgate::config::{Backend, BackendTls, BackendTlsMode, Config};
 use idgate::exec::{BackendConn, BackendError};
 use mysql::prelude::Queryable;
 
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 /// A user who must connect with TLS, on idgate and on the MariaDB used for comparison.
 const SECURE_USER: &str = "secure";
 const SECURE_PASSWORD: &str = "secure-pw";
@@ -313,21 +315,6 @@ fn idgate_to_backend_and_sequence_store_over_tls() {
         !cipher.is_empty(),
         "idgate's backend connection is not encrypted"
     );
-}
-
-fn mysql_cli(port: u16, user: &str, password: &str, args: &[&str], sql: &str) -> Run {
-    let mysql = require_tool("mysql", "mariadb-client");
-    let mut cmd = Command::new(mysql);
-    cmd.arg("--no-defaults")
-        .arg("--protocol=TCP")
-        .arg("-h127.0.0.1")
-        .arg(format!("-P{port}"))
-        .arg(format!("-u{user}"))
-        .arg(format!("-p{password}"))
-        .args(args)
-        .arg("-e")
-        .arg(sql);
-    run(cmd, "mysql", CLIENT_TIMEOUT)
 }
 
 /// The cipher the mysql CLI reports in `\s`, or `None` without TLS.
@@ -754,22 +741,6 @@ fn verified_login(port: u16) -> Run {
     )
 }
 
-/// Sends SIGHUP and waits until the log shows the reload's `outcome` once more than before.
-fn sighup_and_wait(g: &Idgate, outcome: &str) {
-    let before = g.log().matches(outcome).count();
-    // SAFETY: kill(2) on the child's pid with a valid signal number has no other effect.
-    unsafe { libc::kill(g.pid() as i32, libc::SIGHUP) };
-    let t0 = std::time::Instant::now();
-    while g.log().matches(outcome).count() <= before {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "no `{outcome}` after SIGHUP:\n{}",
-            g.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_reload_serves_rotated_certificate_files_to_new_connections() {
     let p = pki();
@@ -798,7 +769,7 @@ fn a_reload_serves_rotated_certificate_files_to_new_connections() {
         Some(0),
         "rotated before the reload"
     );
-    sighup_and_wait(&g, "configuration reloaded");
+    g.sighup_and_wait("configuration reloaded");
     let r = verified_login(g.port);
     assert_ne!(
         r.code,
@@ -814,7 +785,7 @@ fn a_reload_serves_rotated_certificate_files_to_new_connections() {
 
     // A broken file is refused by name; the certificate in use keeps serving.
     std::fs::write(&cert, "not a certificate").unwrap();
-    sighup_and_wait(&g, "configuration reload refused");
+    g.sighup_and_wait("configuration reload refused");
     assert!(g.log().contains(&cert.display().to_string()), "{}", g.log());
     let r = mysql_cli(g.port, APP_USER, APP_PASSWORD, &["--ssl"], "SELECT 1");
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -822,7 +793,7 @@ fn a_reload_serves_rotated_certificate_files_to_new_connections() {
     // The good certificate back: verified logins work again.
     std::fs::copy(&p.server, &cert).unwrap();
     std::fs::copy(&p.server_key, &key).unwrap();
-    sighup_and_wait(&g, "configuration reloaded");
+    g.sighup_and_wait("configuration reloaded");
     let r = verified_login(g.port);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }

@@ -100,7 +100,7 @@ fn listener_tls(
     match tls {
         None => Ok(None),
         Some(ListenerTls::Shared) => match &proxy.tls {
-            Some(a) => Ok(Some(a.clone())),
+            Some(a) => Ok(Some(a.shared.clone())),
             // Validation refuses this; never fall back to plain TCP silently.
             None => Err(StartError::Tls(crate::tls::TlsError::Rejected {
                 what: key.to_string(),

@@ -18,17 +18,20 @@ pub enum Refusal {
     Throttled,
     /// Right password, but the user or `require_secure_transport` needs TLS.
     TlsRequired,
+    /// Right password, but the user's client certificate is missing or not the required one.
+    CertificateRequired,
     /// The login did not finish within `connect_timeout`.
     ConnectTimeout,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 6] = [
+    pub const ALL: [Refusal; 7] = [
         Refusal::MaxConnections,
         Refusal::UserMaxConnections,
         Refusal::AuthFailed,
         Refusal::Throttled,
         Refusal::TlsRequired,
+        Refusal::CertificateRequired,
         Refusal::ConnectTimeout,
     ];
 
@@ -39,6 +42,7 @@ impl Refusal {
             Refusal::AuthFailed => "auth_failed",
             Refusal::Throttled => "throttled",
             Refusal::TlsRequired => "tls_required",
+            Refusal::CertificateRequired => "certificate_required",
             Refusal::ConnectTimeout => "connect_timeout",
         }
     }

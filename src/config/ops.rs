@@ -179,6 +179,9 @@ fn listener_tls(
             "{key}: true uses the certificate of the top-level `tls:`, which is not set; set `tls:` or give {key}: {{cert, key}}"
         )),
         Some(ListenerTls::Shared) => Ok(()),
+        Some(ListenerTls::Files(f)) if f.ca.is_some() => bad(format!(
+            "{key}.ca: client certificates are asked for on the MySQL port only (top-level `tls.ca`); leave ca out here"
+        )),
         Some(ListenerTls::Files(f)) => match crate::tls::server::load(f) {
             Ok(_) => Ok(()),
             Err(e) => bad(format!("{key}: {e}")),

@@ -220,6 +220,17 @@ pub struct User {
     /// Log in only over TLS (as a MariaDB account with REQUIRE SSL).
     #[serde(default)]
     pub require_tls: bool,
+    /// Log in only over TLS with a client certificate that chains to `tls.ca` (as REQUIRE X509).
+    #[serde(default)]
+    pub require_x509: bool,
+    /// As `require_x509`, and the certificate's subject must be exactly this, written as OpenSSL
+    /// prints it (`/C=FI/O=Example/CN=app`, what `openssl x509 -noout -subject -nameopt compat`
+    /// shows), as REQUIRE SUBJECT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_subject: Option<String>,
+    /// As `require_subject`, for the certificate's issuer (REQUIRE ISSUER).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_issuer: Option<String>,
     /// May run idgate's admin statements (`SHOW IDGATE …`, `IDGATE RELOAD`).
     #[serde(default)]
     pub admin: bool,
@@ -244,6 +255,11 @@ impl User {
         self.backend_accounts
             .get(backend)
             .or(self.backend_account.as_ref())
+    }
+
+    /// Whether the user must present a client certificate (REQUIRE X509, SUBJECT or ISSUER).
+    pub fn requires_certificate(&self) -> bool {
+        self.require_x509 || self.require_subject.is_some() || self.require_issuer.is_some()
     }
 
     /// Whether the user may call `generator` directly.

@@ -21,6 +21,11 @@ pub struct TlsFiles {
     pub cert: PathBuf,
     /// PEM private key (PKCS#8, PKCS#1 or SEC1).
     pub key: PathBuf,
+    /// PEM file of the certificate authorities a client certificate must chain to (MariaDB's
+    /// `ssl_ca`): with it the MySQL port asks every TLS client for a certificate, which users
+    /// with `require_x509`, `require_subject` or `require_issuer` must present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<PathBuf>,
 }
 
 impl Serialize for ServerTls {

@@ -5,6 +5,7 @@ use super::validate::at;
 use super::{BackendTlsMode, Config, ConfigError, ServerTls};
 
 pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
+    client_certificates(cfg)?;
     match &cfg.tls {
         Some(t) => {
             if let ServerTls::Files(f) = &t.value {
@@ -28,6 +29,51 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
             }
         }
     }
+    backends(cfg)
+}
+
+/// Users who need a client certificate need `tls.ca` to check it against; a SUBJECT or ISSUER
+/// is a whole name, never empty.
+fn client_certificates(cfg: &Config) -> Result<(), ConfigError> {
+    let has_ca =
+        matches!(&cfg.tls, Some(t) if matches!(&t.value, ServerTls::Files(f) if f.ca.is_some()));
+    for u in &cfg.users {
+        let user = &u.value;
+        for (key, value) in [
+            ("require_subject", &user.require_subject),
+            ("require_issuer", &user.require_issuer),
+        ] {
+            if value.as_deref().is_some_and(|v| !v.starts_with('/')) {
+                return Err(at(
+                    &u.referenced,
+                    format!(
+                        "user `{}`: {key} is written as OpenSSL prints a name, starting with `/` (e.g. /C=FI/O=Example/CN=app; `openssl x509 -noout -subject -nameopt compat -in client.pem` shows it)",
+                        user.name
+                    ),
+                ));
+            }
+        }
+        if user.requires_certificate() && !has_ca {
+            let key = if user.require_x509 {
+                "require_x509"
+            } else if user.require_subject.is_some() {
+                "require_subject"
+            } else {
+                "require_issuer"
+            };
+            return Err(at(
+                &u.referenced,
+                format!(
+                    "user `{}`: {key} needs `tls: {{cert, key, ca}}`, with `ca` the CA file client certificates must chain to; without it no client certificate is asked for",
+                    user.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn backends(cfg: &Config) -> Result<(), ConfigError> {
     for (name, b) in &cfg.backends {
         let t = &b.value.tls;
         let bad = |message: String| at(&b.referenced, format!("backend `{name}`: tls: {message}"));

@@ -45,7 +45,7 @@ pub(super) async fn login(
             greeting,
             &live.users,
             peer_host,
-            proxy.tls.as_ref(),
+            proxy.tls.as_ref().map(|t| &t.mysql),
         ),
     )
     .await;
@@ -58,6 +58,11 @@ pub(super) async fn login(
         }
         Ok(Ok(Login::RefusedWithoutTls)) => {
             refused(Refusal::TlsRequired);
+            proxy.auth_throttle.failed(peer_host);
+            return Err(End::LoginRefused);
+        }
+        Ok(Ok(Login::RefusedCertificate)) => {
+            refused(Refusal::CertificateRequired);
             proxy.auth_throttle.failed(peer_host);
             return Err(End::LoginRefused);
         }

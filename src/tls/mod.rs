@@ -4,9 +4,11 @@
 //! Must not: decide policy (who must use TLS): `config` and the login do.
 
 pub mod backend;
+pub mod client_ca;
 pub mod files;
 pub mod listener;
 pub mod outcomes;
+pub mod peer_name;
 pub mod rotation;
 pub mod sequence_store;
 pub mod server;

@@ -11,6 +11,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
+use super::client_ca::RotatingClientCa;
 use super::{files, provider, TlsError};
 use crate::config::TlsFiles;
 
@@ -87,6 +88,7 @@ impl RotatingCert {
 #[derive(Default)]
 pub struct Rotations {
     certs: Mutex<Vec<Arc<RotatingCert>>>,
+    client_cas: Mutex<Vec<Arc<RotatingClientCa>>>,
 }
 
 impl Rotations {
@@ -96,13 +98,26 @@ impl Rotations {
         }
     }
 
-    /// Reads every certificate's files again. All are checked before any is changed, so a
-    /// broken file leaves every listener as it was.
+    pub fn add_client_ca(&self, ca: Arc<RotatingClientCa>) {
+        if let Ok(mut c) = self.client_cas.lock() {
+            c.push(ca);
+        }
+    }
+
+    /// Reads every certificate's files (and client CA files) again. All are checked before any
+    /// is changed, so a broken file leaves every listener as it was.
     pub fn reload_all(&self) -> Result<(), TlsError> {
         let certs: Vec<Arc<RotatingCert>> = match self.certs.lock() {
             Ok(c) => c.clone(),
             Err(_) => return Ok(()),
         };
+        let cas: Vec<Arc<RotatingClientCa>> = match self.client_cas.lock() {
+            Ok(c) => c.clone(),
+            Err(_) => return Ok(()),
+        };
+        for ca in &cas {
+            ca.check()?;
+        }
         for c in &certs {
             if let Some(f) = &c.files {
                 certified(
@@ -114,6 +129,9 @@ impl Rotations {
         }
         for c in &certs {
             c.reload()?;
+        }
+        for ca in &cas {
+            ca.reload()?;
         }
         Ok(())
     }

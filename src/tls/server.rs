@@ -9,18 +9,42 @@ use sha2::{Digest, Sha256};
 use tokio_rustls::TlsAcceptor;
 use tracing::info;
 
+use super::client_ca::RotatingClientCa;
 use super::rotation::RotatingCert;
 use super::{provider, TlsError, VERSIONS};
 use crate::config::{Config, ServerTls, TlsFiles};
 
-/// The acceptor for `config.tls` and the certificate it serves (read again on reload), or
-/// `None` when clients connect in plain TCP only.
-pub fn acceptor(config: &Config) -> Result<Option<(TlsAcceptor, Arc<RotatingCert>)>, TlsError> {
+/// The acceptors of the top-level `tls:` certificate.
+#[derive(Clone)]
+pub struct Acceptors {
+    /// The MySQL port's: asks for a client certificate when `tls.ca` is set.
+    pub mysql: TlsAcceptor,
+    /// For the ID-service and admin listeners that share the certificate (`tls: true`): they
+    /// never ask for one.
+    pub shared: TlsAcceptor,
+}
+
+/// What `config.tls` serves, read again on reload: the certificate, and the CAs client
+/// certificates must chain to.
+pub struct Rotating {
+    pub cert: Arc<RotatingCert>,
+    pub client_ca: Option<Arc<RotatingClientCa>>,
+}
+
+/// The acceptors for `config.tls` and what they read again on reload, or `None` when clients
+/// connect in plain TCP only.
+pub fn acceptor(config: &Config) -> Result<Option<(Acceptors, Rotating)>, TlsError> {
     let Some(tls) = &config.tls else {
         return Ok(None);
     };
+    let mut client_ca = None;
     let cert = match &tls.value {
-        ServerTls::Files(f) => RotatingCert::from_files(f)?,
+        ServerTls::Files(f) => {
+            if let Some(ca) = &f.ca {
+                client_ca = Some(RotatingClientCa::from_file(ca)?);
+            }
+            RotatingCert::from_files(f)?
+        }
         ServerTls::Auto => {
             let (cert, key) = self_signed(&config.listen)?;
             info!(
@@ -30,12 +54,24 @@ pub fn acceptor(config: &Config) -> Result<Option<(TlsAcceptor, Arc<RotatingCert
             RotatingCert::fixed(vec![cert], key)?
         }
     };
-    let cfg = server_config(cert.clone(), &[], "the client certificate")?;
-    Ok(Some((TlsAcceptor::from(Arc::new(cfg)), cert)))
+    let what = "the client certificate";
+    let shared = server_config(cert.clone(), &[], what)?;
+    let mysql = match &client_ca {
+        Some(ca) => with_client_ca(cert.clone(), ca.clone(), what)?,
+        None => shared.clone(),
+    };
+    let acceptors = Acceptors {
+        mysql: TlsAcceptor::from(Arc::new(mysql)),
+        shared: TlsAcceptor::from(Arc::new(shared)),
+    };
+    Ok(Some((acceptors, Rotating { cert, client_ca })))
 }
 
-/// Loads and checks `tls: {cert, key}` (also what `check-config` runs).
+/// Loads and checks `tls: {cert, key, ca}` (also what `check-config` runs).
 pub fn load(f: &TlsFiles) -> Result<(), TlsError> {
+    if let Some(ca) = &f.ca {
+        RotatingClientCa::from_file(ca)?;
+    }
     RotatingCert::from_files(f).map(|_| ())
 }
 
@@ -45,17 +81,34 @@ pub fn server_config(
     alpn: &[&[u8]],
     what: &str,
 ) -> Result<ServerConfig, TlsError> {
-    let rejected = |e: rustls::Error| TlsError::Rejected {
-        what: what.to_string(),
-        message: format!("not a usable certificate and key: {e}"),
-    };
-    let mut cfg = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(VERSIONS)
-        .map_err(rejected)?
+    let mut cfg = builder(what)?
         .with_no_client_auth()
         .with_cert_resolver(cert);
     cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(cfg)
+}
+
+/// As [`server_config`] without ALPN, asking every client for a certificate that chains to
+/// `ca` (and taking none).
+fn with_client_ca(
+    cert: Arc<RotatingCert>,
+    ca: Arc<RotatingClientCa>,
+    what: &str,
+) -> Result<ServerConfig, TlsError> {
+    Ok(builder(what)?
+        .with_client_cert_verifier(ca)
+        .with_cert_resolver(cert))
+}
+
+fn builder(
+    what: &str,
+) -> Result<rustls::ConfigBuilder<ServerConfig, rustls::WantsVerifier>, TlsError> {
+    ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(VERSIONS)
+        .map_err(|e| TlsError::Rejected {
+            what: what.to_string(),
+            message: format!("not a usable certificate and key: {e}"),
+        })
 }
 
 /// A fresh ECDSA P-256 certificate for `localhost` and the listen address.

@@ -7,7 +7,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use rustls::pki_types::ServerName;
+use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -122,14 +122,25 @@ fn put_tls(r: &mut NetRead, w: &mut NetWrite, tls: TlsStream<TcpStream>) {
     *w = NetWrite::Tls(tw);
 }
 
-/// Server side: runs the TLS handshake on the socket, which then carries the rest encrypted.
+/// Server side: runs the TLS handshake on the socket, which then carries the rest encrypted,
+/// and returns the certificate the client presented (verified against `tls.ca`), if any.
 /// Nothing may be buffered above the halves (the client's ClientHello must still be in the
 /// socket).
-pub async fn accept(r: &mut NetRead, w: &mut NetWrite, acceptor: &TlsAcceptor) -> io::Result<()> {
+pub async fn accept(
+    r: &mut NetRead,
+    w: &mut NetWrite,
+    acceptor: &TlsAcceptor,
+) -> io::Result<Option<CertificateDer<'static>>> {
     let tcp = take_tcp(r, w)?;
     let tls = acceptor.accept(tcp).await?;
+    let peer = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| c.clone().into_owned());
     put_tls(r, w, TlsStream::Server(tls));
-    Ok(())
+    Ok(peer)
 }
 
 /// Client side (to a backend), as `accept`.

@@ -9,10 +9,12 @@ use mysql_common::packets::HandshakeResponse;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::auth::conversation::{self, Attempt, Verdict};
+use super::auth::users::TransportRefusal;
 pub use super::auth::UserDb;
 use super::auth::{self, Plugin};
 use super::errors::{self, SqlError};
 use super::framing::{FrameError, PacketReader, PacketWriter};
+use crate::tls::peer_name::PeerCert;
 use crate::tls::{NetRead, NetWrite};
 
 /// What idgate offers. LOCAL_FILES lets the default backend ask the client for a LOAD DATA
@@ -52,6 +54,8 @@ pub struct ClientHello {
     pub scramble: [u8; 20],
     /// The connection runs over TLS (full authentication may send the password in clear).
     pub secure: bool,
+    /// The client certificate presented in the TLS handshake.
+    pub peer: Option<std::sync::Arc<PeerCert>>,
 }
 
 pub struct ServerGreeting<'a> {
@@ -100,6 +104,9 @@ pub enum Login {
     Refused,
     /// As `Refused`, for a right password from a user who must use TLS and did not.
     RefusedWithoutTls,
+    /// As `Refused`, for a right password from a user whose client certificate is missing or
+    /// is not the one required.
+    RefusedCertificate,
 }
 
 /// Runs the connection phase (switching to TLS when the client asks and `tls` is configured); on
@@ -118,7 +125,8 @@ pub async fn accept(
     w.flush().await?;
     r.seq = w.seq;
     let mut buf = Vec::new();
-    let secure = super::tls_login::read_response(r, w, tls, &mut buf).await?;
+    let transport = super::tls_login::read_response(r, w, tls, &mut buf).await?;
+    let secure = transport.secure;
 
     let parsed = ParseBuf(&buf).parse::<HandshakeResponse>(());
     let Ok(resp) = parsed else {
@@ -150,20 +158,24 @@ pub async fn accept(
         secure,
     };
     let verdict = conversation::authenticate(r, w, users, attempt).await?;
-    // Without TLS a require_tls user is refused exactly like a wrong password, after the
-    // password exchange, as MariaDB refuses REQUIRE SSL and require_secure_transport.
+    // Without TLS (or the client certificate) the user needs, the login is refused exactly like
+    // a wrong password, after the password exchange, as MariaDB refuses REQUIRE SSL / X509 /
+    // SUBJECT / ISSUER and require_secure_transport.
+    let transport_refusal = match verdict {
+        Verdict::Accepted => users.transport_refusal(&user, secure, transport.peer.as_deref()),
+        Verdict::Denied { .. } => None,
+    };
     let denied = match verdict {
         Verdict::Denied { used_password } => Some(used_password),
-        Verdict::Accepted if !secure && users.needs_tls(&user) => Some(used_password),
+        Verdict::Accepted if transport_refusal.is_some() => Some(used_password),
         Verdict::Accepted => None,
     };
     if let Some(used_password) = denied {
-        let without_tls = matches!(verdict, Verdict::Accepted);
         let refused = refuse(w, errors::access_denied(&user, peer_host, used_password)).await?;
-        return Ok(if without_tls {
-            Login::RefusedWithoutTls
-        } else {
-            refused
+        return Ok(match transport_refusal {
+            Some(TransportRefusal::NoTls) => Login::RefusedWithoutTls,
+            Some(TransportRefusal::Certificate) => Login::RefusedCertificate,
+            None => refused,
         });
     }
     Ok(Login::Accepted(ClientHello {
@@ -173,6 +185,7 @@ pub async fn accept(
         collation,
         scramble,
         secure,
+        peer: transport.peer,
     }))
 }
 
@@ -233,7 +246,13 @@ where
     let verdict = conversation::authenticate(r, w, users, attempt).await?;
     let denied = match verdict {
         Verdict::Denied { used_password } => Some(used_password),
-        Verdict::Accepted if !hello.secure && users.needs_tls(&user) => Some(used_password),
+        Verdict::Accepted
+            if users
+                .transport_refusal(&user, hello.secure, hello.peer.as_deref())
+                .is_some() =>
+        {
+            Some(used_password)
+        }
         Verdict::Accepted => None,
     };
     if let Some(used_password) = denied {

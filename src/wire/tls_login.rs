@@ -4,12 +4,14 @@
 //! sequence ids continuing.
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_common::constants::CapabilityFlags;
 use tokio_rustls::TlsAcceptor;
 
 use super::framing::{FrameError, PacketReader, PacketWriter};
+use crate::tls::peer_name::PeerCert;
 use crate::tls::{stream, NetRead, NetWrite};
 
 /// A client gets this long for its TLS handshake.
@@ -26,32 +28,41 @@ pub fn is_ssl_request(packet: &[u8]) -> bool {
         .contains(CapabilityFlags::CLIENT_SSL)
 }
 
+/// How the client's HandshakeResponse came.
+#[derive(Debug, Default)]
+pub struct Transport {
+    /// Over TLS.
+    pub secure: bool,
+    /// The client certificate it presented, verified against `tls.ca`.
+    pub peer: Option<Arc<PeerCert>>,
+}
+
 /// Reads the client's first answer to the greeting into `buf`: with TLS offered, an SSLRequest
-/// is followed by the handshake and the HandshakeResponse read over TLS. Returns whether the
-/// connection is now encrypted.
+/// is followed by the handshake and the HandshakeResponse read over TLS.
 pub async fn read_response(
     r: &mut PacketReader<NetRead>,
     w: &mut PacketWriter<NetWrite>,
     tls: Option<&TlsAcceptor>,
     buf: &mut Vec<u8>,
-) -> Result<bool, FrameError> {
+) -> Result<Transport, FrameError> {
     let Some(acceptor) = tls else {
         r.read(buf).await?;
         w.seq = r.seq;
-        return Ok(false);
+        return Ok(Transport::default());
     };
     // Not through the read buffer: the ClientHello behind an SSLRequest must stay in the socket.
     r.read_unbuffered(buf).await?;
     w.seq = r.seq;
     if !is_ssl_request(buf) {
-        return Ok(false);
+        return Ok(Transport::default());
     }
     w.flush().await?;
     let handshake = stream::accept(r.stream_mut(), w.stream_mut(), acceptor);
     let counts = &crate::tls::outcomes::CLIENT_HANDSHAKES;
-    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
-        Ok(Ok(())) => {
+    let peer = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(Ok(peer)) => {
             counts.ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            peer
         }
         Ok(Err(e)) => {
             counts
@@ -68,8 +79,11 @@ pub async fn read_response(
                 "TLS handshake not finished in time",
             )));
         }
-    }
+    };
     r.read(buf).await?;
     w.seq = r.seq;
-    Ok(true)
+    Ok(Transport {
+        secure: true,
+        peer: peer.map(|c| Arc::new(PeerCert::from_der(&c).unwrap_or_default())),
+    })
 }

@@ -133,6 +133,22 @@ impl Idgate {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Sends SIGHUP and waits until the log shows the reload's `outcome` once more than before.
+    pub fn sighup_and_wait(&self, outcome: &str) {
+        let before = self.log().matches(outcome).count();
+        // SAFETY: kill(2) on the child's pid with a valid signal number has no other effect.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGHUP) };
+        let t0 = std::time::Instant::now();
+        while self.log().matches(outcome).count() <= before {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "no `{outcome}` after SIGHUP:\n{}",
+                self.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     pub fn url(&self, db: &str) -> String {
         format!(
             "mysql://{APP_USER}:{APP_PASSWORD}@127.0.0.1:{}/{db}",

@@ -9,6 +9,7 @@ use rand::Rng;
 use super::caching_sha2::{FullAuthCache, Sha2Hash};
 use super::native::NativeHash;
 use super::rsa::KeySource;
+use crate::tls::peer_name::PeerCert;
 
 /// The authentication plugins idgate speaks as a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +70,34 @@ pub struct UserDb {
     tls_only: HashSet<Vec<u8>>,
     /// Everyone must (`require_secure_transport`).
     all_tls_only: bool,
+    /// Users who must present a client certificate, and the names it must have.
+    certs: HashMap<Vec<u8>, CertRule>,
+}
+
+/// What a user's client certificate must be (REQUIRE X509 when both are `None`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CertRule {
+    pub subject: Option<String>,
+    pub issuer: Option<String>,
+}
+
+impl CertRule {
+    fn accepts(&self, peer: Option<&PeerCert>) -> bool {
+        let Some(peer) = peer else {
+            return false;
+        };
+        let matches = |want: &Option<String>, got: &str| want.as_deref().is_none_or(|w| w == got);
+        matches(&self.issuer, &peer.issuer) && matches(&self.subject, &peer.subject)
+    }
+}
+
+/// Why a user with a right password may not log in over this connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportRefusal {
+    /// The user must use TLS and did not.
+    NoTls,
+    /// The user's client certificate is missing or not the one required.
+    Certificate,
 }
 
 impl Default for UserDb {
@@ -80,6 +109,7 @@ impl Default for UserDb {
             key: KeySource::new(None),
             tls_only: HashSet::new(),
             all_tls_only: false,
+            certs: HashMap::new(),
         }
     }
 }
@@ -105,9 +135,30 @@ impl UserDb {
         self.all_tls_only = yes;
     }
 
+    pub fn require_cert(&mut self, name: &str, rule: CertRule) {
+        self.certs.insert(name.as_bytes().to_vec(), rule);
+    }
+
     /// Whether `user` must be connected over TLS to log in.
     pub fn needs_tls(&self, user: &[u8]) -> bool {
-        self.all_tls_only || self.tls_only.contains(user)
+        self.all_tls_only || self.tls_only.contains(user) || self.certs.contains_key(user)
+    }
+
+    /// Why `user`, whose password was right, may not log in over a connection that is
+    /// `secure` (TLS) with the client certificate `peer`; `None` when it may.
+    pub fn transport_refusal(
+        &self,
+        user: &[u8],
+        secure: bool,
+        peer: Option<&PeerCert>,
+    ) -> Option<TransportRefusal> {
+        if !secure && self.needs_tls(user) {
+            return Some(TransportRefusal::NoTls);
+        }
+        match self.certs.get(user) {
+            Some(rule) if !rule.accepts(peer) => Some(TransportRefusal::Certificate),
+            _ => None,
+        }
     }
 
     /// Whether any user can log in with caching_sha2_password (and so may need the RSA key).
