@@ -3,6 +3,9 @@
 //! with its last id), `GET` (the last id this connection got).
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use prometheus_client::metrics::counter::Counter;
 
 use super::frame::Reply;
 use crate::admin::ids::{self, IdError};
@@ -16,12 +19,44 @@ pub struct Conn<'p> {
     pub id: u64,
     /// 2 or 3 (after `HELLO 3`).
     pub proto: u8,
-    user: Option<User>,
+    user: Option<Arc<User>>,
     /// The client's address, as the login throttle counts it.
     host: String,
     /// The last id each generator gave this connection.
     last: HashMap<String, u64>,
     max_count: u64,
+    /// This protocol's request counters, looked up once: a pipelined burst counts each
+    /// request without a label lookup.
+    counts: Outcomes,
+}
+
+/// `idgate_id_service_requests_total{protocol="resp"}` by outcome.
+struct Outcomes {
+    ok: Counter,
+    refused: Counter,
+    failed: Counter,
+    denied: Counter,
+}
+
+impl Outcomes {
+    fn new(proxy: &Proxy) -> Outcomes {
+        let get = |outcome: &'static str| {
+            proxy
+                .metrics
+                .id_service_requests
+                .get_or_create(&IdServiceLabels {
+                    protocol: "resp",
+                    outcome,
+                })
+                .clone()
+        };
+        Outcomes {
+            ok: get("ok"),
+            refused: get("refused"),
+            failed: get("failed"),
+            denied: get("denied"),
+        }
+    }
 }
 
 /// What the connection does after answering.
@@ -44,6 +79,7 @@ impl<'p> Conn<'p> {
             host,
             last: HashMap::new(),
             max_count,
+            counts: Outcomes::new(proxy),
         }
     }
 
@@ -52,43 +88,45 @@ impl<'p> Conn<'p> {
     }
 
     /// Answers one request.
-    pub async fn run(&mut self, args: &[Vec<u8>]) -> (Reply, Then) {
+    pub async fn run(&mut self, args: &[&[u8]]) -> (Reply, Then) {
         let Some(name) = args.first() else {
             return (Reply::err("ERR empty command"), Then::Continue);
         };
-        let cmd = String::from_utf8_lossy(name).to_ascii_lowercase();
         let rest = &args[1..];
-        let reply = match cmd.as_str() {
-            "quit" => return (Reply::Simple("OK"), Then::Close),
-            "auth" => self.auth(rest),
-            "hello" => self.hello(rest),
-            "ping" | "incr" | "incrby" | "get" if self.user.is_none() => Reply::err(NOAUTH),
-            "ping" => match rest {
+        let Some(cmd) = Command::of(name) else {
+            let cmd = String::from_utf8_lossy(name).to_ascii_lowercase();
+            return (unknown(&cmd, rest), Then::Continue);
+        };
+        let reply = match cmd {
+            Command::Quit => return (Reply::Simple("OK"), Then::Close),
+            Command::Auth => self.auth(rest),
+            Command::Hello => self.hello(rest),
+            _ if self.user.is_none() => Reply::err(NOAUTH),
+            Command::Ping => match rest {
                 [] => Reply::Simple("PONG"),
-                [msg] => Reply::Bulk(msg.clone()),
+                [msg] => Reply::Bulk(msg.to_vec()),
                 _ => arity("ping"),
             },
-            "incr" => match rest {
+            Command::Incr => match rest {
                 [g] => self.incr(g, None).await,
                 _ => arity("incr"),
             },
-            "incrby" => match rest {
+            Command::IncrBy => match rest {
                 [g, n] => self.incr(g, Some(n)).await,
                 _ => arity("incrby"),
             },
-            "get" => match rest {
+            Command::Get => match rest {
                 [g] => match self.last.get(&*String::from_utf8_lossy(g)) {
                     Some(id) => Reply::Bulk(id.to_string().into_bytes()),
                     None => Reply::Nil,
                 },
                 _ => arity("get"),
             },
-            _ => unknown(&cmd, rest),
         };
         (reply, Then::Continue)
     }
 
-    fn auth(&mut self, rest: &[Vec<u8>]) -> Reply {
+    fn auth(&mut self, rest: &[&[u8]]) -> Reply {
         let (user, pass) = match rest {
             // Redis 6: a lone password is the `default` user's.
             [pass] => ("default".into(), pass),
@@ -104,7 +142,7 @@ impl<'p> Conn<'p> {
         if let Some(wait) = throttle.wait(&self.host) {
             // Not even a right password is checked while the host waits, so guessing learns
             // nothing during the backoff.
-            self.count("denied");
+            self.counts.denied.inc();
             return Reply::err(format!(
                 "ERR too many failed logins from host '{}'; try again in {} ms (max_auth_failures)",
                 self.host,
@@ -117,19 +155,19 @@ impl<'p> Conn<'p> {
         match checked {
             Some(u) => {
                 throttle.succeeded(&self.host);
-                self.user = Some(u);
+                self.user = Some(Arc::new(u));
                 Reply::Simple("OK")
             }
             None => {
                 throttle.failed(&self.host);
-                self.count("denied");
+                self.counts.denied.inc();
                 Reply::err(WRONGPASS)
             }
         }
     }
 
     /// `HELLO [protover [AUTH user pass] [SETNAME name]]`.
-    fn hello(&mut self, rest: &[Vec<u8>]) -> Reply {
+    fn hello(&mut self, rest: &[&[u8]]) -> Reply {
         let mut proto = self.proto;
         let mut i = 0;
         if let Some(v) = rest.first() {
@@ -147,7 +185,7 @@ impl<'p> Conn<'p> {
             i = 1;
         }
         while i < rest.len() {
-            let opt = String::from_utf8_lossy(&rest[i]).to_ascii_lowercase();
+            let opt = String::from_utf8_lossy(rest[i]).to_ascii_lowercase();
             match (opt.as_str(), rest.get(i + 1), rest.get(i + 2)) {
                 ("auth", Some(user), Some(pass)) => {
                     let user = String::from_utf8_lossy(user).into_owned();
@@ -160,7 +198,7 @@ impl<'p> Conn<'p> {
                 _ => {
                     return Reply::err(format!(
                         "ERR Syntax error in HELLO option '{}'",
-                        String::from_utf8_lossy(&rest[i])
+                        String::from_utf8_lossy(rest[i])
                     ))
                 }
             }
@@ -188,23 +226,23 @@ impl<'p> Conn<'p> {
     }
 
     /// `INCR g` (`count` None) or `INCRBY g n`: the last id of a fresh contiguous block.
-    async fn incr(&mut self, generator: &[u8], count: Option<&Vec<u8>>) -> Reply {
+    async fn incr(&mut self, generator: &[u8], count: Option<&[u8]>) -> Reply {
         let Some(user) = self.user.clone() else {
             return Reply::err(NOAUTH);
         };
-        let generator = String::from_utf8_lossy(generator).into_owned();
+        let generator = String::from_utf8_lossy(generator);
         let n = match count {
             None => 1,
             Some(n) => {
                 let text = String::from_utf8_lossy(n);
                 if text.parse::<i64>().is_err() {
-                    self.count("refused");
+                    self.counts.refused.inc();
                     return Reply::err("ERR value is not an integer or out of range");
                 }
                 match ids::parse_count(&text, self.max_count) {
                     Ok(n) => n,
                     Err(e) => {
-                        self.count("refused");
+                        self.counts.refused.inc();
                         return Reply::err(format!("ERR {e}"));
                     }
                 }
@@ -214,36 +252,59 @@ impl<'p> Conn<'p> {
             Ok(block) => {
                 let last = block.last();
                 let Ok(reply) = i64::try_from(last) else {
-                    self.count("failed");
+                    self.counts.failed.inc();
                     return Reply::err(format!(
                         "ERR id {last} does not fit a Redis integer (above 2^63-1)"
                     ));
                 };
-                self.count("ok");
-                self.last.insert(generator, last);
+                self.counts.ok.inc();
+                match self.last.get_mut(&*generator) {
+                    Some(l) => *l = last,
+                    None => {
+                        self.last.insert(generator.into_owned(), last);
+                    }
+                }
                 Reply::Int(reply)
             }
             Err(e) => {
-                let (outcome, code) = match &e {
-                    IdError::Denied { .. } => ("denied", "NOPERM"),
-                    IdError::Generator(_) => ("failed", "ERR"),
-                    _ => ("refused", "ERR"),
+                let (counter, code) = match &e {
+                    IdError::Denied { .. } => (&self.counts.denied, "NOPERM"),
+                    IdError::Generator(_) => (&self.counts.failed, "ERR"),
+                    _ => (&self.counts.refused, "ERR"),
                 };
-                self.count(outcome);
+                counter.inc();
                 Reply::err(format!("{code} {e}"))
             }
         }
     }
+}
 
-    fn count(&self, outcome: &'static str) {
-        self.proxy
-            .metrics
-            .id_service_requests
-            .get_or_create(&IdServiceLabels {
-                protocol: "resp",
-                outcome,
-            })
-            .inc();
+/// The commands this listener knows, matched without regard to case as Redis does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    Quit,
+    Auth,
+    Hello,
+    Ping,
+    Incr,
+    IncrBy,
+    Get,
+}
+
+impl Command {
+    fn of(name: &[u8]) -> Option<Command> {
+        const ALL: [(&[u8], Command); 7] = [
+            (b"incr", Command::Incr),
+            (b"incrby", Command::IncrBy),
+            (b"get", Command::Get),
+            (b"ping", Command::Ping),
+            (b"auth", Command::Auth),
+            (b"hello", Command::Hello),
+            (b"quit", Command::Quit),
+        ];
+        ALL.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, c)| *c)
     }
 }
 
@@ -252,7 +313,7 @@ fn arity(cmd: &str) -> Reply {
 }
 
 /// Redis's words for a command it does not know.
-fn unknown(cmd: &str, rest: &[Vec<u8>]) -> Reply {
+fn unknown(cmd: &str, rest: &[&[u8]]) -> Reply {
     let mut msg = format!(
         "ERR unknown command '{}', with args beginning with: ",
         clip(cmd.as_bytes())

@@ -3,18 +3,22 @@
 //! a person types into telnet). Every request is bounded before it is decoded: its size by
 //! `max_frame_bytes`, its argument count by [`MAX_ARGS`].
 
+use std::ops::Range;
+
 use bytes::BytesMut;
-use redis_protocol::resp2::decode::decode as decode2;
+use redis_protocol::resp2::decode::decode_range;
 use redis_protocol::resp2::encode::extend_encode as encode2;
-use redis_protocol::resp2::types::OwnedFrame as Frame2;
+use redis_protocol::resp2::types::{OwnedFrame as Frame2, RangeFrame};
 use redis_protocol::resp3::encode::complete::extend_encode as encode3;
 use redis_protocol::resp3::types::{FrameMap, OwnedFrame as Frame3};
 
 /// Most arguments one request may carry (the longest command here has six).
 pub const MAX_ARGS: usize = 64;
 
-/// A complete request: its arguments and the bytes it took from the buffer.
-pub type Parsed = (Vec<Vec<u8>>, usize);
+/// A complete request: where its arguments are in the buffer, and the bytes it took from it.
+/// Ranges rather than copies: a pipelined burst of requests is answered without allocating
+/// per argument.
+pub type Parsed = (Vec<Range<usize>>, usize);
 
 /// A request that cannot be read; the connection is answered with the message and closed,
 /// as Redis does with protocol errors.
@@ -39,21 +43,47 @@ pub fn parse(buf: &[u8], max_frame: usize) -> Result<Option<Parsed>, ProtocolErr
             Ok(None)
         };
     };
-    let count = std::str::from_utf8(&buf[1..end])
-        .ok()
-        .map(|s| s.trim_end_matches('\r'))
-        .and_then(|s| s.parse::<i64>().ok());
-    let count = match count {
-        Some(n) if (0..=MAX_ARGS as i64).contains(&n) => n as usize,
+    let count = match decimal(header_value(&buf[..end])) {
+        Some(n) if n <= MAX_ARGS => n,
         _ => return Err(ProtocolError("invalid multibulk length".into())),
     };
     check_lengths(buf, end + 1, count, max_frame)?;
-    match decode2(buf) {
+    match decode_range(buf) {
         Ok(None) if buf.len() > max_frame => Err(too_big(max_frame)),
         Ok(None) => Ok(None),
         Ok(Some((frame, used))) => Ok(Some((args_of(frame)?, used))),
         Err(e) => Err(ProtocolError(e.to_string())),
     }
+}
+
+/// The arguments of a parsed request, as slices of the buffer it was parsed from, put in
+/// `out` (at most [`MAX_ARGS`], which `parse` never exceeds); returns how many.
+pub fn args<'a>(buf: &'a [u8], ranges: &[Range<usize>], out: &mut [&'a [u8]]) -> usize {
+    let mut n = 0;
+    for (slot, r) in out.iter_mut().zip(ranges) {
+        *slot = buf.get(r.clone()).unwrap_or_default();
+        n += 1;
+    }
+    n
+}
+
+/// A header's decimal digits (a length or a count), read without a UTF-8 pass; `None` for
+/// anything but digits, or a value past `usize`.
+fn decimal(digits: &[u8]) -> Option<usize> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0usize, |n, &d| {
+        d.is_ascii_digit()
+            .then(|| n.checked_mul(10)?.checked_add(usize::from(d - b'0')))
+            .flatten()
+    })
+}
+
+/// A header line's value between its type byte and `\r\n` (or a bare `\n`).
+fn header_value(line: &[u8]) -> &[u8] {
+    let v = &line[1..];
+    v.strip_suffix(b"\r").unwrap_or(v)
 }
 
 /// Walks the bulk-string headers of an array request from `pos`, as far as they have arrived,
@@ -77,10 +107,7 @@ fn check_lengths(
                 Ok(())
             };
         };
-        let len = std::str::from_utf8(&rest[1..end])
-            .ok()
-            .map(|s| s.trim_end_matches('\r'))
-            .and_then(|s| s.parse::<usize>().ok())
+        let len = decimal(header_value(&rest[..end]))
             .filter(|&n| n <= max_frame)
             .ok_or_else(invalid_bulk)?;
         pos += end + 1 + len + 2;
@@ -101,14 +128,14 @@ fn too_big(max: usize) -> ProtocolError {
     ))
 }
 
-fn args_of(frame: Frame2) -> Result<Vec<Vec<u8>>, ProtocolError> {
-    let Frame2::Array(items) = frame else {
+fn args_of(frame: RangeFrame) -> Result<Vec<Range<usize>>, ProtocolError> {
+    let RangeFrame::Array(items) = frame else {
         return Err(ProtocolError("expected an array of bulk strings".into()));
     };
     items
         .into_iter()
         .map(|f| match f {
-            Frame2::BulkString(b) | Frame2::SimpleString(b) => Ok(b),
+            RangeFrame::BulkString((a, b)) | RangeFrame::SimpleString((a, b)) => Ok(a..b),
             _ => Err(ProtocolError("expected '$', got something else".into())),
         })
         .collect()
@@ -123,10 +150,14 @@ fn parse_inline(buf: &[u8], max_frame: usize) -> Result<Option<Parsed>, Protocol
         };
     };
     let line = &buf[..end];
-    let args: Vec<Vec<u8>> = line
+    let base = line.as_ptr() as usize;
+    let args: Vec<Range<usize>> = line
         .split(|b| b.is_ascii_whitespace())
         .filter(|w| !w.is_empty())
-        .map(<[u8]>::to_vec)
+        .map(|w| {
+            let start = w.as_ptr() as usize - base;
+            start..start + w.len()
+        })
         .collect();
     if args.len() > MAX_ARGS {
         return Err(ProtocolError("too many arguments in inline request".into()));
@@ -229,20 +260,35 @@ impl Reply {
 mod tests {
     use super::*;
 
+    /// The arguments of the first request in `buf`, and the bytes it took.
+    fn words(buf: &[u8]) -> (Vec<&[u8]>, usize) {
+        let (ranges, used) = parse(buf, 1024).unwrap().unwrap();
+        let mut out = [&[][..]; MAX_ARGS];
+        let n = args(buf, &ranges, &mut out);
+        (out[..n].to_vec(), used)
+    }
+
     #[test]
     fn parses_arrays_inline_and_partial_requests() {
         let req = b"*2\r\n$4\r\nINCR\r\n$3\r\nseq\r\n*1\r\n$4\r\nPING\r\n";
-        let (args, used) = parse(req, 1024).unwrap().unwrap();
-        assert_eq!(args, vec![b"INCR".to_vec(), b"seq".to_vec()]);
-        let (args, _) = parse(&req[used..], 1024).unwrap().unwrap();
-        assert_eq!(args, vec![b"PING".to_vec()]);
+        let (args, used) = words(req);
+        assert_eq!(args, vec![&b"INCR"[..], b"seq"]);
+        let (args, _) = words(&req[used..]);
+        assert_eq!(args, vec![&b"PING"[..]]);
         assert!(parse(&req[..10], 1024).unwrap().is_none());
-        let (args, used) = parse(b"incrby  seq 5\r\nrest", 1024).unwrap().unwrap();
-        assert_eq!(
-            args,
-            vec![b"incrby".to_vec(), b"seq".to_vec(), b"5".to_vec()]
-        );
+        let (args, used) = words(b"incrby  seq 5\r\nrest");
+        assert_eq!(args, vec![&b"incrby"[..], b"seq", b"5"]);
         assert_eq!(used, 15);
+        assert!(words(b"*0\r\n").0.is_empty());
+    }
+
+    #[test]
+    fn header_numbers_are_digits_only() {
+        assert_eq!(decimal(b"123"), Some(123));
+        assert_eq!(decimal(b""), None);
+        assert_eq!(decimal(b"+1"), None);
+        assert_eq!(decimal(b"1 "), None);
+        assert_eq!(decimal(b"99999999999999999999999"), None);
     }
 
     #[test]

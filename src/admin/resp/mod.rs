@@ -125,13 +125,17 @@ async fn connection(
         loop {
             match frame::parse(&input, cfg.max_frame_bytes) {
                 Ok(None) => break,
-                Ok(Some((args, used))) => {
-                    input.advance(used);
+                Ok(Some((ranges, used))) => {
                     begun = None;
-                    if args.is_empty() {
+                    if ranges.is_empty() {
+                        input.advance(used);
                         continue;
                     }
-                    let (reply, then) = conn.run(&args).await;
+                    // The arguments as slices of `input`, on the stack: no allocation.
+                    let mut argv: [&[u8]; frame::MAX_ARGS] = [&[]; frame::MAX_ARGS];
+                    let n = frame::args(&input, &ranges, &mut argv);
+                    let (reply, then) = conn.run(&argv[..n]).await;
+                    input.advance(used);
                     encode(reply, conn.proto, &mut output)?;
                     if then == Then::Close {
                         close = true;
