@@ -296,7 +296,11 @@ fn redis_cli_commands_and_errors() {
 #[test]
 fn resp_limits_frames_and_connections() {
     use std::io::{Read, Write};
-    let s = service("  max_connections: 2\n  idle_timeout_ms: 500\n  max_frame_bytes: 1024\n");
+    let admin = free_port().unwrap();
+    let s = service(&format!(
+        "  max_connections: 2\n  idle_timeout_ms: 500\n  max_frame_bytes: 1024\n\
+         admin:\n  listen: 127.0.0.1:{admin}\n"
+    ));
     let connect = || {
         let c = std::net::TcpStream::connect(("127.0.0.1", s.resp)).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -376,6 +380,20 @@ fn resp_limits_frames_and_connections() {
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         assert_eq!(read_all(c), "", "a silent HTTP connection is closed");
     }
+    // Every connection closed for room and every refusal is counted, per listener.
+    let metrics = common::prometheus::scrape(admin);
+    let closed = |listener: &str, reason: &str| {
+        common::prometheus::must_sample(
+            &metrics,
+            &format!(
+                "idgate_listener_connections_closed_total{{listener=\"{listener}\",reason=\"{reason}\"}}"
+            ),
+        )
+    };
+    assert_eq!(closed("id_resp", "full"), 1.0, "{metrics}");
+    assert!(closed("id_resp", "made_room") >= 1.0, "{metrics}");
+    assert!(closed("id_http", "made_room") >= 1.0, "{metrics}");
+    assert_eq!(closed("admin", "full"), 0.0, "{metrics}");
 }
 
 #[test]

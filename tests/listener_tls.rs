@@ -41,9 +41,9 @@ fn curl(ca: &std::path::Path, url: &str, auth: bool) -> (u16, String) {
     (code.trim().parse().unwrap_or(0), body.to_string())
 }
 
-#[test]
-fn https_and_redis_over_tls_serve_ids_with_the_configured_certificates() {
-    let p = pki();
+/// idgate with the ID service over TLS (the `tls:` certificate, with `id_service_extra` under
+/// `id_service:`) and the admin listener on its own files: (idgate, HTTP, RESP, admin ports).
+fn start(p: &certs::Pki, id_service_extra: &str) -> (Idgate, u16, u16, u16) {
     let db = shared_db();
     let (http, resp, admin) = (
         free_port().unwrap(),
@@ -74,7 +74,7 @@ id_service:
   http: 127.0.0.1:{http}
   resp: 127.0.0.1:{resp}
   tls: true
-admin:
+{id_service_extra}admin:
   listen: 127.0.0.1:{admin}
   tls: {{cert: {cert}, key: {key}}}
 ",
@@ -83,6 +83,13 @@ admin:
             db = db.port,
         )
     });
+    (g, http, resp, admin)
+}
+
+#[test]
+fn https_and_redis_over_tls_serve_ids_with_the_configured_certificates() {
+    let p = pki();
+    let (g, http, resp, admin) = start(&p, "");
     // HTTPS with the certificate of `tls:`, checked against its CA.
     let (code, body) = curl(
         &p.ca,
@@ -199,4 +206,55 @@ id_service:
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A Redis-protocol connection over TLS, trusting the test CA, logged in as app.
+fn resp_tls_login(p: &certs::Pki, port: u16) -> impl std::io::Read + std::io::Write {
+    use std::io::{Read, Write};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in idgate::tls::files::certificates(&p.ca).unwrap() {
+        roots.add(cert).unwrap();
+    }
+    let cfg = rustls::ClientConfig::builder_with_provider(idgate::tls::provider())
+        .with_protocol_versions(idgate::tls::VERSIONS)
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(cfg), name).unwrap();
+    let sock = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, sock);
+    tls.write_all(format!("AUTH {APP_USER} {APP_PASSWORD}\r\n").as_bytes())
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let n = tls.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"+OK\r\n");
+    tls
+}
+
+#[test]
+fn a_full_tls_listener_closes_new_connections_without_plain_text() {
+    use std::io::{Read, Write};
+    let p = pki();
+    let (_g, _, resp, _) = start(&p, "  max_connections: 1\n");
+    // One working connection fills the listener; it is never closed for room.
+    let mut held = resp_tls_login(&p, resp);
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", resp)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t0 = std::time::Instant::now();
+    let mut got = Vec::new();
+    let read = c.read_to_end(&mut got);
+    assert!(read.is_ok(), "not closed at once: {read:?}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "",
+        "a TLS listener answered in plain text"
+    );
+    held.write_all(b"PING\r\n").unwrap();
+    let mut buf = [0u8; 16];
+    let n = held.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"+PONG\r\n", "the working connection was closed");
 }

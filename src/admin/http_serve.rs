@@ -26,7 +26,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use super::http_conn::{BoundedConn, Peer};
-use crate::limits::conn_table::Slot;
+use crate::limits::conn_table::{Slot, TableCounts};
 use crate::limits::ConnTable;
 
 /// The bounds of one HTTP listener.
@@ -55,11 +55,13 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     app: Router,
     limits: Limits,
+    counts: TableCounts,
     mut stop: watch::Receiver<bool>,
 ) {
     let table = ConnTable::new(
         limits.max_connections,
         limits.per_host.min(limits.max_connections),
+        counts,
     );
     let limits = Arc::new(limits);
     let mut conns = JoinSet::new();
@@ -74,6 +76,9 @@ pub async fn serve(
                             let (app, limits, stop) = (app.clone(), limits.clone(), stop.clone());
                             conns.spawn(open(stream, peer, tls, slot, app, limits, stop));
                         }
+                        // Over TLS a plain-text answer would only be garbage to the client:
+                        // the connection is closed instead.
+                        None if tls.is_some() => drop(stream),
                         None => {
                             conns.spawn(refuse(stream));
                         }

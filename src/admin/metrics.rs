@@ -35,6 +35,14 @@ pub struct IdServiceLabels {
     pub outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerClosedLabels {
+    /// `admin`, `id_http` or `id_resp`.
+    pub listener: &'static str,
+    /// `made_room` or `full`.
+    pub reason: &'static str,
+}
+
 /// The metrics of one idgate process, shared through [`Proxy::metrics`].
 pub struct Metrics {
     registry: Registry,
@@ -42,6 +50,8 @@ pub struct Metrics {
     pub client_connections_open: Gauge,
     pub id_service_requests: Family<IdServiceLabels, Counter>,
     pub id_service_connections_open: Gauge,
+    /// Connections the ID-service and admin listeners closed to make room or refused.
+    pub listener_connections_closed: Family<ListenerClosedLabels, Counter>,
     /// Statements by route and kind, and their latency by route.
     pub statements: Arc<Statements>,
     /// Error packets sent to clients, by code (counted by each session's packet writer).
@@ -53,6 +63,19 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// The counters a listener's connection table counts into.
+    pub fn table_counts(&self, listener: &'static str) -> crate::limits::conn_table::TableCounts {
+        let get = |reason| {
+            self.listener_connections_closed
+                .get_or_create(&ListenerClosedLabels { listener, reason })
+                .clone()
+        };
+        crate::limits::conn_table::TableCounts {
+            made_room: get("made_room"),
+            full: get("full"),
+        }
+    }
+
     /// A registry reading generator and pool figures from `proxy` at scrape time.
     pub fn new(proxy: Weak<Proxy>) -> Metrics {
         let mut registry = Registry::with_prefix("idgate");
@@ -62,6 +85,7 @@ impl Metrics {
             client_connections_open: Gauge::default(),
             id_service_requests: Family::default(),
             id_service_connections_open: Gauge::default(),
+            listener_connections_closed: Family::default(),
             statements: Default::default(),
             client_errors: Default::default(),
             merged_rows: Counter::default(),
@@ -88,7 +112,15 @@ impl Metrics {
             "Redis-protocol ID-service connections open now",
             m.id_service_connections_open.clone(),
         );
+        registry.register(
+            "listener_connections_closed",
+            "Connections the ID-service and admin listeners closed to admit a new one (made_room) or refused because every one was working (full)",
+            m.listener_connections_closed.clone(),
+        );
         // Every series exists from the start, so rates work from the first scrape.
+        for listener in ["admin", "id_http", "id_resp"] {
+            let _ = m.table_counts(listener);
+        }
         for protocol in ["http", "resp"] {
             for outcome in ["ok", "denied", "refused", "failed"] {
                 let _ = m

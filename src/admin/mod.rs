@@ -47,11 +47,21 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
         let app = http::router(proxy.clone(), checker);
         info!(listen = %admin.listen, "admin HTTP listener ready");
         let tls = listener_tls(proxy, "admin.tls", &admin.tls, HTTP_ALPN)?;
+        let limits = http_serve::Limits {
+            max_connections: admin.max_connections,
+            per_host: admin.max_connections_per_host,
+            idle: Duration::from_millis(admin.idle_timeout_ms),
+            login: ADMIN_LOGIN,
+            request: Duration::from_millis(admin.request_timeout_ms),
+            max_bytes: ADMIN_MAX_BYTES,
+        };
+        let counts = proxy.metrics.table_counts("admin");
         tokio::spawn(http_serve::serve(
             listener,
             tls,
             app,
-            ADMIN_LIMITS,
+            limits,
+            counts,
             stop.clone(),
         ));
     }
@@ -69,7 +79,15 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
                 max_bytes: ids.max_frame_bytes,
             };
             let tls = listener_tls(proxy, "id_service.tls", &ids.tls, HTTP_ALPN)?;
-            tokio::spawn(http_serve::serve(listener, tls, app, limits, stop.clone()));
+            let counts = proxy.metrics.table_counts("id_http");
+            tokio::spawn(http_serve::serve(
+                listener,
+                tls,
+                app,
+                limits,
+                counts,
+                stop.clone(),
+            ));
         }
         if let Some(addr) = &ids.resp {
             let listener = bind(addr).await?;
@@ -124,13 +142,7 @@ async fn bind(addr: &str) -> Result<TcpListener, StartError> {
         })
 }
 
-/// Scrapers and probes need few connections and small requests; a stuck connection is dropped
-/// after 30 s, a silent new one after 5 s.
-const ADMIN_LIMITS: http_serve::Limits = http_serve::Limits {
-    max_connections: 64,
-    per_host: 32,
-    idle: Duration::from_secs(30),
-    login: Duration::from_secs(5),
-    request: Duration::from_secs(10),
-    max_bytes: 16 << 10,
-};
+/// A new admin connection's first request (or TLS handshake) must come within this.
+const ADMIN_LOGIN: Duration = Duration::from_secs(5);
+/// Scrapers and probes send small requests: headers and body within this.
+const ADMIN_MAX_BYTES: usize = 16 << 10;

@@ -16,6 +16,19 @@ pub struct AdminConfig {
     /// HTTPS: `true` (the `tls:` certificate) or `{cert, key}`; plain HTTP when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<ListenerTls>,
+    /// Most connections open at once: scrapers and probes need few. A new one past it closes an
+    /// idle one, or is refused when all are working.
+    #[serde(default = "default_admin_max_connections")]
+    pub max_connections: usize,
+    /// Most connections of one client host.
+    #[serde(default = "default_admin_max_connections_per_host")]
+    pub max_connections_per_host: usize,
+    /// A connection silent this long is closed.
+    #[serde(default = "default_admin_idle_timeout")]
+    pub idle_timeout_ms: u64,
+    /// A request's headers must be complete within this of their first byte.
+    #[serde(default = "default_admin_request_timeout")]
+    pub request_timeout_ms: u64,
 }
 
 /// `id_service:` ids for callers that are not SQL clients, from the same generators and users.
@@ -63,6 +76,18 @@ pub struct IdServiceConfig {
 fn default_check_timeout() -> u64 {
     1_000
 }
+fn default_admin_max_connections() -> usize {
+    64
+}
+fn default_admin_max_connections_per_host() -> usize {
+    32
+}
+fn default_admin_idle_timeout() -> u64 {
+    30_000
+}
+fn default_admin_request_timeout() -> u64 {
+    10_000
+}
 fn default_max_count() -> u64 {
     100_000
 }
@@ -104,6 +129,22 @@ pub(super) fn validate(cfg: &super::Config) -> Result<(), super::ConfigError> {
                 "admin.check_timeout_ms: {} is outside 1 ..= 60000",
                 a.check_timeout_ms
             ));
+        }
+        for (key, n) in [
+            ("max_connections", a.max_connections),
+            ("max_connections_per_host", a.max_connections_per_host),
+        ] {
+            if n == 0 {
+                return bad(format!("admin.{key}: must be at least 1"));
+            }
+        }
+        for (key, ms) in [
+            ("idle_timeout_ms", a.idle_timeout_ms),
+            ("request_timeout_ms", a.request_timeout_ms),
+        ] {
+            if ms < 100 {
+                return bad(format!("admin.{key}: {ms} is below 100"));
+            }
         }
     }
     let Some(s) = &cfg.id_service else {

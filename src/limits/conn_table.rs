@@ -10,12 +10,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
+use prometheus_client::metrics::counter::Counter;
 use tokio::sync::Notify;
 
 pub struct ConnTable {
     max: usize,
     per_host: usize,
     inner: Mutex<Inner>,
+    counts: TableCounts,
+}
+
+/// How often the table had to close or refuse a connection (the listener's metrics).
+#[derive(Clone, Default)]
+pub struct TableCounts {
+    /// An idle connection closed to admit a new one.
+    pub made_room: Counter,
+    /// A new connection refused: the caps were reached by working connections.
+    pub full: Counter,
 }
 
 #[derive(Default)]
@@ -141,11 +152,12 @@ impl Inner {
 }
 
 impl ConnTable {
-    pub fn new(max: usize, per_host: usize) -> Arc<ConnTable> {
+    pub fn new(max: usize, per_host: usize, counts: TableCounts) -> Arc<ConnTable> {
         Arc::new(ConnTable {
             max: max.max(1),
             per_host: per_host.max(1),
             inner: Mutex::new(Inner::default()),
+            counts,
         })
     }
 
@@ -157,12 +169,23 @@ impl ConnTable {
     /// when both caps are reached by connections that are all working.
     pub fn admit(self: &Arc<ConnTable>, host: IpAddr) -> Option<Slot> {
         let mut t = self.inner();
-        if t.hosts.get(&host).copied().unwrap_or(0) >= self.per_host {
-            let victim = t.oldest_idle(host)?;
-            t.evict(victim);
+        let victim = if t.hosts.get(&host).copied().unwrap_or(0) >= self.per_host {
+            Some(t.oldest_idle(host))
         } else if t.conns.len() >= self.max {
-            let victim = t.idle_of_busiest()?;
-            t.evict(victim);
+            Some(t.idle_of_busiest())
+        } else {
+            None
+        };
+        match victim {
+            Some(Some(v)) => {
+                t.evict(v);
+                self.counts.made_room.inc();
+            }
+            Some(None) => {
+                self.counts.full.inc();
+                return None;
+            }
+            None => {}
         }
         let id = t.next;
         t.next += 1;
@@ -192,7 +215,8 @@ mod tests {
 
     #[test]
     fn a_full_host_gives_up_its_oldest_idle_connection() {
-        let t = ConnTable::new(10, 2);
+        let counts = TableCounts::default();
+        let t = ConnTable::new(10, 2, counts.clone());
         let a = t.admit(ip(1)).unwrap();
         let b = t.admit(ip(1)).unwrap();
         a.handle.set_idle(false);
@@ -205,11 +229,12 @@ mod tests {
         assert_eq!(t.open(), 2, "the evicted slot was already given back");
         drop(a);
         assert!(t.admit(ip(1)).is_some());
+        assert_eq!((counts.made_room.get(), counts.full.get()), (1, 1));
     }
 
     #[test]
     fn a_full_listener_closes_an_idle_connection_of_the_busiest_host() {
-        let t = ConnTable::new(3, 3);
+        let t = ConnTable::new(3, 3, TableCounts::default());
         let quiet = t.admit(ip(1)).unwrap();
         let x = t.admit(ip(2)).unwrap();
         let y = t.admit(ip(2)).unwrap();
@@ -225,7 +250,7 @@ mod tests {
 
     #[tokio::test]
     async fn eviction_wakes_the_connection() {
-        let t = ConnTable::new(1, 1);
+        let t = ConnTable::new(1, 1, TableCounts::default());
         let a = t.admit(ip(1)).unwrap();
         let h = a.handle.clone();
         let waiter = tokio::spawn(async move { h.evicted().await });

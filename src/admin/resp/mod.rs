@@ -40,6 +40,7 @@ pub async fn serve(
     let table = ConnTable::new(
         cfg.max_connections,
         cfg.max_connections_per_host.min(cfg.max_connections),
+        proxy.metrics.table_counts("id_resp"),
     );
     let ids = AtomicU64::new(1);
     let cfg = Arc::new(cfg);
@@ -50,9 +51,13 @@ pub async fn serve(
                 Ok((mut stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let Some(slot) = table.admit(peer.ip()) else {
-                        // Redis's words; the refusal must not wait on a client that never reads.
-                        let _ = tokio::time::timeout(Duration::from_millis(100),
-                            stream.write_all(b"-ERR max number of clients reached\r\n")).await;
+                        // Redis's words, in plain TCP only (over TLS they would be garbage to
+                        // the client, which sees the connection closed); the refusal must not
+                        // wait on a client that never reads.
+                        if tls.is_none() {
+                            let _ = tokio::time::timeout(Duration::from_millis(100),
+                                stream.write_all(b"-ERR max number of clients reached\r\n")).await;
+                        }
                         continue;
                     };
                     let (proxy, cfg, tls) = (proxy.clone(), cfg.clone(), tls.clone());
