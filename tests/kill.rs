@@ -1,7 +1,8 @@
 //! `KILL [CONNECTION | QUERY] id` through idgate takes the ids idgate gives its sessions (the
 //! connection id a client got at login, which `mysql` and Connector/J send when a statement is
 //! cancelled) and stops that session's work on every backend it holds, over one backend and over
-//! two shards; never a backend thread that happens to carry the same number.
+//! two shards; never a backend thread that happens to carry the same number. `CONNECTION_ID()`
+//! and `SHOW PROCESSLIST` show those ids, and `KILL USER` takes an idgate user.
 
 mod common;
 
@@ -97,8 +98,142 @@ fn kill_query_stops_the_sessions_statement_over_one_backend() {
         error_code(stranger.query_drop(format!("KILL QUERY {}", mine.connection_id()))),
         Some(1095)
     );
-    assert_eq!(error_code(killer.query_drop("KILL USER app")), Some(1235));
+    assert_eq!(
+        error_code(killer.query_drop("KILL QUERY ID 7")),
+        Some(1235),
+        "query ids are the backends', not idgate's"
+    );
     let _ = (APP_USER, APP_PASSWORD);
+}
+
+/// (name, type, flags, charset, length, decimals) of each column of `sql`'s answer.
+fn columns_of(c: &mut mysql::Conn, sql: &str) -> Vec<String> {
+    let r = c.query_iter(sql).unwrap();
+    r.columns()
+        .as_ref()
+        .iter()
+        .map(|col| {
+            format!(
+                "{} {:?} {:?} {} {} {}",
+                col.name_str(),
+                col.column_type(),
+                col.flags(),
+                col.character_set(),
+                col.column_length(),
+                col.decimals()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn connection_id_and_processlist_show_the_ids_kill_takes() {
+    let db = common::shared_db();
+    let g = Idgate::start(db);
+    let mut me = g.conn();
+    let my_id = me.connection_id();
+    let said: Option<u32> = me.query_first("SELECT CONNECTION_ID()").unwrap();
+    assert_eq!(
+        said,
+        Some(my_id),
+        "CONNECTION_ID() is not the handshake's id"
+    );
+    let said: Option<u32> = me.query_first("select connection_id( ) as me;").unwrap();
+    assert_eq!(said, Some(my_id));
+    // Described as MariaDB describes it.
+    let mut direct = common::direct(db);
+    for sql in [
+        "SELECT CONNECTION_ID()",
+        "SELECT CONNECTION_ID() AS me",
+        "SHOW PROCESSLIST",
+        "SHOW FULL PROCESSLIST",
+    ] {
+        assert_eq!(
+            columns_of(&mut me, sql),
+            columns_of(&mut direct, sql),
+            "{sql}"
+        );
+    }
+
+    // A busy session shows its statement (read from its backend thread) under idgate's id.
+    let padding = "x".repeat(150);
+    let sql: &'static str =
+        Box::leak(format!("SELECT SLEEP(60) AS plist_marker /* {padding} */").into_boxed_str());
+    let (busy, h) = running(&g, sql);
+    wait_running(&[db], "plist_marker");
+    type Process = (
+        u64,
+        String,
+        String,
+        Option<String>,
+        String,
+        u64,
+        String,
+        Option<String>,
+        String,
+    );
+    let full: Vec<Process> = me.query("SHOW FULL PROCESSLIST").unwrap();
+    let short: Vec<Process> = me.query("SHOW PROCESSLIST").unwrap();
+    let row = |rows: &[Process], id: u32| {
+        rows.iter()
+            .find(|r| r.0 == u64::from(id))
+            .cloned()
+            .unwrap_or_else(|| panic!("no row for session {id}: {rows:?}"))
+    };
+    let b = row(&full, busy);
+    assert_eq!((b.1.as_str(), b.4.as_str()), (APP_USER, "Query"), "{b:?}");
+    assert_eq!(b.7.as_deref(), Some(sql), "{b:?}");
+    assert_eq!(b.6, "User sleep", "{b:?}");
+    let b = row(&short, busy);
+    assert_eq!(
+        b.7.as_deref().map(|i| i.chars().count()),
+        Some(100),
+        "{b:?}"
+    );
+    let mine = row(&full, my_id);
+    assert_eq!(mine.7.as_deref(), Some("SHOW FULL PROCESSLIST"), "{mine:?}");
+    assert_eq!(mine.4, "Query");
+    // Only the caller's user's sessions, the same in both forms.
+    assert!(full.iter().all(|r| r.1 == APP_USER), "{full:?}");
+    let ids = |rows: &[Process]| rows.iter().map(|r| r.0).collect::<Vec<_>>();
+    assert_eq!(ids(&full), ids(&short));
+    // Another user sees its own sessions only, as on MariaDB without PROCESS.
+    let other = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(g.port)
+        .user(Some("nopw"))
+        .pass(Some(""));
+    let mut stranger = mysql::Conn::new(other).unwrap();
+    let theirs: Vec<Process> = stranger.query("SHOW PROCESSLIST").unwrap();
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert_eq!(theirs[0].0, u64::from(stranger.connection_id()));
+
+    // KILL USER: another user's sessions are passed over without an error (0 killed), as
+    // MariaDB does; the user's own are killed and counted, the caller's session included.
+    stranger.query_drop("KILL QUERY USER app").unwrap();
+    assert_eq!(stranger.affected_rows(), 0);
+    let (second, h2) = running(&g, "SELECT SLEEP(60) AS plist_second");
+    wait_running(&[db], "plist_second");
+    me.query_drop("KILL QUERY USER 'app'@'%'").unwrap();
+    assert!(me.affected_rows() >= 3, "{}", me.affected_rows());
+    // A killed SLEEP ends early (MariaDB answers it with 1 or with 1317, by timing).
+    for h in [h, h2] {
+        let (_, took) = h.join().unwrap();
+        assert!(took < Duration::from_secs(30), "{took:?}");
+    }
+    let _ = second;
+    me.query_drop("KILL USER app@'localhost'").unwrap();
+    assert_eq!(me.affected_rows(), 0, "idgate's accounts are app@'%'");
+    // KILL USER of one's own user ends the caller's session too, after its answer.
+    let mut victim = g.conn();
+    me.query_drop("KILL CONNECTION USER CURRENT_USER()")
+        .unwrap();
+    assert!(me.affected_rows() >= 2, "{}", me.affected_rows());
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(victim.query_drop("SELECT 1").is_err());
+    assert!(me.query_drop("SELECT 1").is_err());
+    let mut after = g.conn();
+    assert_eq!(after.query_first::<i64, _>("SELECT 1").unwrap(), Some(1));
 }
 
 #[test]

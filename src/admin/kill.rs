@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::exec::BackendConn;
 use crate::proxy::Proxy;
+use crate::sql::KillUserName;
 use crate::wire::errors::{self, SqlError};
 
 /// How long the whole KILL may take, the backends' answers included.
@@ -72,6 +73,53 @@ pub async fn kill(proxy: &Arc<Proxy>, caller: &[u8], id: u64, query: bool) -> Re
     }
 }
 
+/// `KILL [QUERY] USER name` for `caller` (session `self_id`): every session of that idgate
+/// user. As MariaDB: a caller may kill its own user's sessions (an idgate admin any user's),
+/// others are passed over without an error, and the answer counts the sessions killed, the
+/// caller's own included. idgate's accounts are `name`@'%', so another host names none.
+/// Returns the count and whether the caller's own session was among them (it is not killed
+/// here: with `query` false it ends after its answer).
+pub async fn kill_user(
+    proxy: &Arc<Proxy>,
+    caller: &[u8],
+    self_id: u32,
+    user: &KillUserName,
+    query: bool,
+) -> Result<(u64, bool), SqlError> {
+    let target = match user {
+        KillUserName::Current => String::from_utf8_lossy(caller).into_owned(),
+        KillUserName::Named { host: Some(h), .. } if h != "%" => return Ok((0, false)),
+        KillUserName::Named { name, .. } => name.clone(),
+    };
+    let admin = proxy.user(caller).is_some_and(|u| u.admin);
+    if target.as_bytes() != caller && !admin {
+        return Ok((0, false));
+    }
+    let (mut killed, mut itself, mut failed) = (0, false, None);
+    for row in proxy
+        .sessions
+        .rows()
+        .into_iter()
+        .filter(|r| r.user == target)
+    {
+        if row.id == self_id {
+            killed += 1;
+            itself = true;
+            continue;
+        }
+        match kill(proxy, caller, u64::from(row.id), query).await {
+            Ok(()) => killed += 1,
+            // Gone meanwhile.
+            Err(e) if e.code == ER_NO_SUCH_THREAD => {}
+            Err(e) => failed = Some(e),
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((killed, itself)),
+    }
+}
+
 /// `KILL [QUERY] thread` on `backend`, over a connection of its own (the session's is busy).
 async fn kill_thread(
     proxy: &Proxy,
@@ -107,7 +155,8 @@ pub fn unsupported(form: &str) -> SqlError {
         format!(
             "This version of MariaDB doesn't yet support '{form}' through idgate: KILL \
              [CONNECTION | QUERY] takes a session's id as a number (the connection id its \
-             client got at login; SHOW IDGATE SESSIONS lists them)"
+             client got at login, what CONNECTION_ID() and SHOW PROCESSLIST show) or USER \
+             name"
         ),
     )
 }

@@ -17,6 +17,7 @@ pub mod metrics;
 mod metrics_live;
 mod metrics_migrate;
 pub mod outcomes;
+pub mod processlist;
 pub mod ready;
 pub mod resp;
 pub mod result_set;

@@ -57,8 +57,13 @@ pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStat
                 format!("idgate: reload refused: {e}"),
             )),
         },
-        // Answered by the session, which knows who asks (`admin::kill`).
-        AdminStatement::Kill { .. } => Answer::Err(super::kill::unsupported("KILL here")),
+        // Answered by the session, which knows who asks (`admin::kill`, `admin::processlist`).
+        AdminStatement::Kill { .. } | AdminStatement::KillUser { .. } => {
+            Answer::Err(super::kill::unsupported("KILL here"))
+        }
+        AdminStatement::ProcessList { .. } | AdminStatement::ConnectionId { .. } => {
+            Answer::Err(super::kill::unsupported("a session's statement here"))
+        }
         AdminStatement::KillUnsupported(form) => Answer::Err(super::kill::unsupported(form)),
         AdminStatement::Migrate(m) => crate::migrate::answer(proxy, None, m).await,
         AdminStatement::UnknownShow => Answer::Err(SqlError::new(

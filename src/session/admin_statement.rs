@@ -1,20 +1,35 @@
 //! Sends the answer to one of idgate's admin statements (`SHOW IDGATE …`, `IDGATE RELOAD`).
 
+use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::query::Step;
 use super::{End, Session};
 use crate::admin::statements::{self, Answer};
-use crate::sql::AdminStatement;
+use crate::sql::{AdminStatement, KillUserName};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    pub(super) async fn admin_statement(&mut self, stmt: AdminStatement, more: bool) -> Step {
+    /// Answers `stmt`, which the client wrote as `text`.
+    pub(super) async fn admin_statement(
+        &mut self,
+        stmt: AdminStatement,
+        text: &[u8],
+        more: bool,
+    ) -> Step {
         // idgate answered: the default backend's row counts are not this statement's.
         self.counts_elsewhere = true;
         match stmt {
             AdminStatement::Kill { id, query } => return self.kill(id, query, more).await,
+            AdminStatement::KillUser { user, query } => {
+                return self.kill_user(&user, query, more).await
+            }
+            AdminStatement::ConnectionId { column } => {
+                let status = self.status_with(more);
+                self.write_connection_id(&column, status);
+                return Step::Ok;
+            }
             AdminStatement::KillUnsupported(form) => {
                 self.send_error(&crate::admin::kill::unsupported(form));
                 return Step::Failed;
@@ -26,6 +41,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             AdminStatement::Migrate(m) if statements::is_admin(&self.proxy, &self.hello.user) => {
                 let db = self.db.as_deref().map(String::from_utf8_lossy);
                 crate::migrate::answer(&self.proxy, db.as_deref(), m).await
+            }
+            AdminStatement::ProcessList { full } => {
+                let caller = crate::admin::processlist::Caller {
+                    user: &self.hello.user,
+                    session: self.registered.id(),
+                    statement: text,
+                    collation: u16::from(self.hello.collation),
+                };
+                Answer::Rows(crate::admin::processlist::answer(&self.proxy, caller, full).await)
             }
             stmt => statements::answer(&self.proxy, &self.hello.user, &self.peer_host, stmt).await,
         };
@@ -69,6 +93,58 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         match crate::admin::kill::kill(&self.proxy, &self.hello.user, id, query).await {
             Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
+            Err(e) => {
+                self.send_error(&e);
+                Step::Failed
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// `SELECT CONNECTION_ID()`'s answer: idgate's id of this session, in the column MariaDB
+    /// describes (INT UNSIGNED, 10 wide).
+    fn write_connection_id(&mut self, column: &str, status: StatusFlags) {
+        let mut def = Vec::new();
+        let flags =
+            ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
+        packets::column_def(
+            &mut def,
+            column.as_bytes(),
+            63,
+            10,
+            ColumnType::MYSQL_TYPE_LONG,
+            flags,
+            0,
+        );
+        let mut row = Vec::new();
+        packets::put_lenenc_str(&mut row, self.registered.id().to_string().as_bytes());
+        self.send_result_set(&[def], [row.as_slice()], 0, status);
+    }
+
+    /// `KILL [QUERY] USER name`: the count of sessions killed as affected rows; a session that
+    /// named its own user in `KILL USER` ends after that answer, as on MariaDB.
+    async fn kill_user(&mut self, user: &KillUserName, query: bool, more: bool) -> Step {
+        let me = self.registered.id();
+        match crate::admin::kill::kill_user(&self.proxy, &self.hello.user, me, user, query).await {
+            Ok((killed, itself)) => {
+                let status = self.status_with(more);
+                let start = self.writer.begin();
+                packets::ok(
+                    self.writer.payload(),
+                    packets::OK_HEADER,
+                    killed,
+                    0,
+                    status,
+                    0,
+                    b"",
+                );
+                self.writer.end(start);
+                if itself && !query {
+                    return Step::End(End::Fatal("killed itself".into()));
+                }
+                Step::Ok
+            }
             Err(e) => {
                 self.send_error(&e);
                 Step::Failed

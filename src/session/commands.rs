@@ -263,7 +263,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     async fn prepare(&mut self, packet: &[u8], scope: StatementScope) -> Option<End> {
-        if crate::sql::admin_statement(&packet[1..]).is_some() {
+        // The statements about connections prepare on the backend, as they did before idgate
+        // answered them in the text protocol.
+        let about_connections = |a: &crate::sql::AdminStatement| {
+            matches!(
+                a,
+                crate::sql::AdminStatement::ConnectionId { .. }
+                    | crate::sql::AdminStatement::ProcessList { .. }
+            )
+        };
+        if crate::sql::admin_statement(&packet[1..]).is_some_and(|a| !about_connections(&a)) {
             self.send_error(&crate::admin::statements::not_preparable());
             return None;
         }

@@ -265,7 +265,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     ) -> Step {
         // idgate's own statements touch no backend and no transaction.
         let plan = match plan {
-            Plan::Admin(a) => return self.admin_statement(a, more).await,
+            Plan::Admin(a) => return self.admin_statement(a, stmt, more).await,
             p => p,
         };
         let default = &self.proxy.default_pool.name;
@@ -354,7 +354,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.send_error(&e);
                 Step::Failed
             }
-            Plan::Admin(a) => self.admin_statement(a, more).await,
+            Plan::Admin(a) => self.admin_statement(a, stmt, more).await,
             Plan::NextValues {
                 generator,
                 count,

@@ -1,10 +1,12 @@
 //! idgate's own statements: `SHOW IDGATE STATUS | BACKENDS | GENERATORS | SESSIONS | TABLES`,
-//! `SHOW IDGATE MIGRATIONS`, `IDGATE RELOAD`, `IDGATE MIGRATE …` and `KILL` (whose ids are
-//! idgate's), any case, with comments and a trailing `;` allowed. Recognised from the first
-//! words only, so every other statement pays a keyword comparison.
+//! `SHOW IDGATE MIGRATIONS`, `IDGATE RELOAD`, `IDGATE MIGRATE …`, and the statements about
+//! connections whose ids are idgate's: `KILL`, `SHOW [FULL] PROCESSLIST` and
+//! `SELECT CONNECTION_ID()`. Any case, with comments and a trailing `;` allowed. Recognised from
+//! the first words only, so every other statement pays a keyword comparison or two.
 
 use super::admin_migrate::{self, MigrateStatement};
-use super::lex::{only_trivia_left, skip_trivia, word_end};
+use super::lex::{only_trivia_left, skip_quoted, skip_trivia, unquote_ident, word_end};
+use super::session_query::{session_query, SessionQuery};
 
 /// An admin statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,8 +27,30 @@ pub enum AdminStatement {
         id: u64,
         query: bool,
     },
+    /// `KILL [HARD | SOFT] [CONNECTION | QUERY] USER name`: every session of an idgate user.
+    KillUser {
+        user: KillUserName,
+        query: bool,
+    },
     /// A KILL idgate cannot map to its sessions (the text says which form).
     KillUnsupported(&'static str),
+    /// `SHOW [FULL] PROCESSLIST`: idgate's sessions, with the ids their clients got.
+    ProcessList {
+        full: bool,
+    },
+    /// `SELECT CONNECTION_ID() [[AS] alias]`: the session's idgate id, under `column`.
+    ConnectionId {
+        column: String,
+    },
+}
+
+/// Whose sessions `KILL USER` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillUserName {
+    /// `CURRENT_USER` / `CURRENT_USER()`.
+    Current,
+    /// A user name, and the account host if one was written (`'app'@'%'`).
+    Named { name: String, host: Option<String> },
 }
 
 /// The admin statement `stmt` is, if it is one.
@@ -37,6 +61,18 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
     if is(first, b"KILL") {
         return Some(kill(&mut words));
     }
+    if is(first, b"SELECT") {
+        // One more word for SELECTs, and a look only when it is the function's name.
+        if !is(words.next()?, b"CONNECTION_ID") {
+            return None;
+        }
+        return match session_query(stmt) {
+            Some(SessionQuery::ConnectionId { column }) => {
+                Some(AdminStatement::ConnectionId { column })
+            }
+            _ => None,
+        };
+    }
     if is(first, b"IDGATE") {
         let second = words.next()?;
         if is(second, b"MIGRATE") {
@@ -46,7 +82,20 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
         }
         return (is(second, b"RELOAD") && words.at_end()).then_some(AdminStatement::Reload);
     }
-    if !is(first, b"SHOW") || !is(words.next()?, b"IDGATE") {
+    if !is(first, b"SHOW") {
+        return None;
+    }
+    let second = words.next()?;
+    if is(second, b"PROCESSLIST") || is(second, b"FULL") {
+        let full = is(second, b"FULL");
+        if full && !is(words.next()?, b"PROCESSLIST") {
+            return None;
+        }
+        return words
+            .at_end()
+            .then_some(AdminStatement::ProcessList { full });
+    }
+    if !is(second, b"IDGATE") {
         return None;
     }
     let what = words.next().unwrap_or(b"");
@@ -88,7 +137,10 @@ fn kill(words: &mut Words) -> AdminStatement {
         }
     }
     if is(w, b"USER") {
-        return AdminStatement::KillUnsupported("KILL USER");
+        return match kill_user_name(words) {
+            Some(user) if words.at_end() => AdminStatement::KillUser { user, query },
+            _ => AdminStatement::KillUnsupported("KILL USER with that name"),
+        };
     }
     let id = std::str::from_utf8(w)
         .ok()
@@ -97,6 +149,47 @@ fn kill(words: &mut Words) -> AdminStatement {
         Some(id) if words.at_end() => AdminStatement::Kill { id, query },
         _ => AdminStatement::KillUnsupported("KILL with an expression"),
     }
+}
+
+/// After `KILL … USER`: `name`, `'name'`, `` `name` ``, `'name'@'host'` or `CURRENT_USER[()]`.
+fn kill_user_name(words: &mut Words) -> Option<KillUserName> {
+    let part = |words: &mut Words| -> Option<String> {
+        let s = words.s;
+        let start = skip_trivia(s, words.i);
+        let end = match s.get(start)? {
+            b'\'' | b'"' | b'`' => skip_quoted(s, start),
+            _ => word_end(s, start),
+        };
+        words.i = end;
+        let text = &s[start..end];
+        (end > start).then(|| match text {
+            [b'\'', inner @ .., b'\''] => String::from_utf8_lossy(inner).replace("''", "'"),
+            _ => unquote_ident(text),
+        })
+    };
+    let name = part(words)?;
+    if name.eq_ignore_ascii_case("CURRENT_USER") {
+        let save = words.i;
+        let j = skip_trivia(words.s, words.i);
+        if words.s.get(j) == Some(&b'(') {
+            let k = skip_trivia(words.s, j + 1);
+            if words.s.get(k) != Some(&b')') {
+                return None;
+            }
+            words.i = k + 1;
+        } else {
+            words.i = save;
+        }
+        return Some(KillUserName::Current);
+    }
+    let j = skip_trivia(words.s, words.i);
+    let host = if words.s.get(j) == Some(&b'@') {
+        words.i = j + 1;
+        Some(part(words)?)
+    } else {
+        None
+    };
+    Some(KillUserName::Named { name, host })
 }
 
 /// The bare words of a statement, trivia (spaces, comments) skipped.
@@ -179,14 +272,75 @@ mod tests {
             admin_statement(b"KILL QUERY ID 3"),
             Some(KillUnsupported("KILL QUERY ID"))
         );
+        let named = |name: &str, host: Option<&str>| KillUserName::Named {
+            name: name.into(),
+            host: host.map(String::from),
+        };
         assert_eq!(
             admin_statement(b"KILL USER app"),
-            Some(KillUnsupported("KILL USER"))
+            Some(KillUser {
+                user: named("app", None),
+                query: false
+            })
+        );
+        assert_eq!(
+            admin_statement(b"kill query user 'app'@'%';"),
+            Some(KillUser {
+                user: named("app", Some("%")),
+                query: true
+            })
+        );
+        assert_eq!(
+            admin_statement(b"KILL CONNECTION USER `a b` @ 'h'"),
+            Some(KillUser {
+                user: named("a b", Some("h")),
+                query: false
+            })
+        );
+        assert_eq!(
+            admin_statement(b"KILL USER CURRENT_USER()"),
+            Some(KillUser {
+                user: KillUserName::Current,
+                query: false
+            })
+        );
+        assert_eq!(
+            admin_statement(b"KILL USER current_user"),
+            Some(KillUser {
+                user: KillUserName::Current,
+                query: false
+            })
+        );
+        assert_eq!(
+            admin_statement(b"KILL USER app extra"),
+            Some(KillUnsupported("KILL USER with that name"))
         );
         assert_eq!(
             admin_statement(b"KILL CONNECTION_ID()"),
             Some(KillUnsupported("KILL with an expression"))
         );
         assert_eq!(admin_statement(b"SELECT 'KILL 1'"), None);
+    }
+
+    #[test]
+    fn recognises_processlist_and_connection_id() {
+        assert_eq!(
+            admin_statement(b"SHOW PROCESSLIST"),
+            Some(ProcessList { full: false })
+        );
+        assert_eq!(
+            admin_statement(b"show full processlist;"),
+            Some(ProcessList { full: true })
+        );
+        assert_eq!(admin_statement(b"SHOW FULL TABLES"), None);
+        assert_eq!(admin_statement(b"SHOW PROCESSLIST LIMIT 1"), None);
+        assert_eq!(
+            admin_statement(b"SELECT CONNECTION_ID() AS me"),
+            Some(ConnectionId {
+                column: "me".into()
+            })
+        );
+        assert_eq!(admin_statement(b"SELECT CONNECTION_ID() + 1"), None);
+        assert_eq!(admin_statement(b"SELECT 1"), None);
     }
 }

@@ -42,7 +42,7 @@ mod subquery_bind;
 mod update_parts;
 mod words;
 
-pub use admin::{admin_statement, AdminStatement};
+pub use admin::{admin_statement, AdminStatement, KillUserName};
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
 pub use ddl_tables::{ddl_tables, DdlAction, DdlTables, ForeignKey, UniqueKey};
 pub use dml::{

@@ -1,5 +1,6 @@
-//! Recognising the SELECTs the session answers itself: the last generated ID and the sequence
-//! functions. Anything more than the exact forms below goes to the backend.
+//! Recognising the SELECTs the session answers itself: the last generated ID, the sequence
+//! functions and the connection id. Anything more than the exact forms below goes to the
+//! backend.
 
 use super::lex::{is_ident_byte, skip_quoted, skip_trivia, unquote_ident, word_end};
 
@@ -19,6 +20,12 @@ pub enum SessionQuery {
         count: u64,
         /// Result-set column name: the expression as written (`nextval` for the Vitess form),
         /// or the alias.
+        column: String,
+    },
+    /// `SELECT CONNECTION_ID()`: idgate's id of the session (the handshake's, the one `KILL`
+    /// takes), not the id of whichever backend connection would run it.
+    ConnectionId {
+        /// Result-set column name: the expression as written, or the alias.
         column: String,
     },
 }
@@ -93,6 +100,21 @@ impl<'a> Lexer<'a> {
             (Tok::Quoted, a, b) if self.s[a] != b'\'' => Some((unquote_ident(&self.s[a..b]), b)),
             _ => None,
         }
+    }
+
+    /// After a function's name (which starts at `start`): `()`, then the tail. Returns the
+    /// column name: the call as written, or the alias.
+    fn no_argument_call(&mut self, start: usize) -> Option<String> {
+        if !self.punct(b'(') {
+            return None;
+        }
+        let (t, _, close) = self.next();
+        if t != Tok::Punct(b')') {
+            return None;
+        }
+        let written = text(&self.s[start..close]);
+        let alias = self.tail()?;
+        Some(alias.unwrap_or(written))
     }
 
     /// Optional `[AS] alias`, then optional `;`, then the end. Returns the alias if any.
@@ -174,18 +196,12 @@ pub fn session_query(stmt: &[u8]) -> Option<SessionQuery> {
             })
         }
         Tok::Word if item.eq_ignore_ascii_case(b"LAST_INSERT_ID") => {
-            if !lx.punct(b'(') {
-                return None;
-            }
-            let (t, _, close) = lx.next();
-            if t != Tok::Punct(b')') {
-                return None;
-            }
-            let written = text(&stmt[a..close]);
-            let alias = lx.tail()?;
-            Some(SessionQuery::LastInsertId {
-                column: alias.unwrap_or(written),
-            })
+            let column = lx.no_argument_call(a)?;
+            Some(SessionQuery::LastInsertId { column })
+        }
+        Tok::Word if item.eq_ignore_ascii_case(b"CONNECTION_ID") => {
+            let column = lx.no_argument_call(a)?;
+            Some(SessionQuery::ConnectionId { column })
         }
         Tok::Word if item.eq_ignore_ascii_case(b"NEXTVAL") => {
             if !lx.punct(b'(') {
@@ -286,6 +302,22 @@ mod tests {
             }) => Some((schema, generator, count, column)),
             _ => None,
         }
+    }
+
+    #[test]
+    fn connection_id_forms() {
+        let cid = |sql: &str| match session_query(sql.as_bytes()) {
+            Some(SessionQuery::ConnectionId { column }) => Some(column),
+            _ => None,
+        };
+        assert_eq!(
+            cid("SELECT CONNECTION_ID()").as_deref(),
+            Some("CONNECTION_ID()")
+        );
+        assert_eq!(cid("select connection_id( ) as me;").as_deref(), Some("me"));
+        assert_eq!(cid("SELECT CONNECTION_ID() + 1"), None);
+        assert_eq!(cid("SELECT CONNECTION_ID(), 2"), None);
+        assert_eq!(cid("SELECT CONNECTION_ID() FROM t"), None);
     }
 
     #[test]
