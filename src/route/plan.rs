@@ -323,10 +323,11 @@ impl ShapePlan {
                     Ok(Some(Route::Merge(targets, Box::new(bound))))
                 }
                 Err(what) => Err(unsupported(format!(
-                    "this SELECT on sharded table `{}` reaches {} shards, and idgate cannot merge their \
-                     answers for {what}; pin it to one shard with a condition on the sharding column",
+                    "this SELECT on sharded table `{}` reaches {} shards, and {} for {what}; pin it \
+                     to one shard with a condition on the sharding column",
                     p.rule.name,
-                    targets.len()
+                    targets.len(),
+                    crate::sql::MERGE_REFUSED
                 ))),
             };
         }

@@ -39,6 +39,13 @@ pub enum Plan {
     Subqueries(Vec<sql::Subquery>),
     /// A join of tables not placed alike, run in the gateway.
     Join(Box<sql::JoinShape>),
+    /// A SELECT computing on aggregates across shards, run as this statement instead (its
+    /// aggregates in a derived table idgate merges, `sql::lift_aggregates`); if that is not
+    /// one idgate can run, the refusal.
+    Lifted {
+        sql: String,
+        refusal: SqlError,
+    },
     /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
     ListTables {
         backends: Vec<String>,
@@ -63,7 +70,9 @@ impl Plan {
             Plan::Forward(k) | Plan::Routed(_, k) => Some(*k),
             Plan::Insert(boxed) if boxed.0.replace => Some(StatementKind::Replace),
             Plan::Insert(_) => Some(StatementKind::Insert),
-            Plan::NextValues { .. } | Plan::Join(_) => Some(StatementKind::Select),
+            Plan::NextValues { .. } | Plan::Join(_) | Plan::Lifted { .. } => {
+                Some(StatementKind::Select)
+            }
             Plan::ListTables { .. } => Some(StatementKind::Show),
             Plan::Database { .. } => Some(StatementKind::Ddl),
             Plan::KeyUpdate(_) => Some(StatementKind::Update),
@@ -198,6 +207,7 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
                 Ok(None) => Plan::Forward(kind),
                 Err(e) => subquery_plan(stmt, &ctx.tables)
                     .or_else(|| join_plan(stmt, &e, &ctx.tables))
+                    .or_else(|| lifted(stmt, kind, &e))
                     .unwrap_or(Plan::Refuse(e)),
             }
         }
@@ -216,6 +226,27 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
         }
         _ => Plan::Forward(kind),
     }
+}
+
+/// A SELECT refused for computing on aggregates across shards, lifted into one over a derived
+/// table of those aggregates.
+fn lifted(stmt: &[u8], kind: StatementKind, refusal: &SqlError) -> Option<Plan> {
+    if kind != StatementKind::Select {
+        return None;
+    }
+    lift(stmt, refusal).map(|sql| Plan::Lifted {
+        sql,
+        refusal: refusal.clone(),
+    })
+}
+
+/// The statement a SELECT whose answers from several shards idgate could not merge (the
+/// `refusal`) is run as, when its items compute on aggregates (`sql::lift_aggregates`).
+pub fn lift(stmt: &[u8], refusal: &SqlError) -> Option<String> {
+    if !refusal.message.contains(sql::MERGE_REFUSED) {
+        return None;
+    }
+    sql::lift_aggregates(stmt)
 }
 
 /// An UPDATE of one table that assigns literals to columns of its keys held through lookups

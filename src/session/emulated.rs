@@ -300,6 +300,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             {
                 return self.execute_with_subqueries(text, &subs, scope).await.err();
             }
+            // Computing on aggregates across shards: lifted over a derived table of them.
+            if let Some(lifted) = route::lift(text, e) {
+                let lifted = lifted.into_bytes();
+                if let Some(Plan::Subqueries(subs)) =
+                    self.with_plan_context(|ctx| route::subquery_plan(&lifted, ctx))
+                {
+                    return self
+                        .execute_with_subqueries(&lifted, &subs, scope)
+                        .await
+                        .err();
+                }
+            }
             // A join of tables not placed alike: run in the gateway.
             return self
                 .execute_join_or_refuse(text, e.clone(), scope)

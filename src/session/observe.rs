@@ -45,7 +45,9 @@ fn route_of(plan: &Plan, kind: StatementKind) -> StmtRoute {
         Plan::Routed(r, _) => dml_route(r),
         Plan::Database { .. } => StmtRoute::Scatter,
         // Inner queries run and combined by idgate before the outer one.
-        Plan::Subqueries(_) | Plan::Join(_) | Plan::KeyUpdate(_) => StmtRoute::Merged,
+        Plan::Subqueries(_) | Plan::Join(_) | Plan::KeyUpdate(_) | Plan::Lifted { .. } => {
+            StmtRoute::Merged
+        }
         Plan::NextValues { .. }
         | Plan::ExplainRoute(_)
         | Plan::ListTables { .. }

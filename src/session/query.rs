@@ -369,6 +369,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Plan::Subqueries(subs) => Box::pin(self.run_subqueries(stmt, &subs, more, scope)).await,
             Plan::Join(shape) => Box::pin(self.run_join(stmt, &shape, more, scope)).await,
+            Plan::Lifted { sql, refusal } => {
+                // The lifted statement reads a derived table over shards: its subquery runs
+                // first. Anything else it turned out to be keeps the original refusal.
+                match self.plan(sql.as_bytes()) {
+                    Plan::Subqueries(subs) => {
+                        Box::pin(self.run_subqueries(sql.as_bytes(), &subs, more, scope)).await
+                    }
+                    _ => {
+                        self.send_error(&refusal);
+                        Step::Failed
+                    }
+                }
+            }
             Plan::Routed(route, _) => match self.run_routed(stmt, packet, route, more, scope).await
             {
                 Ok(true) => Step::Ok,

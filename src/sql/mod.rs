@@ -13,6 +13,7 @@
 
 mod admin;
 pub mod admin_migrate;
+mod aggregate_lift;
 mod classify;
 mod ddl_tables;
 mod dml;
@@ -43,6 +44,7 @@ mod update_parts;
 mod words;
 
 pub use admin::{admin_statement, AdminStatement, KillUserName};
+pub use aggregate_lift::lift_aggregates;
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
 pub use ddl_tables::{ddl_tables, DdlAction, DdlTables, ForeignKey, UniqueKey};
 pub use dml::{
@@ -69,6 +71,7 @@ pub use merge_plan::{
     limit_value, AggCol, AggFn, ColRef, Having, HavingOp, KeyTypes, LimitForm, MergeMode,
     MergePlan, SortKey, Weight, Window,
 };
+pub use merge_rewrite::MERGE_REFUSED;
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use session_query::{session_query, SessionQuery};

@@ -53,6 +53,10 @@ fn combinable(name: &str) -> Option<AggFn> {
 }
 
 /// Every aggregate MariaDB has: these make a query grouped.
+/// What the refusal of a SELECT whose shard answers cannot be merged says (`aggregate_lift`
+/// takes over those computing on aggregates).
+pub const MERGE_REFUSED: &str = "idgate cannot merge their answers";
+
 pub(crate) const AGGREGATES: &[&str] = &[
     "count",
     "sum",
@@ -122,7 +126,7 @@ pub(crate) fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
     finder.found
 }
 
-fn parse_expr(text: &str) -> Option<Expr> {
+pub(crate) fn parse_expr(text: &str) -> Option<Expr> {
     Parser::new(&MySqlDialect {})
         .with_options(ParserOptions::new().with_unescape(false))
         .try_with_sql(text)
