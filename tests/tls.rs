@@ -206,6 +206,48 @@ fn backend_client_certificate_is_presented() {
 }
 
 #[test]
+fn a_reload_reads_backend_client_certificates_again() {
+    let db = tls_db();
+    let p = pki();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tls-backend-rotation-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("client.pem"), dir.join("client-key.pem"));
+    let put = |c: &std::path::Path, k: &std::path::Path| {
+        std::fs::copy(c, &cert).unwrap();
+        std::fs::copy(k, &key).unwrap();
+    };
+    put(&p.client, &p.client_key);
+    let tls = BackendTls {
+        mode: BackendTlsMode::Required,
+        ca: None,
+        cert: Some(cert.clone()),
+        key: Some(key.clone()),
+    };
+    let cfg = backend_cfg(db.port, "x509", "x509-pw", tls);
+    backend_connect(&cfg).unwrap_or_else(|e| panic!("the CA's client certificate: {e}"));
+    // The other CA's certificate in the files: new connections get it after a reload only.
+    put(&p.stranger, &p.stranger_key);
+    backend_connect(&cfg).unwrap_or_else(|e| panic!("the certificate read before: {e}"));
+    idgate::tls::backend::install(idgate::tls::backend::reread().unwrap());
+    assert!(
+        backend_connect(&cfg).is_err(),
+        "MariaDB took a certificate of a CA it does not know: the files were not read again"
+    );
+    // A broken file refuses the reread by name; the configuration in use stays.
+    std::fs::write(&cert, "not a certificate").unwrap();
+    let e = match idgate::tls::backend::reread() {
+        Ok(_) => panic!("a broken certificate file was read"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains(&cert.display().to_string()), "{e}");
+    assert!(backend_connect(&cfg).is_err());
+    put(&p.client, &p.client_key);
+    idgate::tls::backend::install(idgate::tls::backend::reread().unwrap());
+    backend_connect(&cfg).unwrap_or_else(|e| panic!("the CA's certificate again: {e}"));
+}
+
+#[test]
 fn backend_verification_failures_are_clear() {
     let p = pki();
     let wrong_ca = BackendTls {

@@ -15,14 +15,20 @@ use rustls::{
 use super::{files, provider, TlsError, VERSIONS};
 use crate::config::{BackendTls, BackendTlsMode};
 
+/// Every client configuration built so far, by setting.
+fn cache() -> &'static Mutex<HashMap<BackendTls, Arc<ClientConfig>>> {
+    static CACHE: OnceLock<Mutex<HashMap<BackendTls, Arc<ClientConfig>>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
 /// The client configuration for `tls`, or `None` when its mode is `disabled`. Built once per
-/// distinct setting (files are read on first use) and shared by every connection.
+/// distinct setting (files are read on first use, and again by [`reread`] on reload) and shared
+/// by every connection.
 pub fn client_config(tls: &BackendTls) -> Result<Option<Arc<ClientConfig>>, TlsError> {
     if tls.mode == BackendTlsMode::Disabled {
         return Ok(None);
     }
-    static CACHE: OnceLock<Mutex<HashMap<BackendTls, Arc<ClientConfig>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
+    let cache = cache();
     if let Some(c) = cache.lock().ok().and_then(|m| m.get(tls).cloned()) {
         return Ok(Some(c));
     }
@@ -31,6 +37,31 @@ pub fn client_config(tls: &BackendTls) -> Result<Option<Arc<ClientConfig>>, TlsE
         m.insert(tls.clone(), built.clone());
     }
     Ok(Some(built))
+}
+
+/// Client configurations built from their files again, for [`install`]: a reload reads rotated
+/// CA files and client certificates for the connections opened after it. A file that does not
+/// load is an error naming it (and nothing is installed).
+pub struct Reread(Vec<(BackendTls, Arc<ClientConfig>)>);
+
+pub fn reread() -> Result<Reread, TlsError> {
+    let settings: Vec<BackendTls> = cache()
+        .lock()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut fresh = Vec::with_capacity(settings.len());
+    for s in settings {
+        let built = Arc::new(build(&s)?);
+        fresh.push((s, built));
+    }
+    Ok(Reread(fresh))
+}
+
+/// New backend connections use the configurations read by [`reread`]; open ones keep theirs.
+pub fn install(fresh: Reread) {
+    if let Ok(mut m) = cache().lock() {
+        m.extend(fresh.0);
+    }
 }
 
 /// Builds (and so checks) the configuration; `check-config` runs this too.

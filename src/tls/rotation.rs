@@ -104,8 +104,9 @@ impl Rotations {
         }
     }
 
-    /// Reads every certificate's files (and client CA files) again. All are checked before any
-    /// is changed, so a broken file leaves every listener as it was.
+    /// Reads every certificate's files (and client CA files, and the backends' CA and client
+    /// certificate files) again. All are checked before any is changed, so a broken file leaves
+    /// every listener and backend setting as it was.
     pub fn reload_all(&self) -> Result<(), TlsError> {
         let certs: Vec<Arc<RotatingCert>> = match self.certs.lock() {
             Ok(c) => c.clone(),
@@ -118,6 +119,7 @@ impl Rotations {
         for ca in &cas {
             ca.check()?;
         }
+        let backends = super::backend::reread()?;
         for c in &certs {
             if let Some(f) = &c.files {
                 certified(
@@ -133,6 +135,7 @@ impl Rotations {
         for ca in &cas {
             ca.reload()?;
         }
+        super::backend::install(backends);
         Ok(())
     }
 }
