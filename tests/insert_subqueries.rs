@@ -93,15 +93,27 @@ fn subqueries_in_insert_values_read_every_shard() {
     }
     assert_eq!(contents(&mut through), contents(&mut direct));
 
-    // An expression over an aggregate across shards (Django's `Max('n') + 1`) is refused with
-    // what to do, never answered from one shard; nothing is inserted.
-    let sql = "INSERT INTO company (name, num_employees) VALUES ('k', (SELECT MAX(U0.num_employees) + 1 FROM company U0))";
+    // An expression over an aggregate across shards (Django's `Max('n') + 1`): lifted over a
+    // derived table of the merged aggregate, never answered from one shard.
+    for sql in [
+        "INSERT INTO company (name, num_employees) VALUES ('k', (SELECT MAX(U0.num_employees) + 1 FROM company U0))",
+        "INSERT INTO company SET name = 'l', num_employees = (SELECT COALESCE(AVG(num_employees), 0) * 3 FROM company WHERE name < 'f')",
+    ] {
+        direct.query_drop(sql).unwrap();
+        through
+            .query_drop(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}\n{}", ts.g.log()));
+        assert_eq!(contents(&mut through), contents(&mut direct), "{sql}");
+    }
+    // One that also reads a column neither aggregated nor grouped is refused with what to do;
+    // nothing is inserted.
+    let sql = "INSERT INTO company (name, num_employees) VALUES ('m', (SELECT MAX(U0.num_employees) + U0.id FROM company U0))";
     match through.query_drop(sql) {
         Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{}", e.message),
         other => panic!("{sql}: {other:?}"),
     }
-    let k: Option<i64> = through
-        .query_first("SELECT COUNT(*) FROM company WHERE name = 'k'")
+    let m: Option<i64> = through
+        .query_first("SELECT COUNT(*) FROM company WHERE name = 'm'")
         .unwrap();
-    assert_eq!(k, Some(0));
+    assert_eq!(m, Some(0));
 }

@@ -134,9 +134,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     "This version of MariaDB doesn't yet support 'LIMIT & IN/ALL/ANY/SOME subquery'",
                 )));
             }
-            // An inner query with subqueries of its own over sharded tables: those first.
+            // An inner query with subqueries of its own over sharded tables: those first. One
+            // computing on aggregates across shards is lifted over a derived table of them
+            // first (`route::lift`), which is then such a subquery of its own.
             let mut inner = inner.to_vec();
-            if self.route_dml(&inner).is_err() {
+            if let Err(e) = self.route_dml(&inner) {
+                if let Some(lifted) = route::lift(&inner, &e) {
+                    inner = lifted.into_bytes();
+                }
                 if let Some(nested) =
                     self.with_plan_context(|ctx| route::placed_subqueries(&inner, ctx))
                 {
