@@ -14,7 +14,7 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::fetch::FetchLimits;
+use super::fetch::{FetchLimits, Fetched};
 use super::query::Step;
 use super::{End, Session};
 use crate::exec::relay::Adjust;
@@ -36,6 +36,9 @@ fn outer_qualifier(stmt: &[u8], inner: std::ops::Range<usize>, message: &str) ->
     let qualifier = qualifier.rsplit('.').next()?;
     sql::names_outside(stmt, inner, qualifier.as_bytes()).then(|| qualifier.to_string())
 }
+
+/// MariaDB's ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT.
+const ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT: u16 = 1222;
 
 fn unsupported(msg: String) -> SqlError {
     SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
@@ -107,6 +110,62 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.run_binary(&backends, bound, scope).await
     }
 
+    /// One inner query's rows; an IN list's `(SELECT …) UNION (SELECT …)` member by member
+    /// (duplicates do not change what IN finds), within the same limits.
+    async fn fetch_subquery(
+        &mut self,
+        inner: &[u8],
+        kind: SubqueryUse,
+        limits: FetchLimits,
+        scope: StatementScope,
+    ) -> Result<Result<Fetched, SqlError>, End> {
+        let members = match kind {
+            SubqueryUse::In => sql::union_members(inner),
+            _ => None,
+        };
+        let Some(members) = members else {
+            return self.fetch(inner, limits, scope).await;
+        };
+        let mut all: Option<Fetched> = None;
+        for m in members {
+            let Some(member) = inner.get(m) else {
+                return Ok(Err(unsupported(
+                    "a UNION member idgate could not place".into(),
+                )));
+            };
+            let fetched = match self.fetch(member, limits, scope).await? {
+                Ok(f) => f,
+                Err(e) => return Ok(Err(e)),
+            };
+            match &mut all {
+                None => all = Some(fetched),
+                Some(a) if a.columns.len() != fetched.columns.len() => {
+                    return Ok(Err(SqlError::new(
+                        ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT,
+                        b"21000",
+                        "The used SELECT statements have a different number of columns",
+                    )));
+                }
+                Some(a) => {
+                    a.rows.extend(fetched.rows);
+                    if a.rows.len() as u64 > limits.max_rows {
+                        return Ok(Err(unsupported(format!(
+                            "the subquery over sharded tables gives more than \
+                             max_subquery_rows ({}) rows, which idgate runs first and binds \
+                             into the outer statement; narrow it (WHERE, LIMIT) or raise \
+                             max_subquery_rows",
+                            limits.max_rows
+                        ))));
+                    }
+                }
+            }
+        }
+        Ok(Ok(all.unwrap_or(Fetched {
+            columns: Vec::new(),
+            rows: Vec::new(),
+        })))
+    }
+
     /// Runs each inner query and gives `stmt` with their rows bound in. `Ok(Err(_))`: the
     /// statement's answer is this error.
     pub(super) async fn bind_subqueries(
@@ -156,7 +215,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 max_bytes,
                 enough: (s.kind == SubqueryUse::Exists).then_some(1),
             };
-            let mut fetched = match self.fetch(&inner, limits, scope).await? {
+            let mut fetched = match self.fetch_subquery(&inner, s.kind, limits, scope).await? {
                 Ok(f) => f,
                 Err(e) if e.code == ER_BAD_FIELD_ERROR => {
                     // A column of the outer query (correlated: not supported), or a typo.

@@ -54,6 +54,16 @@ pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
     let mut out: Vec<Subquery> = Vec::new();
     let mut i = 0;
     while i < toks.len() {
+        // `x IN ((SELECT …) UNION (SELECT …))`: one IN list, the members' rows together.
+        if let Some((inner, paren, close)) = in_union(&st, i) {
+            out.push(Subquery {
+                kind: SubqueryUse::In,
+                replace: paren,
+                inner,
+            });
+            i = close + 1;
+            continue;
+        }
         let starts_select = toks[i].tok == Tok::LParen
             && matches!(toks.get(i + 1).map(|t| &t.tok), Some(Tok::Word(w)) if w == "SELECT" || w == "WITH");
         if !starts_select {
@@ -107,6 +117,71 @@ pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
         i = close + 1;
     }
     Some(out)
+}
+
+/// At token `i`: the `(` of `IN ((SELECT …) UNION [ALL | DISTINCT] (SELECT …) …)`, each member
+/// parenthesized: the members' text, the group's range and the token closing it.
+fn in_union(st: &SelectText, i: usize) -> Option<(Range<usize>, Range<usize>, usize)> {
+    let toks = &st.toks;
+    if toks.get(i)?.tok != Tok::LParen || i == 0 || toks[i - 1].tok != Tok::Word("IN".into()) {
+        return None;
+    }
+    let depth = toks[i].depth;
+    let close =
+        (i + 1..toks.len()).find(|&j| toks[j].tok == Tok::RParen && toks[j].depth == depth)?;
+    let members = union_member_tokens(toks, i + 1, close)?;
+    (members.len() > 1).then(|| {
+        (
+            toks[i + 1].at.start..toks[close - 1].at.end,
+            toks[i].at.start..toks[close].at.end,
+            close,
+        )
+    })
+}
+
+/// The members of `(SELECT …) UNION [ALL | DISTINCT] (SELECT …) …` in tokens `from..to`, as
+/// (open, close) token indexes of each member's parentheses; `None` for any other shape.
+fn union_member_tokens(
+    toks: &[super::select_tokens::Lexeme],
+    from: usize,
+    to: usize,
+) -> Option<Vec<(usize, usize)>> {
+    let mut members = Vec::new();
+    let mut k = from;
+    loop {
+        let open = toks.get(k).filter(|t| t.tok == Tok::LParen)?;
+        if !matches!(toks.get(k + 1).map(|t| &t.tok), Some(Tok::Word(w)) if w == "SELECT") {
+            return None;
+        }
+        let close =
+            (k + 1..to).find(|&j| toks[j].tok == Tok::RParen && toks[j].depth == open.depth)?;
+        members.push((k, close));
+        k = close + 1;
+        if k == to {
+            return Some(members);
+        }
+        if toks[k].tok != Tok::Word("UNION".into()) {
+            return None;
+        }
+        k += 1;
+        if matches!(&toks.get(k)?.tok, Tok::Word(w) if w == "ALL" || w == "DISTINCT") {
+            k += 1;
+        }
+    }
+}
+
+/// The members of an IN list's `(SELECT …) UNION (SELECT …)` text, each without its
+/// parentheses; `None` when `inner` is not such a union.
+pub fn union_members(inner: &[u8]) -> Option<Vec<Range<usize>>> {
+    let text = std::str::from_utf8(inner).ok()?;
+    let st = SelectText::new(text)?;
+    let members = union_member_tokens(&st.toks, 0, st.toks.len())?;
+    (members.len() > 1).then(|| {
+        members
+            .into_iter()
+            .map(|(open, close)| st.toks[open + 1].at.start..st.toks[close - 1].at.end)
+            .collect()
+    })
 }
 
 /// Whether the `ALL` at `k` follows UNION/EXCEPT/INTERSECT.

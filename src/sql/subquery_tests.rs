@@ -2,7 +2,9 @@
 
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
-use super::subquery::{find_subqueries, has_own_limit, is_multi_table_write, splice, SubqueryUse};
+use super::subquery::{
+    find_subqueries, has_own_limit, is_multi_table_write, splice, union_members, SubqueryUse,
+};
 use super::subquery_bind::*;
 
 fn found(sql: &str) -> Vec<(SubqueryUse, String, String)> {
@@ -283,4 +285,36 @@ fn subqueries_of_each_union_member_are_found() {
     let f = found("SELECT * FROM (SELECT a FROM u UNION SELECT b FROM o) d");
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].0, SubqueryUse::Derived);
+}
+
+#[test]
+fn an_in_list_of_a_union_is_one_subquery_of_its_members() {
+    let sql = "SELECT id FROM b WHERE id IN ((SELECT id FROM b WHERE p > 3) UNION ALL (SELECT id FROM b WHERE g = 'x')) ORDER BY id";
+    let f = found(sql);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].0, SubqueryUse::In);
+    let inner = f[0].2.clone();
+    assert_eq!(
+        inner,
+        "(SELECT id FROM b WHERE p > 3) UNION ALL (SELECT id FROM b WHERE g = 'x')"
+    );
+    let members: Vec<&str> = union_members(inner.as_bytes())
+        .unwrap()
+        .into_iter()
+        .map(|r| &inner[r])
+        .collect();
+    assert_eq!(
+        members,
+        [
+            "SELECT id FROM b WHERE p > 3",
+            "SELECT id FROM b WHERE g = 'x'"
+        ]
+    );
+    // Not a union of parenthesized SELECTs: left as before.
+    assert_eq!(union_members(b"SELECT 1"), None);
+    assert_eq!(union_members(b"(SELECT 1) EXCEPT (SELECT 2)"), None);
+    assert_eq!(
+        found("SELECT * FROM t WHERE (a, b) IN ((1, 2), (3, 4))"),
+        vec![]
+    );
 }
