@@ -350,8 +350,8 @@ fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
             "GROUP_CONCAT()",
         ),
         (
-            "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM r3",
-            "window function ROW_NUMBER()",
+            "SELECT i, RANK() OVER (ORDER BY i) FROM r3 GROUP BY i",
+            "window function RANK()",
         ),
         // An expression over an aggregate that also reads a column neither grouped nor
         // aggregated (MariaDB takes any row's): not lifted into a derived table.
@@ -397,12 +397,13 @@ fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
 }
 
 #[test]
-fn expressions_over_aggregates_answer_as_one_server() {
+fn expressions_over_aggregates_and_windows_answer_as_one_server() {
     let s = setup();
     let mut c = s.g.conn();
     let mut reference = common::direct(&s.dbs[0]);
-    // Evaluated by MariaDB over a derived table of the merged aggregates: the same names and
-    // values (the types of a literal table's columns may be wider).
+    // Evaluated by MariaDB over a derived table of the merged aggregates (or of the rows a
+    // window sees): the same names and values (the types of a literal table's columns may be
+    // wider).
     let values = |r: Answer| {
         r.map(|(cols, rows)| {
             (
@@ -421,6 +422,10 @@ fn expressions_over_aggregates_answer_as_one_server() {
              HAVING COUNT(*) > 1 ORDER BY span DESC, n, i LIMIT 5",
             "SELECT MOD(SUM(i), 7), LEAST(MAX(id), 100) FROM T WHERE i IS NOT NULL",
             "SELECT dt, COUNT(*) * 10 AS tens FROM T GROUP BY dt ORDER BY tens DESC, dt LIMIT 3",
+            // Window functions over the table's rows, evaluated by MariaDB.
+            "SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM T WHERE id > 30 ORDER BY id LIMIT 20",
+            "SELECT id, i, SUM(b) OVER (PARTITION BY i ORDER BY id) AS run FROM T WHERE i IS NOT NULL \
+             ORDER BY id LIMIT 30",
         ] {
             let want = values(run(&mut reference, &sql.replace(" T", " ref")));
             let got = values(run(&mut c, &sql.replace(" T", &format!(" {table}"))));

@@ -246,7 +246,7 @@ pub fn lift(stmt: &[u8], refusal: &SqlError) -> Option<String> {
     if !refusal.message.contains(sql::MERGE_REFUSED) {
         return None;
     }
-    sql::lift_aggregates(stmt)
+    sql::lift_aggregates(stmt).or_else(|| sql::lift_windows(stmt))
 }
 
 /// An UPDATE of one table that assigns literals to columns of its keys held through lookups

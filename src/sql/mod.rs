@@ -41,6 +41,7 @@ mod split;
 mod subquery;
 mod subquery_bind;
 mod update_parts;
+mod window_lift;
 mod words;
 
 pub use admin::{admin_statement, AdminStatement, KillUserName};
@@ -86,6 +87,7 @@ pub use subquery_bind::{
     BindError, BoundColumn, BoundRow, ER_SUBQUERY_NO_1_ROW,
 };
 pub use update_parts::{update_parts, Assigned, UpdateParts};
+pub use window_lift::lift_windows;
 pub use words::{
     chain_or_release, database_ddl, explain_route_target, is_temporary_ddl, lists_tables, mentions,
     names_outside, push_name, savepoint, sets_autocommit_on, starts_read_only, string_literal_is,
