@@ -120,13 +120,13 @@ pub async fn kill_user(
     }
 }
 
-/// `KILL [QUERY] thread` on `backend`, over a connection of its own (the session's is busy).
-async fn kill_thread(
+/// A connection of idgate's own to `backend` (a session's are busy), within `limit`; `None`
+/// for a backend no longer configured.
+pub(crate) async fn side_connection(
     proxy: &Proxy,
     backend: &str,
-    thread: u32,
-    query: bool,
-) -> Result<(), crate::exec::BackendError> {
+    limit: Duration,
+) -> Result<Option<BackendConn>, crate::exec::BackendError> {
     let Some(cfg) = proxy
         .live()
         .config
@@ -134,9 +134,23 @@ async fn kill_thread(
         .get(backend)
         .map(|b| b.value.clone())
     else {
+        return Ok(None);
+    };
+    BackendConn::connect(backend, &cfg, false, limit)
+        .await
+        .map(Some)
+}
+
+/// `KILL [QUERY] thread` on `backend`, over a connection of its own (the session's is busy).
+async fn kill_thread(
+    proxy: &Proxy,
+    backend: &str,
+    thread: u32,
+    query: bool,
+) -> Result<(), crate::exec::BackendError> {
+    let Some(mut c) = side_connection(proxy, backend, KILL_TIMEOUT).await? else {
         return Ok(());
     };
-    let mut c = BackendConn::connect(backend, &cfg, false, KILL_TIMEOUT).await?;
     let what = if query { "QUERY " } else { "" };
     let sent = c.query_drop(&format!("KILL {what}{thread}")).await;
     c.close().await;

@@ -12,7 +12,6 @@ use mysql_common::collations::{Collation, CollationId};
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
 use super::result_set::{num, text, ResultSet};
-use crate::exec::BackendConn;
 use crate::proxy::Proxy;
 use crate::session::registry::Row;
 use crate::wire::packets;
@@ -129,22 +128,15 @@ async fn backend_threads(
     backend: &str,
     list: &[(u32, u32)],
 ) -> Result<HashMap<u32, Activity>, crate::exec::BackendError> {
-    let Some(cfg) = proxy
-        .live()
-        .config
-        .backends
-        .get(backend)
-        .map(|b| b.value.clone())
-    else {
-        return Ok(HashMap::new());
-    };
     let ids: Vec<String> = list.iter().map(|(t, _)| t.to_string()).collect();
     let sql = format!(
         "SELECT ID, STATE, INFO, PROGRESS FROM information_schema.PROCESSLIST \
          WHERE COMMAND <> 'Sleep' AND ID IN ({})",
         ids.join(",")
     );
-    let mut c = BackendConn::connect(backend, &cfg, false, BACKEND_LOOK).await?;
+    let Some(mut c) = super::kill::side_connection(proxy, backend, BACKEND_LOOK).await? else {
+        return Ok(HashMap::new());
+    };
     let rows = c.query_rows(&sql).await;
     c.close().await;
     let value = |v: &Option<Vec<u8>>| v.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());

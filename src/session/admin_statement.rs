@@ -1,6 +1,6 @@
 //! Sends the answer to one of idgate's admin statements (`SHOW IDGATE …`, `IDGATE RELOAD`).
 
-use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
+use mysql_common::constants::{ColumnType, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::query::Step;
@@ -105,21 +105,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// `SELECT CONNECTION_ID()`'s answer: idgate's id of this session, in the column MariaDB
     /// describes (INT UNSIGNED, 10 wide).
     fn write_connection_id(&mut self, column: &str, status: StatusFlags) {
-        let mut def = Vec::new();
-        let flags =
-            ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
-        packets::column_def(
-            &mut def,
-            column.as_bytes(),
-            63,
-            10,
-            ColumnType::MYSQL_TYPE_LONG,
-            flags,
-            0,
-        );
-        let mut row = Vec::new();
-        packets::put_lenenc_str(&mut row, self.registered.id().to_string().as_bytes());
-        self.send_result_set(&[def], [row.as_slice()], 0, status);
+        let id = u64::from(self.registered.id());
+        self.write_unsigned(column, id, (ColumnType::MYSQL_TYPE_LONG, 10), status);
     }
 
     /// `KILL [QUERY] USER name`: the count of sessions killed as affected rows; a session that

@@ -487,18 +487,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// A one-row, one-column result set with a BIGINT UNSIGNED value.
     fn write_single_value(&mut self, column: &str, value: u64, status: StatusFlags) {
+        let ty = (ColumnType::MYSQL_TYPE_LONGLONG, 20);
+        self.write_unsigned(column, value, ty, status);
+    }
+
+    /// A one-row, one-column result set with an unsigned integer of the type and width `ty`.
+    pub(super) fn write_unsigned(
+        &mut self,
+        column: &str,
+        value: u64,
+        (ty, width): (ColumnType, u32),
+        status: StatusFlags,
+    ) {
         let mut def = Vec::new();
         let flags =
             ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
-        packets::column_def(
-            &mut def,
-            column.as_bytes(),
-            63,
-            20,
-            ColumnType::MYSQL_TYPE_LONGLONG,
-            flags,
-            0,
-        );
+        packets::column_def(&mut def, column.as_bytes(), 63, width, ty, flags, 0);
         let mut row = Vec::new();
         packets::put_lenenc_str(&mut row, value.to_string().as_bytes());
         self.send_result_set(&[def], [row.as_slice()], 0, status);

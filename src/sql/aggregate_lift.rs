@@ -43,21 +43,7 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
     if q.with.is_some() || s.distinct.is_some() || s.projection.is_empty() {
         return None;
     }
-    let layout = SelectText::new(text)?;
-    for w in [
-        "WINDOW",
-        "PROCEDURE",
-        "INTO",
-        "FOR",
-        "LOCK",
-        "UNION",
-        "EXCEPT",
-        "INTERSECT",
-    ] {
-        if layout.has_top_word(w) {
-            return None;
-        }
-    }
+    let layout = plain_layout(text)?;
     let pieces = layout.select_items()?;
     if pieces.len() != s.projection.len() {
         return None;
@@ -135,11 +121,7 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
     // The inner statement: the GROUP BY values and the aggregates, over the client's own FROM
     // … HAVING.
     let from = layout.toks[layout.clause("FROM")?].at.start;
-    let tail_end = ["ORDER", "LIMIT"]
-        .iter()
-        .filter_map(|c| layout.clause_range(c).map(|r| r.start))
-        .min()
-        .unwrap_or(layout.end);
+    let tail_end = tail_start(&layout);
     let mut inner: Vec<String> = lift
         .groups
         .iter()
@@ -167,6 +149,32 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
         out.push_str(text[r.start..layout.end].trim_end());
     }
     Some(out)
+}
+
+/// The layout of a lone SELECT: `None` with a WINDOW clause, a set operation, INTO or a
+/// locking clause, which a lift cannot carry over.
+pub(super) fn plain_layout(text: &str) -> Option<SelectText> {
+    let layout = SelectText::new(text)?;
+    let words = [
+        "WINDOW",
+        "PROCEDURE",
+        "INTO",
+        "FOR",
+        "LOCK",
+        "UNION",
+        "EXCEPT",
+        "INTERSECT",
+    ];
+    (!words.iter().any(|w| layout.has_top_word(w))).then_some(layout)
+}
+
+/// Where the statement's ORDER BY or LIMIT starts (its end without them).
+pub(super) fn tail_start(layout: &SelectText) -> usize {
+    ["ORDER", "LIMIT"]
+        .iter()
+        .filter_map(|c| layout.clause_range(c).map(|r| r.start))
+        .min()
+        .unwrap_or(layout.end)
 }
 
 struct Lift<'a> {

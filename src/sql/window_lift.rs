@@ -15,6 +15,7 @@
 
 use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement, TableFactor, Visit, Visitor};
 
+use super::aggregate_lift::{plain_layout, tail_start};
 use super::merge_rewrite::AGGREGATES;
 use super::parse::parse_one;
 use super::select_tokens::SelectText;
@@ -61,27 +62,9 @@ pub fn lift_windows(stmt: &[u8]) -> Option<String> {
     if windows.plain_aggregate || windows.subquery || windows.windows == 0 {
         return None;
     }
-    let layout = SelectText::new(text)?;
-    for w in [
-        "WINDOW",
-        "PROCEDURE",
-        "INTO",
-        "FOR",
-        "LOCK",
-        "UNION",
-        "EXCEPT",
-        "INTERSECT",
-    ] {
-        if layout.has_top_word(w) {
-            return None;
-        }
-    }
+    let layout = plain_layout(text)?;
     let from_kw = layout.toks[layout.clause("FROM")?].at.start;
-    let tail = ["ORDER", "LIMIT"]
-        .iter()
-        .filter_map(|c| layout.clause_range(c).map(|r| r.start))
-        .min()
-        .unwrap_or(layout.end);
+    let tail = tail_start(&layout);
     let inner = text[from_kw..tail].trim_end();
     let head = unqualified(text, &layout, 0..from_kw, &qualifier)?;
     let rest = unqualified(text, &layout, tail..layout.end, &qualifier)?;

@@ -8,9 +8,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
-};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
 
 use super::{files, provider, TlsError, VERSIONS};
 use crate::config::{BackendTls, BackendTlsMode};
@@ -78,13 +76,7 @@ pub fn build(tls: &BackendTls) -> Result<ClientConfig, TlsError> {
                     message: "needs tls.ca, the PEM file of the certificate authority".into(),
                 });
             };
-            let mut roots = RootCertStore::empty();
-            for cert in files::certificates(ca)? {
-                roots.add(cert).map_err(|e| TlsError::Pem {
-                    path: ca.display().to_string(),
-                    message: format!("not a usable CA certificate: {e}"),
-                })?;
-            }
+            let roots = files::root_store(ca)?;
             let webpki =
                 WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                     .build()

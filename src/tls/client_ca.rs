@@ -11,7 +11,7 @@ use rustls::client::danger::HandshakeSignatureValid;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::{files, provider, TlsError};
 
@@ -24,13 +24,7 @@ pub struct RotatingClientCa {
 
 /// A verifier for certificates that chain to the CAs in `file`, with clients free to send none.
 fn verifier(file: &Path) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
-    let mut roots = RootCertStore::empty();
-    for cert in files::certificates(file)? {
-        roots.add(cert).map_err(|e| TlsError::Pem {
-            path: file.display().to_string(),
-            message: format!("not a usable CA certificate: {e}"),
-        })?;
-    }
+    let roots = files::root_store(file)?;
     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
         .allow_unauthenticated()
         .build()

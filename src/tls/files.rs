@@ -32,6 +32,18 @@ pub fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsErro
     Ok(certs)
 }
 
+/// The certificate authorities in a PEM file, as rustls trusts them.
+pub fn root_store(path: &Path) -> Result<rustls::RootCertStore, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certificates(path)? {
+        roots.add(cert).map_err(|e| TlsError::Pem {
+            path: path.display().to_string(),
+            message: format!("not a usable CA certificate: {e}"),
+        })?;
+    }
+    Ok(roots)
+}
+
 /// The first private key in a PEM file.
 pub fn private_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     let data = read(path)?;
