@@ -316,14 +316,18 @@ fn subqueries_over_a_sharded_table_run_first_or_are_refused() {
         .map(|(id, _q): (u64, i32)| id)
         .collect();
     assert_eq!(top, [first + 2]);
-    // Window functions and FOUND_ROWS() would see one shard's rows.
-    for sql in [
-        "SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM orders",
-        "SELECT SQL_CALC_FOUND_ROWS id FROM orders LIMIT 1",
-    ] {
-        let (n, m) = code(c.query_drop(sql));
-        assert_eq!(n, 1235, "{sql}: {m}");
-    }
+    // A window function sees every shard's rows: it runs over a derived table of them.
+    let mut numbered: Vec<(u64, u64)> = c
+        .query("SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM orders")
+        .unwrap();
+    numbered.sort();
+    let count: Option<u64> = c.query_first("SELECT COUNT(*) FROM orders").unwrap();
+    assert_eq!(Some(numbered.len() as u64), count);
+    let expected: Vec<u64> = (1..=numbered.len() as u64).collect();
+    assert_eq!(numbered.iter().map(|r| r.1).collect::<Vec<_>>(), expected);
+    // FOUND_ROWS() would see one shard's rows.
+    let (n, m) = code(c.query_drop("SELECT SQL_CALC_FOUND_ROWS id FROM orders LIMIT 1"));
+    assert_eq!(n, 1235, "{m}");
     // Row counts of a statement that ran on shards are not the default backend's.
     let _: Vec<u64> = c.query("SELECT id FROM orders").unwrap();
     let (n, m) = code(c.query_drop("SELECT FOUND_ROWS()"));
