@@ -98,12 +98,69 @@ fn kill_query_stops_the_sessions_statement_over_one_backend() {
         error_code(stranger.query_drop(format!("KILL QUERY {}", mine.connection_id()))),
         Some(1095)
     );
-    assert_eq!(
-        error_code(killer.query_drop("KILL QUERY ID 7")),
-        Some(1235),
-        "query ids are the backends', not idgate's"
-    );
     let _ = (APP_USER, APP_PASSWORD);
+}
+
+/// The query id the default backend gives the statement carrying `marker`.
+fn query_id(db: &MariaDb, marker: &str) -> u64 {
+    common::direct(db)
+        .query_first(format!(
+            "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' \
+             AND INFO NOT LIKE '%PROCESSLIST%'"
+        ))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{marker} is not running"))
+}
+
+#[test]
+fn kill_query_id_takes_the_backends_query_ids_of_idgates_sessions() {
+    let db = common::shared_db();
+    let g = Idgate::start(db);
+    let (_, h) = running(&g, "SELECT SLEEP(60) AS kill_by_query_id");
+    wait_running(&[db], "kill_by_query_id");
+    let q = query_id(db, "kill_by_query_id");
+    // Another user's statement: MariaDB's 1979; an unknown id: 1957.
+    let other = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(g.port)
+        .user(Some("nopw"))
+        .pass(Some(""));
+    let mut stranger = mysql::Conn::new(other).unwrap();
+    let refused = stranger.query_drop(format!("KILL QUERY ID {q}"));
+    assert!(
+        matches!(&refused, Err(mysql::Error::MySqlError(e)) if e.code == 1979 && e.message == format!("You are not owner of query {q}")),
+        "{refused:?}"
+    );
+    let mut killer = g.conn();
+    let unknown = killer.query_drop("KILL QUERY ID 4000000000");
+    assert!(
+        matches!(&unknown, Err(mysql::Error::MySqlError(e)) if e.code == 1957 && e.message == "Unknown query id: 4000000000"),
+        "{unknown:?}"
+    );
+    killer.query_drop(format!("KILL QUERY ID {q}")).unwrap();
+    let (_, took) = h.join().unwrap();
+    assert!(
+        took < Duration::from_secs(30),
+        "the statement ran on for {took:?}"
+    );
+
+    // A backend thread that is no session of idgate's is never killed through it.
+    let mut outside = common::direct(db);
+    let t = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let _ = outside.query_drop("SELECT SLEEP(3) AS kill_outside_idgate");
+        t0.elapsed()
+    });
+    wait_running(&[db], "kill_outside_idgate");
+    let q = query_id(db, "kill_outside_idgate");
+    assert_eq!(
+        error_code(killer.query_drop(format!("KILL QUERY ID {q}"))),
+        Some(1957)
+    );
+    assert!(
+        t.join().unwrap() >= Duration::from_millis(2900),
+        "a foreign statement was killed"
+    );
 }
 
 /// (name, type, flags, charset, length, decimals) of each column of `sql`'s answer.

@@ -73,6 +73,105 @@ pub async fn kill(proxy: &Arc<Proxy>, caller: &[u8], id: u64, query: bool) -> Re
     }
 }
 
+/// MariaDB's ER_NO_SUCH_QUERY and ER_KILL_QUERY_DENIED_ERROR.
+pub const ER_NO_SUCH_QUERY: u16 = 1957;
+pub const ER_KILL_QUERY_DENIED_ERROR: u16 = 1979;
+
+/// `KILL QUERY ID query_id` for `caller`. Query ids are the default backend's (what its
+/// `information_schema.PROCESSLIST` shows a client through idgate): the statement is killed
+/// there if a session of idgate runs it and the caller may kill that session's work, never a
+/// backend thread no session holds. The backend itself kills it by its id while the session's
+/// connection list is held, so a statement that ended meanwhile is not mistaken for another.
+pub async fn kill_query_id(
+    proxy: &Arc<Proxy>,
+    caller: &[u8],
+    query_id: u64,
+) -> Result<(), SqlError> {
+    let unknown = || {
+        SqlError::new(
+            ER_NO_SUCH_QUERY,
+            b"HY000",
+            format!("Unknown query id: {query_id}"),
+        )
+    };
+    let backend = proxy.default_pool.name.clone();
+    let failed = |e: crate::exec::BackendError| {
+        SqlError::new(
+            errors::ER_UNKNOWN_ERROR,
+            b"HY000",
+            format!("idgate: KILL QUERY ID did not reach backend `{backend}`: {e}"),
+        )
+    };
+    let done = tokio::time::timeout(KILL_TIMEOUT, async {
+        let Some(mut c) = side_connection(proxy, &backend, KILL_TIMEOUT)
+            .await
+            .map_err(failed)?
+        else {
+            return Err(unknown());
+        };
+        let found = c
+            .query_rows(&format!(
+                "SELECT ID FROM information_schema.PROCESSLIST WHERE QUERY_ID = {query_id}"
+            ))
+            .await;
+        let thread = found
+            .map_err(failed)?
+            .first()
+            .and_then(|r| r.first().cloned().flatten())
+            .and_then(|v| String::from_utf8(v).ok())
+            .and_then(|v| v.parse::<u32>().ok());
+        let Some(thread) = thread else {
+            c.close().await;
+            return Err(unknown());
+        };
+        for row in proxy.sessions.rows() {
+            let Some(session) = proxy.sessions.find(row.id) else {
+                continue;
+            };
+            // Held while killing: the session lets none of these connections go meanwhile.
+            let held = session.conns().lock().await;
+            if !held
+                .conns
+                .iter()
+                .any(|(b, t)| *b == backend && *t == thread)
+            {
+                continue;
+            }
+            let own = session.user().as_bytes() == caller;
+            if !own && !proxy.user(caller).is_some_and(|u| u.admin) {
+                c.close().await;
+                return Err(SqlError::new(
+                    ER_KILL_QUERY_DENIED_ERROR,
+                    b"HY000",
+                    format!("You are not owner of query {query_id}"),
+                ));
+            }
+            let sent = c.query_drop(&format!("KILL QUERY ID {query_id}")).await;
+            drop(held);
+            c.close().await;
+            return match sent {
+                Err(crate::exec::BackendError::Server { code, .. }) if code == ER_NO_SUCH_QUERY => {
+                    Err(unknown())
+                }
+                other => other.map_err(failed),
+            };
+        }
+        c.close().await;
+        Err(unknown())
+    })
+    .await;
+    done.unwrap_or_else(|_| {
+        Err(SqlError::new(
+            errors::ER_UNKNOWN_ERROR,
+            b"HY000",
+            format!(
+                "idgate: KILL QUERY ID timed out after {} s",
+                KILL_TIMEOUT.as_secs()
+            ),
+        ))
+    })
+}
+
 /// `KILL [QUERY] USER name` for `caller` (session `self_id`): every session of that idgate
 /// user. As MariaDB: a caller may kill its own user's sessions (an idgate admin any user's),
 /// others are passed over without an error, and the answer counts the sessions killed, the

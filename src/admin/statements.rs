@@ -58,9 +58,9 @@ pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStat
             )),
         },
         // Answered by the session, which knows who asks (`admin::kill`, `admin::processlist`).
-        AdminStatement::Kill { .. } | AdminStatement::KillUser { .. } => {
-            Answer::Err(super::kill::unsupported("KILL here"))
-        }
+        AdminStatement::Kill { .. }
+        | AdminStatement::KillUser { .. }
+        | AdminStatement::KillQueryId { .. } => Answer::Err(super::kill::unsupported("KILL here")),
         AdminStatement::ProcessList { .. } | AdminStatement::ConnectionId { .. } => {
             Answer::Err(super::kill::unsupported("a session's statement here"))
         }

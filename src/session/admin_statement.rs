@@ -25,6 +25,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             AdminStatement::KillUser { user, query } => {
                 return self.kill_user(&user, query, more).await
             }
+            AdminStatement::KillQueryId { query_id } => {
+                let killed =
+                    crate::admin::kill::kill_query_id(&self.proxy, &self.hello.user, query_id)
+                        .await;
+                return match killed {
+                    Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
+                    Err(e) => {
+                        self.send_error(&e);
+                        Step::Failed
+                    }
+                };
+            }
             AdminStatement::ConnectionId { column } => {
                 let status = self.status_with(more);
                 self.write_connection_id(&column, status);

@@ -27,6 +27,11 @@ pub enum AdminStatement {
         id: u64,
         query: bool,
     },
+    /// `KILL [HARD | SOFT] QUERY ID query_id`: the statement with that id on the default
+    /// backend (the ids its `information_schema.PROCESSLIST` shows), if an idgate session runs it.
+    KillQueryId {
+        query_id: u64,
+    },
     /// `KILL [HARD | SOFT] [CONNECTION | QUERY] USER name`: every session of an idgate user.
     KillUser {
         user: KillUserName,
@@ -133,7 +138,14 @@ fn kill(words: &mut Words) -> AdminStatement {
         query = is(w, b"QUERY");
         w = words.next().unwrap_or(b"");
         if query && is(w, b"ID") {
-            return AdminStatement::KillUnsupported("KILL QUERY ID");
+            let id = words
+                .next()
+                .and_then(|w| std::str::from_utf8(w).ok())
+                .and_then(|t| t.parse::<u64>().ok());
+            return match id {
+                Some(query_id) if words.at_end() => AdminStatement::KillQueryId { query_id },
+                _ => AdminStatement::KillUnsupported("KILL QUERY ID with an expression"),
+            };
         }
     }
     if is(w, b"USER") {
@@ -270,7 +282,15 @@ mod tests {
         );
         assert_eq!(
             admin_statement(b"KILL QUERY ID 3"),
-            Some(KillUnsupported("KILL QUERY ID"))
+            Some(KillQueryId { query_id: 3 })
+        );
+        assert_eq!(
+            admin_statement(b"kill hard query id 40;"),
+            Some(KillQueryId { query_id: 40 })
+        );
+        assert_eq!(
+            admin_statement(b"KILL QUERY ID @q"),
+            Some(KillUnsupported("KILL QUERY ID with an expression"))
         );
         let named = |name: &str, host: Option<&str>| KillUserName::Named {
             name: name.into(),
