@@ -41,7 +41,7 @@ pub use algorithm::{Algorithm, ShardValue};
 pub use cache::{CacheStats, PlanCache};
 pub use insert::{InsertPlan, RowId};
 pub use plan::{BoundMerge, PlanContext, Route, ShapePlan};
-pub use statement::{lift, Caller, Plan, StatementContext};
+pub use statement::{lift, Caller, Plan, StatementContext, UniqueId};
 pub use statement_gateway::{
     correlated_later, insert_subqueries, join_plan, placed_subqueries, sharding_columns,
     subquery_plan,

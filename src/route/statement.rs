@@ -39,12 +39,16 @@ pub enum Plan {
     Subqueries(Vec<sql::Subquery>),
     /// A join of tables not placed alike, run in the gateway.
     Join(Box<sql::JoinShape>),
-    /// A SELECT computing on aggregates across shards, run as this statement instead (its
-    /// aggregates in a derived table idgate merges, `sql::lift_aggregates`); if that is not
-    /// one idgate can run, the refusal.
+    /// A statement the shards cannot answer alone, run as this one instead: a SELECT computing
+    /// on aggregates across shards (its aggregates in a derived table idgate merges,
+    /// `sql::lift_aggregates`), or an UPDATE/DELETE with ORDER BY/LIMIT writing the rows an
+    /// ordered SELECT of their ids picks (`sql::ordered_write`). If that is not one idgate can
+    /// run, the refusal.
     Lifted {
         sql: String,
         refusal: SqlError,
+        /// The id column the rewrite picks rows by, which must be a unique key by itself.
+        unique_id: Option<UniqueId>,
     },
     /// `SHOW TABLES`-like: the default backend's list plus tables placed elsewhere.
     ListTables {
@@ -207,7 +211,7 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
                 Ok(None) => Plan::Forward(kind),
                 Err(e) => subquery_plan(stmt, &ctx.tables)
                     .or_else(|| join_plan(stmt, &e, &ctx.tables))
-                    .or_else(|| lifted(stmt, kind, &e))
+                    .or_else(|| lifted(stmt, kind, &e, &ctx.tables))
                     .unwrap_or(Plan::Refuse(e)),
             }
         }
@@ -228,17 +232,74 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
     }
 }
 
+/// A column that must be a unique key of its table by itself, checked on one of its shards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UniqueId {
+    pub backend: String,
+    /// `None`: the session's database.
+    pub schema: Option<String>,
+    pub table: String,
+    pub column: String,
+}
+
 /// A SELECT refused for computing on aggregates across shards, lifted into one over a derived
-/// table of those aggregates.
-fn lifted(stmt: &[u8], kind: StatementKind, refusal: &SqlError) -> Option<Plan> {
-    if kind != StatementKind::Select {
+/// table of those aggregates; an UPDATE/DELETE refused for its ORDER BY/LIMIT across shards,
+/// rewritten to write the rows an ordered SELECT of their ids picks.
+fn lifted(stmt: &[u8], kind: StatementKind, refusal: &SqlError, ctx: &PlanContext) -> Option<Plan> {
+    match kind {
+        StatementKind::Select => lift(stmt, refusal).map(|sql| Plan::Lifted {
+            sql,
+            refusal: refusal.clone(),
+            unique_id: None,
+        }),
+        StatementKind::Update | StatementKind::Delete => ordered_write(stmt, kind, refusal, ctx),
+        _ => None,
+    }
+}
+
+/// An UPDATE/DELETE of a sharded table refused for needing its ORDER BY/LIMIT across shards.
+fn ordered_write(
+    stmt: &[u8],
+    kind: StatementKind,
+    refusal: &SqlError,
+    ctx: &PlanContext,
+) -> Option<Plan> {
+    if !refusal.message.contains(ORDERED_WRITE_REFUSED) {
         return None;
     }
-    lift(stmt, refusal).map(|sql| Plan::Lifted {
-        sql,
-        refusal: refusal.clone(),
+    let a = sql::analyze_dml(stmt).ok()?;
+    let target = a.target?;
+    let schema = target.schema.as_deref().or(ctx.db);
+    let rule = ctx.tables.lookup(schema, &target.name)?;
+    let w = sql::ordered_write(stmt, &rule.id_column)?;
+    let first = rule.backends().first()?.clone();
+    if w.limit_zero {
+        // Writes nothing: one shard checks the statement and answers as one server.
+        return Some(Plan::Routed(Route::One(first), kind));
+    }
+    let refusal = SqlError::new(
+        refusal.code,
+        &refusal.state,
+        format!(
+            "{} (idgate picks the rows across shards itself when the table's id column `{}` is a \
+             unique key by itself)",
+            refusal.message, rule.id_column
+        ),
+    );
+    Some(Plan::Lifted {
+        sql: w.sql,
+        refusal,
+        unique_id: Some(UniqueId {
+            backend: first,
+            schema: target.schema.clone(),
+            table: target.name.clone(),
+            column: rule.id_column.clone(),
+        }),
     })
 }
+
+/// What the planner's refusal of an UPDATE/DELETE with ORDER BY/LIMIT over shards says.
+pub const ORDERED_WRITE_REFUSED: &str = "needs ORDER BY/LIMIT across them";
 
 /// The statement a SELECT whose answers from several shards idgate could not merge (the
 /// `refusal`) is run as, when its items compute on aggregates (`sql::lift_aggregates`).

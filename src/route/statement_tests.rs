@@ -359,3 +359,44 @@ fn a_gateway_join_is_driven_by_a_table_pinned_by_its_sharding_column() {
     assert_eq!(s.driver(), 0);
     assert!(s.fetches[1].pinned, "archive's key is its sharding column");
 }
+
+#[test]
+fn ordered_writes_over_shards_pick_their_rows_by_id_first() {
+    let f = Fixture::new();
+    for stmt in [
+        "UPDATE orders SET v = 'z' WHERE id IN (2, 3, 5, 6) ORDER BY id LIMIT 3",
+        "UPDATE IGNORE orders SET v = 'z' WHERE id IN (2, 3, 5, 6) ORDER BY id LIMIT 3",
+        "DELETE FROM items ORDER BY order_id DESC LIMIT 2",
+    ] {
+        match f.plan(stmt) {
+            Plan::Lifted { sql, unique_id, .. } => {
+                assert!(sql.contains("IN (SELECT `id` FROM (SELECT"), "{sql}");
+                assert_eq!(unique_id.map(|u| u.column).as_deref(), Some("id"), "{stmt}");
+            }
+            other => panic!("{stmt}: {other:?}"),
+        }
+    }
+    // Pinned to one shard: as it is.
+    assert!(matches!(
+        f.plan("UPDATE orders SET v = 'z' WHERE id = 4 ORDER BY id LIMIT 3"),
+        Plan::Routed(Route::One(_), _)
+    ));
+}
+
+#[test]
+fn write_modifiers_do_not_hide_the_table() {
+    let f = Fixture::new();
+    for stmt in [
+        "UPDATE IGNORE orders SET v = 1 WHERE id = 3",
+        "UPDATE LOW_PRIORITY IGNORE orders SET v = 1 WHERE id = 3",
+        "/* app */ update low_priority orders o SET o.v = 1 WHERE o.id = 3",
+        "DELETE IGNORE FROM orders WHERE id = 3",
+        "DELETE LOW_PRIORITY QUICK IGNORE FROM orders WHERE id = 3",
+        "DELETE QUICK FROM orders WHERE id = 3",
+    ] {
+        match f.plan(stmt) {
+            Plan::Routed(Route::One(b), _) => assert_eq!(b, "s1", "{stmt}"),
+            other => panic!("{stmt}: {other:?}"),
+        }
+    }
+}

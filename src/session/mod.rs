@@ -27,6 +27,7 @@ mod local_infile;
 mod login;
 mod long_data;
 mod observe;
+mod ordered_write;
 mod prepared;
 mod query;
 pub mod registry;

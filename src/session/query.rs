@@ -369,7 +369,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Plan::Subqueries(subs) => Box::pin(self.run_subqueries(stmt, &subs, more, scope)).await,
             Plan::Join(shape) => Box::pin(self.run_join(stmt, &shape, more, scope)).await,
-            Plan::Lifted { sql, refusal } => {
+            Plan::Lifted {
+                sql,
+                refusal,
+                unique_id,
+            } => {
+                if let Some(u) = unique_id {
+                    match self.is_unique_by_itself(&u, scope).await {
+                        Ok(Ok(true)) => {}
+                        Ok(Ok(false)) => {
+                            self.send_error(&refusal);
+                            return Step::Failed;
+                        }
+                        Ok(Err(e)) => {
+                            self.send_error(&e);
+                            return Step::Failed;
+                        }
+                        Err(end) => return Step::End(end),
+                    }
+                }
                 // The lifted statement reads a derived table over shards: its subquery runs
                 // first. Anything else it turned out to be keeps the original refusal.
                 match self.plan(sql.as_bytes()) {

@@ -368,7 +368,8 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                     }
                 }
             }
-            if !u.order_by.is_empty() || u.limit.is_some() {
+            // ORDER BY alone only orders each shard's own rows, which is all it can change.
+            if u.limit.is_some() {
                 a.needs_merge = Some("ORDER BY/LIMIT");
             }
         }
@@ -383,7 +384,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                 .map(table_ref)
                 .or_else(|| first_table(from));
             selection = d.selection.as_ref();
-            if !d.order_by.is_empty() || d.limit.is_some() {
+            if d.limit.is_some() {
                 a.needs_merge = Some("ORDER BY/LIMIT");
             }
         }

@@ -30,6 +30,7 @@ mod load;
 mod load_data;
 mod merge_plan;
 mod merge_rewrite;
+mod ordered_write;
 mod params;
 mod parse;
 mod render;
@@ -73,6 +74,7 @@ pub use merge_plan::{
     MergePlan, SortKey, Weight, Window,
 };
 pub use merge_rewrite::MERGE_REFUSED;
+pub use ordered_write::{ordered_write, OrderedWrite};
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use session_query::{session_query, SessionQuery};

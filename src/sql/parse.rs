@@ -29,6 +29,7 @@ pub(crate) fn sanitize(stmt: &[u8]) -> Cow<'_, str> {
 /// Parses exactly one statement (a trailing `;` is allowed).
 pub(crate) fn parse_one(text: &str) -> Result<Statement, SqlParseError> {
     let dialect = MySqlDialect {};
+    let text = &*without_write_modifiers(text);
     let mut stmts = Parser::new(&dialect)
         .with_options(ParserOptions::new().with_unescape(false))
         .try_with_sql(text)
@@ -45,6 +46,64 @@ pub(crate) fn parse_one(text: &str) -> Result<Statement, SqlParseError> {
             "idgate rewrites one statement at a time here; separate the statements with ';' in a multi-statement query".into(),
         )),
     }
+}
+
+/// `text` with the modifiers of `UPDATE [LOW_PRIORITY] [IGNORE]` and `DELETE [LOW_PRIORITY]
+/// [QUICK] [IGNORE]` blanked out (same length, so spans still map). sqlparser reads
+/// `UPDATE IGNORE t` as table `IGNORE` aliased `t`, and `DELETE IGNORE FROM t` as a multi-table
+/// delete of table `IGNORE`; they change how rows are written, never where they live.
+fn without_write_modifiers(text: &str) -> Cow<'_, str> {
+    let words = leading_words(text, 4);
+    let modifiers: &[&str] = match words.first() {
+        Some((w, _)) if w.eq_ignore_ascii_case("UPDATE") => &["LOW_PRIORITY", "IGNORE"],
+        Some((w, _)) if w.eq_ignore_ascii_case("DELETE") => &["LOW_PRIORITY", "QUICK", "IGNORE"],
+        _ => return Cow::Borrowed(text),
+    };
+    let blank: Vec<std::ops::Range<usize>> = words[1..]
+        .iter()
+        .take_while(|(w, _)| modifiers.iter().any(|m| w.eq_ignore_ascii_case(m)))
+        .map(|(_, at)| at.clone())
+        .collect();
+    if blank.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = text.to_string();
+    for r in blank {
+        out.replace_range(r.clone(), &" ".repeat(r.len()));
+    }
+    Cow::Owned(out)
+}
+
+/// The first `n` words of `text` (letters, digits, `_`) with their byte ranges, past
+/// whitespace and comments; stops at anything else.
+fn leading_words(text: &str, n: usize) -> Vec<(&str, std::ops::Range<usize>)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while out.len() < n && i < b.len() {
+        match b[i] {
+            c if c.is_ascii_whitespace() => i += 1,
+            b'/' if b.get(i + 1) == Some(&b'*') => match text[i + 2..].find("*/") {
+                Some(end) => i += end + 4,
+                None => break,
+            },
+            b'#' => i = text[i..].find('\n').map_or(b.len(), |e| i + e),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_some_and(|c| c.is_ascii_whitespace()) =>
+            {
+                i = text[i..].find('\n').map_or(b.len(), |e| i + e)
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                out.push((&text[start..i], start..i));
+            }
+            _ => break,
+        }
+    }
+    out
 }
 
 fn syntax_error(text: &str, e: ParserError) -> SqlParseError {
