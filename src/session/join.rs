@@ -234,7 +234,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Fetches every table's rows and gives `stmt` with each table replaced by a literal table
     /// of them. `Ok(Err(_))`: the statement's answer is this error.
-    async fn bind_join(
+    pub(super) async fn bind_join(
         &mut self,
         stmt: &[u8],
         shape: &JoinShape,

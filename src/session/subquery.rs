@@ -195,7 +195,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             // An inner query with subqueries of its own over sharded tables: those first. One
             // computing on aggregates across shards is lifted over a derived table of them
-            // first (`route::lift`), which is then such a subquery of its own.
+            // first (`route::lift`), which is then such a subquery of its own. A join of tables
+            // not placed alike becomes the join of literal tables of their rows.
             let mut inner = inner.to_vec();
             if let Err(e) = self.route_dml(&inner) {
                 if let Some(lifted) = route::lift(&inner, &e) {
@@ -205,6 +206,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     self.with_plan_context(|ctx| route::placed_subqueries(&inner, ctx))
                 {
                     match Box::pin(self.bind_subqueries(&inner, &nested, scope)).await? {
+                        Ok(bound) => inner = bound,
+                        Err(e) => return Ok(Err(e)),
+                    }
+                } else if let Some(Plan::Join(shape)) =
+                    self.with_plan_context(|ctx| route::join_plan(&inner, &e, ctx))
+                {
+                    match Box::pin(self.bind_join(&inner, &shape, scope)).await? {
                         Ok(bound) => inner = bound,
                         Err(e) => return Ok(Err(e)),
                     }

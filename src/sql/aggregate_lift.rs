@@ -8,10 +8,11 @@
 //! `SELECT idgate_g0 AS g, idgate_a0 + 1 AS m FROM (SELECT g AS idgate_g0, MAX(p) AS idgate_a0
 //! FROM t WHERE … GROUP BY g) AS idgate_aggregates ORDER BY m`.
 //!
-//! Only COUNT, SUM, MIN and MAX are lifted as they are: their values are exact. `AVG(x)` is
-//! lifted as `SUM(x) / NULLIF(COUNT(x), 0)`, the division MariaDB's AVG does itself, so that an
-//! expression over it sees every digit MariaDB's would, not the rounded average; any other
-//! aggregate (GROUP_CONCAT, STDDEV, …) leaves the statement refused.
+//! COUNT, SUM, MIN, MAX, GROUP_CONCAT and the BIT_ aggregates are lifted as they are: their
+//! merged values are exact. `AVG(x)` is lifted as `SUM(x) / NULLIF(COUNT(x), 0)`, the division
+//! MariaDB's AVG does itself, so that an expression over it sees every digit MariaDB's would,
+//! not the rounded average; the STD/VARIANCE family and the JSON aggregates leave the statement
+//! refused.
 //!
 //! Text-level, from tokens, so everything the client wrote (literals, quoting, comments) stays as
 //! written. An item that still names a column outside the aggregates and the GROUP BY values
@@ -23,8 +24,20 @@ use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement, Visit, Visitor};
 
 use super::merge_rewrite::AGGREGATES;
 
-/// Aggregates whose merged values are exact, lifted as they are.
-const EXACT: &[&str] = &["count", "sum", "min", "max"];
+/// Aggregates lifted as they are: the merge computes each one's exact value across the shards,
+/// and the outer expression reads that value. (The STD/VARIANCE family is not: its merged value
+/// reaches the derived table rounded to its displayed decimals, and an expression over it would
+/// show another last digit than one server's.)
+const AS_THEY_ARE: &[&str] = &[
+    "count",
+    "sum",
+    "min",
+    "max",
+    "group_concat",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+];
 use super::parse::parse_one;
 use super::select_tokens::{SelectText, Tok};
 
@@ -221,7 +234,7 @@ impl Lift<'_> {
                 };
                 let name = name.to_ascii_lowercase();
                 let whole = &self.text[call.clone()];
-                if EXACT.contains(&name.as_str()) {
+                if AS_THEY_ARE.contains(&name.as_str()) {
                     let col = self.column(whole);
                     out.push_str(&col);
                 } else if name == "avg" {
@@ -405,9 +418,10 @@ mod tests {
         // Aggregates whose merged value is not exact.
         assert_eq!(lift("SELECT STDDEV(x) * 2 FROM a"), None);
         assert_eq!(
-            lift("SELECT i, GROUP_CONCAT(v) FROM a GROUP BY i ORDER BY 2"),
-            None
+            lift("SELECT i, LENGTH(GROUP_CONCAT(v)) FROM a GROUP BY i ORDER BY 2").as_deref(),
+            Some("SELECT idgate_aggregates.idgate_g0 AS `i`, LENGTH(idgate_aggregates.idgate_a0) AS `LENGTH(GROUP_CONCAT(v))` FROM (SELECT i AS idgate_g0, GROUP_CONCAT(v) AS idgate_a0 FROM a GROUP BY i) AS idgate_aggregates ORDER BY 2")
         );
+        assert_eq!(lift("SELECT JSON_ARRAYAGG(x) IS NULL FROM a"), None);
         assert_eq!(lift("INSERT INTO a VALUES (1)"), None);
     }
 }
