@@ -8,6 +8,7 @@ use mysql_common::constants::{ColumnFlags, ColumnType};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fetch_capture::{Capture, Overflow};
+use super::fetch_charset::{read_set, NATIVE_RESULTS, RESULTS_BACK};
 use super::{End, Session};
 use crate::exec::merge::parse_text_row;
 use crate::exec::relay::Client;
@@ -135,14 +136,43 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Err(e) => return Ok(Err(FetchError::Answer(e))),
             }
         }
+        let native = crate::wire::command::query_packet(NATIVE_RESULTS);
+        let back = crate::wire::command::query_packet(RESULTS_BACK);
         for &i in &idx {
             self.join_transaction(i, scope).await?;
-            self.leases.get_mut(i).write_command(&packet);
+            let l = self.leases.get_mut(i);
+            l.write_command(&native);
+            l.write_command(&packet);
+            l.write_command(&back);
         }
         for &i in &idx {
             if let Err(e) = self.leases.get_mut(i).flush().await {
                 return Err(self.backend_lost(e));
             }
+        }
+        let mut refused = None;
+        for &i in &idx {
+            let be = &mut **self.leases.get_mut(i);
+            match read_set(be).await {
+                Ok(r) => refused = refused.or(r.err()),
+                Err(e) => return Err(self.backend_lost(e)),
+            }
+            be.next_response();
+        }
+        if let Some(e) = refused {
+            // Each connection still answers the SELECT and the SET after it.
+            for &i in &idx {
+                let be = &mut **self.leases.get_mut(i);
+                let drained = async {
+                    crate::exec::collect::collect(be).await?;
+                    be.next_response();
+                    read_set(be).await
+                };
+                if let Err(e) = drained.await {
+                    return Err(self.backend_lost(e));
+                }
+            }
+            return Ok(Err(FetchError::Answer(e)));
         }
         let memory_limit = self.live.config.merge_memory_limit;
         let max_bytes = limits.max_bytes.min(memory_limit);
@@ -170,6 +200,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .map(|r| r.map(|r| Some(r.rows))),
         };
         drop(conns);
+        if !matches!(&relayed, Err(e) if !matches!(e, BackendError::ClientGone(_))) {
+            for &i in &idx {
+                let be = &mut **self.leases.get_mut(i);
+                be.next_response();
+                match read_set(be).await {
+                    Ok(Ok(())) => {}
+                    // The session's results character set could not be put back: its next
+                    // answers would come unconverted, so the connection goes.
+                    Ok(Err(e)) => {
+                        return Err(self.backend_lost(BackendError::Protocol(format!(
+                            "character_set_results not restored: {}",
+                            e.message
+                        ))))
+                    }
+                    Err(e) => return Err(self.backend_lost(e)),
+                }
+            }
+        }
         match relayed {
             Ok(Ok(Some(merged))) => self.note_merged_rows(merged),
             Ok(Ok(None)) => {}

@@ -16,6 +16,7 @@ mod emulated;
 mod explain;
 mod fetch;
 mod fetch_capture;
+mod fetch_charset;
 mod idle;
 mod insert;
 mod insert_select;

@@ -73,31 +73,36 @@ fn form(c: &BoundColumn) -> Form {
     }
 }
 
-/// The character set name for an introducer; MariaDB's own collation ids above 255 (UCA 14.0
-/// and others) are utf8mb4 or utf8mb3 text, which utf8mb4 reads alike.
-fn charset_name(id: u16) -> &'static str {
+/// The character set name for an introducer: values come in their column's own character set
+/// (idgate reads them with `character_set_results = NULL`). MariaDB's own collation ids above
+/// 255 (UCA 14.0 and others) are taken as utf8mb4, which reads utf8mb3 text alike.
+fn charset_name(id: u16) -> String {
     if id > 255 {
-        return "utf8mb4";
+        return "utf8mb4".into();
     }
     match Collation::resolve(CollationId::from(id)).charset() {
-        "" => "utf8mb4",
+        "" => "utf8mb4".into(),
         // `utf8` is utf8mb3 on every MariaDB; older ones do not know the `utf8mb3` name.
-        "utf8mb3" => "utf8",
-        "utf8mb4" => "utf8mb4",
-        "latin1" => "latin1",
-        "binary" => "binary",
-        "ascii" => "ascii",
-        "gbk" => "gbk",
-        "big5" => "big5",
-        "sjis" => "sjis",
-        "cp1250" => "cp1250",
-        "cp1251" => "cp1251",
-        "latin2" => "latin2",
-        "ucs2" => "ucs2",
-        "utf16" => "utf16",
-        "utf32" => "utf32",
-        _ => "utf8mb4",
+        "utf8mb3" => "utf8".into(),
+        other => other.to_string(),
     }
+}
+
+/// The name of collation `id` when it is not its character set's default on MariaDB (a literal
+/// with an introducer takes the default); `None` for a default one and for ids idgate cannot
+/// name (MariaDB's own above 255).
+fn non_default_collation(id: u16) -> Option<String> {
+    if id > 255 {
+        return None;
+    }
+    let c = Collation::resolve(CollationId::from(id));
+    // mysql_common knows MySQL 8's defaults; MariaDB's utf8mb4 default is general_ci.
+    let default = match c.charset() {
+        "utf8mb4" => c.collation() == "utf8mb4_general_ci",
+        "binary" | "" => true,
+        _ => c.is_default(),
+    };
+    (!default && !c.collation().is_empty()).then(|| c.collation().to_string())
 }
 
 fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -143,7 +148,7 @@ pub fn render_value(c: &BoundColumn, v: Option<&[u8]>, out: &mut Vec<u8>) {
         }
         Form::Binary => push_hex(out, v),
         // Text, and numbers MariaDB wrote oddly (`inf`, `nan`): a string is what they are.
-        _ => push_hex_text(out, v, charset_name(c.charset)),
+        _ => push_hex_text(out, v, &charset_name(c.charset)),
     }
 }
 
@@ -181,11 +186,19 @@ fn cast_type(c: &BoundColumn) -> String {
 /// types of the whole table).
 fn render_typed(c: &BoundColumn, v: Option<&[u8]>, out: &mut Vec<u8>) {
     // Temporal values are CASTs already; a text literal keeps its coercibility (a CAST would
-    // make it implicit and could clash with the collation of what it is compared with).
-    if matches!(form(c), Form::Date | Form::DateTime | Form::Time)
-        || (form(c) == Form::Text && v.is_some())
-    {
+    // make it implicit and could clash with the collation of what it is compared with), unless
+    // its column has a collation other than its character set's default: then the table's
+    // column must sort and compare by that one, as the column it came from does.
+    if matches!(form(c), Form::Date | Form::DateTime | Form::Time) {
         return render_value(c, v, out);
+    }
+    if form(c) == Form::Text && v.is_some() {
+        render_value(c, v, out);
+        if let Some(name) = non_default_collation(c.charset) {
+            out.extend_from_slice(b" COLLATE ");
+            out.extend_from_slice(name.as_bytes());
+        }
+        return;
     }
     out.extend_from_slice(b"CAST(");
     render_value(c, v, out);
