@@ -73,6 +73,13 @@ pub fn run() -> ExitCode {
         let (host, port) = listen.rsplit_once(':').unwrap_or(("127.0.0.1", "3307"));
         println!("\nidgate is serving on {listen}. Connect with:\n");
         println!("    mysql -h{host} -P{port} -udemo -pdemo idgate_test\n");
+        println!("and try:\n");
+        println!("    INSERT INTO users (name) VALUES ('eve'); SELECT LAST_INSERT_ID();");
+        println!("    EXPLAIN ROUTE SELECT * FROM orders WHERE user_id = 1000;");
+        println!("    SHOW IDGATE GENERATORS;\n");
+        println!("    curl -s http://127.0.0.1:9307/metrics | grep idgate_generator");
+        println!("    redis-cli -p 6307 --user demo --pass demo INCR user_ids");
+        println!("    curl -u demo:demo http://127.0.0.1:8307/api/segment/get/user_ids\n");
         println!("Press Ctrl-C to stop idgate and remove the throwaway shards.");
         match server.await {
             Ok(Ok(())) => ExitCode::SUCCESS,

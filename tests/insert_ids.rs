@@ -293,7 +293,7 @@ fn prepared_inserts_match_auto_increment() {
             ]],
         ),
         // Last: an explicit id moves MariaDB's AUTO_INCREMENT counter past it, not idgate's
-        // generator (see the README's design notes).
+        // generator (see the book's design notes, docs/src/design.md).
         (
             "INSERT INTO gen_t (id, v) VALUES (?, ?)",
             vec![

@@ -179,7 +179,7 @@ const CASES: &[Case] = &[
     case("SELECT COUNT(*) FROM {D} WHERE EXISTS (SELECT id FROM {T} WHERE i = 3)", false, true),
     case("SELECT COUNT(*) FROM {T} WHERE NOT EXISTS (SELECT * FROM {C} WHERE amount > 1000)", false, true),
     // Scalars in the select list, WHERE and HAVING. A bound value in the select list has the
-    // literal's type and, without an alias, its text as the column name (see the README).
+    // literal's type and, without an alias, its text as the column name (see docs/src/features/subqueries-and-joins.md).
     case("SELECT (SELECT MAX(id) FROM {T}) AS m", false, false),
     case("SELECT id, (SELECT COUNT(*) FROM {C}) AS n FROM {D} ORDER BY id LIMIT 3", true, false),
     case("SELECT id FROM {T} WHERE id < (SELECT MIN(ref_id) FROM {C}) + 5 ORDER BY id", true, true),
