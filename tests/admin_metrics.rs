@@ -1,6 +1,7 @@
 //! Statement metrics, client error and refusal counters, pool, XA and TLS families, read back
 //! over HTTP from /metrics after known traffic through idgate in front of two real MariaDB
-//! shards; the Grafana dashboard names only metrics a real scrape has; the slow statement log
+//! shards; the Grafana dashboard names only metrics a real scrape has, and the book's metrics
+//! reference names exactly those the scrape describes; the slow statement log
 //! as a JSON line in idgate's stderr.
 
 mod common;
@@ -274,6 +275,38 @@ fn known_traffic_moves_exactly_the_statement_error_and_commit_counters() {
             "the dashboard queries {name}, which /metrics does not expose"
         );
     }
+
+    // The book's metrics reference lists exactly the families this scrape describes: a
+    // counter as its `_total` series, anything else by its name.
+    let families: BTreeSet<String> = after
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| {
+            let (name, kind) = l.split_once(' ')?;
+            Some(if kind == "counter" {
+                format!("{name}_total")
+            } else {
+                name.to_string()
+            })
+        })
+        .collect();
+    let reference = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/reference/metrics.md"),
+    )
+    .expect("the metrics reference");
+    let documented: BTreeSet<String> = reference
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_string)
+        .collect();
+    let undocumented: Vec<&String> = families.difference(&documented).collect();
+    let unknown: Vec<&String> = documented.difference(&families).collect();
+    assert!(
+        undocumented.is_empty() && unknown.is_empty(),
+        "docs/src/reference/metrics.md and /metrics disagree:\n  not documented: \
+         {undocumented:?}\n  not exposed: {unknown:?}"
+    );
 }
 
 #[test]

@@ -97,6 +97,8 @@ pub use words::{
 };
 
 #[cfg(test)]
+mod admin_docs_tests;
+#[cfg(test)]
 mod insert_fast_tests;
 #[cfg(test)]
 mod insert_tests;
