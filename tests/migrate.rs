@@ -543,7 +543,17 @@ fn modelled_writer(
 
 #[test]
 fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_ends_it() {
-    let (dbs, g) = three_servers(20_000, false);
+    let dbs = [binlog_db(), start_db(), start_db()];
+    fill(&mut direct(&dbs[0]), 20_000);
+    let admin_port = common::free_port().unwrap();
+    let g = admin_idgate(
+        &[
+            ("shard0", &dbs[0]),
+            ("shard1", &dbs[1]),
+            ("shard2", &dbs[2]),
+        ],
+        &format!("{GENERATORS}admin:\n  listen: 127.0.0.1:{admin_port}\n"),
+    );
     let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
     let stop = Arc::new(AtomicBool::new(false));
     let w = modelled_writer(&g, stop.clone());
@@ -598,6 +608,35 @@ fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_en
         n as usize,
         want.len(),
         "reads through idgate see the new placement"
+    );
+
+    // The configuration file still says otherwise: idgate reports the entry to put there.
+    let tables: Vec<mysql::Row> = admin.query("SHOW IDGATE TABLES").unwrap();
+    let row = tables
+        .iter()
+        .find(|r| {
+            r.get::<String, _>("Name")
+                .is_some_and(|n| n == "accounts" || n.ends_with(".accounts"))
+        })
+        .expect("accounts in SHOW IDGATE TABLES");
+    assert_eq!(
+        row.get::<String, _>("Placed_by").as_deref(),
+        Some("IDGATE MIGRATE")
+    );
+    let paste: String = row.get("Configuration_entry").unwrap();
+    assert!(
+        paste.contains("accounts: {") && paste.contains("shard1, shard2"),
+        "{paste}"
+    );
+    let ready = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "20"])
+        .arg(format!("http://127.0.0.1:{admin_port}/ready"))
+        .output()
+        .expect("run curl");
+    let ready = String::from_utf8_lossy(&ready.stdout);
+    assert!(
+        ready.contains("\"ready\":true") && ready.contains(&paste),
+        "{ready}"
     );
 
     // The old placement is fenced against writers that bypass idgate.

@@ -86,6 +86,20 @@ impl Checker {
         for (name, g) in proxy.idgen.iter() {
             checks.push((format!("generator {name}"), generator_ready(g, store_ok)));
         }
+        // A moved table whose configuration file says otherwise: reported, never failing.
+        let tables = proxy.tables.load();
+        for r in tables.rules() {
+            if let Some((key, Some(paste))) = crate::migrate::placements::moved_placement(proxy, r)
+            {
+                checks.push((
+                    format!("table {key}"),
+                    Ok(format!(
+                        "routed by the placement IDGATE MIGRATE recorded; the configuration \
+                         says otherwise: put `{paste}` under tables:"
+                    )),
+                ));
+            }
+        }
         Readiness { checks }
     }
 }

@@ -266,6 +266,8 @@ fn tables(proxy: &Proxy) -> ResultSet {
         ("Algorithm", Col::Text(16)),
         ("Generator", Col::Text(64)),
         ("Id_column", Col::Text(64)),
+        ("Placed_by", Col::Text(16)),
+        ("Configuration_entry", Col::Text(1024)),
     ]);
     let tables = proxy.tables.load();
     let mut rules: Vec<_> = tables.rules().collect();
@@ -289,6 +291,12 @@ fn tables(proxy: &Proxy) -> ResultSet {
                 text(algorithm.name()),
             ),
         };
+        // A table IDGATE MIGRATE moved: the entry to put under `tables:` while the
+        // configuration file still says otherwise.
+        let (placed_by, paste) = match crate::migrate::placements::moved_placement(proxy, r) {
+            Some((_, paste)) => ("IDGATE MIGRATE", paste),
+            None => ("configuration", None),
+        };
         rs.row(&[
             text(name),
             text(placement),
@@ -297,6 +305,8 @@ fn tables(proxy: &Proxy) -> ResultSet {
             algorithm,
             r.generator.clone(),
             text(r.id_column.as_str()),
+            text(placed_by),
+            paste,
         ]);
     }
     rs

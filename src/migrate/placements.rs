@@ -32,17 +32,41 @@ pub fn tables_with(proxy: &Proxy, moved: &[(String, String)]) -> Tables {
                     .as_deref()
                     .is_some_and(|s| Some(s) == rule.schema.as_deref()))
         });
-        if let Some((_, t)) = cfg.tables.iter().find(|(k, _)| k.as_str() == key) {
-            let yaml = TableRule::from_entry(cfg, key, &t.value);
-            if format!("{:?}", yaml.placement) != format!("{:?}", rule.placement) {
-                warn!(table = %key, placement = %entry,
-                    "the configuration places this table otherwise; it was moved by IDGATE \
-                     MIGRATE and is routed by its new placement: put this entry under tables:");
-            }
+        if disagrees(proxy, key, &rule) {
+            warn!(table = %key, placement = %entry,
+                "the configuration places this table otherwise; it was moved by IDGATE \
+                 MIGRATE and is routed by its new placement: put this entry under tables:");
         }
         rules.push(rule);
     }
     Tables::new(rules).with_lookups(proxy.unique.clone())
+}
+
+/// Whether the configuration file places the moved table `key` otherwise than `moved` (or
+/// does not name it).
+fn disagrees(proxy: &Proxy, key: &str, moved: &TableRule) -> bool {
+    let cfg = &proxy.config;
+    match cfg.tables.iter().find(|(k, _)| k.as_str() == key) {
+        Some((_, t)) => {
+            let yaml = TableRule::from_entry(cfg, key, &t.value);
+            format!("{:?}", yaml.placement) != format!("{:?}", moved.placement)
+        }
+        None => true,
+    }
+}
+
+/// For a table `proxy` routes by a placement IDGATE MIGRATE recorded: its key and entry, and
+/// the line to put under `tables:` when the configuration file says otherwise.
+pub fn moved_placement(proxy: &Proxy, rule: &TableRule) -> Option<(String, Option<String>)> {
+    let moved = proxy.migrations.applied_placements();
+    let (key, entry) = moved.iter().find(|(k, _)| match k.rsplit_once('.') {
+        Some((s, t)) => {
+            t.eq_ignore_ascii_case(&rule.name) && rule.schema.as_deref().is_some_and(|r| r == s)
+        }
+        None => k.eq_ignore_ascii_case(&rule.name),
+    })?;
+    let paste = disagrees(proxy, key, rule).then(|| format!("{key}: {entry}"));
+    Some((key.clone(), paste))
 }
 
 /// Routes by the store's placements when they differ from what `proxy` routes by now.
