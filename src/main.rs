@@ -23,7 +23,12 @@ enum Cmd {
     /// Serve clients (the default).
     Run,
     /// Validate the configuration and print it with every default filled in.
-    CheckConfig,
+    CheckConfig {
+        /// Also read the placements of tables moved by IDGATE MIGRATE from the sequence store,
+        /// and print the entries this file states otherwise, to put under `tables:`.
+        #[arg(long)]
+        placements: bool,
+    },
     /// Start throwaway MariaDB shards and idgate on the embedded demo configuration.
     Demo,
     /// Read a password (one line) on stdin and print its hashes for a user in idgate.yaml.
@@ -39,10 +44,13 @@ fn main() -> ExitCode {
         idgate::reload::log_filter::init(LogFormat::Text);
     }
     match command {
-        Cmd::CheckConfig => match Config::from_file(&cli.config) {
+        Cmd::CheckConfig { placements } => match Config::from_file(&cli.config) {
             Ok(cfg) => {
                 print!("{}", cfg.to_effective_yaml());
                 eprintln!("{}: OK", cli.config.display());
+                if placements {
+                    return print_placements(&cfg);
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -63,6 +71,49 @@ fn main() -> ExitCode {
         }
         Cmd::Demo => idgate::demo::run(),
         Cmd::HashPassword => hash_password(),
+    }
+}
+
+/// `check-config --placements`: the moved tables' entries the file states otherwise, as YAML
+/// comments after the configuration, so the output stays a valid file.
+fn print_placements(cfg: &Config) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let read = rt.block_on(async {
+        tokio::time::timeout(
+            std::time::Duration::from_secs(15),
+            idgate::migrate::placements::entries_to_paste(cfg),
+        )
+        .await
+        .unwrap_or_else(|_| Err("the sequence store gave no answer within 15 s".into()))
+    });
+    match read {
+        Ok(lines) if lines.is_empty() => {
+            eprintln!(
+                "placements: every table moved by IDGATE MIGRATE is placed as this file says"
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(lines) => {
+            println!("# Tables moved by IDGATE MIGRATE that this file places otherwise;");
+            println!("# put these entries under tables: (idgate routes by them already):");
+            for l in lines {
+                println!("#   {l}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("placements: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -693,3 +693,35 @@ fn oversized_frames_and_requests_are_refused_from_their_declared_length() {
     let (code, body) = curl(s.http, "/ids/seq?count=2", app());
     assert_eq!(code, 200, "{body}");
 }
+
+/// Leaf's clients send no credentials: with `anonymous_user` (a loopback listener only) such a
+/// request gets that user's generator rights, while wrong credentials are still refused.
+#[test]
+fn leaf_clients_without_credentials_get_the_anonymous_users_rights() {
+    let s = service(&format!("  anonymous_user: {LIMITED}\n"));
+    // As Leaf's Java client (OkHttp) sends it.
+    let leaf = |path: &str| {
+        exchange(
+            s.http,
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\
+                 Accept-Encoding: gzip\r\nUser-Agent: okhttp/3.14.9\r\n\r\n",
+                s.http
+            )
+            .into_bytes(),
+        )
+        .0
+    };
+    let snow = leaf("/api/snowflake/get/snow");
+    assert!(snow.starts_with("HTTP/1.1 200"), "{snow}");
+    let id = snow.rsplit("\r\n\r\n").next().unwrap_or("").trim();
+    assert!(id.parse::<u64>().is_ok_and(|v| v > 0), "{snow}");
+    // `limited` may not call `seq`: refused as for that user with credentials.
+    let seq = leaf("/api/segment/get/seq");
+    assert!(!seq.starts_with("HTTP/1.1 200"), "{seq}");
+    let (code, _) = curl(s.http, "/api/segment/get/seq", Some("limited:wrong"));
+    assert_eq!(code, 401);
+    // Credentials still pick their own user.
+    let (code, body) = curl(s.http, "/api/segment/get/seq", app());
+    assert_eq!(code, 200, "{body}");
+}

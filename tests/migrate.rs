@@ -638,6 +638,17 @@ fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_en
         ready.contains("\"ready\":true") && ready.contains(&paste),
         "{ready}"
     );
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
+        .args(["check-config", "--placements", "--config"])
+        .arg(&g.config_path)
+        .output()
+        .expect("run idgate check-config --placements");
+    let printed = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success() && printed.contains(&format!("#   {paste}")),
+        "{printed}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
 
     // The old placement is fenced against writers that bypass idgate.
     let err = direct(db0)

@@ -1,7 +1,9 @@
 //! The ID service over HTTP. Meituan Leaf's paths answer as Leaf does (the id as plain text,
 //! HTTP 500 with Spring's error body when no id can be given), so Leaf clients switch by
 //! changing the address; `/ids/{generator}?count=n` hands out a contiguous block as JSON.
-//! Every request authenticates with HTTP Basic as an idgate user whose generator rights apply.
+//! Every request authenticates with HTTP Basic as an idgate user whose generator rights apply;
+//! with `id_service.anonymous_user` (a loopback listener only) a request without credentials,
+//! as Leaf's clients send, gets that user's rights.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -77,6 +79,16 @@ impl HttpState {
 
     fn credentials(&self, headers: &HeaderMap) -> Result<User, Refusal> {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
+            // Leaf's clients send no credentials: an opted-in user's rights apply to them.
+            let anonymous = self
+                .proxy
+                .config
+                .id_service
+                .as_ref()
+                .and_then(|s| s.anonymous_user.as_deref());
+            if let Some(user) = anonymous.and_then(|name| self.proxy.user(name.as_bytes())) {
+                return Ok(user);
+            }
             return Err(Refusal::Unauthenticated(
                 "send the credentials of an idgate user with HTTP Basic authentication",
             ));

@@ -71,6 +71,10 @@ pub struct IdServiceConfig {
     /// Accept passwords (HTTP Basic, `AUTH`) over plain TCP on a non-loopback address.
     #[serde(default)]
     pub allow_plaintext_auth: bool,
+    /// The idgate user whose generator rights apply to HTTP requests without credentials, as
+    /// Leaf's clients send them; only on a loopback `http` address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anonymous_user: Option<String>,
 }
 
 fn default_check_timeout() -> u64 {
@@ -188,6 +192,26 @@ pub(super) fn validate(cfg: &super::Config) -> Result<(), super::ConfigError> {
         return bad("id_service.max_connections_per_host: must be at least 1".into());
     }
     listener_tls(cfg, "id_service.tls", &s.tls)?;
+    if let Some(name) = &s.anonymous_user {
+        // Callers without credentials are trusted by where they connect from: this host only.
+        let loopback = s.http.as_deref().is_some_and(|a| {
+            a.parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| a.ip().is_loopback())
+        });
+        if !loopback {
+            return bad(format!(
+                "id_service.anonymous_user: requests without credentials are accepted only on a \
+                 loopback id_service.http address (Leaf clients on this host, or a local proxy \
+                 that authenticates them); {} is not one",
+                s.http.as_deref().unwrap_or("no http listener")
+            ));
+        }
+        if !cfg.users.iter().any(|u| u.value.name == *name) {
+            return bad(format!(
+                "id_service.anonymous_user: `{name}` is not one of the users"
+            ));
+        }
+    }
     if s.tls.is_none() && !s.allow_plaintext_auth {
         for (key, a) in [("id_service.http", &s.http), ("id_service.resp", &s.resp)] {
             let Some(a) = a else { continue };
@@ -273,6 +297,7 @@ default_backend: b
         check("tls: auto\nid_service: {http: 0.0.0.0:1, resp: '[::]:2', tls: true}\n").unwrap();
         check("admin: {listen: 0.0.0.0:1}\n").unwrap();
         check("id_service: {http: '[::1]:1'}\n").unwrap();
+        check("id_service: {http: 127.0.0.1:1, anonymous_user: a}\n").unwrap();
         for (yaml, says) in [
             (
                 "admin: {listen: nowhere}\n",
@@ -283,6 +308,18 @@ default_backend: b
                 "check_timeout_ms: 0",
             ),
             ("id_service: {}\n", "give `http`, `resp` or both"),
+            (
+                "id_service: {http: 0.0.0.0:1, allow_plaintext_auth: true, anonymous_user: a}\n",
+                "accepted only on a loopback id_service.http address",
+            ),
+            (
+                "id_service: {resp: 127.0.0.1:1, anonymous_user: a}\n",
+                "no http listener",
+            ),
+            (
+                "id_service: {http: 127.0.0.1:1, anonymous_user: nobody}\n",
+                "`nobody` is not one of the users",
+            ),
             ("id_service: {http: x}\n", "id_service.http: `x`"),
             (
                 "id_service: {resp: 127.0.0.1:1, max_count: 0}\n",

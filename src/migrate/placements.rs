@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tracing::{info, warn};
 
+use crate::config::Config;
 use crate::proxy::Proxy;
 use crate::route::{TableRule, Tables};
 
@@ -45,7 +46,11 @@ pub fn tables_with(proxy: &Proxy, moved: &[(String, String)]) -> Tables {
 /// Whether the configuration file places the moved table `key` otherwise than `moved` (or
 /// does not name it).
 fn disagrees(proxy: &Proxy, key: &str, moved: &TableRule) -> bool {
-    let cfg = &proxy.config;
+    config_disagrees(&proxy.config, key, moved)
+}
+
+/// Whether `cfg` places the moved table `key` otherwise than `moved` (or does not name it).
+fn config_disagrees(cfg: &Config, key: &str, moved: &TableRule) -> bool {
     match cfg.tables.iter().find(|(k, _)| k.as_str() == key) {
         Some((_, t)) => {
             let yaml = TableRule::from_entry(cfg, key, &t.value);
@@ -86,4 +91,42 @@ pub async fn apply(proxy: &Arc<Proxy>, moved: &[(String, String)]) {
     }
     proxy.set_tables(tables_with(proxy, moved));
     proxy.migrations.set_applied_placements(moved.to_vec());
+}
+
+/// For `idgate check-config --placements`: the placements IDGATE MIGRATE recorded in the
+/// sequence store that `cfg` states otherwise, each as the line to put under `tables:`. A store
+/// without the table (nothing was ever moved) has none.
+pub async fn entries_to_paste(cfg: &Config) -> Result<Vec<String>, String> {
+    use mysql_async::prelude::Queryable;
+    let pool = crate::proxy::sequence_store_pool(cfg)
+        .await
+        .map_err(|e| format!("sequence store: {e}"))?;
+    let mut c = pool
+        .get_conn()
+        .await
+        .map_err(|e| format!("sequence store: {e}"))?;
+    let exists: Option<u64> = c
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() \
+             AND TABLE_NAME = 'idgate_placements'",
+        )
+        .await
+        .map_err(|e| format!("sequence store: {e}"))?;
+    if exists.unwrap_or(0) == 0 {
+        return Ok(Vec::new());
+    }
+    let moved: Vec<(String, String)> = c
+        .query("SELECT table_key, entry FROM idgate_placements ORDER BY table_key")
+        .await
+        .map_err(|e| format!("sequence store: {e}"))?;
+    let _ = c.disconnect().await;
+    let mut out = Vec::new();
+    for (key, entry) in moved {
+        let rule = super::start::target_rule_in(cfg, &key, &entry)
+            .map_err(|e| format!("the placement recorded for `{key}`: {e}"))?;
+        if config_disagrees(cfg, &key, &rule) {
+            out.push(format!("{key}: {entry}"));
+        }
+    }
+    Ok(out)
 }

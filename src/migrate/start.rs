@@ -10,6 +10,7 @@ use super::job::Spec;
 use super::source::{self, bounded};
 use super::store::{JobRow, StreamRow};
 use crate::config::tables::{TableConfig, UniqueScope};
+use crate::config::Config;
 use crate::exec::BackendConn;
 use crate::proxy::Proxy;
 use crate::route::{Placement, TableRule};
@@ -19,14 +20,19 @@ use super::statements::refused;
 
 /// The rule a job's target entry gives `key`, checked against this instance's configuration.
 pub fn target_rule(proxy: &Proxy, key: &str, entry: &str) -> Result<TableRule, String> {
+    target_rule_in(&proxy.config, key, entry)
+}
+
+/// [`target_rule`] under configuration `config`.
+pub fn target_rule_in(config: &Config, key: &str, entry: &str) -> Result<TableRule, String> {
     let t: TableConfig = serde_saphyr::from_str(entry)
         .map_err(|e| format!("the placement is not a valid `tables:` entry: {e}"))?;
-    crate::config::validate_tables::check_table(&proxy.config, key, &t)
+    crate::config::validate_tables::check_table(config, key, &t)
         .map_err(|e| format!("the placement does not fit the configuration: {e}"))?;
     if t.unique == Some(UniqueScope::Global) {
         return Err("moving a table with `unique: global` is not supported yet".into());
     }
-    Ok(TableRule::from_entry(&proxy.config, key, &t))
+    Ok(TableRule::from_entry(config, key, &t))
 }
 
 /// The rule the table is served by now (a table without one lives on the default backend).
