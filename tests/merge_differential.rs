@@ -350,8 +350,8 @@ fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
             "STDDEV_POP()",
         ),
         (
-            "SELECT i, RANK() OVER (ORDER BY i) FROM r3 GROUP BY i",
-            "window function RANK()",
+            "SELECT i, RANK() OVER (ORDER BY i) FROM r3 GROUP BY i WITH ROLLUP",
+            "ROLLUP",
         ),
         // An expression over an aggregate that also reads a column neither grouped nor
         // aggregated (MariaDB takes any row's): not lifted into a derived table.
@@ -424,6 +424,12 @@ fn expressions_over_aggregates_and_windows_answer_as_one_server() {
             "SELECT dt, COUNT(*) * 10 AS tens FROM T GROUP BY dt ORDER BY tens DESC, dt LIMIT 3",
             "SELECT i, GROUP_CONCAT(v ORDER BY id) AS g FROM T GROUP BY i ORDER BY 2, 1",
             "SELECT i, LENGTH(GROUP_CONCAT(v ORDER BY id)) AS n, BIT_OR(b) | 1 FROM T GROUP BY i ORDER BY i",
+            // Window functions over the groups (MariaDB runs them after grouping).
+            "SELECT i, RANK() OVER (ORDER BY i DESC) AS r FROM T GROUP BY i ORDER BY i",
+            "SELECT i, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS total, \
+             ROW_NUMBER() OVER (ORDER BY COUNT(*) DESC, i) AS rn FROM T GROUP BY i ORDER BY i",
+            "SELECT dt, MAX(b) - MIN(b) AS span, AVG(SUM(d)) OVER (ORDER BY dt ROWS 1 PRECEDING) \
+             AS moving FROM T WHERE dt IS NOT NULL GROUP BY dt ORDER BY dt LIMIT 8",
             // Window functions over the table's rows, evaluated by MariaDB.
             "SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM T WHERE id > 30 ORDER BY id LIMIT 20",
             "SELECT id, i, SUM(b) OVER (PARTITION BY i ORDER BY id) AS run FROM T WHERE i IS NOT NULL \

@@ -128,7 +128,9 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
         }
         order.push(format!("{rewritten} {direction}").trim_end().to_string());
     }
-    if lift.aggregates.is_empty() {
+    // Without aggregates only window functions over the groups need the lift: MariaDB runs
+    // them after grouping, so over the merged groups they see what one server's see.
+    if lift.aggregates.is_empty() && (lift.groups.is_empty() || !layout.has_top_word("OVER")) {
         return None;
     }
     // The inner statement: the GROUP BY values and the aggregates, over the client's own FROM
@@ -225,7 +227,10 @@ impl Lift<'_> {
             if let Some(call) = self.aggregate_call(i) {
                 if let Some(next) = l.toks.get(l.token_at(call.end)) {
                     if next.tok == Tok::Word("OVER".into()) {
-                        return None;
+                        // A window function (`SUM(COUNT(*)) OVER ()`): it stays in the outer
+                        // statement, over the groups; only what it reads is lifted.
+                        i += 1;
+                        continue;
                     }
                 }
                 out.push_str(&self.text[at..call.start]);
