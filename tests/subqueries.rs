@@ -440,7 +440,8 @@ fn correlated_subqueries_of_tables_sharded_alike_answer_as_one_server() {
         failures.len(),
         failures.join("\n\n")
     );
-    // Not placed alike (mod over two shards, hash over three): still refused as correlated.
+    // Not placed alike (mod over two shards, hash over three): the gateway would evaluate it,
+    // but the outer table passes this file's max_subquery_rows (100), whose error names it.
     let (code, msg) = error_of(
         &mut c,
         "SELECT m2.id FROM m2 WHERE EXISTS (SELECT 1 FROM h3c c WHERE c.ref_id = m2.id)",
