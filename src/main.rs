@@ -74,18 +74,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// A current-thread runtime, or `None` (said on stderr) when one cannot start.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("cannot start the runtime: {e}"))
+        .ok()
+}
+
 /// `check-config --placements`: the moved tables' entries the file states otherwise, as YAML
 /// comments after the configuration, so the output stays a valid file.
 fn print_placements(cfg: &Config) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime() else {
+        return ExitCode::FAILURE;
     };
     let read = rt.block_on(async {
         tokio::time::timeout(
@@ -144,15 +146,8 @@ fn serve(cfg: Config, path: PathBuf) -> ExitCode {
     // one more per extra worker thread (see `worker_threads`). A client's socket and its backend
     // connection's socket are driven by the same thread, so relaying a statement never wakes
     // another thread.
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime() else {
+        return ExitCode::FAILURE;
     };
     rt.block_on(async {
         let stop = idgate::server::signal_stop();

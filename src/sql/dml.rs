@@ -93,7 +93,7 @@ pub struct DmlAnalysis {
     merge_of: Option<Box<Statement>>,
 }
 
-fn table_ref(name: &ObjectName) -> TableRef {
+pub(super) fn table_ref(name: &ObjectName) -> TableRef {
     let parts: Vec<String> = name
         .0
         .iter()

@@ -116,22 +116,10 @@ fn single(t: &TableWithJoins) -> Option<(TableRef, String)> {
     let TableFactor::Table { name, alias, .. } = &t.relation else {
         return None;
     };
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|p| super::lex::unquote_ident(p.to_string().as_bytes()))
-        .collect();
-    let table = match parts.as_slice() {
-        [t] => TableRef {
-            schema: None,
-            name: t.clone(),
-        },
-        [s, t] => TableRef {
-            schema: Some(s.clone()),
-            name: t.clone(),
-        },
-        _ => return None,
-    };
+    if name.0.len() > 2 {
+        return None;
+    }
+    let table = super::dml::table_ref(name);
     let qualifier = match alias {
         Some(a) => a.name.to_string(),
         None => name.0.last()?.to_string(),
