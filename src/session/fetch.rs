@@ -200,7 +200,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .map(|r| r.map(|r| Some(r.rows))),
         };
         drop(conns);
-        if !matches!(&relayed, Err(e) if !matches!(e, BackendError::ClientGone(_))) {
+        // The SET after the SELECT is read once the SELECT's answer was read whole; a relay
+        // that stopped early leaves its connections in an unknown state, so they go.
+        if relayed.is_err() {
+            for &i in &idx {
+                self.leases.get_mut(i).broken = true;
+            }
+            self.leases.drop_broken();
+        } else {
             for &i in &idx {
                 let be = &mut **self.leases.get_mut(i);
                 be.next_response();
