@@ -357,7 +357,12 @@ impl BackendConn {
     /// Reads the next packet of the response into `self.packet`.
     /// Every wait for a backend's answer passes here, bounded by query_timeout_ms.
     pub async fn read(&mut self) -> Result<(), BackendError> {
-        match self.deadline.run(self.reader.read(&mut self.packet)).await {
+        // Pinned where it is made: the deadline then moves a pointer, not the read's state.
+        let read = {
+            let read = std::pin::pin!(self.reader.read(&mut self.packet));
+            self.deadline.run(read).await
+        };
+        match read {
             Some(Ok(())) => Ok(()),
             Some(Err(e)) => {
                 self.broken = true;

@@ -1,7 +1,9 @@
-//! One timer per connection, re-armed for each wait. A fresh `tokio::time::timeout` per packet
-//! inserts into and removes from the runtime's timer wheel under its lock every time the wait
-//! is pending; moving an armed timer later is a lock-free update, so a connection that waits
-//! once per statement pays for the timer about once per `duration` instead of per statement.
+//! One timer per connection, armed lazily. A fresh `tokio::time::timeout` per packet inserts
+//! into and removes from the runtime's timer wheel under its lock every time the wait is
+//! pending. Here a wait that is pending only notes when it would run out; the timer keeps the
+//! earlier, sooner deadline it has, and when that fires during a wait that still has time left
+//! it is moved to that wait's end. A connection that waits once per statement touches the
+//! timer about once per `duration` instead of once per statement.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -39,22 +41,31 @@ impl Deadline {
         let mut f = std::pin::pin!(f);
         let sleep = &mut self.sleep;
         let duration = self.duration;
-        let mut armed = false;
+        let mut until = None;
         poll_fn(|cx| {
             if let Poll::Ready(v) = f.as_mut().poll(cx) {
                 return Poll::Ready(Some(v));
             }
-            if !armed {
-                armed = true;
+            let until = *until.get_or_insert_with(|| {
+                let now = Instant::now();
                 // Far-future durations (a disabled bound) saturate rather than overflow.
-                let at = Instant::now()
+                let at = now
                     .checked_add(duration)
-                    .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365 * 30));
-                sleep.as_mut().reset(at);
-            }
-            match sleep.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
+                    .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
+                if sleep.deadline() > at {
+                    // A shorter bound than the timer's: it must fire sooner.
+                    sleep.as_mut().reset(at);
+                }
+                at
+            });
+            loop {
+                match sleep.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(()) if Instant::now() >= until => return Poll::Ready(None),
+                    // Fired for an earlier wait's end (or while no wait ran): this wait has
+                    // time left, so the timer moves to its end.
+                    Poll::Ready(()) => sleep.as_mut().reset(until),
+                }
             }
         })
         .await
@@ -77,6 +88,10 @@ mod tests {
             let quick = tokio::time::sleep(Duration::from_millis(120));
             assert_eq!(d.run(quick).await, Some(()));
         }
+        // The timer ran out while no wait was running: the next wait still gets its whole bound.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let quick = tokio::time::sleep(Duration::from_millis(120));
+        assert_eq!(d.run(quick).await, Some(()));
         d.set_duration(Duration::from_millis(10));
         assert_eq!(d.run(std::future::pending::<()>()).await, None);
         let mut long = Deadline::new(Duration::MAX);

@@ -102,12 +102,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         adj: Adjust,
         scope: StatementScope,
     ) -> Result<bool, End> {
-        let name = self.proxy.default_pool.name.clone();
-        let i = match self.lease_index(&name).await {
-            Ok(i) => i,
-            Err(e) => {
-                self.send_error(&e);
-                return Ok(false);
+        // The connection is almost always held already: no copy of the name then.
+        let held = self.leases.position(&self.proxy.default_pool.name);
+        let i = match held {
+            Some(i) => i,
+            None => {
+                let proxy = self.proxy.clone();
+                match self.lease_index(&proxy.default_pool.name).await {
+                    Ok(i) => i,
+                    Err(e) => {
+                        self.send_error(&e);
+                        return Ok(false);
+                    }
+                }
             }
         };
         self.relay_on(i, packet, reply, backend_stmt_id, adj, scope)
@@ -165,10 +172,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             cursor_requested: Adjust::asks_for_cursor(packet),
             ..adj
         };
-        let relaying = relay::relay(be, &mut client, reply, adj);
-        let Some(mut relayed) =
+        // Pinned where it is made: the watch then moves a pointer, not the relay's state.
+        let relayed = {
+            let relaying = std::pin::pin!(relay::relay(be, &mut client, reply, adj));
             client_watch::unless_client_leaves(&mut self.reader, relaying).await
-        else {
+        };
+        let Some(mut relayed) = relayed else {
             return Err(self.client_left_mid_statement(i));
         };
         let be = self.leases.get_mut(i);

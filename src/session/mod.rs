@@ -233,20 +233,30 @@ pub async fn run(
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn serve(&mut self) -> End {
+        // Waiting for shutdown and KILL lasts the session's life: registering two waiters per
+        // command cost more than the rest of a relayed statement's bookkeeping.
+        let mut shutdown = self.shutdown.clone();
+        let mut shutdown = std::pin::pin!(async move { crate::server::stopped(&mut shutdown).await });
+        let mut killed = std::pin::pin!(self.registered.ended());
         loop {
             self.reader.seq = 0;
+            if self.registered.killed() {
+                return End::Killed;
+            }
             let mut packet = std::mem::take(&mut self.packet);
             // Only an idle session is interrupted by shutdown; a running command finishes.
             self.refresh_idle_timeout().await;
             let read = tokio::select! {
+                // A command already waiting is read without looking at the others.
+                biased;
                 r = self.idle.wait(self.reader.read(&mut packet)) => match r {
                     Some(r) => r,
                     // As MariaDB: the connection is closed without a word.
                     None => return End::IdleTimeout,
                 },
-                _ = crate::server::stopped(&mut self.shutdown) => return End::Shutdown,
+                () = &mut shutdown => return End::Shutdown,
                 // KILL CONNECTION from another session: closed without a word, as MariaDB.
-                () = self.registered.ended() => return End::Killed,
+                () = &mut killed => return End::Killed,
             };
             self.writer.seq = self.reader.seq;
             match read {

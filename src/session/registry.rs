@@ -40,8 +40,10 @@ pub struct Info {
     in_txn: AtomicBool,
     /// The backend threads of the session's connections, for `KILL`.
     conns: Arc<Published>,
-    /// `KILL CONNECTION` from another session: end this one.
+    /// `KILL CONNECTION` from another session: end this one (`killed` for a session that is
+    /// never idle long enough to be woken, e.g. a client that pipelines its commands).
     end: Notify,
+    killed: AtomicBool,
 }
 
 impl Info {
@@ -55,6 +57,7 @@ impl Info {
 
     /// Asks the session to end (it does at once when idle, else when its command ends).
     pub fn end(&self) {
+        self.killed.store(true, Ordering::Relaxed);
         self.end.notify_one();
     }
 }
@@ -144,6 +147,7 @@ impl Entry {
             in_txn: AtomicBool::new(false),
             conns: Arc::default(),
             end: Notify::new(),
+            killed: AtomicBool::new(false),
         });
         r.sessions.insert(id, info.clone());
         Entry {
@@ -162,9 +166,16 @@ impl Entry {
         self.info.conns.clone()
     }
 
-    /// Resolves when another session killed this one's connection.
-    pub async fn ended(&self) {
-        self.info.end.notified().await;
+    /// Resolves when another session killed this one's connection. Awaited across commands
+    /// (one waiter registered for the session's life, not one per command).
+    pub fn ended(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let info = self.info.clone();
+        async move { info.end.notified().await }
+    }
+
+    /// Whether another session killed this one's connection.
+    pub fn killed(&self) -> bool {
+        self.info.killed.load(Ordering::Relaxed)
     }
 
     /// A command starts.

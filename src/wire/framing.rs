@@ -66,10 +66,26 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
     /// Reads one logical packet (joining continuations) into `buf`, replacing its content.
     /// A packet over the limit is read to its end and discarded, so the stream stays in step.
     pub async fn read(&mut self, buf: &mut Vec<u8>) -> Result<(), FrameError> {
+        use tokio::io::AsyncBufReadExt;
         buf.clear();
         let mut total = 0usize;
         let mut first = true;
+        if self.inner.buffer().is_empty() {
+            // Wait for bytes once: a whole packet then usually sits in the buffer.
+            match self.inner.fill_buf().await {
+                Ok([]) => return Err(FrameError::Closed),
+                Ok(_) => {}
+                Err(e) => return Err(FrameError::Io(e)),
+            }
+        }
         loop {
+            if let Some(more) = self.take_buffered(buf, &mut total)? {
+                if !more {
+                    return Ok(());
+                }
+                first = false;
+                continue;
+            }
             let mut header = [0u8; 4];
             if let Err(e) = self.inner.read_exact(&mut header).await {
                 return Err(if first && e.kind() == io::ErrorKind::UnexpectedEof {
@@ -115,6 +131,39 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                 return Ok(());
             }
         }
+    }
+
+    /// One whole physical packet out of the buffer without waiting (one copy, no zeroing):
+    /// `Some(true)` when a continuation follows; `None` when it has not all arrived or is over
+    /// the limit (the waiting path reads or skips it).
+    fn take_buffered(
+        &mut self,
+        buf: &mut Vec<u8>,
+        total: &mut usize,
+    ) -> Result<Option<bool>, FrameError> {
+        use tokio::io::AsyncBufRead;
+        let avail = self.inner.buffer();
+        let Some(header) = avail.get(..4) else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+        let Some(payload) = avail.get(4..4 + len) else {
+            return Ok(None);
+        };
+        if *total + len > self.limit {
+            return Ok(None);
+        }
+        if header[3] != self.seq {
+            return Err(FrameError::OutOfOrder {
+                expected: self.seq,
+                got: header[3],
+            });
+        }
+        buf.extend_from_slice(payload);
+        std::pin::Pin::new(&mut self.inner).consume(4 + len);
+        self.seq = self.seq.wrapping_add(1);
+        *total += len;
+        Ok(Some(len == MAX_CHUNK))
     }
 
     /// Reads one packet straight from the stream, never past its end, so whatever follows stays
@@ -188,7 +237,7 @@ pub struct PacketWriter<W> {
     /// Sequence id of the next packet written.
     pub seq: u8,
     /// Longest a flush may wait for the peer to take the bytes (MariaDB's net_write_timeout).
-    timeout: Option<std::time::Duration>,
+    timeout: Option<crate::limits::Deadline>,
     /// Counts every ERR packet written (a client connection's writer; see `count_errors`).
     errors: Option<std::sync::Arc<crate::admin::client_errors::ClientErrors>>,
 }
@@ -222,7 +271,7 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     /// Bounds every flush: a peer that stops reading gets a `TimedOut` error instead of
     /// holding the writer forever.
     pub fn set_timeout(&mut self, timeout: std::time::Duration) {
-        self.timeout = Some(timeout);
+        self.timeout = Some(crate::limits::Deadline::new(timeout));
     }
 
     /// The underlying stream (tests read what was written to a `Vec<u8>`).
@@ -298,31 +347,36 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     }
 
     pub async fn flush(&mut self) -> io::Result<()> {
-        match self.timeout {
-            None => self.flush_now().await,
-            Some(t) => match tokio::time::timeout(t, self.flush_now()).await {
-                Ok(r) => r,
-                Err(_) => Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("the peer took nothing for {} s", t.as_secs()),
-                )),
-            },
+        // A flush the peer takes at once never reads the clock.
+        let Some(deadline) = self.timeout.as_mut() else {
+            return flush_now(&mut self.inner, &mut self.buf).await;
+        };
+        let flushing = std::pin::pin!(flush_now(&mut self.inner, &mut self.buf));
+        match deadline.run(flushing).await {
+            Some(r) => r,
+            None => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the peer took nothing for {} s",
+                    deadline.duration().as_secs()
+                ),
+            )),
         }
-    }
-
-    async fn flush_now(&mut self) -> io::Result<()> {
-        if !self.buf.is_empty() {
-            self.inner.write_all(&self.buf).await?;
-            self.buf.clear();
-            if self.buf.capacity() > 4 * FLUSH_AT {
-                self.buf.shrink_to(FLUSH_AT);
-            }
-        }
-        self.inner.flush().await
     }
 
     pub async fn shutdown(&mut self) -> io::Result<()> {
         self.flush().await?;
         self.inner.shutdown().await
     }
+}
+
+async fn flush_now<W: AsyncWrite + Unpin>(inner: &mut W, buf: &mut Vec<u8>) -> io::Result<()> {
+    if !buf.is_empty() {
+        inner.write_all(buf).await?;
+        buf.clear();
+        if buf.capacity() > 4 * FLUSH_AT {
+            buf.shrink_to(FLUSH_AT);
+        }
+    }
+    inner.flush().await
 }

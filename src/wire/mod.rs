@@ -10,3 +10,6 @@ pub mod handshake;
 pub mod packets;
 pub mod stmt_execute;
 pub mod tls_login;
+
+#[cfg(test)]
+mod framing_tests;

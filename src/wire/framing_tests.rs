@@ -1,0 +1,150 @@
+//! The packet reader gives the same packets (and the same errors) whether a packet arrives
+//! whole in the buffer (the copy-out path) or a few bytes at a time (the waiting path).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use proptest::prelude::*;
+use tokio::io::{AsyncRead, ReadBuf};
+
+use super::framing::{FrameError, PacketReader, MAX_CHUNK};
+
+/// A stream that hands out at most `chunk` bytes per read.
+struct Chunked {
+    data: Vec<u8>,
+    pos: usize,
+    chunk: usize,
+}
+
+impl AsyncRead for Chunked {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let n = (self.data.len() - self.pos)
+            .min(self.chunk)
+            .min(buf.remaining());
+        let start = self.pos;
+        buf.put_slice(&self.data[start..start + n]);
+        self.pos += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// `payload` framed as one logical packet from sequence id `seq` (continuations included).
+fn frame(payload: &[u8], seq: &mut u8, out: &mut Vec<u8>) {
+    let mut rest = payload;
+    loop {
+        let n = rest.len().min(MAX_CHUNK);
+        out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        out.push(*seq);
+        *seq = seq.wrapping_add(1);
+        out.extend_from_slice(&rest[..n]);
+        rest = &rest[n..];
+        if n < MAX_CHUNK {
+            return;
+        }
+    }
+}
+
+fn reader(data: Vec<u8>, chunk: usize, limit: usize) -> PacketReader<Chunked> {
+    PacketReader::new(
+        Chunked {
+            data,
+            pos: 0,
+            chunk,
+        },
+        limit,
+    )
+}
+
+fn read_all(r: &mut PacketReader<Chunked>, count: usize) -> Vec<Vec<u8>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let mut got = Vec::new();
+        for _ in 0..count {
+            let mut p = Vec::new();
+            r.read(&mut p).await.expect("packet");
+            got.push(p);
+            // Each packet of these streams starts a new command.
+            r.seq = 0;
+        }
+        got
+    })
+}
+
+proptest! {
+    #[test]
+    fn same_packets_however_the_bytes_arrive(
+        payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..20),
+        chunk in 1usize..700,
+    ) {
+        let mut data = Vec::new();
+        for p in &payloads {
+            frame(p, &mut 0, &mut data);
+        }
+        let mut r = reader(data, chunk, 1 << 20);
+        prop_assert_eq!(read_all(&mut r, payloads.len()), payloads);
+    }
+}
+
+#[test]
+fn continuations_are_joined_buffered_or_not() {
+    let big: Vec<u8> = (0..MAX_CHUNK + 10).map(|i| i as u8).collect();
+    for chunk in [64 * 1024, 7, MAX_CHUNK + 100] {
+        let mut data = Vec::new();
+        frame(&big, &mut 0, &mut data);
+        frame(b"next", &mut 0, &mut data);
+        let mut r = reader(data, chunk, 64 << 20);
+        let got = read_all(&mut r, 2);
+        assert!(got[0] == big, "chunk {chunk}: the joined payload differs");
+        assert_eq!(got[1], b"next");
+    }
+}
+
+#[test]
+fn out_of_order_and_over_limit_are_reported_on_both_paths() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    for chunk in [1, 1024] {
+        let mut data = Vec::new();
+        frame(b"abc", &mut 5, &mut data);
+        let mut r = reader(data, chunk, 1024);
+        let mut p = Vec::new();
+        let e = rt.block_on(r.read(&mut p));
+        assert!(matches!(
+            e,
+            Err(FrameError::OutOfOrder {
+                expected: 0,
+                got: 5
+            })
+        ));
+
+        // Too large: skipped to its end, so the next packet reads in step.
+        let mut data = Vec::new();
+        frame(&[7u8; 100], &mut 0, &mut data);
+        frame(b"ok", &mut 0, &mut data);
+        let mut r = reader(data, chunk, 50);
+        let e = rt.block_on(r.read(&mut p));
+        assert!(matches!(
+            e,
+            Err(FrameError::TooLarge {
+                size: 100,
+                limit: 50
+            })
+        ));
+        r.seq = 0;
+        rt.block_on(r.read(&mut p)).expect("the packet after");
+        assert_eq!(p, b"ok");
+
+        let mut r = reader(Vec::new(), chunk, 50);
+        assert!(matches!(
+            rt.block_on(r.read(&mut p)),
+            Err(FrameError::Closed)
+        ));
+    }
+}
