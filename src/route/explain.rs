@@ -222,7 +222,7 @@ fn explain_join(
     let mut out = Vec::with_capacity(steps.fetches.len() + 1);
     for (n, f) in steps.fetches.iter().enumerate() {
         let side = &shape.sides[f.side];
-        let all = backends_of(&sql::side_select(stmt, side, None), ctx);
+        let all = backends_of(&super::side_select(stmt, side, None), ctx);
         let row = match &f.key {
             None if n == 0 => {
                 let kept = if shape.row_wise {
@@ -232,7 +232,7 @@ fn explain_join(
                 };
                 [
                     all,
-                    text(&sql::side_select(stmt, side, None)),
+                    text(&super::side_select(stmt, side, None)),
                     format!(
                         "join step 1: rows of `{}` (driving), {kept}",
                         side.qualifier
@@ -241,7 +241,7 @@ fn explain_join(
             }
             None => [
                 all,
-                text(&sql::side_select(stmt, side, None)),
+                text(&super::side_select(stmt, side, None)),
                 format!(
                     "join step {}: rows of `{}`{per_batch} (no column equality with a table \
                      fetched before: read whole)",
@@ -250,7 +250,7 @@ fn explain_join(
                 ),
             ],
             Some((from, from_column, column)) => {
-                let cond = sql::batch_condition(side, column, &[b"<value>".to_vec()]);
+                let cond = super::batch_condition(side, column, &[b"<value>".to_vec()]);
                 let cond = cond.replace("<value>", &format!("<up to {BATCH} values>"));
                 let backends = if f.pinned {
                     format!("the shards owning each batch's values (of {all})")
@@ -259,7 +259,7 @@ fn explain_join(
                 };
                 [
                     backends,
-                    text(&sql::side_select(stmt, side, Some(&cond))),
+                    text(&super::side_select(stmt, side, Some(&cond))),
                     format!(
                         "join step {}: rows of `{}`{per_batch} for batches of up to {BATCH} \
                          distinct `{}`.`{from_column}` values",
@@ -277,7 +277,7 @@ fn explain_join(
         .iter()
         .map(|s| format!("(<rows of `{}`>)", s.qualifier).into_bytes())
         .collect();
-    let bound = sql::bind_tables(stmt, &shape, placeholders);
+    let bound = super::bind_tables(stmt, &shape, placeholders);
     let how = if shape.row_wise {
         "the statement over each batch's fetched rows as literal tables, its rows sent batch by \
          batch"

@@ -6,7 +6,7 @@
 
 use super::plan::PlanContext;
 use super::statement_gateway::sharding_columns;
-use crate::sql::{self, JoinShape, JoinSide};
+use crate::route::{JoinShape, JoinSide};
 
 /// Distinct key values per fetch of a further table, and driving rows per batch of a row-wise
 /// join: an IN list a shard reads by index, short enough to keep each statement small.
@@ -48,7 +48,7 @@ pub fn join_steps(shape: &JoinShape, ctx: &PlanContext) -> Steps {
             s.pinned.iter().any(|c| is_sharding_column(ctx, s, c))
         })
         .unwrap_or(shape.driver);
-    let prefer = |k: &sql::JoinKey| is_sharding_column(ctx, &shape.sides[k.to], &k.to_column);
+    let prefer = |k: &super::JoinKey| is_sharding_column(ctx, &shape.sides[k.to], &k.to_column);
     let fetches = shape
         .fetch_order(driver, &prefer)
         .into_iter()

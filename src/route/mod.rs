@@ -10,13 +10,18 @@
 //! ids, makes an [`InsertPlan`]: each row's shard, the per-shard SQL with the ids spliced in and
 //! `LAST_INSERT_ID(id)` on the first generated one, and the insert id the client is told;
 //! `insert_ids` turns what a generator hands out into those ids (UUID literals by column type,
-//! the bias values a biased generator needs from each row).
+//! the bias values a biased generator needs from each row). The planners of what idgate runs
+//! in the gateway live here too: `join_plan` and `join_plan_correlated` take apart joins and
+//! correlated subqueries, `merge_plan`/`merge_rewrite` plan merging several shards' answers,
+//! and `aggregate_lift`, `window_lift` and `ordered_write` rewrite statements whose answer
+//! would otherwise depend on how rows are spread. `sql` gives them scanned and parsed text.
 //!
 //! It must not do I/O or know about sessions: everything here is a function of the statement,
 //! the configuration and the context passed in (for an INSERT: the table's columns, sql_mode's
 //! NO_AUTO_VALUE_ON_ZERO and the generated ids, which the session fetches), so plans can be
 //! cached and tested without a server. Running a plan belongs to `session`/`exec`.
 
+mod aggregate_lift;
 pub mod algorithm;
 pub mod cache;
 pub mod colocate;
@@ -25,7 +30,12 @@ pub mod explain;
 pub mod insert;
 pub mod insert_ids;
 mod insert_place;
+mod join_plan;
+mod join_plan_correlated;
 pub mod join_steps;
+mod merge_plan;
+mod merge_rewrite;
+mod ordered_write;
 pub mod pinned;
 pub mod plan;
 pub mod planner;
@@ -36,10 +46,23 @@ mod statement_load;
 mod statement_meta;
 pub mod tables;
 pub mod unique_keys;
+mod window_lift;
 
+pub use aggregate_lift::lift_aggregates;
 pub use algorithm::{Algorithm, ShardValue};
 pub use cache::{CacheStats, PlanCache};
 pub use insert::{InsertPlan, RowId};
+pub use join_plan::{
+    analyze_join, batch_condition, bind_tables, quote_ident, side_select, FetchStep, JoinKey,
+    JoinKind, JoinRefusal, JoinShape, JoinSide,
+};
+pub use join_plan_correlated::analyze_correlated;
+pub use merge_plan::{
+    limit_value, merge_plan, AggCol, AggFn, ColRef, Having, HavingOp, KeyTypes, LimitForm,
+    MergeMode, MergePlan, SortKey, Weight, Window,
+};
+pub use merge_rewrite::MERGE_REFUSED;
+pub use ordered_write::{ordered_write, OrderedWrite};
 pub use plan::{BoundMerge, PlanContext, Route, ShapePlan};
 pub use statement::{lift, Caller, Plan, StatementContext, UniqueId};
 pub use statement_gateway::{
@@ -48,6 +71,7 @@ pub use statement_gateway::{
 };
 pub use statement_load::{local_infile_disabled, ER_LOAD_INFILE_CAPABILITY_DISABLED};
 pub use tables::{Placement, TableRule, Tables};
+pub use window_lift::lift_windows;
 
 #[cfg(test)]
 mod cache_tests;
@@ -55,6 +79,10 @@ mod cache_tests;
 mod insert_ids_tests;
 #[cfg(test)]
 mod insert_tests;
+#[cfg(test)]
+mod join_plan_correlated_tests;
+#[cfg(test)]
+mod join_plan_tests;
 #[cfg(test)]
 mod placement_invariant_tests;
 #[cfg(test)]

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use super::pinned::pinned_shards;
 use super::{ShardValue, TableRule, Tables};
-use crate::sql::{self, DmlKind, KeyTerm, KeyTypes, KeyValue, MergePlan};
+use crate::route::{KeyTypes, MergePlan};
+use crate::sql::{self, DmlKind, KeyTerm, KeyValue};
 use crate::wire::errors::SqlError;
 
 /// What planning needs from the session.
@@ -137,7 +138,7 @@ impl MergeTemplate {
 
     /// The value of literal `slot` of `stmt` read as a LIMIT number.
     fn number(stmt: &[u8], literals: &[Range<usize>], slot: usize) -> Option<u64> {
-        sql::limit_value(stmt.get(literals.get(slot)?.clone())?)
+        super::limit_value(stmt.get(literals.get(slot)?.clone())?)
     }
 
     /// `stmt`'s OFFSET and LIMIT: its own literals where they are slots, else the plan's.
@@ -327,7 +328,7 @@ impl ShapePlan {
                      to one shard with a condition on the sharding column",
                     p.rule.name,
                     targets.len(),
-                    crate::sql::MERGE_REFUSED
+                    crate::route::MERGE_REFUSED
                 ))),
             };
         }

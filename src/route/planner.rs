@@ -10,7 +10,8 @@ use super::plan::{
     unsupported, Fill, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan, Term,
 };
 use super::{Placement, TableRule};
-use crate::sql::{self, DmlAnalysis, DmlKind, KeyTerm, MergePlan};
+use crate::route::MergePlan;
+use crate::sql::{self, DmlAnalysis, DmlKind, KeyTerm};
 use crate::wire::errors::{self, SqlError};
 
 /// Plans `stmt`, whose literals (the slots a cached plan binds) are at `literals`. An error is
@@ -172,14 +173,14 @@ fn sharded(
             (c.clone(), terms)
         })
         .collect();
-    let merge = match (a.kind, a.merge_plan(stmt)) {
+    let merge = match (a.kind, super::merge_plan(a, stmt, true)) {
         (DmlKind::Select, Some(Ok(plan))) => {
             let weighted = plan.has_weights();
             let (mut template, fixed) = template(plan, literals);
             fixed_slots.extend(fixed);
             // Keys that turn out not to be strings need no weights from the shards.
             if let Some(Ok(lean)) = weighted
-                .then(|| a.merge_plan_without_weights(stmt))
+                .then(|| super::merge_plan(a, stmt, false))
                 .flatten()
             {
                 let (lean, fixed) = self::template(lean, literals);

@@ -38,11 +38,11 @@ pub enum Plan {
     /// A SELECT, UPDATE or DELETE whose subqueries over placed tables run first.
     Subqueries(Vec<sql::Subquery>),
     /// A join of tables not placed alike, run in the gateway.
-    Join(Box<sql::JoinShape>),
+    Join(Box<super::JoinShape>),
     /// A statement the shards cannot answer alone, run as this one instead: a SELECT computing
     /// on aggregates across shards (its aggregates in a derived table idgate merges,
-    /// `sql::lift_aggregates`), or an UPDATE/DELETE with ORDER BY/LIMIT writing the rows an
-    /// ordered SELECT of their ids picks (`sql::ordered_write`). If that is not one idgate can
+    /// `route::lift_aggregates`), or an UPDATE/DELETE with ORDER BY/LIMIT writing the rows an
+    /// ordered SELECT of their ids picks (`route::ordered_write`). If that is not one idgate can
     /// run, the refusal.
     Lifted {
         sql: String,
@@ -271,7 +271,7 @@ fn ordered_write(
     let target = a.target?;
     let schema = target.schema.as_deref().or(ctx.db);
     let rule = ctx.tables.lookup(schema, &target.name)?;
-    let w = sql::ordered_write(stmt, &rule.id_column)?;
+    let w = super::ordered_write(stmt, &rule.id_column)?;
     let first = rule.backends().first()?.clone();
     if w.limit_zero {
         // Writes nothing: one shard checks the statement and answers as one server.
@@ -302,12 +302,12 @@ fn ordered_write(
 pub const ORDERED_WRITE_REFUSED: &str = "needs ORDER BY/LIMIT across them";
 
 /// The statement a SELECT whose answers from several shards idgate could not merge (the
-/// `refusal`) is run as, when its items compute on aggregates (`sql::lift_aggregates`).
+/// `refusal`) is run as, when its items compute on aggregates (`route::lift_aggregates`).
 pub fn lift(stmt: &[u8], refusal: &SqlError) -> Option<String> {
-    if !refusal.message.contains(sql::MERGE_REFUSED) {
+    if !refusal.message.contains(super::MERGE_REFUSED) {
         return None;
     }
-    sql::lift_aggregates(stmt).or_else(|| sql::lift_windows(stmt))
+    super::lift_aggregates(stmt).or_else(|| super::lift_windows(stmt))
 }
 
 /// An UPDATE of one table that assigns literals to columns of its keys held through lookups

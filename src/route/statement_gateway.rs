@@ -7,7 +7,8 @@ use super::colocate::{default_only_table, is_colocation_refusal, rule_for, uncon
 use super::plan::PlanContext;
 use super::statement::Plan;
 use super::Placement;
-use crate::sql::{self, JoinSide, StatementKind, Subquery};
+use crate::route::JoinSide;
+use crate::sql::{self, StatementKind, Subquery};
 use crate::wire::errors::SqlError;
 
 fn unsupported(msg: String) -> SqlError {
@@ -123,7 +124,7 @@ pub fn join_plan(stmt: &[u8], refusal: &SqlError, ctx: &PlanContext) -> Option<P
     if sql::classify(stmt) != StatementKind::Select || !is_colocation_refusal(refusal) {
         return None;
     }
-    match sql::analyze_join(stmt) {
+    match super::analyze_join(stmt) {
         // A derived table over placed tables runs first on the subquery path: here it would be
         // read through routing that cannot evaluate it.
         Ok(Some(shape))
@@ -148,7 +149,7 @@ pub fn join_plan(stmt: &[u8], refusal: &SqlError, ctx: &PlanContext) -> Option<P
 
 /// The plan of a SELECT the planner refused whose subqueries over configured tables are
 /// correlated with it by column equalities: run in the gateway like a join, each subquery's
-/// table fetched by the outer rows' values (`sql::analyze_correlated`).
+/// table fetched by the outer rows' values (`route::analyze_correlated`).
 pub fn correlated_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
     if sql::classify(stmt) != StatementKind::Select {
         return None;
@@ -156,7 +157,7 @@ pub fn correlated_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
     // A table no rule places lives on the default backend, as a `single` one does.
     let ctes = sql::analyze_dml(stmt).map(|a| a.ctes).unwrap_or_default();
     let configured = |t: &sql::TableRef| rule_for(ctx, t).is_some() || unconfigured_table(t, &ctes);
-    let shape = sql::analyze_correlated(stmt, &configured).ok()??;
+    let shape = super::analyze_correlated(stmt, &configured).ok()??;
     shape
         .sides
         .iter()

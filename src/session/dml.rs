@@ -12,7 +12,8 @@ use crate::exec::{BackendError, StatementScope};
 use crate::route::InsertPlan;
 pub(super) use crate::route::Route;
 use crate::route::{BoundMerge, PlanContext};
-use crate::sql::{self, KeyTypes, MergePlan};
+use crate::route::{KeyTypes, MergePlan};
+use crate::sql;
 use crate::wire::errors::SqlError;
 
 /// One run of a merge: the plan, the statement each shard gets, the page, and where the plan

@@ -1,7 +1,7 @@
 //! Joins no single backend can evaluate (sharded tables not placed alike, a sharded table with
 //! one on the default backend), run in the gateway: the driving table's rows are fetched with
 //! its own conditions, each further table's rows in batches of the distinct key values of a
-//! table fetched before it (`sql::JoinShape::fetch_order`), and the client's statement then
+//! table fetched before it (`route::JoinShape::fetch_order`), and the client's statement then
 //! runs on the default backend with each table replaced by a literal table of its fetched
 //! rows. MariaDB evaluates the join, WHERE, grouping, ordering and LIMIT itself; the literal
 //! tables hold every row that can take part in the join, so the answer is the one a single
@@ -28,7 +28,8 @@ use crate::exec::relay::Client;
 use crate::exec::{BackendError, StatementScope};
 use crate::route::join_steps::{join_steps, Steps, BATCH};
 use crate::route::{self, Plan};
-use crate::sql::{self, JoinShape, JoinSide, StatementKind};
+use crate::route::{JoinShape, JoinSide};
+use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 use stream::{relay_batch, BatchEnd, Streamed};
@@ -169,7 +170,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             });
             let fetched = match by {
                 None => {
-                    let select = sql::side_select(stmt, side, None);
+                    let select = crate::route::side_select(stmt, side, None);
                     match self
                         .fetch_side(&select, shape, f.side, 0, used, scope)
                         .await?
@@ -186,8 +187,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     };
                     let mut all: Option<Fetched> = None;
                     for batch in batches {
-                        let cond = sql::batch_condition(side, column, batch);
-                        let select = sql::side_select(stmt, side, Some(&cond));
+                        let cond = crate::route::batch_condition(side, column, batch);
+                        let select = crate::route::side_select(stmt, side, Some(&cond));
                         let so_far = all.as_ref().map_or(0, |f| f.rows.len() as u64);
                         let part = match self
                             .fetch_side(&select, shape, f.side, so_far, used, scope)
@@ -229,7 +230,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .map_err(|e| SqlError::new(e.code, e.state, e.message))?;
             tables.push(text);
         }
-        Ok(sql::bind_tables(stmt, shape, tables))
+        Ok(crate::route::bind_tables(stmt, shape, tables))
     }
 
     /// Fetches every table's rows and gives `stmt` with each table replaced by a literal table
@@ -243,7 +244,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let steps = self.with_plan_context(|ctx| join_steps(shape, ctx));
         let d = steps.driver();
         let mut used = 0u64;
-        let driver_sql = sql::side_select(stmt, &shape.sides[d], None);
+        let driver_sql = crate::route::side_select(stmt, &shape.sides[d], None);
         let mut got: Vec<Option<Fetched>> = shape.sides.iter().map(|_| None).collect();
         match self
             .fetch_side(&driver_sql, shape, d, 0, &mut used, scope)
@@ -305,7 +306,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let steps = self.with_plan_context(|ctx| join_steps(shape, ctx));
         let d = steps.driver();
         let mut driver_bytes = 0u64;
-        let driver_sql = sql::side_select(stmt, &shape.sides[d], None);
+        let driver_sql = crate::route::side_select(stmt, &shape.sides[d], None);
         let driven = match self
             .fetch_side(&driver_sql, shape, d, 0, &mut driver_bytes, scope)
             .await?

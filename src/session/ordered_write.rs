@@ -1,5 +1,5 @@
 //! Before an UPDATE/DELETE with ORDER BY/LIMIT over shards runs as a write of the rows an
-//! ordered SELECT of their ids picked (`sql::ordered_write`): the id column must be a unique key
+//! ordered SELECT of their ids picked (`route::ordered_write`): the id column must be a unique key
 //! by itself, or `id IN (…)` would reach rows beyond the LIMIT. Asked of one shard each time:
 //! such statements are rare, and a key dropped meanwhile must not be trusted from a cache.
 

@@ -10,7 +10,7 @@
 //! statement when the planner finds its tables placed alike with the outer ones and
 //! correlated on their sharding columns (`route/colocate.rs`); a SELECT whose correlated
 //! subqueries are tied to it by column equalities runs in the gateway like a join
-//! (`join.rs`, `sql::analyze_correlated`); any other is refused.
+//! (`join.rs`, `route::analyze_correlated`); any other is refused.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 

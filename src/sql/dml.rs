@@ -6,10 +6,11 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     visit_relations, AssignmentTarget, BinaryOperator, Expr, FromTable, GroupByExpr, ObjectName,
-    Query, SelectItem, SetExpr, Spanned, Statement, TableFactor, TableWithJoins, UnaryOperator,
-    Value as SqlValue, Visit, Visitor,
+    Query, Select, SelectItem, SetExpr, Spanned, Statement, TableFactor, TableWithJoins,
+    UnaryOperator, Value as SqlValue, Visit, Visitor,
 };
 
+use super::aggregates::find_aggregate;
 use super::error::SqlParseError;
 use super::insert::TableRef;
 use super::join_keys::{
@@ -17,8 +18,6 @@ use super::join_keys::{
 };
 use super::lex::unquote_ident;
 use super::literal::{value_kind, ValueKind};
-use super::merge_plan::MergePlan;
-use super::merge_rewrite::{find_aggregate, plan_merge, plan_merge_with};
 use super::parse::{parse_one, sanitize, LineIndex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,12 +87,12 @@ pub struct DmlAnalysis {
     /// lowercase: a relation of that name without a schema may be one, not a table.
     pub ctes: Vec<String>,
     /// For a SELECT that needs more than concatenation (ORDER BY, LIMIT, GROUP BY, aggregates,
-    /// DISTINCT, HAVING): the statement, kept so the merge is planned (by [`Self::merge_plan`])
+    /// DISTINCT, HAVING): the statement, kept so the merge is planned (by `route::merge_plan`)
     /// only when it reaches several shards.
     merge_of: Option<Box<Statement>>,
 }
 
-pub(super) fn table_ref(name: &ObjectName) -> TableRef {
+pub(crate) fn table_ref(name: &ObjectName) -> TableRef {
     let parts: Vec<String> = name
         .0
         .iter()
@@ -426,29 +425,15 @@ impl DmlAnalysis {
             .collect()
     }
 
-    /// For a SELECT that needs more than concatenation across shards (ORDER BY, LIMIT, GROUP BY,
-    /// aggregates, DISTINCT, HAVING): how to merge it, or what idgate cannot merge. `stmt` is
-    /// the statement analysed.
-    pub fn merge_plan(&self, stmt: &[u8]) -> Option<Result<MergePlan, String>> {
+    /// The SELECT kept for planning a merge (`route::merge_plan`), with its query.
+    pub fn merge_select(&self) -> Option<(&Query, &Select)> {
         let Statement::Query(q) = self.merge_of.as_deref()? else {
             return None;
         };
         let SetExpr::Select(s) = q.body.as_ref() else {
             return None;
         };
-        Some(plan_merge(stmt, &sanitize(stmt), q, s))
-    }
-
-    /// [`Self::merge_plan`] without collation weights: right only while no compared key is a
-    /// string, which the executor checks on every answer.
-    pub fn merge_plan_without_weights(&self, stmt: &[u8]) -> Option<Result<MergePlan, String>> {
-        let Statement::Query(q) = self.merge_of.as_deref()? else {
-            return None;
-        };
-        let SetExpr::Select(s) = q.body.as_ref() else {
-            return None;
-        };
-        Some(plan_merge_with(stmt, &sanitize(stmt), q, s, false))
+        Some((q, s))
     }
 }
 
@@ -491,20 +476,6 @@ mod tests {
         );
         let a = analyze_dml(b"SELECT * FROM t WHERE id = 1 OR name = 'x'").unwrap();
         assert!(a.keys.is_empty(), "an OR over two columns pins nothing");
-    }
-
-    #[test]
-    fn merges_are_planned_only_when_needed() {
-        let sql = b"SELECT * FROM t WHERE x = 1 ORDER BY id DESC, k LIMIT 10";
-        let plan = analyze_dml(sql).unwrap().merge_plan(sql).unwrap().unwrap();
-        assert_eq!((plan.limit, plan.order.len()), (Some(10), 2));
-        let plain = b"SELECT * FROM t WHERE x = 1";
-        assert!(analyze_dml(plain).unwrap().merge_plan(plain).is_none());
-        let distinct = b"SELECT JSON_ARRAYAGG(k) FROM t";
-        let a = analyze_dml(distinct).unwrap();
-        assert!(a.merge_plan(distinct).unwrap().is_err());
-        let a = analyze_dml(b"SELECT k FROM t UNION SELECT k FROM u").unwrap();
-        assert_eq!(a.needs_merge, Some("UNION or a nested query"));
     }
 
     #[test]

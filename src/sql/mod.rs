@@ -13,40 +13,33 @@
 
 mod admin;
 pub mod admin_migrate;
-mod aggregate_lift;
+pub(crate) mod aggregates;
 mod classify;
 mod ddl_tables;
-mod dml;
+pub(crate) mod dml;
 mod duplicate_update;
 mod error;
-mod insert;
+pub(crate) mod insert;
 mod insert_fast;
 mod join_keys;
-mod join_plan;
-mod join_plan_correlated;
-mod lex;
+pub(crate) mod lex;
 mod literal;
 mod load;
 mod load_data;
-mod merge_plan;
-mod merge_rewrite;
-mod ordered_write;
 mod params;
-mod parse;
+pub(crate) mod parse;
 mod render;
 mod scan;
-mod select_tokens;
+pub(crate) mod select_tokens;
 mod session_query;
 mod shape;
 mod split;
-mod subquery;
+pub(crate) mod subquery;
 mod subquery_bind;
 mod update_parts;
-mod window_lift;
 mod words;
 
 pub use admin::{admin_statement, AdminStatement, KillUserName};
-pub use aggregate_lift::lift_aggregates;
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
 pub use ddl_tables::{ddl_tables, DdlAction, DdlTables, ForeignKey, UniqueKey};
 pub use dml::{
@@ -59,22 +52,11 @@ pub use insert::{
     TableRef, Value,
 };
 pub use join_keys::{QualifiedColumn, SubqueryTables, TopTable};
-pub use join_plan::{
-    analyze_join, batch_condition, bind_tables, quote_ident, side_select, FetchStep, JoinKey,
-    JoinKind, JoinRefusal, JoinShape, JoinSide,
-};
-pub use join_plan_correlated::analyze_correlated;
 pub use literal::ValueKind;
 pub use load::{first_word, is_load_local};
 pub use load_data::{
     analyze_load_data, Field, FieldReader, FileError, FileFormat, LoadData, OnDuplicate, Target,
 };
-pub use merge_plan::{
-    limit_value, AggCol, AggFn, ColRef, Having, HavingOp, KeyTypes, LimitForm, MergeMode,
-    MergePlan, SortKey, Weight, Window,
-};
-pub use merge_rewrite::MERGE_REFUSED;
-pub use ordered_write::{ordered_write, OrderedWrite};
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use session_query::{session_query, SessionQuery};
@@ -89,7 +71,6 @@ pub use subquery_bind::{
     BindError, BoundColumn, BoundRow, ER_SUBQUERY_NO_1_ROW,
 };
 pub use update_parts::{update_parts, Assigned, UpdateParts};
-pub use window_lift::lift_windows;
 pub use words::{
     chain_or_release, database_ddl, explain_route_target, is_temporary_ddl, lists_tables, mentions,
     names_outside, push_name, savepoint, sets_autocommit_on, starts_read_only, string_literal_is,
@@ -102,9 +83,5 @@ mod admin_docs_tests;
 mod insert_fast_tests;
 #[cfg(test)]
 mod insert_tests;
-#[cfg(test)]
-mod join_plan_correlated_tests;
-#[cfg(test)]
-mod join_plan_tests;
 #[cfg(test)]
 mod subquery_tests;

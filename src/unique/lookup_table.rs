@@ -4,7 +4,7 @@
 //! idgate runs on it and, to check a duplicate, on the shards.
 
 use super::{GlobalKey, KeyColumn};
-use crate::sql::quote_ident;
+use crate::route::quote_ident;
 
 /// The database holding every lookup table.
 pub const DATABASE: &str = "idgate_unique";

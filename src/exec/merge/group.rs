@@ -14,7 +14,7 @@ use super::value::{exact, heap_block, KeyPart, Kind};
 use super::{compare, Answer, Key, Layout, Output};
 use crate::exec::backend::{BackendConn, BackendError};
 use crate::exec::relay::{Client, Relayed};
-use crate::sql::{AggCol, AggFn, Having, MergePlan};
+use crate::route::{AggCol, AggFn, Having, MergePlan};
 
 /// How one aggregate column combines, resolved against the shards' columns.
 struct Agg {
@@ -84,7 +84,7 @@ impl Grouping {
                 _ => l.kind(col)?,
             };
             let key = match a.func {
-                AggFn::Min | AggFn::Max => Some(l.key(&crate::sql::SortKey {
+                AggFn::Min | AggFn::Max => Some(l.key(&crate::route::SortKey {
                     value: a.col,
                     weight: a.weight,
                     desc: false,

@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 use super::number::{div_round, parse_scaled, pow10, scale_of};
 use super::rows::Values;
 use super::value::Kind;
-use crate::sql::{Having, HavingOp};
+use crate::route::{Having, HavingOp};
 
 #[derive(Debug, Clone, Copy)]
 enum V {

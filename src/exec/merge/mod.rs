@@ -1,5 +1,5 @@
 //! Merging a SELECT's answers from several shards into the answer one server holding every row
-//! would give (see `sql::MergePlan`): a streaming k-way merge for ORDER BY/LIMIT, or groups
+//! would give (see `route::MergePlan`): a streaming k-way merge for ORDER BY/LIMIT, or groups
 //! combined in memory (one row per group) for GROUP BY, aggregates, HAVING and DISTINCT.
 //! Every shard's answer is read to its end whatever happens, so connections stay in step.
 
@@ -20,7 +20,7 @@ use tokio::io::AsyncWrite;
 
 use super::backend::{BackendConn, BackendError};
 use super::relay::{Client, Relayed};
-use crate::sql::{ColRef, KeyTypes, MergeMode, MergePlan, SortKey};
+use crate::route::{ColRef, KeyTypes, MergeMode, MergePlan, SortKey};
 
 /// What a merge planned without collation weights gives when a compared key is a string after
 /// all: nothing was written to the client and every shard was read to its end, so the caller

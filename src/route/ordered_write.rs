@@ -13,9 +13,9 @@
 
 use sqlparser::ast::{FromTable, Statement, TableFactor, TableWithJoins};
 
-use super::parse::parse_one;
-use super::select_tokens::SelectText;
-use super::TableRef;
+use crate::sql::parse::parse_one;
+use crate::sql::select_tokens::SelectText;
+use crate::sql::TableRef;
 
 /// The rewritten statement and the table it writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +119,7 @@ fn single(t: &TableWithJoins) -> Option<(TableRef, String)> {
     if name.0.len() > 2 {
         return None;
     }
-    let table = super::dml::table_ref(name);
+    let table = crate::sql::dml::table_ref(name);
     let qualifier = match alias {
         Some(a) => a.name.to_string(),
         None => name.0.last()?.to_string(),

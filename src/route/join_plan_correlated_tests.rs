@@ -2,8 +2,9 @@
 //! over a configured table, keyed by its equalities with the outer query, with its own
 //! conditions; shapes that do not fit are left to the other paths.
 
+use super::join_plan::JoinShape;
 use super::join_plan_correlated::analyze_correlated;
-use super::{JoinShape, TableRef};
+use crate::sql::TableRef;
 
 /// Every table but `plain` is configured.
 fn configured(t: &TableRef) -> bool {

@@ -14,11 +14,12 @@ use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserOptions};
 
 use super::merge_plan::*;
+use crate::sql::aggregates::{find_aggregate, fn_name};
 
 mod aggs;
 mod having;
-use super::parse::LineIndex;
-use super::select_tokens::SelectText;
+use crate::sql::parse::LineIndex;
+use crate::sql::select_tokens::SelectText;
 
 /// Aggregates idgate combines across shards.
 fn combinable(name: &str) -> Option<AggFn> {
@@ -52,79 +53,9 @@ fn combinable(name: &str) -> Option<AggFn> {
     })
 }
 
-/// Every aggregate MariaDB has: these make a query grouped.
 /// What the refusal of a SELECT whose shard answers cannot be merged says (`aggregate_lift`
 /// takes over those computing on aggregates).
 pub const MERGE_REFUSED: &str = "idgate cannot merge their answers";
-
-pub(crate) const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "group_concat",
-    "json_arrayagg",
-    "json_objectagg",
-    "std",
-    "stddev",
-    "stddev_pop",
-    "stddev_samp",
-    "variance",
-    "var_pop",
-    "var_samp",
-    "bit_and",
-    "bit_or",
-    "bit_xor",
-];
-
-fn fn_name(f: &Function) -> String {
-    f.name.to_string().to_ascii_lowercase()
-}
-
-/// Finds aggregate and window calls of the expression itself, not those of its subqueries
-/// (a subquery's `COUNT(*)` is computed inside that subquery on each shard).
-struct AggregateFinder {
-    depth: usize,
-    found: Option<(String, bool)>,
-}
-
-impl sqlparser::ast::Visitor for AggregateFinder {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, _: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
-        self.depth += 1;
-        std::ops::ControlFlow::Continue(())
-    }
-
-    fn post_visit_query(&mut self, _: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
-        self.depth -= 1;
-        std::ops::ControlFlow::Continue(())
-    }
-
-    fn pre_visit_expr(&mut self, x: &Expr) -> std::ops::ControlFlow<()> {
-        if let (0, Expr::Function(f)) = (self.depth, x) {
-            let name = fn_name(f);
-            if f.over.is_some() || AGGREGATES.contains(&name.as_str()) {
-                self.found = Some((name.to_ascii_uppercase(), f.over.is_some()));
-                return std::ops::ControlFlow::Break(());
-            }
-        }
-        std::ops::ControlFlow::Continue(())
-    }
-}
-
-/// The first aggregate or window function inside `e` (its name, and whether it is a window),
-/// outside any subquery.
-pub(crate) fn find_aggregate(e: &Expr) -> Option<(String, bool)> {
-    use sqlparser::ast::Visit;
-    let mut finder = AggregateFinder {
-        depth: 0,
-        found: None,
-    };
-    let _ = e.visit(&mut finder);
-    finder.found
-}
 
 pub(crate) fn parse_expr(text: &str) -> Option<Expr> {
     Parser::new(&MySqlDialect {})
@@ -502,6 +433,7 @@ fn window_at(p: &Planner, q: &Query) -> Option<(LimitForm, Option<Range<usize>>,
     }
 }
 
+#[cfg(test)]
 /// Plans the merge of `s` (the body of `q`, parsed from `text`, the sanitized `stmt`).
 pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan<MergePlan> {
     plan_merge_with(stmt, text, q, s, true)

@@ -22,7 +22,7 @@ use std::ops::Range;
 
 use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement, Visit, Visitor};
 
-use super::merge_rewrite::AGGREGATES;
+use crate::sql::aggregates::AGGREGATES;
 
 /// Aggregates lifted as they are: the merge computes each one's exact value across the shards,
 /// and the outer expression reads that value. (The STD/VARIANCE family is not: its merged value
@@ -38,8 +38,8 @@ const AS_THEY_ARE: &[&str] = &[
     "bit_or",
     "bit_xor",
 ];
-use super::parse::parse_one;
-use super::select_tokens::{SelectText, Tok};
+use crate::sql::parse::parse_one;
+use crate::sql::select_tokens::{SelectText, Tok};
 
 /// The derived table's name in the lifted statement.
 const DERIVED: &str = "idgate_aggregates";

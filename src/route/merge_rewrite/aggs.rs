@@ -8,7 +8,7 @@ use sqlparser::ast::{
 };
 
 use super::{Plan, Planner};
-use crate::sql::merge_plan::{Concat, SortKey};
+use crate::route::merge_plan::{Concat, SortKey};
 
 impl Planner<'_> {
     /// An expression the shards must group by too.

@@ -4,7 +4,7 @@
 use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as SqlValue};
 
 use super::{Plan, Planner};
-use crate::sql::merge_plan::{ColRef, Having, HavingOp};
+use crate::route::merge_plan::{ColRef, Having, HavingOp};
 
 impl Planner<'_> {
     pub(super) fn having(&mut self, e: &Expr) -> Plan<Having> {

@@ -320,3 +320,41 @@ impl MergePlan {
         out
     }
 }
+
+/// For a SELECT that needs more than concatenation across shards (ORDER BY, LIMIT, GROUP BY,
+/// aggregates, DISTINCT, HAVING): how to merge it, or what idgate cannot merge. `stmt` is the
+/// statement analysed. Without `weights` no collation weights are asked for: right only while
+/// no compared key is a string, which the executor checks on every answer.
+pub fn merge_plan(
+    a: &crate::sql::DmlAnalysis,
+    stmt: &[u8],
+    weights: bool,
+) -> Option<Result<MergePlan, String>> {
+    let (q, s) = a.merge_select()?;
+    let text = crate::sql::parse::sanitize(stmt);
+    Some(super::merge_rewrite::plan_merge_with(
+        stmt, &text, q, s, weights,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::analyze_dml;
+
+    #[test]
+    fn merges_are_planned_only_when_needed() {
+        let sql = b"SELECT * FROM t WHERE x = 1 ORDER BY id DESC, k LIMIT 10";
+        let plan = merge_plan(&analyze_dml(sql).unwrap(), sql, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!((plan.limit, plan.order.len()), (Some(10), 2));
+        let plain = b"SELECT * FROM t WHERE x = 1";
+        assert!(merge_plan(&analyze_dml(plain).unwrap(), plain, true).is_none());
+        let distinct = b"SELECT JSON_ARRAYAGG(k) FROM t";
+        let a = analyze_dml(distinct).unwrap();
+        assert!(merge_plan(&a, distinct, true).unwrap().is_err());
+        let a = analyze_dml(b"SELECT k FROM t UNION SELECT k FROM u").unwrap();
+        assert_eq!(a.needs_merge, Some("UNION or a nested query"));
+    }
+}

@@ -16,11 +16,11 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{visit_expressions, Expr, Query, SetExpr, Statement, TableFactor};
 
-use super::insert::TableRef;
 use super::join_plan::{
     conjuncts, equated, from_shape, narrow, side, sole_qualifier, JoinKey, JoinRefusal, JoinShape,
 };
-use super::parse::{parse_one, sanitize, LineIndex};
+use crate::sql::insert::TableRef;
+use crate::sql::parse::{parse_one, sanitize, LineIndex};
 
 /// The subqueries anywhere in `q`'s expressions (nested ones too), copied.
 fn subqueries(q: &Query) -> Vec<Query> {
@@ -52,7 +52,7 @@ fn plain_tables(q: &Query) -> Option<Vec<TableRef>> {
             let mut parts: Vec<String> = name
                 .0
                 .iter()
-                .map(|p| super::lex::unquote_ident(p.to_string().as_bytes()))
+                .map(|p| crate::sql::lex::unquote_ident(p.to_string().as_bytes()))
                 .collect();
             let table = parts.pop()?;
             out.push(TableRef {

@@ -16,9 +16,9 @@
 use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement, TableFactor, Visit, Visitor};
 
 use super::aggregate_lift::{plain_layout, tail_start};
-use super::merge_rewrite::AGGREGATES;
-use super::parse::parse_one;
-use super::select_tokens::SelectText;
+use crate::sql::aggregates::AGGREGATES;
+use crate::sql::parse::parse_one;
+use crate::sql::select_tokens::SelectText;
 
 /// The lifted statement, or `None` when `stmt` is not a SELECT this applies to.
 pub fn lift_windows(stmt: &[u8]) -> Option<String> {
@@ -95,7 +95,7 @@ fn unqualified(
         let t = toks.get(i)?;
         let s = &text[t.at.clone()];
         match s.as_bytes().first()? {
-            b'`' | b'"' => Some(super::lex::unquote_ident(s.as_bytes())),
+            b'`' | b'"' => Some(crate::sql::lex::unquote_ident(s.as_bytes())),
             b if b.is_ascii_alphabetic() || *b == b'_' => Some(s.to_string()),
             _ => None,
         }

@@ -22,9 +22,9 @@ use sqlparser::ast::{
     Query, Select, SetExpr, Spanned, Statement, TableAlias, TableFactor,
 };
 
-use super::insert::TableRef;
-use super::lex::unquote_ident;
-use super::parse::{parse_one, sanitize, LineIndex};
+use crate::sql::insert::TableRef;
+use crate::sql::lex::unquote_ident;
+use crate::sql::parse::{parse_one, sanitize, LineIndex};
 
 /// How a table is joined to the tables before it in its chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,10 +310,10 @@ fn derived_side(
 
 /// The parenthesized queries of the derived tables of `text`'s FROM, in text order.
 pub(super) fn derived_ranges(text: &str) -> Vec<Range<usize>> {
-    super::subquery::find_subqueries(text.as_bytes())
+    crate::sql::subquery::find_subqueries(text.as_bytes())
         .unwrap_or_default()
         .into_iter()
-        .filter(|s| s.kind == super::subquery::SubqueryUse::Derived)
+        .filter(|s| s.kind == crate::sql::subquery::SubqueryUse::Derived)
         .map(|s| s.replace)
         .collect()
 }
@@ -415,7 +415,7 @@ fn row_wise(q: &Query, s: &Select) -> bool {
             if f.over.is_some()
                 || f.name.0.last().is_some_and(|n| {
                     let n = n.to_string().to_lowercase();
-                    super::merge_rewrite::AGGREGATES.contains(&n.trim_matches('`'))
+                    crate::sql::aggregates::AGGREGATES.contains(&n.trim_matches('`'))
                 }) =>
         {
             ControlFlow::Break(())
@@ -679,5 +679,5 @@ pub fn bind_tables(stmt: &[u8], shape: &JoinShape, tables: Vec<Vec<u8>>) -> Vec<
         })
         .collect();
     parts.sort_by_key(|(r, _)| r.start);
-    super::subquery::splice(stmt, &parts)
+    crate::sql::subquery::splice(stmt, &parts)
 }
