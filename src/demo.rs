@@ -65,7 +65,7 @@ pub fn run() -> ExitCode {
         })
         .collect();
     let code = rt.block_on(async move {
-        let stop = crate::server::signal_stop();
+        let stop = crate::stop::signal_stop();
         let server = tokio::spawn(crate::server::run(cfg, stop));
         if let Err(e) = showcase(&listen, &shard_urls).await {
             eprintln!("showcase failed: {e}");

@@ -15,6 +15,7 @@ pub mod route;
 pub mod server;
 pub mod session;
 pub mod sql;
+pub mod stop;
 pub mod table_ids;
 pub mod testbed;
 pub mod tls;

@@ -150,7 +150,7 @@ fn serve(cfg: Config, path: PathBuf) -> ExitCode {
         return ExitCode::FAILURE;
     };
     rt.block_on(async {
-        let stop = idgate::server::signal_stop();
+        let stop = idgate::stop::signal_stop();
         match idgate::server::run_with_file(cfg, Some(path), stop).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::exec::BackendConn;
 use crate::proxy::Proxy;
 use crate::session;
+use crate::stop::stopped;
 
 /// Stack of each event-loop thread: as the main thread's. A statement's chain of awaits (an XA
 /// commit through the sequence store's client, say) is polled on it, and unoptimised builds
@@ -35,6 +36,8 @@ pub enum StartError {
     Tls(#[from] crate::tls::TlsError),
     #[error("cannot serve a sharded table: {0}")]
     UniqueKeys(String),
+    #[error(transparent)]
+    Listener(#[from] crate::admin::ListenError),
 }
 
 /// Reads the default backend's version string, which idgate shows clients (with `-idgate`).
@@ -260,36 +263,4 @@ impl Workers {
         }
         w
     }
-}
-
-/// Resolves once the watch is true (or its sender is gone).
-pub async fn stopped(rx: &mut watch::Receiver<bool>) {
-    let _ = rx.wait_for(|s| *s).await.map(|_| ());
-}
-
-/// A watch that turns true on SIGTERM or SIGINT.
-pub fn signal_stop() -> watch::Receiver<bool> {
-    let (tx, rx) = watch::channel(false);
-    tokio::spawn(async move {
-        let ctrl_c = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = ctrl_c => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                }
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = ctrl_c.await;
-        let _ = tx.send(true);
-    });
-    rx
 }

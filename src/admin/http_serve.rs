@@ -90,7 +90,7 @@ pub async fn serve(
                 }
             },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            _ = crate::server::stopped(&mut stop) => break,
+            _ = crate::stop::stopped(&mut stop) => break,
         }
     }
     let drained = async { while conns.join_next().await.is_some() {} };
@@ -149,7 +149,7 @@ async fn connection(
     tokio::pin!(conn);
     let r = tokio::select! {
         r = conn.as_mut() => r,
-        _ = crate::server::stopped(&mut stop) => {
+        _ = crate::stop::stopped(&mut stop) => {
             conn.as_mut().graceful_shutdown();
             conn.await
         }

@@ -35,12 +35,11 @@ use tracing::info;
 pub use self::metrics::Metrics;
 use crate::config::ListenerTls;
 use crate::proxy::Proxy;
-use crate::server::StartError;
 use tokio_rustls::TlsAcceptor;
 
 /// Binds every configured admin and ID-service listener (so a taken port fails startup) and
 /// serves them in the background until `stop` turns true.
-pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<(), StartError> {
+pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<(), ListenError> {
     let cfg = &proxy.config;
     if let Some(admin) = &cfg.admin {
         let listener = bind(&admin.listen).await?;
@@ -107,6 +106,18 @@ pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<()
 }
 
 /// HTTPS offers HTTP/1.1 by ALPN (the only version these listeners speak).
+/// Why an admin or ID-service listener could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("tls: {0}")]
+    Tls(#[from] crate::tls::TlsError),
+}
+
 const HTTP_ALPN: &[&[u8]] = &[b"http/1.1"];
 
 /// A listener's TLS acceptor: the MySQL port's for `true`, its own for `{cert, key}`.
@@ -115,13 +126,13 @@ fn listener_tls(
     key: &str,
     tls: &Option<ListenerTls>,
     alpn: &[&[u8]],
-) -> Result<Option<TlsAcceptor>, StartError> {
+) -> Result<Option<TlsAcceptor>, ListenError> {
     match tls {
         None => Ok(None),
         Some(ListenerTls::Shared) => match &proxy.tls {
             Some(a) => Ok(Some(a.shared.clone())),
             // Validation refuses this; never fall back to plain TCP silently.
-            None => Err(StartError::Tls(crate::tls::TlsError::Rejected {
+            None => Err(ListenError::Tls(crate::tls::TlsError::Rejected {
                 what: key.to_string(),
                 message: "true needs the top-level `tls:`".into(),
             })),
@@ -134,10 +145,10 @@ fn listener_tls(
     }
 }
 
-async fn bind(addr: &str) -> Result<TcpListener, StartError> {
+async fn bind(addr: &str) -> Result<TcpListener, ListenError> {
     TcpListener::bind(addr)
         .await
-        .map_err(|source| StartError::Listen {
+        .map_err(|source| ListenError::Listen {
             addr: addr.to_string(),
             source,
         })

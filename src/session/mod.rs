@@ -236,8 +236,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // Waiting for shutdown and KILL lasts the session's life: registering two waiters per
         // command cost more than the rest of a relayed statement's bookkeeping.
         let mut shutdown = self.shutdown.clone();
-        let mut shutdown =
-            std::pin::pin!(async move { crate::server::stopped(&mut shutdown).await });
+        let mut shutdown = std::pin::pin!(async move { crate::stop::stopped(&mut shutdown).await });
         let mut killed = std::pin::pin!(self.registered.ended());
         loop {
             self.reader.seq = 0;

@@ -70,7 +70,7 @@ pub async fn serve(
                 }
             },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            _ = crate::server::stopped(&mut stop) => break,
+            _ = crate::stop::stopped(&mut stop) => break,
         }
     }
     conns.abort_all();
