@@ -10,14 +10,17 @@ pub mod backend_auth;
 pub mod client_watch;
 pub mod collect;
 pub mod conns;
+pub mod cursor;
 pub mod merge;
 pub mod metadata;
 pub mod pool;
 pub mod pool_limits;
 pub mod pool_stats;
+pub mod primitives;
 pub mod relay;
 pub mod scatter;
 
 pub use backend::{BackendConn, BackendError};
 pub use conns::{SessionConns, StatementScope};
+pub use cursor::{Cursor, FetchLimits, Fetched};
 pub use pool::{BackendPool, Lease};

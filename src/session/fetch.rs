@@ -12,28 +12,48 @@ use super::fetch_charset::{read_set, NATIVE_RESULTS, RESULTS_BACK};
 use super::{End, Session};
 use crate::exec::merge::parse_text_row;
 use crate::exec::relay::Client;
-use crate::exec::{scatter, BackendError, StatementScope};
-use crate::route::Route;
-use crate::sql::{self, BoundColumn, BoundRow};
+use crate::exec::{scatter, BackendError, Cursor, StatementScope};
+use crate::route::{JoinShape, PlanContext, Route};
+use crate::sql::{self, BoundColumn};
 use crate::wire::errors::SqlError;
 use crate::wire::framing::PacketWriter;
 use crate::wire::packets;
 
-/// What an internal SELECT gave.
-#[derive(Debug)]
-pub(super) struct Fetched {
-    pub columns: Vec<BoundColumn>,
-    pub rows: Vec<BoundRow>,
+pub(super) use crate::exec::{FetchLimits, Fetched};
+
+/// The cursor gateway primitives run through for one statement of the session: its
+/// connections, its transaction and `scope`, its planning context.
+pub(super) struct SessionCursor<'a, R, W> {
+    session: &'a mut Session<R, W>,
+    scope: StatementScope,
 }
 
-/// How much of the answer to keep. `max_rows: u64::MAX` means no row cap (INSERT … SELECT
-/// is capped by bytes only).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct FetchLimits {
-    pub max_rows: u64,
-    pub max_bytes: u64,
-    /// Keep this many rows and drop the rest without an error (EXISTS needs one).
-    pub enough: Option<u64>,
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R, W> {
+    type End = End;
+
+    fn plan<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T {
+        self.session.with_plan_context(f)
+    }
+
+    fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
+        self.session.route_dml(stmt)
+    }
+
+    async fn fetch(
+        &mut self,
+        select: &[u8],
+        limits: FetchLimits,
+    ) -> Result<Result<Fetched, SqlError>, End> {
+        self.session.fetch(select, limits, self.scope).await
+    }
+
+    async fn bind_join(
+        &mut self,
+        stmt: &[u8],
+        shape: &JoinShape,
+    ) -> Result<Result<Vec<u8>, SqlError>, End> {
+        self.session.bind_join(stmt, shape, self.scope).await
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +112,14 @@ fn bound_column(def: &[u8]) -> Option<BoundColumn> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// The cursor for a statement of `scope`.
+    pub(super) fn cursor(&mut self, scope: StatementScope) -> SessionCursor<'_, R, W> {
+        SessionCursor {
+            session: self,
+            scope,
+        }
+    }
+
     /// Runs `select` through idgate's routing and keeps its answer. `Ok(Err(_))`: the error is
     /// the statement's answer (the backend's own, or a limit); `Err(End)`: the session ends.
     pub(super) async fn fetch(

@@ -1,0 +1,58 @@
+//! The narrow interface through which a gateway primitive (`primitives/`) does its I/O, as
+//! vtgate's primitives work behind a `VCursor`: it runs SELECTs through idgate's routing inside
+//! the client's statement (its transaction, its limits) and asks the planner about statements,
+//! and never sees the session. The session builds one per statement; tests give a fake one.
+
+use std::future::Future;
+
+use crate::route::{JoinShape, PlanContext, Route};
+use crate::sql::{BoundColumn, BoundRow};
+use crate::wire::errors::SqlError;
+
+/// What an internal SELECT gave.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    pub columns: Vec<BoundColumn>,
+    pub rows: Vec<BoundRow>,
+}
+
+/// How much of an internal SELECT's answer to keep. `max_rows: u64::MAX` means no row cap
+/// (INSERT … SELECT is capped by bytes only).
+#[derive(Debug, Clone, Copy)]
+pub struct FetchLimits {
+    pub max_rows: u64,
+    pub max_bytes: u64,
+    /// Keep this many rows and drop the rest without an error (EXISTS needs one).
+    pub enough: Option<u64>,
+}
+
+/// Every call's result is `Ok(Ok(_))`, `Ok(Err(e))` when `e` is the statement's answer (the
+/// backend's error, a limit, a refusal) and the session goes on, or `Err(End)` when the session
+/// must end (the client left, a backend connection broke mid-answer); primitives pass `End` on
+/// untouched.
+pub trait Cursor {
+    /// Why the session ends, opaque to primitives.
+    type End;
+
+    /// The planner's context (database, table rules) for `f`.
+    fn plan<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T;
+
+    /// Where a SELECT/UPDATE/DELETE goes (`None`: the default backend), or why idgate cannot
+    /// run it as one statement.
+    fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError>;
+
+    /// Runs `select` through idgate's routing, as a client's would run, and keeps its answer.
+    fn fetch(
+        &mut self,
+        select: &[u8],
+        limits: FetchLimits,
+    ) -> impl Future<Output = Result<Result<Fetched, SqlError>, Self::End>>;
+
+    /// `stmt` with the tables of a join idgate runs in the gateway replaced by literal tables
+    /// of their rows.
+    fn bind_join(
+        &mut self,
+        stmt: &[u8],
+        shape: &JoinShape,
+    ) -> impl Future<Output = Result<Result<Vec<u8>, SqlError>, Self::End>>;
+}
