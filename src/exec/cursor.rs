@@ -5,7 +5,7 @@
 
 use std::future::Future;
 
-use crate::route::{JoinShape, PlanContext, Route};
+use crate::route::{PlanContext, Route};
 use crate::sql::{BoundColumn, BoundRow};
 use crate::wire::errors::SqlError;
 
@@ -47,12 +47,4 @@ pub trait Cursor {
         select: &[u8],
         limits: FetchLimits,
     ) -> impl Future<Output = Result<Result<Fetched, SqlError>, Self::End>>;
-
-    /// `stmt` with the tables of a join idgate runs in the gateway replaced by literal tables
-    /// of their rows.
-    fn bind_join(
-        &mut self,
-        stmt: &[u8],
-        shape: &JoinShape,
-    ) -> impl Future<Output = Result<Result<Vec<u8>, SqlError>, Self::End>>;
 }

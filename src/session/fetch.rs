@@ -11,9 +11,10 @@ use super::fetch_capture::{Capture, Overflow};
 use super::fetch_charset::{read_set, NATIVE_RESULTS, RESULTS_BACK};
 use super::{End, Session};
 use crate::exec::merge::parse_text_row;
+use crate::exec::primitives::GatewayLimits;
 use crate::exec::relay::Client;
 use crate::exec::{scatter, BackendError, Cursor, StatementScope};
-use crate::route::{JoinShape, PlanContext, Route};
+use crate::route::{PlanContext, Route};
 use crate::sql::{self, BoundColumn};
 use crate::wire::errors::SqlError;
 use crate::wire::framing::PacketWriter;
@@ -45,14 +46,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R
         limits: FetchLimits,
     ) -> Result<Result<Fetched, SqlError>, End> {
         self.session.fetch(select, limits, self.scope).await
-    }
-
-    async fn bind_join(
-        &mut self,
-        stmt: &[u8],
-        shape: &JoinShape,
-    ) -> Result<Result<Vec<u8>, SqlError>, End> {
-        self.session.bind_join(stmt, shape, self.scope).await
     }
 }
 
@@ -112,6 +105,14 @@ fn bound_column(def: &[u8]) -> Option<BoundColumn> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// The session's bounds on what gateway primitives read into memory.
+    pub(super) fn gateway_limits(&self) -> GatewayLimits {
+        GatewayLimits {
+            max_rows: self.live.config.max_subquery_rows,
+            max_bytes: self.live.config.merge_memory_limit,
+        }
+    }
+
     /// The cursor for a statement of `scope`.
     pub(super) fn cursor(&mut self, scope: StatementScope) -> SessionCursor<'_, R, W> {
         SessionCursor {

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::query::Step;
 use super::{End, Session};
-use crate::exec::primitives::subquery_bind::{self, unsupported, SubqueryLimits};
+use crate::exec::primitives::subquery_bind::{self, unsupported};
 use crate::exec::relay::Adjust;
 use crate::exec::StatementScope;
 use crate::route::{Plan, Route};
@@ -97,10 +97,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         subs: &[Subquery],
         scope: StatementScope,
     ) -> Result<Result<Vec<u8>, SqlError>, End> {
-        let limits = SubqueryLimits {
-            max_rows: self.live.config.max_subquery_rows,
-            max_bytes: self.live.config.merge_memory_limit,
-        };
+        let limits = self.gateway_limits();
         let mut cursor = self.cursor(scope);
         subquery_bind::bind_subqueries(&mut cursor, stmt, subs, limits).await
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
 use crate::exec::cursor::{Cursor, FetchLimits, Fetched};
-use crate::route::{JoinShape, PlanCache, PlanContext, Route, Tables};
+use crate::route::{PlanCache, PlanContext, Route, Tables};
 use crate::sql::BoundColumn;
 use crate::wire::errors::SqlError;
 
@@ -92,16 +92,5 @@ impl Cursor for FakeCursor {
                 String::from_utf8_lossy(select)
             ),
         }
-    }
-
-    async fn bind_join(
-        &mut self,
-        stmt: &[u8],
-        _shape: &JoinShape,
-    ) -> Result<Result<Vec<u8>, SqlError>, Ended> {
-        panic!(
-            "the primitive ran a gateway join the test did not expect: {}",
-            String::from_utf8_lossy(stmt)
-        )
     }
 }

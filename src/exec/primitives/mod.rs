@@ -2,9 +2,21 @@
 //! does its work through the cursor only, and gives back a value (rows, a rewritten statement)
 //! for the session to run or answer. One file each.
 
+pub mod join_bind;
 pub mod subquery_bind;
+
+/// The session's bounds on what a primitive may read into memory.
+#[derive(Debug, Clone, Copy)]
+pub struct GatewayLimits {
+    /// Rows of one fetched table or subquery (`max_subquery_rows`).
+    pub max_rows: u64,
+    /// Bytes held at once (`merge_memory_limit`).
+    pub max_bytes: u64,
+}
 
 #[cfg(test)]
 mod fake_cursor;
+#[cfg(test)]
+mod join_bind_tests;
 #[cfg(test)]
 mod subquery_bind_tests;

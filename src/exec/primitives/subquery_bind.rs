@@ -3,8 +3,9 @@
 //! as literals (an IN list, TRUE/FALSE, a value, a literal table, an ANY/ALL set). An inner
 //! query with subqueries of its own is bound the same way first; one computing on aggregates
 //! across shards is lifted over a derived table (`route::lift`); a join of tables not placed
-//! alike becomes the join of literal tables of their rows (the cursor's `bind_join`).
+//! alike becomes the join of literal tables of their rows (`join_bind`).
 
+use super::{join_bind, GatewayLimits};
 use crate::exec::cursor::{Cursor, FetchLimits, Fetched};
 use crate::route::{self, Plan};
 use crate::sql::{self, Subquery, SubqueryUse};
@@ -29,15 +30,6 @@ const ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT: u16 = 1222;
 
 pub fn unsupported(msg: String) -> SqlError {
     SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
-}
-
-/// The session's bounds on what subqueries may bring back.
-#[derive(Debug, Clone, Copy)]
-pub struct SubqueryLimits {
-    /// `max_subquery_rows`.
-    pub max_rows: u64,
-    /// `merge_memory_limit`.
-    pub max_bytes: u64,
 }
 
 /// One inner query's rows; an IN list's `(SELECT …) UNION (SELECT …)` member by member
@@ -98,9 +90,9 @@ pub async fn bind_subqueries<C: Cursor>(
     cursor: &mut C,
     stmt: &[u8],
     subs: &[Subquery],
-    limits: SubqueryLimits,
+    limits: GatewayLimits,
 ) -> Result<Result<Vec<u8>, SqlError>, C::End> {
-    let SubqueryLimits {
+    let GatewayLimits {
         max_rows,
         max_bytes,
     } = limits;
@@ -137,7 +129,7 @@ pub async fn bind_subqueries<C: Cursor>(
             } else if let Some(Plan::Join(shape)) =
                 cursor.plan(|ctx| route::join_plan(&inner, &e, ctx))
             {
-                match Box::pin(cursor.bind_join(&inner, &shape)).await? {
+                match Box::pin(join_bind::bind_join(cursor, &inner, &shape, limits)).await? {
                     Ok(bound) => inner = bound,
                     Err(e) => return Ok(Err(e)),
                 }

@@ -2,13 +2,14 @@
 //! statement it gives back.
 
 use super::fake_cursor::FakeCursor;
-use super::subquery_bind::{bind_subqueries, SubqueryLimits};
+use super::subquery_bind::bind_subqueries;
+use super::GatewayLimits;
 use crate::exec::Cursor;
 use crate::route::test_rules::{rule, sharded};
 use crate::route::{self, Tables};
 use crate::wire::errors::SqlError;
 
-const LIMITS: SubqueryLimits = SubqueryLimits {
+const LIMITS: GatewayLimits = GatewayLimits {
     max_rows: 3,
     max_bytes: 1 << 20,
 };
