@@ -5,6 +5,7 @@
 
 use std::future::Future;
 
+use crate::exec::collect::Collected;
 use crate::route::{PlanContext, Route};
 use crate::sql::{BoundColumn, BoundRow};
 use crate::wire::errors::SqlError;
@@ -47,4 +48,49 @@ pub trait Cursor {
         select: &[u8],
         limits: FetchLimits,
     ) -> impl Future<Output = Result<Result<Fetched, SqlError>, Self::End>>;
+}
+
+/// For each connection of a write, the statement that starts its part (`None`: nothing to send).
+pub type Starts = Vec<Option<Vec<u8>>>;
+
+/// What a primitive that writes rows itself reaches through besides reading: the statement's
+/// connections on named backends, and the session's way of making a write on several of them
+/// all-or-nothing (savepoints inside the client's transaction, XA branches, or a transaction
+/// per backend). Connections are named by the index `lease` gave.
+pub trait WriteCursor: Cursor {
+    /// How the write's parts were made all-or-nothing, for `end`.
+    type Txn;
+
+    /// The statement's connection to `backend`, leased if it holds none yet.
+    fn lease(
+        &mut self,
+        backend: &str,
+    ) -> impl Future<Output = Result<Result<usize, SqlError>, Self::End>>;
+
+    /// Makes the write on `conns` all-or-nothing; for each, the statement that starts its
+    /// part, to send just before its first write.
+    fn begin(
+        &mut self,
+        conns: &[usize],
+        savepoint: &'static str,
+    ) -> impl Future<Output = Result<(Self::Txn, Starts), Self::End>>;
+
+    /// Keeps (`keep`) or undoes what the write did on every connection; a COMMIT that failed
+    /// after others committed comes back for the client (`what` names the statement).
+    fn end(
+        &mut self,
+        conns: &[usize],
+        txn: &Self::Txn,
+        keep: bool,
+        what: &str,
+    ) -> impl Future<Output = Result<Option<SqlError>, Self::End>>;
+
+    /// Queues a statement on `conn` (sent with `flush`, answered in order by `answer`).
+    fn queue(&mut self, conn: usize, sql: &[u8]);
+
+    /// Sends what is queued on `conn`.
+    fn flush(&mut self, conn: usize) -> impl Future<Output = Result<(), Self::End>>;
+
+    /// The answer to the next statement sent on `conn`.
+    fn answer(&mut self, conn: usize) -> impl Future<Output = Result<Collected, Self::End>>;
 }

@@ -11,43 +11,15 @@ use super::fetch_capture::{Capture, Overflow};
 use super::fetch_charset::{read_set, NATIVE_RESULTS, RESULTS_BACK};
 use super::{End, Session};
 use crate::exec::merge::parse_text_row;
-use crate::exec::primitives::GatewayLimits;
 use crate::exec::relay::Client;
-use crate::exec::{scatter, BackendError, Cursor, StatementScope};
-use crate::route::{PlanContext, Route};
+use crate::exec::{scatter, BackendError, StatementScope};
+use crate::route::Route;
 use crate::sql::{self, BoundColumn};
 use crate::wire::errors::SqlError;
 use crate::wire::framing::PacketWriter;
 use crate::wire::packets;
 
 pub(super) use crate::exec::{FetchLimits, Fetched};
-
-/// The cursor gateway primitives run through for one statement of the session: its
-/// connections, its transaction and `scope`, its planning context.
-pub(super) struct SessionCursor<'a, R, W> {
-    session: &'a mut Session<R, W>,
-    scope: StatementScope,
-}
-
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R, W> {
-    type End = End;
-
-    fn plan<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T {
-        self.session.with_plan_context(f)
-    }
-
-    fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
-        self.session.route_dml(stmt)
-    }
-
-    async fn fetch(
-        &mut self,
-        select: &[u8],
-        limits: FetchLimits,
-    ) -> Result<Result<Fetched, SqlError>, End> {
-        self.session.fetch(select, limits, self.scope).await
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub(super) enum FetchError {
@@ -105,22 +77,6 @@ fn bound_column(def: &[u8]) -> Option<BoundColumn> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// The session's bounds on what gateway primitives read into memory.
-    pub(super) fn gateway_limits(&self) -> GatewayLimits {
-        GatewayLimits {
-            max_rows: self.live.config.max_subquery_rows,
-            max_bytes: self.live.config.merge_memory_limit,
-        }
-    }
-
-    /// The cursor for a statement of `scope`.
-    pub(super) fn cursor(&mut self, scope: StatementScope) -> SessionCursor<'_, R, W> {
-        SessionCursor {
-            session: self,
-            scope,
-        }
-    }
-
     /// Runs `select` through idgate's routing and keeps its answer. `Ok(Err(_))`: the error is
     /// the statement's answer (the backend's own, or a limit); `Err(End)`: the session ends.
     pub(super) async fn fetch(

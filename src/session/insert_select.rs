@@ -16,13 +16,12 @@ use super::insert_source::{Source, SourceColumn};
 use super::query::Step;
 use super::{End, Session};
 use crate::config::tables::ExplicitIds;
-use crate::exec::collect::{collect, Collected};
 use crate::exec::metadata::TableMeta;
+use crate::exec::primitives::bulk_write::{self, Outcome, Share};
 use crate::exec::StatementScope;
 use crate::idgen::Generator;
 use crate::route::{Placement, ShardValue, TableRule};
 use crate::sql::{self, InsertAnalysis, InsertBody, StatementKind};
-use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
@@ -416,86 +415,34 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         more: bool,
         scope: StatementScope,
     ) -> Result<bool, End> {
-        let mut leases = Vec::with_capacity(shards.len());
-        for (b, _) in &shards {
-            match self.lease_index(b).await {
-                Ok(i) => leases.push(i),
-                Err(e) => {
-                    self.send_error(&e);
-                    return Ok(false);
-                }
-            }
-        }
         let records = source.rows.len() as u64;
         let mut tally = Tally::default();
-        if !shards.is_empty() {
-            let (txn, mut begin) = self.bulk_begin(&leases, SAVEPOINT, scope).await?;
-            let head = statement_head(a, rule, target);
-            let broadcast = matches!(rule.placement, Placement::Broadcast { .. });
-            let mut next = vec![0usize; shards.len()];
-            let mut error: Option<Vec<u8>> = None;
-            while error.is_none() && next.iter().zip(&shards).any(|(n, (_, r))| *n < r.len()) {
-                // One batch per backend that has rows left, sent to all before any answer is read.
-                let mut sent = Vec::new();
-                for (s, (_, rows)) in shards.iter().enumerate() {
-                    if next[s] >= rows.len() {
-                        continue;
-                    }
-                    let (sql, taken) = render_batch(&head, target, source, ids, &rows[next[s]..]);
-                    next[s] += taken;
-                    let be = self.leases.get_mut(leases[s]);
-                    let began = begin[s].take();
-                    if let Some(b) = &began {
-                        be.write_command(&query_packet(b));
-                    }
-                    be.write_command(&query_packet(&sql));
-                    sent.push((s, began.is_some(), taken as u64));
-                }
-                for &(s, _, _) in &sent {
-                    if let Err(e) = self.leases.get_mut(leases[s]).flush().await {
-                        return Err(self.backend_lost(e));
-                    }
-                }
-                for (s, began, rows) in sent {
-                    let be = self.leases.get_mut(leases[s]);
-                    let answers = async {
-                        let mut out = Vec::new();
-                        if began {
-                            out.push(collect(be).await?);
-                            be.next_response();
-                        }
-                        out.push(collect(be).await?);
-                        Ok::<_, crate::exec::BackendError>(out)
-                    }
-                    .await;
-                    let answers = match answers {
-                        Ok(a) => a,
-                        Err(e) => return Err(self.backend_lost(e)),
-                    };
-                    // A transaction start's OK is not counted; the batch's answer comes last.
-                    let last = answers.len() - 1;
-                    for (n, answer) in answers.into_iter().enumerate() {
-                        match answer {
-                            Collected::Err(e) => {
-                                error.get_or_insert(e);
-                            }
-                            Collected::Ok(p) if n == last && !(broadcast && s > 0) => {
-                                tally.add(&p, rows, a)
-                            }
-                            _ => {}
-                        }
-                    }
+        let head = statement_head(a, rule, target);
+        let broadcast = matches!(rule.placement, Placement::Broadcast { .. });
+        let shares: Vec<Share> = shards
+            .into_iter()
+            .map(|(backend, items)| Share { backend, items })
+            .collect();
+        let written = bulk_write::write_batches(
+            &mut self.cursor(scope),
+            &shares,
+            |_, rows| render_batch(&head, target, source, ids, rows),
+            SAVEPOINT,
+            "INSERT ... SELECT",
+        )
+        .await?;
+        match written {
+            Outcome::Written(oks) => {
+                // A broadcast table's rows are counted once, as its first backend wrote them.
+                for b in oks.iter().filter(|b| !(broadcast && b.share > 0)) {
+                    tally.add(&b.ok, b.items, a);
                 }
             }
-            let ok = error.is_none();
-            let ended = self
-                .bulk_end(&leases, &txn, ok, "INSERT ... SELECT")
-                .await?;
-            if let Some(e) = error {
+            Outcome::Failed(e) => {
                 self.writer.write(&e);
                 return Ok(false);
             }
-            if let Some(e) = ended {
+            Outcome::Refused(e) => {
                 self.send_error(&e);
                 return Ok(false);
             }

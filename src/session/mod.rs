@@ -10,6 +10,7 @@ mod backend_timeout;
 mod bulk_write;
 mod commands;
 mod commit;
+mod cursor;
 mod database_ddl;
 mod dml;
 mod emulated;

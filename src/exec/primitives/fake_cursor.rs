@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 
-use mysql_common::constants::{ColumnFlags, ColumnType};
+use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
 
-use crate::exec::cursor::{Cursor, FetchLimits, Fetched};
+use crate::exec::collect::Collected;
+use crate::exec::cursor::{Cursor, FetchLimits, Fetched, WriteCursor};
 use crate::route::{PlanCache, PlanContext, Route, Tables};
 use crate::sql::BoundColumn;
 use crate::wire::errors::SqlError;
+use crate::wire::packets;
 
 /// Why a fake session ends (never, unless a test says so).
 #[derive(Debug, PartialEq)]
@@ -20,6 +22,18 @@ pub struct FakeCursor {
     answers: HashMap<Vec<u8>, Result<Fetched, SqlError>>,
     /// Each fetch: its SQL and the limits it ran under.
     pub fetched: Vec<(String, FetchLimits)>,
+    /// Backends a write may lease (`s0`, `s1`), by connection index.
+    conns: Vec<String>,
+    /// Statements sent on connections (backend, SQL), in the order they were flushed.
+    pub sent: Vec<(String, String)>,
+    /// Queued, not yet flushed, per connection.
+    queued: Vec<Vec<String>>,
+    /// Flushed, not yet answered, per connection.
+    unanswered: Vec<std::collections::VecDeque<String>>,
+    /// Statements answered with a duplicate-key error.
+    refused: Vec<String>,
+    /// Each end of a write: its backends and whether it was kept.
+    pub ended: Vec<(Vec<String>, bool)>,
 }
 
 impl FakeCursor {
@@ -29,6 +43,12 @@ impl FakeCursor {
             plans: PlanCache::new(64),
             answers: HashMap::new(),
             fetched: Vec::new(),
+            conns: vec!["s0".into(), "s1".into()],
+            sent: Vec::new(),
+            queued: vec![Vec::new(); 2],
+            unanswered: vec![Default::default(); 2],
+            refused: Vec::new(),
+            ended: Vec::new(),
         }
     }
 
@@ -52,6 +72,11 @@ impl FakeCursor {
                 rows,
             }),
         );
+    }
+
+    /// `sql` written on a connection is answered with ER_DUP_ENTRY.
+    pub fn refuse_statement(&mut self, sql: &str) {
+        self.refused.push(sql.into());
     }
 
     /// `select` answers with the error `e`.
@@ -92,5 +117,70 @@ impl Cursor for FakeCursor {
                 String::from_utf8_lossy(select)
             ),
         }
+    }
+}
+
+impl WriteCursor for FakeCursor {
+    type Txn = ();
+
+    async fn lease(&mut self, backend: &str) -> Result<Result<usize, SqlError>, Ended> {
+        Ok(self
+            .conns
+            .iter()
+            .position(|c| c == backend)
+            .ok_or_else(|| SqlError::new(1105, b"HY000", format!("no backend `{backend}`"))))
+    }
+
+    async fn begin(
+        &mut self,
+        conns: &[usize],
+        _savepoint: &'static str,
+    ) -> Result<((), Vec<Option<Vec<u8>>>), Ended> {
+        Ok(((), vec![Some(b"START TRANSACTION".to_vec()); conns.len()]))
+    }
+
+    async fn end(
+        &mut self,
+        conns: &[usize],
+        _txn: &(),
+        keep: bool,
+        _what: &str,
+    ) -> Result<Option<SqlError>, Ended> {
+        let names = conns.iter().map(|&c| self.conns[c].clone()).collect();
+        self.ended.push((names, keep));
+        Ok(None)
+    }
+
+    fn queue(&mut self, conn: usize, sql: &[u8]) {
+        self.queued[conn].push(String::from_utf8_lossy(sql).into_owned());
+    }
+
+    async fn flush(&mut self, conn: usize) -> Result<(), Ended> {
+        for sql in std::mem::take(&mut self.queued[conn]) {
+            self.sent.push((self.conns[conn].clone(), sql.clone()));
+            self.unanswered[conn].push_back(sql);
+        }
+        Ok(())
+    }
+
+    async fn answer(&mut self, conn: usize) -> Result<Collected, Ended> {
+        let Some(sql) = self.unanswered[conn].pop_front() else {
+            panic!("an answer read on {} with nothing sent", self.conns[conn]);
+        };
+        let mut p = Vec::new();
+        if self.refused.contains(&sql) {
+            packets::err(&mut p, 1062, b"23000", b"Duplicate entry '1' for key 'u'");
+            return Ok(Collected::Err(p));
+        }
+        packets::ok(
+            &mut p,
+            packets::OK_HEADER,
+            1,
+            0,
+            StatusFlags::empty(),
+            0,
+            b"",
+        );
+        Ok(Collected::Ok(p))
     }
 }

@@ -2,6 +2,7 @@
 //! does its work through the cursor only, and gives back a value (rows, a rewritten statement)
 //! for the session to run or answer. One file each.
 
+pub mod bulk_write;
 pub mod join_bind;
 pub mod subquery_bind;
 
@@ -14,6 +15,8 @@ pub struct GatewayLimits {
     pub max_bytes: u64,
 }
 
+#[cfg(test)]
+mod bulk_write_tests;
 #[cfg(test)]
 mod fake_cursor;
 #[cfg(test)]

@@ -1,0 +1,110 @@
+//! The cursor gateway primitives (`exec::primitives`) run through for one statement of the
+//! session: its connections, its transaction and the statement's scope, its planning context.
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::bulk_write::BulkTxn;
+use super::fetch::{FetchLimits, Fetched};
+use super::{End, Session};
+use crate::exec::collect::{collect, Collected};
+use crate::exec::primitives::GatewayLimits;
+use crate::exec::{Cursor, StatementScope, WriteCursor};
+use crate::route::{PlanContext, Route};
+use crate::wire::command::query_packet;
+use crate::wire::errors::SqlError;
+
+/// The cursor gateway primitives run through for one statement of the session: its
+/// connections, its transaction and `scope`, its planning context.
+pub(super) struct SessionCursor<'a, R, W> {
+    session: &'a mut Session<R, W>,
+    scope: StatementScope,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R, W> {
+    type End = End;
+
+    fn plan<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T {
+        self.session.with_plan_context(f)
+    }
+
+    fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
+        self.session.route_dml(stmt)
+    }
+
+    async fn fetch(
+        &mut self,
+        select: &[u8],
+        limits: FetchLimits,
+    ) -> Result<Result<Fetched, SqlError>, End> {
+        self.session.fetch(select, limits, self.scope).await
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<'_, R, W> {
+    type Txn = BulkTxn;
+
+    async fn lease(&mut self, backend: &str) -> Result<Result<usize, SqlError>, End> {
+        Ok(self.session.lease_index(backend).await)
+    }
+
+    async fn begin(
+        &mut self,
+        conns: &[usize],
+        savepoint: &'static str,
+    ) -> Result<(BulkTxn, Vec<Option<Vec<u8>>>), End> {
+        self.session.bulk_begin(conns, savepoint, self.scope).await
+    }
+
+    async fn end(
+        &mut self,
+        conns: &[usize],
+        txn: &BulkTxn,
+        keep: bool,
+        what: &str,
+    ) -> Result<Option<SqlError>, End> {
+        self.session.bulk_end(conns, txn, keep, what).await
+    }
+
+    fn queue(&mut self, conn: usize, sql: &[u8]) {
+        self.session
+            .leases
+            .get_mut(conn)
+            .write_command(&query_packet(sql));
+    }
+
+    async fn flush(&mut self, conn: usize) -> Result<(), End> {
+        match self.session.leases.get_mut(conn).flush().await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.session.backend_lost(e)),
+        }
+    }
+
+    async fn answer(&mut self, conn: usize) -> Result<Collected, End> {
+        let be = self.session.leases.get_mut(conn);
+        match collect(be).await {
+            Ok(c) => {
+                be.next_response();
+                Ok(c)
+            }
+            Err(e) => Err(self.session.backend_lost(e)),
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// The session's bounds on what gateway primitives read into memory.
+    pub(super) fn gateway_limits(&self) -> GatewayLimits {
+        GatewayLimits {
+            max_rows: self.live.config.max_subquery_rows,
+            max_bytes: self.live.config.merge_memory_limit,
+        }
+    }
+
+    /// The cursor for a statement of `scope`.
+    pub(super) fn cursor(&mut self, scope: StatementScope) -> SessionCursor<'_, R, W> {
+        SessionCursor {
+            session: self,
+            scope,
+        }
+    }
+}
