@@ -845,3 +845,74 @@ fn reverse_after_switch_under_load_loses_nothing_and_a_new_start_works() {
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
     assert_same_rows(db0, &[db1, db2]);
 }
+
+/// Whether shard `db` holds the row `id` of `accounts`.
+fn holds(db: &MariaDb, id: u64) -> bool {
+    let n: u64 = direct(db)
+        .query_first(format!("SELECT COUNT(*) FROM accounts WHERE id = {id}"))
+        .unwrap()
+        .unwrap();
+    n == 1
+}
+
+/// Waits until shard `db` holds the row `id` (a marker written after what the test checks).
+fn wait_for_row(g: &Idgate, db: &MariaDb, id: u64) {
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while !holds(db, id) {
+        assert!(
+            std::time::Instant::now() < until,
+            "row {id} never arrived; idgate's log:\n{}",
+            g.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn xa_transactions_on_the_source_reach_the_shards_only_when_committed_across_a_broken_stream() {
+    let (dbs, g) = three_servers(1_000, false);
+    let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
+    let mut admin = g.conn();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    let mut a = direct(db0);
+    a.query_drop("XA START 'a'").unwrap();
+    a.query_drop("INSERT INTO accounts (id, name) VALUES (500001, 'xa a')")
+        .unwrap();
+    a.query_drop("UPDATE accounts SET note = 'xa a' WHERE id = 4")
+        .unwrap();
+    a.query_drop("XA END 'a'").unwrap();
+    a.query_drop("XA PREPARE 'a'").unwrap();
+    let mut b = direct(db0);
+    b.query_drop("XA START 'b'").unwrap();
+    b.query_drop("DELETE FROM accounts WHERE id = 6").unwrap();
+    b.query_drop("XA END 'b'").unwrap();
+    b.query_drop("XA PREPARE 'b'").unwrap();
+    // A committed row after both PREPAREs: once it is on its shard, they were read.
+    let mut src = direct(db0);
+    src.query_drop("INSERT INTO accounts (id, name) VALUES (500003, 'marker 1')")
+        .unwrap();
+    wait_for_row(&g, db2, 500003);
+    assert!(!holds(db2, 500001), "a prepared INSERT was applied");
+    assert!(holds(db1, 6), "a prepared DELETE was applied");
+
+    // The stream breaks while both wait: it starts again before them and reads them again.
+    let dumps: Vec<u64> = src
+        .query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump'")
+        .unwrap();
+    assert!(!dumps.is_empty(), "no binlog dump thread on the source");
+    for id in dumps {
+        src.query_drop(format!("KILL {id}")).unwrap();
+    }
+    src.query_drop("INSERT INTO accounts (id, name) VALUES (500005, 'marker 2')")
+        .unwrap();
+    wait_for_row(&g, db2, 500005);
+    assert!(!holds(db2, 500001) && holds(db1, 6));
+
+    a.query_drop("XA COMMIT 'a'").unwrap();
+    b.query_drop("XA ROLLBACK 'b'").unwrap();
+    let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    assert_eq!(s.phase, "ready");
+    assert_same_rows(db0, &[db1, db2]);
+    assert!(holds(db2, 500001) && holds(db1, 6));
+}

@@ -25,6 +25,10 @@ const BATCH_CHANGES: usize = 2_000;
 const BATCH_DELAY: Duration = Duration::from_millis(50);
 /// How often the position is saved while only other tables change.
 const SAVE_IDLE_EVERY: Duration = Duration::from_secs(10);
+/// Most bytes of row images kept for XA transactions of the source that are open or prepared
+/// and not yet committed (they can be applied only at XA COMMIT): the source decides how
+/// large they grow, so past this the job fails with what to do rather than grow without end.
+pub const XA_HELD_BYTES: usize = 256 << 20;
 /// A stream that sends nothing (not even a heartbeat) this long is taken as broken.
 const SILENCE: Duration = Duration::from_secs(10);
 
@@ -95,6 +99,18 @@ struct Group {
     timestamp: u32,
     /// The XA transaction the group runs (`XA START`), if any.
     xa: Option<String>,
+    /// Bytes of `changes[..counted]`, counted while the group is an XA transaction's.
+    bytes: usize,
+    counted: usize,
+}
+
+/// About the memory one change holds.
+fn change_bytes(c: &Change) -> usize {
+    let (Change::Upsert(row) | Change::Delete(row)) = c;
+    row.iter()
+        .map(|v| v.as_ref().map_or(0, Vec::len) + 8)
+        .sum::<usize>()
+        + 32
 }
 
 /// How a group ended.
@@ -120,6 +136,7 @@ struct Prepared {
     xid: String,
     before: Position,
     changes: Vec<Change>,
+    bytes: usize,
 }
 
 impl Follower<'_> {
@@ -131,6 +148,9 @@ impl Follower<'_> {
         stop: &mut watch::Receiver<bool>,
     ) -> Stop {
         let mut group = Group::default();
+        // The stream starts before the oldest transaction still prepared (`resume_position`),
+        // so every one of them is read again.
+        self.prepared.clear();
         // Finished groups not applied yet, and the position after them.
         let mut batch: Vec<Change> = Vec::new();
         let mut batch_pos: Option<Position> = None;
@@ -180,6 +200,17 @@ impl Follower<'_> {
                 Ok(end) => end,
                 Err(e) => return Stop::Fatal(e),
             };
+            if group.xa.is_some() {
+                group.bytes += group.changes[group.counted..]
+                    .iter()
+                    .map(change_bytes)
+                    .sum::<usize>();
+                group.counted = group.changes.len();
+                let held = group.bytes + self.prepared.iter().map(|p| p.bytes).sum::<usize>();
+                if held > XA_HELD_BYTES {
+                    return Stop::Fatal(self.xa_too_large(writer));
+                }
+            }
             if matches!(end, End::Open)
                 && group.xa.is_none()
                 && group.changes.len() >= BATCH_CHANGES
@@ -208,6 +239,7 @@ impl Follower<'_> {
                         xid: g.xa.unwrap_or_default(),
                         before,
                         changes: g.changes,
+                        bytes: g.bytes,
                     }),
                     End::Resolve { xid, commit } => {
                         if let Some(i) = self.prepared.iter().position(|p| p.xid == xid) {
@@ -230,6 +262,21 @@ impl Follower<'_> {
         }
     }
 
+    /// Why following stops when the source's uncommitted XA transactions grow past the cap.
+    fn xa_too_large(&self, writer: &Writer) -> String {
+        format!(
+            "XA transactions on `{}` that are open or prepared and not yet committed changed \
+             more than {} MiB of `{}.{}`'s rows; idgate holds those changes in memory until \
+             XA COMMIT. Commit or roll them back on `{}` (XA RECOVER lists them), then \
+             cancel this move and start it again",
+            self.source,
+            XA_HELD_BYTES >> 20,
+            writer.schema,
+            writer.table,
+            self.source
+        )
+    }
+
     /// Takes one event into `group`; says whether and how it ends the group.
     fn read(
         &self,
@@ -247,6 +294,7 @@ impl Follower<'_> {
             *group = Group {
                 gtid: Some(g),
                 timestamp: header.timestamp(),
+                xa: super::gtid::xa_xid(event.data()),
                 ..Group::default()
             };
             return Ok(End::Open);

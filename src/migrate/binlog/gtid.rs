@@ -8,6 +8,11 @@ use std::collections::BTreeMap;
 pub const GTID_EVENT: u8 = 0xa2;
 /// The event group is a single statement without BEGIN/COMMIT (DDL and the like).
 const FL_STANDALONE: u8 = 1;
+/// The GTID event carries a commit id (8 bytes) after its flags.
+const FL_GROUP_COMMIT_ID: u8 = 2;
+/// The group is an `XA PREPARE` (or an `XA COMMIT`/`ROLLBACK` of one): the event carries the XID.
+const FL_PREPARED_XA: u8 = 64;
+const FL_COMPLETED_XA: u8 = 128;
 
 /// One GTID event: the group it opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +37,31 @@ impl Gtid {
             standalone: flags & FL_STANDALONE != 0,
         })
     }
+}
+
+/// The XID of an XA group, from its GTID event body, written as MariaDB writes it in
+/// `XA COMMIT` / `XA ROLLBACK` statements (`X'gtrid',X'bqual',formatID`, hex in capitals).
+/// MariaDB keeps a prepared group's `XA START` in its GTID event, not in a statement.
+pub fn xa_xid(body: &[u8]) -> Option<String> {
+    let flags = *body.get(12)?;
+    if flags & (FL_PREPARED_XA | FL_COMPLETED_XA) == 0 {
+        return None;
+    }
+    let at = if flags & FL_GROUP_COMMIT_ID != 0 {
+        21
+    } else {
+        13
+    };
+    let format_id = i32::from_le_bytes(body.get(at..at + 4)?.try_into().ok()?);
+    let gtrid = usize::from(*body.get(at + 4)?);
+    let bqual = usize::from(*body.get(at + 5)?);
+    let data = body.get(at + 6..at + 6 + gtrid + bqual)?;
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02X}")).collect::<String>();
+    Some(format!(
+        "X'{}',X'{}',{format_id}",
+        hex(&data[..gtrid]),
+        hex(&data[gtrid..])
+    ))
 }
 
 /// A binlog position: the last group seen in each domain.
@@ -112,6 +142,21 @@ mod tests {
             }
         );
         assert!(Gtid::read(7, &body[..10]).is_none());
+    }
+
+    #[test]
+    fn reads_the_xid_of_an_xa_group() {
+        let mut body = 42u64.to_le_bytes().to_vec();
+        body.extend_from_slice(&3u32.to_le_bytes());
+        body.push(FL_PREPARED_XA | FL_GROUP_COMMIT_ID);
+        body.extend_from_slice(&9u64.to_le_bytes());
+        body.extend_from_slice(&1i32.to_le_bytes());
+        body.extend_from_slice(&[2, 1]);
+        body.extend_from_slice(b"az\x0b");
+        assert_eq!(xa_xid(&body).as_deref(), Some("X'617A',X'0B',1"));
+        assert!(xa_xid(&body[..body.len() - 1]).is_none(), "cut short");
+        body[12] = FL_GROUP_COMMIT_ID;
+        assert!(xa_xid(&body).is_none(), "not an XA group");
     }
 
     #[test]
