@@ -7,6 +7,7 @@
 
 pub mod backend;
 pub mod backend_auth;
+pub mod capture;
 pub mod client_watch;
 pub mod collect;
 pub mod conns;

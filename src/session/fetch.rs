@@ -7,9 +7,9 @@
 use mysql_common::constants::{ColumnFlags, ColumnType};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::fetch_capture::{Capture, Overflow};
 use super::fetch_charset::{read_set, NATIVE_RESULTS, RESULTS_BACK};
 use super::{End, Session};
+use crate::exec::capture::{Capture, Overflow};
 use crate::exec::merge::parse_text_row;
 use crate::exec::relay::Client;
 use crate::exec::{scatter, BackendError, StatementScope};

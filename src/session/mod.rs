@@ -16,7 +16,6 @@ mod dml;
 mod emulated;
 mod explain;
 mod fetch;
-mod fetch_capture;
 mod fetch_charset;
 mod idle;
 mod insert;

@@ -25,12 +25,12 @@ enum Phase {
 
 /// Why the capture stopped storing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Overflow {
+pub enum Overflow {
     Rows,
     Bytes,
 }
 
-pub(super) struct Capture {
+pub struct Capture {
     max_rows: u64,
     max_bytes: u64,
     /// Rows past this many are dropped without an overflow (EXISTS needs one).
@@ -40,16 +40,16 @@ pub(super) struct Capture {
     long: Vec<u8>,
     phase: Phase,
     bytes: u64,
-    pub(super) columns: Vec<Vec<u8>>,
-    pub(super) rows: Vec<Vec<u8>>,
-    pub(super) error: Option<Vec<u8>>,
-    pub(super) overflow: Option<Overflow>,
+    pub columns: Vec<Vec<u8>>,
+    pub rows: Vec<Vec<u8>>,
+    pub error: Option<Vec<u8>>,
+    pub overflow: Option<Overflow>,
     /// The answer was an OK packet, not rows.
-    pub(super) no_rows: bool,
+    pub no_rows: bool,
 }
 
 impl Capture {
-    pub(super) fn new(max_rows: u64, max_bytes: u64, enough: Option<u64>) -> Capture {
+    pub fn new(max_rows: u64, max_bytes: u64, enough: Option<u64>) -> Capture {
         Capture {
             max_rows,
             max_bytes,
@@ -67,7 +67,7 @@ impl Capture {
     }
 
     /// Whether a whole result set (or an error) arrived.
-    pub(super) fn complete(&self) -> bool {
+    pub fn complete(&self) -> bool {
         self.phase == Phase::Done
     }
 
