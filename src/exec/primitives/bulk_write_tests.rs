@@ -2,7 +2,7 @@
 //! statement that starts each part, and all-or-nothing.
 
 use super::bulk_write::{write_batches, Outcome, Share};
-use super::fake_cursor::FakeCursor;
+use super::fake_cursor::{block_on, FakeCursor};
 use crate::route::Tables;
 
 fn shares() -> Vec<Share> {
@@ -26,11 +26,7 @@ fn render(_: usize, items: &[usize]) -> (Vec<u8>, usize) {
 }
 
 fn run(c: &mut FakeCursor, shares: &[Share]) -> Outcome {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(write_batches(c, shares, render, "sp", "TEST"))
-        .expect("the session goes on")
+    block_on(write_batches(c, shares, render, "sp", "TEST")).expect("the session goes on")
 }
 
 #[test]

@@ -12,6 +12,14 @@ use crate::sql::BoundColumn;
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
+/// Runs a primitive's future to its end, as the session's event loop would.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime for the test")
+        .block_on(f)
+}
+
 /// Why a fake session ends (never, unless a test says so).
 #[derive(Debug, PartialEq)]
 pub struct Ended;

@@ -1,7 +1,7 @@
 //! Binding a gateway join against a fake cursor: which rows it fetches in which order, the
 //! statement it gives back, and its limits told as the join's.
 
-use super::fake_cursor::FakeCursor;
+use super::fake_cursor::{block_on, FakeCursor};
 use super::join_bind::bind_join;
 use super::GatewayLimits;
 use crate::exec::Cursor;
@@ -31,10 +31,7 @@ fn bind(c: &mut FakeCursor, stmt: &str, max_rows: u64) -> Result<String, SqlErro
         max_rows,
         max_bytes: 1 << 20,
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(bind_join(c, stmt.as_bytes(), &shape, limits))
+    block_on(bind_join(c, stmt.as_bytes(), &shape, limits))
         .expect("the session goes on")
         .map(|b| String::from_utf8(b).expect("utf-8"))
 }

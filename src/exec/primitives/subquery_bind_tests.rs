@@ -1,7 +1,7 @@
 //! Subquery binding against a fake cursor: what it fetches, under which limits, and the
 //! statement it gives back.
 
-use super::fake_cursor::FakeCursor;
+use super::fake_cursor::{block_on, FakeCursor};
 use super::subquery_bind::bind_subqueries;
 use super::GatewayLimits;
 use crate::exec::Cursor;
@@ -26,12 +26,8 @@ fn bind(c: &mut FakeCursor, stmt: &str) -> Result<String, SqlError> {
     let subs = c
         .plan(|ctx| route::placed_subqueries(stmt.as_bytes(), ctx))
         .expect("the statement has subqueries over placed tables");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    let bound = rt
-        .block_on(bind_subqueries(c, stmt.as_bytes(), &subs, LIMITS))
-        .expect("the session goes on");
+    let bound =
+        block_on(bind_subqueries(c, stmt.as_bytes(), &subs, LIMITS)).expect("the session goes on");
     bound.map(|b| String::from_utf8(b).expect("utf-8"))
 }
 
