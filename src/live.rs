@@ -3,15 +3,19 @@
 //! keeps it; statements never take a lock to read it.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::config::{AuthPluginName, Config, User};
+use crate::exec::backend_accounts::UserTable;
 use crate::exec::BackendPool;
 use crate::wire::auth;
+use crate::wire::auth::backend_users::{BackendLogin, BackendUsers};
 use crate::wire::handshake::UserDb;
 
 /// A user's own account on one backend: (backend, account user, password).
 type AccountKey = (String, String, String);
+/// An account read from the backend, on one backend: (backend, user).
+type LoginKey = (String, Vec<u8>);
 
 pub struct Live {
     /// Bumped by every applied reload (the first configuration is generation 1).
@@ -22,6 +26,9 @@ pub struct Live {
     user_pools: HashMap<Vec<u8>, HashMap<String, Arc<BackendPool>>>,
     /// The same pools by account, so a reload keeps those whose account did not change.
     accounts: HashMap<AccountKey, Arc<BackendPool>>,
+    /// Pools of accounts read from the backend (`users_from_backend`), by backend and user,
+    /// made as their users log in.
+    login_pools: Mutex<HashMap<LoginKey, Arc<BackendPool>>>,
 }
 
 impl Live {
@@ -47,6 +54,7 @@ impl Live {
             }
         }
         users.require_tls_for_all(config.require_secure_transport);
+        users.from_backend = backend_users(&config);
         let (user_pools, accounts) = account_pools(&config, pools, previous);
         Live {
             generation,
@@ -54,32 +62,60 @@ impl Live {
             users,
             user_pools,
             accounts,
+            login_pools: Default::default(),
         }
     }
 
     /// The pool a session of `user` takes its connections to `backend` from: the user's own
     /// account there, or the backend's shared one.
-    pub fn pool_for<'a>(
-        &'a self,
-        pools: &'a HashMap<String, Arc<BackendPool>>,
+    /// An account read from the backend (`login`) takes its connections from a pool that logs in
+    /// as that account, never from the backend's shared one.
+    pub fn pool_for(
+        &self,
+        pools: &HashMap<String, Arc<BackendPool>>,
         backend: &str,
         user: &[u8],
-    ) -> Option<&'a Arc<BackendPool>> {
-        self.user_pools
-            .get(user)
-            .and_then(|p| p.get(backend))
-            .or_else(|| pools.get(backend))
+        login: Option<&BackendLogin>,
+    ) -> Option<Arc<BackendPool>> {
+        let shared = pools.get(backend)?;
+        let Some(login) = login else {
+            return Some(
+                self.user_pools
+                    .get(user)
+                    .and_then(|p| p.get(backend))
+                    .unwrap_or(shared)
+                    .clone(),
+            );
+        };
+        let mut made = self.login_pools.lock().ok()?;
+        let key = (backend.to_string(), user.to_vec());
+        match made.get(&key) {
+            Some(p) if p.logs_in_with(&login.secret) => Some(p.clone()),
+            // New, or the password changed: a pool for the account as it is now.
+            _ => {
+                let p = shared.for_login(&login.user, &login.secret);
+                made.insert(key, p.clone());
+                Some(p)
+            }
+        }
     }
 
-    /// The pools of users' own accounts on `backend`.
-    pub fn account_pools<'a>(
-        &'a self,
-        backend: &'a str,
-    ) -> impl Iterator<Item = &'a Arc<BackendPool>> + 'a {
-        self.accounts
+    /// The pools of users' own accounts on `backend` (those read from the backend included).
+    pub fn account_pools(&self, backend: &str) -> Vec<Arc<BackendPool>> {
+        let mut out: Vec<_> = self
+            .accounts
             .iter()
-            .filter(move |(k, _)| k.0 == backend)
-            .map(|(_, p)| p)
+            .filter(|(k, _)| k.0 == backend)
+            .map(|(_, p)| p.clone())
+            .collect();
+        if let Ok(made) = self.login_pools.lock() {
+            out.extend(
+                made.iter()
+                    .filter(|(k, _)| k.0 == backend)
+                    .map(|(_, p)| p.clone()),
+            );
+        }
+        out
     }
 
     /// A configured user, by the name a client logs in with.
@@ -90,6 +126,21 @@ impl Live {
             .map(|u| &u.value)
             .find(|u| u.name.as_bytes() == name)
     }
+}
+
+/// The accounts of the backend `users_from_backend` names, read when logins need them.
+fn backend_users(config: &Config) -> Option<Arc<BackendUsers>> {
+    let f = &config.users_from_backend.as_ref()?.value;
+    let backend = f.backend.as_ref().unwrap_or(&config.default_backend.value);
+    let cfg = config.backends.get(backend)?.value.clone();
+    let source = UserTable {
+        backend: backend.clone(),
+        cfg,
+    };
+    Some(Arc::new(BackendUsers::new(
+        Box::new(source),
+        std::time::Duration::from_millis(f.max_age_ms),
+    )))
 }
 
 /// One pool per distinct (backend, account) that users name; users naming the same account share

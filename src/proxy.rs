@@ -164,20 +164,9 @@ impl Proxy {
         self.tables_generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// The pool a session of `user` takes its connections to `backend` from now: the user's own
-    /// account there, or the backend's shared one.
-    pub fn pool_for(&self, backend: &str, user: &[u8]) -> Option<Arc<BackendPool>> {
-        self.live
-            .load()
-            .pool_for(&self.pools, backend, user)
-            .cloned()
-    }
-
     /// The pools of users' own accounts on `backend`.
     pub fn account_pools(&self, backend: &str) -> std::vec::IntoIter<Arc<BackendPool>> {
-        let live = self.live.load();
-        let pools: Vec<_> = live.account_pools(backend).cloned().collect();
-        pools.into_iter()
+        self.live.load().account_pools(backend).into_iter()
     }
 
     /// A configured user (as configured now), by the name a client logs in with.

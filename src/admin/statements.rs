@@ -172,6 +172,7 @@ async fn backends(proxy: &Proxy) -> ResultSet {
         let idle = pool.idle_count()
             + live
                 .account_pools(name)
+                .iter()
                 .map(|p| p.idle_count())
                 .sum::<usize>();
         let (reachable, detail) = match outcome {

@@ -26,7 +26,11 @@ pub struct Config {
     /// Allows `password:` in clear text for users. For throwaway demos only.
     #[serde(default)]
     pub allow_plaintext_passwords: bool,
+    #[serde(default)]
     pub users: Vec<Spanned<User>>,
+    /// Clients may also log in with the accounts of a backend (read from its `mysql.user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users_from_backend: Option<Spanned<UsersFromBackend>>,
     pub backends: BTreeMap<String, Spanned<Backend>>,
     /// The backend that gets every statement not routed elsewhere.
     pub default_backend: Spanned<String>,
@@ -175,6 +179,25 @@ impl Config {
             .as_ref()
             .map_or(&self.default_backend.value, |b| &b.value)
     }
+}
+
+/// Accounts that exist only on a backend (MaxScale's model): idgate reads their
+/// mysql_native_password hashes from the backend's `mysql.user`, checks a client's login against
+/// them, and logs in to every backend as that account.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsersFromBackend {
+    /// The backend whose `mysql.user` is read; default: `default_backend`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// A login that finds the accounts read longer ago than this reads them again first, so a
+    /// changed password or a dropped account counts within this time.
+    #[serde(default = "default_accounts_max_age_ms")]
+    pub max_age_ms: u64,
+}
+
+fn default_accounts_max_age_ms() -> u64 {
+    1000
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -25,9 +25,10 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
             cfg.max_packet_size
         )));
     }
-    if cfg.users.is_empty() {
+    if cfg.users.is_empty() && cfg.users_from_backend.is_none() {
         return Err(ConfigError::Yaml(
-            "users: list at least one user that clients log in as".into(),
+            "users: list at least one user that clients log in as (or set users_from_backend)"
+                .into(),
         ));
     }
     let mut seen = std::collections::HashSet::new();
@@ -92,6 +93,19 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
                 cfg.backends.keys().cloned().collect::<Vec<_>>().join(", ")
             ),
         ));
+    }
+    if let Some(f) = &cfg.users_from_backend {
+        if let Some(b) = f
+            .value
+            .backend
+            .as_ref()
+            .filter(|b| !cfg.backends.contains_key(*b))
+        {
+            return Err(at(
+                &f.referenced,
+                format!("users_from_backend: backend `{b}` is not one of the backends"),
+            ));
+        }
     }
     for u in &cfg.users {
         let user = &u.value;

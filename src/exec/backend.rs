@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 use super::backend_auth::ClientAuth;
 use crate::config::Backend;
 use crate::tls::{NetRead, NetWrite};
+use crate::wire::auth::Secret;
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
 use crate::wire::packets;
 
@@ -32,7 +33,12 @@ pub enum BackendError {
         source: std::io::Error,
     },
     #[error("backend `{backend}` refused idgate's login: {message}")]
-    Login { backend: String, message: String },
+    Login {
+        backend: String,
+        /// The server's error code; 0 when idgate gave up on its own.
+        code: u16,
+        message: String,
+    },
     #[error("lost connection to backend: {0}")]
     Lost(#[from] FrameError),
     #[error("backend sent a packet idgate cannot read: {0}")]
@@ -88,7 +94,7 @@ pub struct BackendConn {
     pending: std::collections::VecDeque<u8>,
     /// Login details kept for COM_CHANGE_USER (the only way to deselect a database).
     user: String,
-    password: String,
+    secret: Secret,
     nonce: Vec<u8>,
     /// The plugin the login ended with, for COM_CHANGE_USER.
     auth_plugin: Vec<u8>,
@@ -127,7 +133,20 @@ impl BackendConn {
         found_rows: bool,
         timeout: Duration,
     ) -> Result<Self, BackendError> {
-        match tokio::time::timeout(timeout, Self::connect_inner(name, cfg, found_rows)).await {
+        let secret = Secret::Password(cfg.password.clone());
+        Self::connect_as(name, cfg, secret, found_rows, timeout).await
+    }
+
+    /// As [`BackendConn::connect`], logging in to `cfg.user` with `secret`.
+    pub async fn connect_as(
+        name: &str,
+        cfg: &Backend,
+        secret: Secret,
+        found_rows: bool,
+        timeout: Duration,
+    ) -> Result<Self, BackendError> {
+        let connecting = Self::connect_inner(name, cfg, secret, found_rows);
+        match tokio::time::timeout(timeout, connecting).await {
             Ok(r) => r,
             Err(_) => Err(BackendError::Timeout(name.to_string())),
         }
@@ -136,6 +155,7 @@ impl BackendConn {
     async fn connect_inner(
         name: &str,
         cfg: &Backend,
+        secret: Secret,
         found_rows: bool,
     ) -> Result<Self, BackendError> {
         let addr = format!("{}:{}", cfg.host, cfg.port);
@@ -164,7 +184,7 @@ impl BackendConn {
             multi_statements: Some(true),
             pending: Default::default(),
             user: cfg.user.clone(),
-            password: cfg.password.clone(),
+            secret,
             nonce: Vec::new(),
             auth_plugin: Vec::new(),
             secure: false,
@@ -178,13 +198,18 @@ impl BackendConn {
     async fn login(&mut self, name: &str, cfg: &Backend) -> Result<(), BackendError> {
         let login_err = |message: String| BackendError::Login {
             backend: name.to_string(),
+            code: 0,
             message,
         };
         self.reader.seq = 0;
         self.reader.read(&mut self.packet).await?;
         if packets::is_err(&self.packet) {
-            let (_, _, msg) = packets::parse_err(&self.packet);
-            return Err(login_err(String::from_utf8_lossy(msg).into_owned()));
+            let (code, _, msg) = packets::parse_err(&self.packet);
+            return Err(BackendError::Login {
+                backend: name.to_string(),
+                code,
+                message: String::from_utf8_lossy(msg).into_owned(),
+            });
         }
         let hs: HandshakePacket = ParseBuf(&self.packet)
             .parse(())
@@ -203,10 +228,19 @@ impl BackendConn {
         self.secure = tls.contains(CapabilityFlags::CLIENT_SSL);
         // A greeting plugin idgate does not speak is answered with mysql_native_password, as
         // MySQL clients do with their default; the server switches if the user needs another.
+        // Only SHA1(password) (an account read from the backend) answers mysql_native_password.
+        let greeting_plugin = greeting_plugin.filter(|_| self.secret.password().is_some());
         let auth = greeting_plugin
-            .and_then(|p| ClientAuth::new(&p, &nonce, &cfg.password, self.secure).ok())
+            .and_then(|p| ClientAuth::with_secret(&p, &nonce, &self.secret, self.secure).ok())
             .map_or_else(
-                || ClientAuth::new(b"mysql_native_password", &nonce, &cfg.password, self.secure),
+                || {
+                    ClientAuth::with_secret(
+                        b"mysql_native_password",
+                        &nonce,
+                        &self.secret,
+                        self.secure,
+                    )
+                },
                 Ok,
             )
             .map_err(login_err)?;
@@ -229,9 +263,12 @@ impl BackendConn {
         self.writer.flush().await?;
         self.reader.seq = self.writer.seq;
         self.finish_auth(auth).await.map_err(|e| match e {
-            BackendError::Server { message, .. } | BackendError::Protocol(message) => {
-                login_err(message)
-            }
+            BackendError::Server { code, message } => BackendError::Login {
+                backend: name.to_string(),
+                code,
+                message,
+            },
+            BackendError::Protocol(message) => login_err(message),
             other => other,
         })
     }
@@ -258,10 +295,10 @@ impl BackendConn {
                     let sw: AuthSwitchRequest = ParseBuf(&self.packet)
                         .parse(())
                         .map_err(|e| BackendError::Protocol(format!("auth switch: {e}")))?;
-                    auth = ClientAuth::new(
+                    auth = ClientAuth::with_secret(
                         sw.auth_plugin().as_bytes(),
                         sw.plugin_data(),
-                        &self.password,
+                        &self.secret,
                         self.secure,
                     )
                     .map_err(BackendError::Protocol)?;
@@ -449,7 +486,7 @@ impl BackendConn {
         } else {
             self.auth_plugin.clone()
         };
-        let auth = ClientAuth::new(&plugin, &self.nonce, &self.password, self.secure)
+        let auth = ClientAuth::with_secret(&plugin, &self.nonce, &self.secret, self.secure)
             .map_err(BackendError::Protocol)?;
         let answer = auth.first_answer().map_err(BackendError::Protocol)?;
         let mut p = vec![mysql_common::constants::Command::COM_CHANGE_USER as u8];

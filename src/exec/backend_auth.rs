@@ -3,6 +3,7 @@
 //! fast/full authentication, the RSA public key for caching_sha2_password and sha256_password).
 
 use crate::wire::auth::rsa::encrypt_password;
+use crate::wire::auth::Secret;
 
 /// Plugins idgate can log in with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +31,7 @@ pub struct ClientAuth {
     plugin: Plugin,
     plugin_name: Vec<u8>,
     nonce: Vec<u8>,
-    password: String,
+    secret: Secret,
     /// The connection runs over TLS, so the password may be sent in clear.
     secure: bool,
 }
@@ -50,6 +51,16 @@ impl ClientAuth {
         password: &str,
         secure: bool,
     ) -> Result<ClientAuth, String> {
+        Self::with_secret(name, nonce, &Secret::Password(password.to_string()), secure)
+    }
+
+    /// As [`ClientAuth::new`], with only SHA1(password) when idgate never saw the password.
+    pub fn with_secret(
+        name: &[u8],
+        nonce: &[u8],
+        secret: &Secret,
+        secure: bool,
+    ) -> Result<ClientAuth, String> {
         let plugin = Plugin::from_name(name).ok_or_else(|| {
             format!(
                 "the backend asks for authentication plugin `{}`, which idgate does not speak; give idgate's \
@@ -65,7 +76,7 @@ impl ClientAuth {
             plugin,
             plugin_name: name.to_vec(),
             nonce: nonce.to_vec(),
-            password: password.to_string(),
+            secret: secret.clone(),
             secure,
         })
     }
@@ -76,18 +87,18 @@ impl ClientAuth {
 
     /// The first answer, sent in the HandshakeResponse, COM_CHANGE_USER or after a switch.
     pub fn first_answer(&self) -> Result<Vec<u8>, String> {
-        let pw = self.password.as_bytes();
         Ok(match self.plugin {
-            Plugin::Native => mysql_common::scramble::scramble_native(&self.nonce, pw)
-                .map_or_else(Vec::new, |s| s.to_vec()),
-            Plugin::CachingSha2 => mysql_common::scramble::scramble_sha256(&self.nonce, pw)
-                .map_or_else(Vec::new, |s| s.to_vec()),
+            Plugin::Native => self.secret.native_answer(&self.nonce),
+            Plugin::CachingSha2 => {
+                mysql_common::scramble::scramble_sha256(&self.nonce, self.password()?.as_bytes())
+                    .map_or_else(Vec::new, |s| s.to_vec())
+            }
             // sha256_password has no scramble: the empty password is a lone NUL, otherwise
             // the password in clear over TLS or a request for the key to encrypt it with.
-            Plugin::Sha256 if pw.is_empty() => vec![0],
-            Plugin::Sha256 if self.secure => self.clear_password(),
+            Plugin::Sha256 if self.password()?.is_empty() => vec![0],
+            Plugin::Sha256 if self.secure => self.clear_password()?,
             Plugin::Sha256 => vec![SHA256_KEY_REQUEST],
-            Plugin::Clear if self.secure => self.clear_password(),
+            Plugin::Clear if self.secure => self.clear_password()?,
             Plugin::Clear => return Err(
                 "the backend asks for the password in clear (mysql_clear_password), which idgate \
                      sends only over TLS"
@@ -102,13 +113,13 @@ impl ClientAuth {
         match (self.plugin, data) {
             (Plugin::CachingSha2, [FAST_AUTH_SUCCESS]) => Ok(None),
             (Plugin::CachingSha2, [PERFORM_FULL_AUTHENTICATION]) if self.secure => {
-                Ok(Some(self.clear_password()))
+                Ok(Some(self.clear_password()?))
             }
             (Plugin::CachingSha2, [PERFORM_FULL_AUTHENTICATION]) => {
                 Ok(Some(vec![CACHING_SHA2_KEY_REQUEST]))
             }
             (Plugin::CachingSha2 | Plugin::Sha256, pem) if pem.starts_with(b"-----BEGIN") => {
-                encrypt_password(pem, self.password.as_bytes(), &self.nonce)
+                encrypt_password(pem, self.password()?.as_bytes(), &self.nonce)
                     .map(Some)
                     .map_err(|e| e.to_string())
             }
@@ -119,10 +130,22 @@ impl ClientAuth {
         }
     }
 
-    fn clear_password(&self) -> Vec<u8> {
-        let mut v = self.password.as_bytes().to_vec();
+    fn clear_password(&self) -> Result<Vec<u8>, String> {
+        let mut v = self.password()?.as_bytes().to_vec();
         v.push(0);
-        v
+        Ok(v)
+    }
+
+    /// The password in clear; an account read from the backend has none (idgate holds only what
+    /// mysql_native_password needs).
+    fn password(&self) -> Result<&str, String> {
+        self.secret.password().ok_or_else(|| {
+            format!(
+                "the backend asks for authentication plugin `{}`, but an account read from the \
+                 backend (users_from_backend) can log in with mysql_native_password only",
+                String::from_utf8_lossy(&self.plugin_name)
+            )
+        })
     }
 }
 

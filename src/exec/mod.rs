@@ -6,6 +6,7 @@
 //! (query_timeout_ms). It knows no client session: what the client must hear comes back as values.
 
 pub mod backend;
+pub mod backend_accounts;
 pub mod backend_auth;
 pub mod capture;
 pub mod client_watch;

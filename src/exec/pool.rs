@@ -13,6 +13,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::backend::{BackendConn, BackendError, CurrentDb};
 use super::pool_limits::PoolLimits;
 use crate::config::Backend;
+use crate::wire::auth::Secret;
 use crate::wire::errors::{self, SqlError};
 
 pub struct BackendPool {
@@ -25,6 +26,8 @@ pub struct BackendPool {
     idle: [Mutex<Vec<BackendConn>>; 2],
     /// Waits, acquire times and failures, shared with the pools of users' accounts here.
     pub stats: Arc<super::pool_stats::PoolStats>,
+    /// What an account read from the backend logs in with (over `cfg.password`).
+    secret: Option<Secret>,
 }
 
 /// A connection on loan to one session; goes back to the pool (after a reset) when dropped.
@@ -84,6 +87,7 @@ impl BackendPool {
             limits: PoolLimits::new(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             stats: Default::default(),
+            secret: None,
         })
     }
 
@@ -99,7 +103,29 @@ impl BackendPool {
             limits: self.limits.clone(),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             stats: self.stats.clone(),
+            secret: None,
         })
+    }
+
+    /// As [`BackendPool::for_account`] for an account read from the backend
+    /// (`users_from_backend`): it logs in with what the client's login proved (`secret`).
+    pub fn for_login(&self, user: &str, secret: &Secret) -> Arc<BackendPool> {
+        let mut cfg = Backend::clone(&self.cfg.load());
+        cfg.user = user.to_string();
+        cfg.password.clear();
+        Arc::new(BackendPool {
+            name: self.name.clone(),
+            cfg: ArcSwap::from_pointee(cfg),
+            limits: self.limits.clone(),
+            idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
+            stats: self.stats.clone(),
+            secret: Some(secret.clone()),
+        })
+    }
+
+    /// Whether this pool logs in with `secret` (an account read from the backend).
+    pub fn logs_in_with(&self, secret: &Secret) -> bool {
+        self.secret.as_ref() == Some(secret)
     }
 
     /// The account this pool's connections log in as.
@@ -208,7 +234,12 @@ impl BackendPool {
             }
         }
         let cfg = self.cfg.load_full();
-        let conn = BackendConn::connect(&self.name, &cfg, found_rows, self.acquire_timeout())
+        let secret = self
+            .secret
+            .clone()
+            .unwrap_or_else(|| Secret::Password(cfg.password.clone()));
+        let timeout = self.acquire_timeout();
+        let conn = BackendConn::connect_as(&self.name, &cfg, secret, found_rows, timeout)
             .await
             .map_err(|e| {
                 self.stats
@@ -246,7 +277,20 @@ impl BackendPool {
     }
 
     fn unreachable(&self, e: BackendError) -> SqlError {
-        SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", format!("idgate: {e}"))
+        match e {
+            // The client's own account (read from the backend) was refused there: the client
+            // gets the backend's answer, as if it had logged in directly.
+            BackendError::Login { code, message, .. } if self.secret.is_some() && code != 0 => {
+                let state = match code {
+                    errors::ER_ACCESS_DENIED_ERROR => b"28000",
+                    // ER_DBACCESS_DENIED_ERROR, ER_TOO_MANY_USER_CONNECTIONS
+                    1044 | 1226 => b"42000",
+                    _ => b"HY000",
+                };
+                SqlError::new(code, state, message)
+            }
+            e => SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", format!("idgate: {e}")),
+        }
     }
 
     /// Connections currently idle (for metrics and tests).

@@ -8,6 +8,7 @@ use crate::config::Config;
 /// Top-level keys that apply to new sessions and new backend connections.
 const LIVE_TOP: &[&str] = &[
     "users",
+    "users_from_backend",
     "allow_plaintext_passwords",
     "max_packet_size",
     "shutdown_grace_ms",

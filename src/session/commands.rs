@@ -563,6 +563,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.registered.set_user(&changed.user);
         self.live = live;
         self.hello.user = changed.user;
+        self.hello.backend_login = changed.backend_login;
         if let Some(c) = changed.collation {
             self.hello.collation = c;
         }
@@ -573,14 +574,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut all = std::mem::take(&mut self.leases);
         // Connections logged in as another account than the new user's go back to their pool
         // (reset there); the new user takes its own when it needs them.
-        let (proxy, live, user) = (
+        let (proxy, live, user, login) = (
             self.proxy.clone(),
             self.live.clone(),
             self.hello.user.clone(),
+            self.hello.backend_login.clone(),
         );
         all.retain(|h| {
-            live.pool_for(&proxy.pools, &h.backend, &user)
-                .is_some_and(|p| std::sync::Arc::ptr_eq(p, h.lease.pool()))
+            live.pool_for(&proxy.pools, &h.backend, &user, login.as_deref())
+                .is_some_and(|p| std::sync::Arc::ptr_eq(&p, h.lease.pool()))
         });
         let mut failed = None;
         for h in all.held_mut() {
@@ -597,7 +599,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.send_error(&e);
             return Some(End::Fatal(e.message));
         }
-        if self.db.is_some() {
+        // An account read from the backend must also log in there (see `run`).
+        if self.db.is_some() || self.hello.backend_login.is_some() {
             if let Err(e) = self.backend().await {
                 self.send_error(&e);
                 return Some(End::Fatal(e.message));

@@ -14,11 +14,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some(i) = self.leases.position(backend) {
             return Ok(i);
         }
-        let Some(pool) = self
-            .live
-            .pool_for(&self.proxy.pools, backend, &self.hello.user)
-            .cloned()
-        else {
+        let Some(pool) = self.live.pool_for(
+            &self.proxy.pools,
+            backend,
+            &self.hello.user,
+            self.hello.backend_login.as_deref(),
+        ) else {
             return Err(SqlError::new(
                 errors::ER_UNKNOWN_ERROR,
                 b"HY000",

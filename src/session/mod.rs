@@ -216,8 +216,10 @@ pub async fn run(
         obs: Default::default(),
         failed_change_user: 0,
     };
-    // A database named at login must exist, as on MySQL: check it now.
-    if s.db.is_some() {
+    // A database named at login must exist, as on MySQL: check it now. An account read from the
+    // backend must also be one the backend lets in from idgate's address: the client hears the
+    // backend's refusal at login, not at its first statement.
+    if s.db.is_some() || s.hello.backend_login.is_some() {
         if let Err(e) = s.backend().await {
             s.send_error(&e);
             let _ = s.writer.flush().await;

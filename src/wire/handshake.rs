@@ -8,6 +8,7 @@ use mysql_common::io::ParseBuf;
 use mysql_common::packets::HandshakeResponse;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::auth::backend_users::BackendLogin;
 use super::auth::conversation::{self, Attempt, Verdict};
 use super::auth::users::TransportRefusal;
 pub use super::auth::UserDb;
@@ -56,6 +57,8 @@ pub struct ClientHello {
     pub secure: bool,
     /// The client certificate presented in the TLS handshake.
     pub peer: Option<std::sync::Arc<PeerCert>>,
+    /// The user is an account read from the backend: idgate logs in to the backends as it.
+    pub backend_login: Option<std::sync::Arc<BackendLogin>>,
 }
 
 pub struct ServerGreeting<'a> {
@@ -156,19 +159,20 @@ pub async fn accept(
         answer,
         can_switch: capabilities.contains(CapabilityFlags::CLIENT_PLUGIN_AUTH),
         secure,
+        peer: peer_host,
     };
     let verdict = conversation::authenticate(r, w, users, attempt).await?;
     // Without TLS (or the client certificate) the user needs, the login is refused exactly like
     // a wrong password, after the password exchange, as MariaDB refuses REQUIRE SSL / X509 /
     // SUBJECT / ISSUER and require_secure_transport.
     let transport_refusal = match verdict {
-        Verdict::Accepted => users.transport_refusal(&user, secure, transport.peer.as_deref()),
+        Verdict::Accepted(_) => users.transport_refusal(&user, secure, transport.peer.as_deref()),
         Verdict::Denied { .. } => None,
     };
-    let denied = match verdict {
-        Verdict::Denied { used_password } => Some(used_password),
-        Verdict::Accepted if transport_refusal.is_some() => Some(used_password),
-        Verdict::Accepted => None,
+    let (denied, backend_login) = match verdict {
+        Verdict::Denied { used_password } => (Some(used_password), None),
+        Verdict::Accepted(_) if transport_refusal.is_some() => (Some(used_password), None),
+        Verdict::Accepted(login) => (None, login),
     };
     if let Some(used_password) = denied {
         let refused = refuse(w, errors::access_denied(&user, peer_host, used_password)).await?;
@@ -186,6 +190,7 @@ pub async fn accept(
         scramble,
         secure,
         peer: transport.peer,
+        backend_login: backend_login.map(std::sync::Arc::new),
     }))
 }
 
@@ -205,6 +210,8 @@ pub struct ChangedUser {
     pub user: Vec<u8>,
     pub db: Option<Vec<u8>>,
     pub collation: Option<u8>,
+    /// See [`ClientHello::backend_login`].
+    pub backend_login: Option<std::sync::Arc<BackendLogin>>,
 }
 
 /// Re-authenticates for COM_CHANGE_USER against the connection's original scramble (what the
@@ -242,18 +249,19 @@ where
             .capabilities
             .contains(CapabilityFlags::CLIENT_PLUGIN_AUTH),
         secure: hello.secure,
+        peer: peer_host,
     };
     let verdict = conversation::authenticate(r, w, users, attempt).await?;
-    let denied = match verdict {
-        Verdict::Denied { used_password } => Some(used_password),
-        Verdict::Accepted
+    let (denied, backend_login) = match verdict {
+        Verdict::Denied { used_password } => (Some(used_password), None),
+        Verdict::Accepted(_)
             if users
                 .transport_refusal(&user, hello.secure, hello.peer.as_deref())
                 .is_some() =>
         {
-            Some(used_password)
+            (Some(used_password), None)
         }
-        Verdict::Accepted => None,
+        Verdict::Accepted(login) => (None, login),
     };
     if let Some(used_password) = denied {
         refuse(w, errors::access_denied(&user, peer_host, used_password)).await?;
@@ -263,6 +271,7 @@ where
         user,
         db,
         collation,
+        backend_login: backend_login.map(std::sync::Arc::new),
     }))
 }
 

@@ -4,8 +4,10 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::backend_users::BackendLogin;
 use super::caching_sha2::{verify_fast, verify_password};
-use super::native::verify_native;
+use super::native::{recover_stage1, verify_native};
+use super::secret::Secret;
 use super::users::{Plugin, UserDb};
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
 
@@ -26,15 +28,16 @@ pub struct Attempt<'a> {
     pub can_switch: bool,
     /// The connection runs over TLS, so a password may travel in clear.
     pub secure: bool,
+    /// The client's address, for the host patterns of accounts read from the backend.
+    pub peer: &'a str,
 }
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
-    Accepted,
+    /// With what idgate logs in to the backends when the user is an account read from them.
+    Accepted(Option<BackendLogin>),
     /// `used_password` is what MariaDB's message says ("using password: YES/NO").
-    Denied {
-        used_password: bool,
-    },
+    Denied { used_password: bool },
 }
 
 /// Runs the exchange; the reader and writer are in step with the client's last packet.
@@ -48,7 +51,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let (auth, known) = users.lookup(a.user);
+    let (auth, known, backend_account) = users.lookup_from(a.user, a.peer).await;
     let offered = a
         .client_plugin
         .map_or(Some(Plugin::Native), Plugin::from_name);
@@ -75,11 +78,26 @@ where
         used_password: used_password || !answer.is_empty(),
     };
     let ok = match plugin {
-        Plugin::Native => verify_native(a.scramble, auth.native.flatten().as_ref(), &answer),
+        Plugin::Native => {
+            let stored = auth.native.flatten();
+            if let (Some(user), true) = (backend_account, known) {
+                // An account of the backend: what proves the password also logs in there.
+                let secret = match &stored {
+                    None if answer.is_empty() => Some(Secret::Password(String::new())),
+                    None => None,
+                    Some(h) => recover_stage1(a.scramble, h, &answer).map(Secret::NativeSha1),
+                };
+                return Ok(match secret {
+                    Some(secret) => Verdict::Accepted(Some(BackendLogin { user, secret })),
+                    None => denied,
+                });
+            }
+            verify_native(a.scramble, stored.as_ref(), &answer)
+        }
         Plugin::CachingSha2 => {
             let Some(stored) = auth.caching_sha2.flatten() else {
                 return Ok(if answer.is_empty() {
-                    Verdict::Accepted
+                    Verdict::Accepted(None)
                 } else {
                     denied
                 });
@@ -92,7 +110,7 @@ where
                 && verify_fast(a.scramble, &stored, &answer)
             {
                 send(r, w, &[0x01, FAST_AUTH_SUCCESS]).await?;
-                return Ok(Verdict::Accepted);
+                return Ok(Verdict::Accepted(None));
             }
             // Not proven since start, or a wrong answer: ask for the password itself, as
             // MySQL 8 does after a cache miss.
@@ -126,7 +144,7 @@ where
         }
     };
     Ok(if ok && known {
-        Verdict::Accepted
+        Verdict::Accepted(None)
     } else {
         denied
     })

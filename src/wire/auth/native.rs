@@ -51,8 +51,14 @@ pub fn verify_native(scramble: &[u8; 20], stored: Option<&NativeHash>, answer: &
     let Some(stored) = stored else {
         return answer.is_empty();
     };
+    recover_stage1(scramble, stored, answer).is_some()
+}
+
+/// SHA1(password) out of a right answer (what logging in elsewhere with mysql_native_password
+/// takes); `None` for a wrong one.
+pub fn recover_stage1(scramble: &[u8; 20], stored: &NativeHash, answer: &[u8]) -> Option<[u8; 20]> {
     if answer.len() != 20 {
-        return false;
+        return None;
     }
     let mut h = Sha1::new();
     h.update(scramble);
@@ -63,7 +69,7 @@ pub fn verify_native(scramble: &[u8; 20], stored: Option<&NativeHash>, answer: &
         stage1[i] = answer[i] ^ mask[i];
     }
     let candidate: [u8; 20] = Sha1::digest(stage1).into();
-    ct_eq(&candidate, stored)
+    ct_eq(&candidate, stored).then_some(stage1)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 
+use super::backend_users::BackendUsers;
 use super::caching_sha2::{FullAuthCache, Sha2Hash};
 use super::native::NativeHash;
 use super::rsa::KeySource;
@@ -72,6 +73,8 @@ pub struct UserDb {
     all_tls_only: bool,
     /// Users who must present a client certificate, and the names it must have.
     certs: HashMap<Vec<u8>, CertRule>,
+    /// Accounts read from a backend, for names not configured here (`users_from_backend`).
+    pub from_backend: Option<Arc<BackendUsers>>,
 }
 
 /// What a user's client certificate must be (REQUIRE X509 when both are `None`).
@@ -110,6 +113,7 @@ impl Default for UserDb {
             tls_only: HashSet::new(),
             all_tls_only: false,
             certs: HashMap::new(),
+            from_backend: None,
         }
     }
 }
@@ -124,6 +128,38 @@ impl UserDb {
         match self.users.get(user) {
             Some(a) => (a.clone(), true),
             None => (UserAuth::decoy(), false),
+        }
+    }
+
+    /// As [`UserDb::lookup`], falling back to the accounts read from the backend for a name not
+    /// configured here; the third value is the backend account's name when it is one.
+    pub async fn lookup_from(&self, user: &[u8], peer: &str) -> (UserAuth, bool, Option<String>) {
+        if self.users.contains_key(user) {
+            let (auth, known) = self.lookup(user);
+            return (auth, known, None);
+        }
+        let Some(backend) = &self.from_backend else {
+            return (UserAuth::decoy(), false, None);
+        };
+        let found = backend.find(user, peer).await;
+        match found.and_then(|a| Some((String::from_utf8(a.user.clone()).ok()?, a))) {
+            Some((name, a)) if a.native.is_some() => {
+                let auth = UserAuth {
+                    native: a.native,
+                    caching_sha2: None,
+                };
+                (auth, true, Some(name))
+            }
+            Some((name, a)) => {
+                tracing::warn!(
+                    "users_from_backend: account '{name}'@'{}' uses plugin `{}`; idgate checks \
+                     mysql_native_password accounts only, so the login is refused",
+                    a.host,
+                    a.plugin
+                );
+                (UserAuth::decoy(), false, None)
+            }
+            None => (UserAuth::decoy(), false, None),
         }
     }
 

@@ -1,0 +1,263 @@
+//! `users_from_backend`: a client logs in with an account that exists only on the backends;
+//! idgate checks the password against the backend's own hash and logs in to every shard as that
+//! account, so the backends' GRANTs, password changes and new accounts apply as if the client
+//! had connected directly.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::clients::{require_tool, run};
+use common::idgate_proc::{config_for, Idgate, APP_PASSWORD, APP_USER};
+use common::{start_db, DATABASE, USER};
+use mysql::prelude::Queryable;
+use mysql::{ChangeUserOpts, Conn, Opts, OptsBuilder};
+
+const TABLES: &str = "users_from_backend:
+  max_age_ms: 200
+generators:
+  seq:
+    kind: segment
+tables:
+  orders:
+    generator: seq
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard0, shard1]
+";
+
+/// Longer than `max_age_ms`: a change on the backend counts from the next login.
+const SETTLE: Duration = Duration::from_millis(400);
+
+fn login(g: &Idgate, user: &str, password: &str) -> Result<Conn, mysql::Error> {
+    let opts = OptsBuilder::default()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(g.port)
+        .user(Some(user))
+        .pass(Some(password))
+        .db_name(Some(DATABASE))
+        // The account exists on the backend: the client must not switch to the backend's
+        // Unix socket (which `SELECT @@socket` through idgate names) and bypass idgate.
+        .prefer_socket(false);
+    Conn::new(Opts::from(opts))
+}
+
+fn refused_code(r: Result<Conn, mysql::Error>) -> u16 {
+    match r {
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        Err(e) => panic!("refused without a MySQL error: {e}"),
+        Ok(_) => panic!("logged in"),
+    }
+}
+
+fn one(c: &mut Conn, sql: &str) -> String {
+    c.query_first::<String, _>(sql).unwrap().unwrap_or_default()
+}
+
+fn on_both(dbs: &[common::MariaDb], sqls: &[&str]) {
+    for db in dbs {
+        let mut c = common::direct(db);
+        for sql in sqls {
+            c.query_drop(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn accounts_of_the_backends_log_in_through_idgate_with_their_own_rights() {
+    let dbs = [start_db(), start_db()];
+    let grant = format!("GRANT SELECT, INSERT ON {DATABASE}.* TO 'shop'@'%'");
+    on_both(
+        &dbs,
+        &[
+            "CREATE TABLE orders (id BIGINT PRIMARY KEY, note VARCHAR(20))",
+            "CREATE DATABASE private",
+            "CREATE TABLE private.t (v INT)",
+            "CREATE USER 'shop'@'%' IDENTIFIED BY 'shop-pw'",
+            &grant,
+            "CREATE USER 'faraway'@'10.9.%' IDENTIFIED BY 'far-pw'",
+            "CREATE USER 'sock'@'%' IDENTIFIED VIA unix_socket",
+            "CREATE USER 'locked'@'%' IDENTIFIED BY 'locked-pw' ACCOUNT LOCK",
+        ],
+    );
+    // An account only the default backend knows.
+    on_both(
+        &dbs[..1],
+        &[
+            "CREATE USER 'half'@'%' IDENTIFIED BY 'half-pw'",
+            &format!("GRANT SELECT ON {DATABASE}.* TO 'half'@'%'"),
+        ],
+    );
+    let g = Idgate::start_with(|port| {
+        config_for(port, &[("shard0", &dbs[0]), ("shard1", &dbs[1])], TABLES)
+    });
+
+    // The account logs in and runs as itself on both shards.
+    let mut shop = login(&g, "shop", "shop-pw").expect("shop logs in");
+    assert_eq!(one(&mut shop, "SELECT CURRENT_USER()"), "shop@%");
+    shop.query_drop("INSERT INTO orders (note) VALUES ('a'), ('b'), ('c'), ('d')")
+        .unwrap();
+    let per_shard: Vec<u64> = dbs
+        .iter()
+        .map(|db| {
+            common::direct(db)
+                .query_first("SELECT COUNT(*) FROM orders")
+                .unwrap()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(per_shard.iter().sum::<u64>(), 4, "{per_shard:?}");
+    assert!(per_shard.iter().all(|n| *n > 0), "{per_shard:?}");
+    let odd: u64 = common::direct(&dbs[1])
+        .query_first("SELECT id FROM orders LIMIT 1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        one(
+            &mut shop,
+            &format!("SELECT CURRENT_USER() FROM orders WHERE id = {odd}")
+        ),
+        "shop@%",
+        "shard1 is reached as the account too"
+    );
+    // The backends' GRANTs answer, not idgate's own account's.
+    let e = shop
+        .query_drop("SELECT * FROM private.t")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("1142") && e.contains("denied to user 'shop'"),
+        "{e}"
+    );
+    let e = shop
+        .query_drop("DELETE FROM orders")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("DELETE command denied to user 'shop'"), "{e}");
+
+    // Refusals as MariaDB answers them.
+    assert_eq!(refused_code(login(&g, "shop", "wrong")), 1045);
+    assert_eq!(refused_code(login(&g, "nobody", "x")), 1045);
+    assert_eq!(
+        refused_code(login(&g, "faraway", "far-pw")),
+        1045,
+        "the account's hosts do not include the client's"
+    );
+    assert_eq!(
+        refused_code(login(&g, "sock", "")),
+        1045,
+        "a plugin idgate cannot check is refused"
+    );
+    assert!(g.log().contains("uses plugin `unix_socket`"), "{}", g.log());
+    assert_eq!(
+        refused_code(login(&g, "locked", "locked-pw")),
+        4151,
+        "the backend's own refusal reaches the client at login"
+    );
+
+    // An account on the default backend only: in, until a statement needs the other shard.
+    let mut half = login(&g, "half", "half-pw").expect("half logs in");
+    assert_eq!(one(&mut half, "SELECT CURRENT_USER()"), "half@%");
+    let e = half
+        .query_drop(format!("SELECT * FROM orders WHERE id = {odd}"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("1045") && e.contains("Access denied for user 'half'"),
+        "{e}"
+    );
+
+    // The configured user keeps idgate's shared account.
+    let mut app = login(&g, APP_USER, APP_PASSWORD).expect("app logs in");
+    assert_eq!(one(&mut app, "SELECT CURRENT_USER()"), format!("{USER}@%"));
+
+    // COM_CHANGE_USER to the account and back.
+    app.change_user(
+        ChangeUserOpts::default()
+            .with_user(Some("shop".into()))
+            .with_pass(Some("shop-pw".into()))
+            .with_db_name(Some(DATABASE.into())),
+    )
+    .unwrap();
+    assert_eq!(
+        one(
+            &mut app,
+            &format!("SELECT CURRENT_USER() FROM orders WHERE id = {odd}")
+        ),
+        "shop@%"
+    );
+    assert!(app.query_drop("DELETE FROM orders").is_err());
+    app.change_user(
+        ChangeUserOpts::default()
+            .with_user(Some(APP_USER.into()))
+            .with_pass(Some(APP_PASSWORD.into()))
+            .with_db_name(Some(DATABASE.into())),
+    )
+    .unwrap();
+    assert_eq!(
+        one(
+            &mut app,
+            &format!("SELECT CURRENT_USER() FROM orders WHERE id = {odd}")
+        ),
+        format!("{USER}@%")
+    );
+
+    // A new password on the backends: the old one stops working, the new one works everywhere
+    // (idle connections logged in with the old one are not reused).
+    drop(shop);
+    on_both(&dbs, &["ALTER USER 'shop'@'%' IDENTIFIED BY 'shop-pw-2'"]);
+    std::thread::sleep(SETTLE);
+    assert_eq!(refused_code(login(&g, "shop", "shop-pw")), 1045);
+    let mut shop = login(&g, "shop", "shop-pw-2").expect("the new password logs in");
+    assert_eq!(
+        one(
+            &mut shop,
+            &format!("SELECT CURRENT_USER() FROM orders WHERE id = {odd}")
+        ),
+        "shop@%"
+    );
+
+    // An account made after idgate started, and one dropped.
+    on_both(
+        &dbs,
+        &[
+            "CREATE USER 'late'@'%' IDENTIFIED BY 'late-pw'",
+            &format!("GRANT SELECT ON {DATABASE}.* TO 'late'@'%'"),
+            "DROP USER 'shop'@'%'",
+        ],
+    );
+    std::thread::sleep(SETTLE);
+    let mut late = login(&g, "late", "late-pw").expect("a new account logs in");
+    assert_eq!(one(&mut late, "SELECT CURRENT_USER()"), "late@%");
+    assert_eq!(refused_code(login(&g, "shop", "shop-pw-2")), 1045);
+
+    // The mysql command-line client, as an application would log in.
+    let mysql = require_tool("mysql", "mariadb-client");
+    let mut cmd = Command::new(mysql);
+    cmd.args([
+        "--protocol=TCP",
+        "-h127.0.0.1",
+        "-ulate",
+        "-plate-pw",
+        "-N",
+        "-B",
+    ])
+    .arg(format!("-P{}", g.port))
+    .arg(DATABASE)
+    .args(["-e", "SELECT CURRENT_USER()"]);
+    let out = run(cmd, "mysql as late", Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "late@%");
+}
+
+#[test]
+fn without_the_setting_a_backend_account_cannot_log_in() {
+    let db = start_db();
+    common::direct(&db)
+        .query_drop("CREATE USER 'shop'@'%' IDENTIFIED BY 'shop-pw'")
+        .unwrap();
+    let g = Idgate::start(&db);
+    assert_eq!(refused_code(login(&g, "shop", "shop-pw")), 1045);
+}
