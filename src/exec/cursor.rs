@@ -53,11 +53,16 @@ pub trait Cursor {
 /// For each connection of a write, the statement that starts its part (`None`: nothing to send).
 pub type Starts = Vec<Option<Vec<u8>>>;
 
-/// What a primitive that writes rows itself reaches through besides reading: the statement's
-/// connections on named backends, and the session's way of making a write on several of them
-/// all-or-nothing (savepoints inside the client's transaction, XA branches, or a transaction
-/// per backend). Connections are named by the index `lease` gave.
-pub trait WriteCursor: Cursor {
+/// What a primitive that writes rows itself reaches through: connections on named backends, and
+/// a way of making a write on several of them all-or-nothing. A client's statement makes it
+/// with savepoints inside the client's transaction, XA branches, or a transaction per backend;
+/// a table move with a transaction per backend on connections of its own. Connections are named
+/// by the index `lease` gave.
+pub trait WriteCursor {
+    /// Why the write cannot go on (the client left, a connection broke mid-answer), opaque to
+    /// primitives.
+    type End;
+
     /// How the write's parts were made all-or-nothing, for `end`.
     type Txn;
 

@@ -20,6 +20,7 @@ mod statements;
 pub mod store;
 mod switch;
 mod verify;
+mod write_cursor;
 pub mod writer;
 
 use std::sync::{Arc, Mutex, Weak};

@@ -1,22 +1,27 @@
 //! Writes moved rows to the backends their new placement gives them, in bounded batches: the
-//! copy's chunks and the catch-up's changes alike. Every write is idempotent (REPLACE of the
-//! whole row, DELETE by primary key), so a batch applied twice after a restart leaves the same
-//! rows. A row whose new place is the backend it is read from is already there and is skipped.
+//! copy's chunks and the catch-up's changes alike, through the batch writer a client's INSERT …
+//! SELECT uses (`exec::primitives::bulk_write`, on the move's own connections). Every write is
+//! idempotent (REPLACE of the whole row, DELETE by primary key), so a batch applied twice after
+//! a restart leaves the same rows. A row whose new place is the backend it is read from is
+//! already there and is skipped.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::columns::{quote_ident, value_literal, TableShape};
+use super::write_cursor::MoveCursor;
 use crate::config::Backend;
+use crate::exec::primitives::bulk_write::{write_batches, Outcome, Share};
 use crate::exec::BackendConn;
 use crate::route::TableRule;
+use crate::wire::packets;
 
 /// A row in the copy's form (see `columns`).
 pub type Row = Vec<Option<Vec<u8>>>;
 
 /// Longest wait for one write statement.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bytes of SQL per statement, well under any `max_allowed_packet`.
 const STATEMENT_BYTES: usize = 1 << 20;
 
@@ -36,15 +41,9 @@ pub struct Writer {
     pub shape: Arc<TableShape>,
     pub target: Arc<TableRule>,
     backends: BTreeMap<String, Backend>,
+    /// Connections kept between writes, by backend.
     conns: BTreeMap<String, BackendConn>,
 }
-
-/// Settings of every session that writes moved rows: values as the copy reads them (UTC
-/// times), an explicit 0 stays 0, no check of foreign keys to rows not moved yet, and the fence
-/// of a switched table passed (`fence::BYPASS`: the stream back to the old placement).
-const SESSION_SETUP: &str = "SET NAMES utf8mb4, time_zone = '+00:00', \
-    sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', foreign_key_checks = 0, \
-    @idgate_fence_bypass = 1";
 
 impl Writer {
     pub fn new(
@@ -76,117 +75,49 @@ impl Writer {
     }
 
     /// Applies `changes` in order; rows placed on `from` (the backend they were read on) are
-    /// left alone. Each backend's share runs in one transaction. Returns how many changes went
-    /// to another backend.
+    /// left alone. Each backend's share runs in one transaction, all written at the same time.
+    /// Returns how many changes went to another backend.
     pub async fn apply(&mut self, from: &str, changes: &[Change]) -> Result<usize, String> {
-        let mut per_backend: BTreeMap<String, Vec<&Change>> = BTreeMap::new();
+        let mut per_backend: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut moved = 0;
-        for c in changes {
+        for (i, c) in changes.iter().enumerate() {
             let row = match c {
                 Change::Upsert(r) | Change::Delete(r) => r,
             };
             let mut elsewhere = false;
             for b in self.places(row)? {
                 if b != from {
-                    per_backend.entry(b).or_default().push(c);
+                    per_backend.entry(b).or_default().push(i);
                     elsewhere = true;
                 }
             }
             moved += usize::from(elsewhere);
         }
-        // Each backend's share is written at the same time as the others'.
-        let mut work = Vec::new();
-        for (backend, changes) in per_backend {
-            let statements = self.statements(&changes);
-            let conn = self.take_conn(&backend).await?;
-            work.push(async move {
-                let r = run_on(conn, &backend, &statements).await;
-                (backend, r)
-            });
-        }
-        let mut first_error = None;
-        for (backend, r) in futures_util::future::join_all(work).await {
-            match r {
-                Ok(conn) => {
-                    self.conns.insert(backend, conn);
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
+        let shares: Vec<Share> = per_backend
+            .into_iter()
+            .map(|(backend, items)| Share { backend, items })
+            .collect();
+        let (table, shape) = (self.qualified(), self.shape.clone());
+        let mut cursor = MoveCursor::new(&self.backends, &mut self.conns);
+        let render = |_: usize, items: &[usize]| {
+            let (sql, taken) = render_run(&table, &shape, changes, items);
+            (sql.into_bytes(), taken)
+        };
+        let what = "COMMIT of moved rows";
+        let written = write_batches(&mut cursor, &shares, render, "idgate_move", what).await;
+        cursor.finish(written.is_ok()).await;
+        match written {
+            Ok(Outcome::Written(_)) => Ok(moved),
+            Ok(Outcome::Failed(err)) => {
+                let (code, _, msg) = packets::parse_err(&err);
+                Err(format!(
+                    "writing moved rows of {table}: error {code}: {}",
+                    String::from_utf8_lossy(msg)
+                ))
             }
+            Ok(Outcome::Refused(e)) => Err(e.message),
+            Err(broken) => Err(broken),
         }
-        first_error.map_or(Ok(moved), Err)
-    }
-
-    /// The statements for one backend's changes: runs of upserts as multi-row REPLACE, runs of
-    /// deletes as one DELETE, each bounded in size, order kept.
-    fn statements(&self, changes: &[&Change]) -> Vec<String> {
-        let table = self.qualified();
-        let mut out = Vec::new();
-        let mut cur = String::new();
-        let mut cur_is_upsert = None;
-        for c in changes {
-            let upsert = matches!(c, Change::Upsert(_));
-            if cur_is_upsert != Some(upsert) || cur.len() > STATEMENT_BYTES {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-                cur_is_upsert = Some(upsert);
-            }
-            match c {
-                Change::Upsert(row) => {
-                    if cur.is_empty() {
-                        cur = format!(
-                            "REPLACE INTO {table} ({}) VALUES ",
-                            self.shape.column_list()
-                        );
-                    } else {
-                        cur.push_str(", ");
-                    }
-                    cur.push('(');
-                    for (i, col) in self.shape.columns.iter().enumerate() {
-                        if i > 0 {
-                            cur.push_str(", ");
-                        }
-                        cur.push_str(&value_literal(
-                            &col.kind,
-                            row.get(i).and_then(|v| v.as_deref()),
-                        ));
-                    }
-                    cur.push(')');
-                }
-                Change::Delete(row) => {
-                    if cur.is_empty() {
-                        cur = format!("DELETE FROM {table} WHERE ");
-                    } else {
-                        cur.push_str(" OR ");
-                    }
-                    cur.push('(');
-                    cur.push_str(&self.shape.pk_equals(row));
-                    cur.push(')');
-                }
-            }
-        }
-        if !cur.is_empty() {
-            out.push(cur);
-        }
-        out
-    }
-
-    /// The session to `backend`, taken out while it writes (connected when there is none).
-    async fn take_conn(&mut self, backend: &str) -> Result<BackendConn, String> {
-        if let Some(c) = self.conns.remove(backend) {
-            return Ok(c);
-        }
-        let cfg = self
-            .backends
-            .get(backend)
-            .ok_or_else(|| format!("backend `{backend}` is not configured"))?;
-        let mut c = BackendConn::connect(backend, cfg, false, WRITE_TIMEOUT)
-            .await
-            .map_err(|e| format!("writing to backend `{backend}`: {e}"))?;
-        exec(&mut c, SESSION_SETUP).await?;
-        Ok(c)
     }
 
     /// Closes every session.
@@ -197,34 +128,58 @@ impl Writer {
     }
 }
 
-/// Runs `statements` on `backend` in one transaction; the session comes back when it may be
-/// used again (a session that failed mid-transaction is closed).
-async fn run_on(
-    mut conn: BackendConn,
-    backend: &str,
-    statements: &[String],
-) -> Result<BackendConn, String> {
-    let single = statements.len() == 1;
-    let r = async {
-        if !single {
-            exec(&mut conn, "BEGIN").await?;
+/// One statement for the first of `items` (indexes into `changes`) and those after it of the
+/// same kind, bounded in size: upserts as a multi-row REPLACE, deletes as one DELETE. Returns
+/// it and how many items it took.
+fn render_run(
+    table: &str,
+    shape: &TableShape,
+    changes: &[Change],
+    items: &[usize],
+) -> (String, usize) {
+    let mut cur = String::new();
+    let mut taken = 0;
+    let first_upsert = items
+        .first()
+        .is_some_and(|&i| matches!(changes[i], Change::Upsert(_)));
+    for &i in items {
+        let c = &changes[i];
+        if matches!(c, Change::Upsert(_)) != first_upsert || cur.len() > STATEMENT_BYTES {
+            break;
         }
-        for s in statements {
-            exec(&mut conn, s).await?;
+        match c {
+            Change::Upsert(row) => {
+                if cur.is_empty() {
+                    cur = format!("REPLACE INTO {table} ({}) VALUES ", shape.column_list());
+                } else {
+                    cur.push_str(", ");
+                }
+                cur.push('(');
+                for (i, col) in shape.columns.iter().enumerate() {
+                    if i > 0 {
+                        cur.push_str(", ");
+                    }
+                    cur.push_str(&value_literal(
+                        &col.kind,
+                        row.get(i).and_then(|v| v.as_deref()),
+                    ));
+                }
+                cur.push(')');
+            }
+            Change::Delete(row) => {
+                if cur.is_empty() {
+                    cur = format!("DELETE FROM {table} WHERE ");
+                } else {
+                    cur.push_str(" OR ");
+                }
+                cur.push('(');
+                cur.push_str(&shape.pk_equals(row));
+                cur.push(')');
+            }
         }
-        if !single {
-            exec(&mut conn, "COMMIT").await?;
-        }
-        Ok::<_, String>(())
+        taken += 1;
     }
-    .await;
-    match r {
-        Ok(()) => Ok(conn),
-        Err(e) => {
-            conn.close().await;
-            Err(format!("writing to backend `{backend}`: {e}"))
-        }
-    }
+    (cur, taken)
 }
 
 /// Runs one statement with the write deadline.
@@ -280,7 +235,15 @@ mod tests {
         let a = Change::Upsert(row("1", b"x"));
         let b = Change::Upsert(row("3", b"y"));
         let d = Change::Delete(row("5", b""));
-        let s = w.statements(&[&a, &b, &d, &a]);
+        let changes = [a.clone(), b, d, a];
+        let items: Vec<usize> = (0..changes.len()).collect();
+        let mut s = Vec::new();
+        let mut next = 0;
+        while next < items.len() {
+            let (sql, taken) = render_run(&w.qualified(), &w.shape, &changes, &items[next..]);
+            s.push(sql);
+            next += taken;
+        }
         assert_eq!(
             s,
             vec![

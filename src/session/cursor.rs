@@ -41,6 +41,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<'_, R, W> {
+    type End = End;
     type Txn = BulkTxn;
 
     async fn lease(&mut self, backend: &str) -> Result<Result<usize, SqlError>, End> {

@@ -129,6 +129,7 @@ impl Cursor for FakeCursor {
 }
 
 impl WriteCursor for FakeCursor {
+    type End = Ended;
     type Txn = ();
 
     async fn lease(&mut self, backend: &str) -> Result<Result<usize, SqlError>, Ended> {
