@@ -197,6 +197,43 @@ fn connection_id_and_processlist_show_the_ids_kill_takes() {
     );
     let said: Option<u32> = me.query_first("select connection_id( ) as me;").unwrap();
     assert_eq!(said, Some(my_id));
+    // Prepared on the server (the binary protocol): the same id, described as MariaDB
+    // describes it, on every execution.
+    let stmt = me.prep("SELECT CONNECTION_ID() AS me").unwrap();
+    for _ in 0..2 {
+        let said: Option<u32> = me.exec_first(&stmt, ()).unwrap();
+        assert_eq!(
+            said,
+            Some(my_id),
+            "a prepared CONNECTION_ID() is not the session's id"
+        );
+    }
+    let prepared_columns = |c: &mut mysql::Conn| {
+        let stmt = c.prep("SELECT CONNECTION_ID()").unwrap();
+        let r = c.exec_iter(&stmt, ()).unwrap();
+        let cols: Vec<String> = r
+            .columns()
+            .as_ref()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:?} {:?} len {} decimals {} charset {}",
+                    c.name_str(),
+                    c.column_type(),
+                    c.flags(),
+                    c.column_length(),
+                    c.decimals(),
+                    c.character_set()
+                )
+            })
+            .collect();
+        drop(r);
+        cols
+    };
+    assert_eq!(
+        prepared_columns(&mut me),
+        prepared_columns(&mut common::direct(db))
+    );
     // Described as MariaDB describes it.
     let mut direct = common::direct(db);
     for sql in [

@@ -1,6 +1,6 @@
 //! Sends the answer to one of idgate's admin statements (`SHOW IDGATE …`, `IDGATE RELOAD`).
 
-use mysql_common::constants::{ColumnType, StatusFlags};
+use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::query::Step;
@@ -119,6 +119,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     fn write_connection_id(&mut self, column: &str, status: StatusFlags) {
         let id = u64::from(self.registered.id());
         self.write_unsigned(column, id, (ColumnType::MYSQL_TYPE_LONG, 10), status);
+    }
+
+    /// The same answer to an execution of a prepared `SELECT CONNECTION_ID()`: one binary row
+    /// (no NULLs, the id as 4 bytes).
+    pub(super) fn write_connection_id_binary(&mut self, column: &str, status: StatusFlags) {
+        let mut def = Vec::new();
+        let flags =
+            ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
+        let ty = ColumnType::MYSQL_TYPE_LONG;
+        packets::column_def(&mut def, column.as_bytes(), 63, 10, ty, flags, 0);
+        let mut row = vec![0x00, 0x00];
+        row.extend_from_slice(&self.registered.id().to_le_bytes());
+        self.send_result_set(&[def], [row.as_slice()], 0, status);
     }
 
     /// `KILL [QUERY] USER name`: the count of sessions killed as affected rows; a session that

@@ -36,6 +36,21 @@ const COM_STMT_PREPARE: u8 = mysql_common::constants::Command::COM_STMT_PREPARE 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Marks statement `id` for idgate to execute when it concerns a configured table.
     pub(super) fn mark_emulated(&mut self, id: u32, stmt: &[u8]) {
+        if let Some(sql::AdminStatement::ConnectionId { .. }) = sql::admin_statement(stmt) {
+            if let Some(st) = self.stmts.get_mut(id) {
+                st.emulated = Some(Box::new(Emulated {
+                    kind: EmulatedKind::ConnectionId,
+                    prepared_on: Default::default(),
+                    sql: stmt.to_vec(),
+                    insert: None,
+                    placeholders: Vec::new(),
+                    returning: false,
+                    select: None,
+                    bound: BoundState::default(),
+                }));
+            }
+            return;
+        }
         // A database lives on every backend: its DDL runs through idgate's plan too.
         let database = self.proxy.backend_names.len() > 1 && sql::database_ddl(stmt).is_some();
         if !database && !self.proxy.tables.load().mentioned_in(stmt) {
@@ -152,6 +167,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         scope: StatementScope,
     ) -> Option<End> {
+        let kind = self.stmts.get(id).and_then(|st| st.emulated.as_ref())?.kind;
+        if kind == EmulatedKind::ConnectionId {
+            let sql = self
+                .stmts
+                .get(id)
+                .and_then(|st| st.emulated.as_ref())?
+                .sql
+                .clone();
+            if let Some(sql::AdminStatement::ConnectionId { column }) = sql::admin_statement(&sql) {
+                let status = self.status_with(false);
+                self.write_connection_id_binary(&column, status);
+            }
+            return None;
+        }
         let charset =
             mysql_common::collations::Collation::resolve((self.hello.collation as u16).into())
                 .charset()
@@ -222,6 +251,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             (EmulatedKind::Select, _) => {
                 self.execute_routed_select(id, &text, &values, scope).await
             }
+            // Answered above, before any parameter.
+            (EmulatedKind::ConnectionId, _) => None,
         }
     }
 

@@ -28,6 +28,9 @@ pub enum EmulatedKind {
     /// SELECT: routed by its bound parameters and executed as a prepared statement on each
     /// shard it reaches, so the rows stay in the binary protocol.
     Select,
+    /// `SELECT CONNECTION_ID()`: answered with idgate's id of the session, as in the text
+    /// protocol, not the id of the backend connection that prepared it.
+    ConnectionId,
 }
 
 #[derive(Debug, Clone)]
