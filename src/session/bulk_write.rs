@@ -27,13 +27,7 @@ impl BulkTxn {
     }
 }
 
-/// The one OK the client gets for the whole statement.
-pub(super) struct BulkOk {
-    pub affected: u64,
-    pub insert_id: u64,
-    pub warnings: u16,
-    pub info: Vec<u8>,
-}
+pub(super) use crate::exec::primitives::bulk_write::BulkOk;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Decides how the write on held connections `leases` is made all-or-nothing (joining the

@@ -8,6 +8,15 @@ use super::super::collect::Collected;
 use crate::exec::cursor::WriteCursor;
 use crate::wire::errors::SqlError;
 
+/// The one OK the client gets for the whole statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BulkOk {
+    pub affected: u64,
+    pub insert_id: u64,
+    pub warnings: u16,
+    pub info: Vec<u8>,
+}
+
 /// One backend's share of the write: the items (rows) it gets, in order.
 #[derive(Debug, Clone)]
 pub struct Share {

@@ -3,6 +3,8 @@
 //! for the session to run or answer. One file each.
 
 pub mod bulk_write;
+pub mod insert_select;
+pub mod insert_source;
 pub mod join_bind;
 pub mod subquery_bind;
 
@@ -19,6 +21,8 @@ pub struct GatewayLimits {
 mod bulk_write_tests;
 #[cfg(test)]
 mod fake_cursor;
+#[cfg(test)]
+mod insert_select_tests;
 #[cfg(test)]
 mod join_bind_tests;
 #[cfg(test)]
