@@ -248,6 +248,61 @@ fn duplicates_answer_as_one_server(mut b: Both) {
 }
 
 #[test]
+fn insert_select_into_a_table_with_global_keys_answers_as_one_server() {
+    let mut b = start();
+    // The source: a table of the default backend (shard0), the same rows as on the one server.
+    let source = [
+        "CREATE TABLE src (a INT, b INT, note VARCHAR(20))",
+        "INSERT INTO src VALUES (1, 2, 's1'), (3, 4, 's2'), (1, 2, 's3'), (11, 12, 's4'), \
+         (NULL, 5, 's5')",
+    ];
+    for sql in source {
+        b.direct.query_drop(sql).unwrap();
+        common::direct(&b._shards[0]).query_drop(sql).unwrap();
+    }
+    for sql in [
+        "INSERT INTO friends (a, b, note) SELECT a, b, note FROM src WHERE note = 's1'",
+        // A duplicate of a row already stored, and one inside the SELECT: nothing is kept.
+        "INSERT INTO friends (a, b, note) SELECT a, b, note FROM src",
+        "INSERT INTO friends (a, b, note) SELECT a, b, note FROM src WHERE note <> 's1'",
+        "INSERT IGNORE INTO friends (a, b, note) SELECT a, b, note FROM src",
+        "REPLACE INTO friends (a, b, note) SELECT a, b, CONCAT(note, 'r') FROM src WHERE a = 3",
+        "INSERT INTO friends (a, b, note) SELECT a, b, note FROM src WHERE a = 99",
+        "INSERT INTO friends SELECT NULL, a + 100, b, note FROM src WHERE a IS NOT NULL",
+        "INSERT INTO users (email) SELECT 'sel@x'",
+        "INSERT INTO users (email) SELECT 'SEL@x'",
+        "INSERT IGNORE INTO users (email) SELECT CONCAT(note, '@x') FROM src ORDER BY note",
+        "INSERT INTO users (email) SELECT CONCAT(note, '@x') FROM src WHERE note = 's2'",
+    ] {
+        let want = outcome(&mut b.direct, sql);
+        let got = outcome(&mut b.through, sql);
+        assert_eq!(got, want, "{sql}");
+    }
+    // Refused for every placed table: its UPDATE may name the SELECT's columns.
+    let sql = "INSERT INTO friends (a, b, note) SELECT a, b, note FROM src \
+               ON DUPLICATE KEY UPDATE note = 'x'";
+    let got = outcome(&mut b.through, sql);
+    assert!(got.starts_with("err 1235"), "{sql}: {got}");
+    for t in ["friends", "users"] {
+        assert_eq!(rows(&mut b.through, t), rows(&mut b.direct, t), "{t}");
+    }
+    // Generated ids as one server reports them: LAST_INSERT_ID() is the statement's first.
+    let sql = "INSERT INTO friends (a, b, note) SELECT a + 200, b, note FROM src WHERE a = 11";
+    b.through.query_drop(sql).unwrap();
+    let id: u64 = b
+        .through
+        .query_first("SELECT LAST_INSERT_ID()")
+        .unwrap()
+        .unwrap();
+    let stored: u64 = b
+        .through
+        .query_first("SELECT id FROM friends WHERE a = 211")
+        .unwrap()
+        .unwrap();
+    assert_eq!(id, stored);
+}
+
+#[test]
 fn two_sessions_inserting_one_value_at_once_store_it_once() {
     let b = start();
     let mut first = b.g.conn();
@@ -328,7 +383,6 @@ fn shapes_the_lookup_cannot_follow_are_refused_and_existing_duplicates_keep_idga
         .query_drop("INSERT INTO friends (a, b) VALUES (1, 2), (3, 2)")
         .unwrap();
     for sql in [
-        "INSERT INTO users (email) SELECT 'sel@x'",
         "INSERT INTO users (email) VALUES (CONCAT('a', '@x'))",
         "INSERT INTO users (email) VALUES ('z@x') ON DUPLICATE KEY UPDATE email = 'w@x'",
         "ALTER TABLE friends ADD UNIQUE KEY by_note (note)",

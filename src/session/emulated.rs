@@ -288,11 +288,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         if matches!(a.body, sql::InsertBody::Select { .. }) {
-            if global.is_some() {
-                self.send_error(&crate::unique::select_refusal(&a.table.name));
-                return None;
-            }
-            return match self.run_insert_select(text, &a, &rule, false, scope).await {
+            let keys = global.as_deref();
+            return match self
+                .run_insert_select(text, &a, &rule, keys, false, scope)
+                .await
+            {
                 super::query::Step::End(e) => Some(e),
                 _ => None,
             };

@@ -10,11 +10,13 @@ use super::fetch::FetchLimits;
 use super::insert_source::source_of;
 use super::query::Step;
 use super::{End, Session};
+use crate::exec::primitives::bulk_write::BulkOk;
 use crate::exec::primitives::insert_select::{self, failed, Target, Written};
 use crate::exec::primitives::insert_source::Source;
 use crate::exec::StatementScope;
 use crate::route::TableRule;
 use crate::sql::{self, InsertAnalysis, InsertBody, StatementKind};
+use crate::unique::GlobalKey;
 use crate::wire::errors::SqlError;
 
 fn unsupported(msg: String) -> SqlError {
@@ -28,10 +30,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         stmt: &[u8],
         a: &InsertAnalysis,
         rule: &TableRule,
+        keys: Option<&[GlobalKey]>,
         more: bool,
         scope: StatementScope,
     ) -> Step {
-        match Box::pin(self.insert_select(stmt, a, rule, more, scope)).await {
+        match Box::pin(self.insert_select(stmt, a, rule, keys, more, scope)).await {
             Ok(true) => Step::Ok,
             Ok(false) => Step::Failed,
             Err(end) => Step::End(end),
@@ -44,6 +47,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         stmt: &[u8],
         a: &InsertAnalysis,
         rule: &TableRule,
+        keys: Option<&[GlobalKey]>,
         more: bool,
         scope: StatementScope,
     ) -> Result<bool, End> {
@@ -73,6 +77,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 "Column count doesn't match value count at row 1",
             ));
             return Ok(false);
+        }
+        if let Some(keys) = keys {
+            let (target, source) = (&target, &source);
+            return self
+                .insert_select_guarded(a, rule, keys, target, source, more, scope)
+                .await;
         }
         let planned = match insert_select::source_ids(rule, &target, &source).await {
             Ok(ids) => insert_select::shard_rows(rule, &target, &source, &ids).map(|s| (ids, s)),
@@ -111,6 +121,42 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(false)
             }
         }
+    }
+
+    /// Into a table whose unique keys hold through lookups (`unique: global`): the rows as one
+    /// INSERT … VALUES, run row by row through the lookups as such an INSERT is.
+    #[allow(clippy::too_many_arguments)]
+    async fn insert_select_guarded(
+        &mut self,
+        a: &InsertAnalysis,
+        rule: &TableRule,
+        keys: &[GlobalKey],
+        target: &Target,
+        source: &Source,
+        more: bool,
+        scope: StatementScope,
+    ) -> Result<bool, End> {
+        if source.rows.is_empty() {
+            let ok = BulkOk {
+                affected: 0,
+                insert_id: 0,
+                warnings: 0,
+                info: b"Records: 0  Duplicates: 0  Warnings: 0".to_vec(),
+            };
+            self.answer_bulk(&ok, None, more);
+            return Ok(true);
+        }
+        let text = insert_select::values_statement(a, target, source);
+        let values = match sql::analyze_insert(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                self.send_error(&SqlError::from(e));
+                return Ok(false);
+            }
+        };
+        // INSERT … SELECT reports Records/Duplicates even for one row.
+        self.guarded_insert(&text, &values, rule, keys, (more, true), scope)
+            .await
     }
 
     /// The target table's columns, generator and id column.

@@ -158,7 +158,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             (None, None) => return Ok(Err(SqlError::new(1046, b"3D000", "No database selected"))),
         };
         if self.proxy.unique.keys_of(&schema, &ld.table.name).is_some() {
-            return Ok(Err(crate::unique::select_refusal(&ld.table.name)));
+            return Ok(Err(crate::unique::load_data_refusal(&ld.table.name)));
         }
         let (targets, row_plan) = match self.load_targets(&ld, rule, &schema).await {
             Ok(t) => t,

@@ -435,11 +435,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     }
                 };
                 if matches!(a.body, sql::InsertBody::Select { .. }) {
-                    if global.is_some() {
-                        self.send_error(&crate::unique::select_refusal(&a.table.name));
-                        return Step::Failed;
-                    }
-                    return self.run_insert_select(stmt, &a, &rule, more, scope).await;
+                    let keys = global.as_deref();
+                    return self
+                        .run_insert_select(stmt, &a, &rule, keys, more, scope)
+                        .await;
                 }
                 if let Some(keys) = global {
                     return self

@@ -79,20 +79,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         more: bool,
         scope: StatementScope,
     ) -> Step {
-        match self.guarded_insert(stmt, a, rule, keys, more, scope).await {
+        match self
+            .guarded_insert(stmt, a, rule, keys, (more, false), scope)
+            .await
+        {
             Ok(true) => Step::Ok,
             Ok(false) => Step::Failed,
             Err(end) => Step::End(end),
         }
     }
 
-    async fn guarded_insert(
+    /// `(more, always_info)`: more statements follow; the OK carries Records/Duplicates even
+    /// for one row (INSERT … SELECT).
+    pub(super) async fn guarded_insert(
         &mut self,
         stmt: &[u8],
         a: &InsertAnalysis,
         rule: &TableRule,
         keys: &[GlobalKey],
-        more: bool,
+        (more, always_info): (bool, bool),
         scope: StatementScope,
     ) -> Result<bool, End> {
         if let Err(e) = refuse_shapes(stmt, a, keys) {
@@ -155,7 +160,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             );
             return Ok(true);
         }
-        let info = if rows.len() > 1 {
+        let info = if rows.len() > 1 || always_info {
             format!(
                 "Records: {}  Duplicates: {}  Warnings: {}",
                 rows.len(),

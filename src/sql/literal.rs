@@ -12,7 +12,8 @@ pub enum ValueKind {
     Default,
     /// An integer literal, sign included (`0`, `-5`, `+7`).
     Int(i128),
-    /// A string literal ('…', "…", `_charset'…'`, `N'…'`) with MySQL escapes resolved.
+    /// A string literal ('…', "…", `_charset'…'`, `N'…'`) with MySQL escapes resolved, or a
+    /// hexadecimal one with a character set introducer (`_utf8mb4 X'61'`), decoded.
     Str(Vec<u8>),
     /// `?`, with its 0-based index among all `?` of the statement.
     Placeholder(usize),
@@ -34,7 +35,32 @@ pub(crate) fn value_kind(v: &[u8], placeholder: Option<usize>) -> ValueKind {
     if let Some(n) = int_literal(v) {
         return ValueKind::Int(n);
     }
-    string_literal(v).map_or(ValueKind::Other, ValueKind::Str)
+    string_literal(v)
+        .or_else(|| introduced_hex(v))
+        .map_or(ValueKind::Other, ValueKind::Str)
+}
+
+/// `_charset X'…'` (the introducer makes it a character string, whatever the column): its bytes.
+/// A bare `X'…'` is a number in numeric contexts, so it stays an expression here.
+fn introduced_hex(v: &[u8]) -> Option<Vec<u8>> {
+    let rest = v.strip_prefix(b"_")?;
+    let name_end = rest
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))?;
+    if name_end == 0 {
+        return None;
+    }
+    let rest = rest[name_end..].trim_ascii_start();
+    let hex = rest
+        .strip_prefix(b"X'")
+        .or_else(|| rest.strip_prefix(b"x'"))?
+        .strip_suffix(b"'")?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    hex.chunks(2)
+        .map(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 16).ok())
+        .collect()
 }
 
 fn int_literal(v: &[u8]) -> Option<i128> {
@@ -158,6 +184,20 @@ mod tests {
             Str("😀".as_bytes().to_vec())
         );
         assert_eq!(value_kind(b"N'x'", None), Str(b"x".to_vec()));
+        assert_eq!(value_kind(b"_utf8mb4 X'6140'", None), Str(b"a@".to_vec()));
+        assert_eq!(
+            value_kind(b"_binary x'00ff'", None),
+            Str(b"\x00\xff".to_vec())
+        );
+        assert_eq!(value_kind(b"_latin1 X''", None), Str(Vec::new()));
+        assert_eq!(
+            value_kind(b"X'61'", None),
+            Other,
+            "a number in numeric contexts"
+        );
+        assert_eq!(value_kind(b"_utf8mb4 X'6'", None), Other);
+        assert_eq!(value_kind(b"_utf8mb4 X'6g'", None), Other);
+        assert_eq!(value_kind(b"_ X'61'", None), Other);
         assert_eq!(value_kind(b"'a' 'b'", None), Other);
         assert_eq!(value_kind(b"'a", None), Other);
         assert_eq!(value_kind(b"'", None), Other);

@@ -15,15 +15,15 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 
-/// INSERT … SELECT and LOAD DATA write rows idgate does not see one by one yet.
-pub fn select_refusal(table: &str) -> crate::wire::errors::SqlError {
+/// LOAD DATA streams rows idgate does not claim one by one yet.
+pub fn load_data_refusal(table: &str) -> crate::wire::errors::SqlError {
     crate::wire::errors::SqlError::new(
         crate::sql::ER_NOT_SUPPORTED_YET,
         b"42000",
         format!(
-            "idgate: INSERT … SELECT and LOAD DATA into `{table}`, whose unique keys are held \
-             across shards through lookups (unique: global), are not supported yet; insert \
-             the rows with INSERT … VALUES"
+            "idgate: LOAD DATA into `{table}`, whose unique keys are held across shards through \
+             lookups (unique: global), is not supported yet; load the file into a table \
+             without global keys and copy the rows with INSERT … SELECT"
         ),
     )
 }

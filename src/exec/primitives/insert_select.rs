@@ -386,6 +386,20 @@ impl Tally {
 
 /// `INSERT [IGNORE] INTO schema.table (columns) VALUES ` as every batch starts.
 fn statement_head(a: &InsertAnalysis, rule: &TableRule, target: &Target) -> Vec<u8> {
+    let add_id = target.generator.is_some() && target.id_pos.is_none();
+    let id = add_id.then_some(rule.id_column.as_str());
+    let columns = id
+        .into_iter()
+        .chain(target.columns.iter().map(String::as_str));
+    insert_head(a, &target.schema, columns)
+}
+
+/// `INSERT [IGNORE] INTO schema.table (columns) VALUES ` (or `REPLACE`), as `a` writes.
+fn insert_head<'c>(
+    a: &InsertAnalysis,
+    schema: &str,
+    columns: impl Iterator<Item = &'c str>,
+) -> Vec<u8> {
     let mut s = if a.replace {
         b"REPLACE ".to_vec()
     } else if a.ignore {
@@ -394,21 +408,39 @@ fn statement_head(a: &InsertAnalysis, rule: &TableRule, target: &Target) -> Vec<
         b"INSERT ".to_vec()
     };
     s.extend_from_slice(b"INTO ");
-    sql::push_name(&mut s, target.schema.as_bytes());
+    sql::push_name(&mut s, schema.as_bytes());
     s.push(b'.');
     sql::push_name(&mut s, a.table.name.as_bytes());
     s.extend_from_slice(b" (");
-    let add_id = target.generator.is_some() && target.id_pos.is_none();
-    if add_id {
-        sql::push_name(&mut s, rule.id_column.as_bytes());
-    }
-    for (k, c) in target.columns.iter().enumerate() {
-        if k > 0 || add_id {
+    for (k, c) in columns.enumerate() {
+        if k > 0 {
             s.push(b',');
         }
         sql::push_name(&mut s, c.as_bytes());
     }
     s.extend_from_slice(b") VALUES ");
+    s
+}
+
+/// The SELECT's rows as one `INSERT … VALUES` of the same kind into the same columns, each
+/// value a literal that reads back as itself: for a table whose unique keys idgate checks row by
+/// row (`unique: global`), which runs it as it runs such an INSERT.
+pub fn values_statement(a: &InsertAnalysis, target: &Target, source: &Source) -> Vec<u8> {
+    let columns = target.columns.iter().map(String::as_str);
+    let mut s = insert_head(a, &target.schema, columns);
+    for k in 0..source.rows.len() {
+        if k > 0 {
+            s.push(b',');
+        }
+        s.push(b'(');
+        for p in 0..target.columns.len() {
+            if p > 0 {
+                s.push(b',');
+            }
+            source.push_literal(&mut s, k, p);
+        }
+        s.push(b')');
+    }
     s
 }
 
