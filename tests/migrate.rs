@@ -755,6 +755,46 @@ fn a_second_instance_follows_the_switch_and_nothing_acknowledged_is_lost() {
 }
 
 #[test]
+fn verify_switch_and_reverse_asked_of_another_instance_run_where_the_job_runs() {
+    let dbs = [binlog_db(), binlog_db(), binlog_db()];
+    fill(&mut direct(&dbs[0]), 2_000);
+    let backends = [
+        ("shard0", &dbs[0]),
+        ("shard1", &dbs[1]),
+        ("shard2", &dbs[2]),
+    ];
+    let a = admin_idgate(&backends, GENERATORS);
+    let b = admin_idgate(&backends, GENERATORS);
+    let mut on_a = a.conn();
+    on_a.query_drop(start_stmt("shard1, shard2")).unwrap();
+    wait_caught_up(&a, &mut on_a, "accounts", Duration::from_secs(60));
+    // Every step asked of b: a runs the job, so a does it and b answers with a's answer.
+    let mut on_b = b.conn();
+    let differ: Vec<mysql::Row> = on_b
+        .query("IDGATE MIGRATE VERIFY accounts")
+        .unwrap_or_else(|e| panic!("{e}; a's log:\n{}", a.log()));
+    assert!(differ.is_empty(), "the copy differs: {differ:?}");
+    let info = step(&b, &mut on_b, "SWITCH");
+    assert!(info.contains("switched to its new placement"), "{info}");
+    // b routes by the new placement at once: its writes land there, without a fence error.
+    let tables: Vec<mysql::Row> = on_b.query("SHOW IDGATE TABLES").unwrap();
+    assert!(!tables.is_empty(), "b does not route the moved table yet");
+    on_b.query_drop("INSERT INTO accounts (name, note) VALUES ('via-b', 'after')")
+        .unwrap();
+    let id = on_b.last_insert_id();
+    assert!(
+        holds(&dbs[1], id) || holds(&dbs[2], id),
+        "row {id} is not on the new shards"
+    );
+    let info = step(&b, &mut on_b, "REVERSE");
+    assert!(info.contains("back on its old placement"), "{info}");
+    // A step for a job no live instance runs is still refused, naming what to do.
+    let (code, message) = refusal(&mut on_b, "IDGATE MIGRATE SWITCH accounts");
+    assert_eq!(code, 1105);
+    assert!(message.contains("SWITCH needs it `ready`"), "{message}");
+}
+
+#[test]
 fn a_job_killed_in_catch_up_or_in_switch_resumes_and_a_half_made_switch_is_undone() {
     let (dbs, g) = three_servers(3_000, false);
     let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);

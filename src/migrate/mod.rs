@@ -14,6 +14,7 @@ pub mod job;
 pub mod placements;
 pub mod plan;
 pub mod progress;
+mod requests;
 pub mod source;
 mod start;
 mod statements;
@@ -132,8 +133,10 @@ pub(crate) async fn start_reverse(proxy: &Arc<Proxy>, store: &Store, key: &str) 
     }
 }
 
-/// Looks for jobs no live instance runs and takes them over, until the proxy is gone.
+/// Looks for jobs no live instance runs and takes them over, and serves other instances'
+/// requests for the jobs run here, until the proxy is gone.
 pub fn watch(proxy: &Arc<Proxy>) {
+    requests::serve(proxy);
     let weak = Arc::downgrade(proxy);
     tokio::spawn(async move {
         loop {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::requests::{self, Answered};
 use super::start;
 use super::store::{is_finished, JobRow};
 use crate::admin::result_set::{num, text, Col, ResultSet};
@@ -49,12 +50,12 @@ pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement
             };
             match step {
                 MigrateStep::Cancel => cancel(proxy, &k).await,
-                MigrateStep::Switch => switch(proxy, &k).await,
+                MigrateStep::Switch => switch(proxy, &k, true).await,
                 MigrateStep::Complete => complete(proxy, &k).await,
-                MigrateStep::Reverse => reverse(proxy, &k).await,
+                MigrateStep::Reverse => reverse(proxy, &k, true).await,
                 MigrateStep::Verify => {
-                    return match verify(proxy, &k).await {
-                        Ok(rs) => Answer::Rows(rs),
+                    return match verify(proxy, &k, true).await {
+                        Ok(d) => Answer::Rows(differences(d)),
                         Err(e) => Answer::Err(e),
                     }
                 }
@@ -157,13 +158,60 @@ async fn status(proxy: &Arc<Proxy>, only: Option<&str>) -> Result<ResultSet, Sql
     Ok(rs)
 }
 
-async fn switch(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
+/// Runs `step` of the job `k`, which this instance runs, for another instance that was asked.
+pub(super) async fn run_here(
+    proxy: &Arc<Proxy>,
+    k: &str,
+    step: requests::Step,
+) -> Result<Answered, SqlError> {
+    match step {
+        requests::Step::Switch => switch(proxy, k, false).await.map(Answered::Info),
+        requests::Step::Verify => verify(proxy, k, false).await.map(Answered::Differences),
+        requests::Step::Reverse => reverse(proxy, k, false).await.map(Answered::Info),
+    }
+}
+
+/// The instance that runs the job, when it is another live one this one may ask
+/// (`may_ask`: not itself answering another instance's request).
+fn asked_owner(proxy: &Proxy, j: &JobRow, may_ask: bool) -> Option<String> {
+    owner(j).filter(|o| may_ask && *o != proxy.migrations.owner && !is_finished(&j.phase))
+}
+
+/// Asks the instance `o` for `step` and expects an info text back.
+async fn ask_for_info(
+    proxy: &Arc<Proxy>,
+    store: &super::store::Store,
+    k: &str,
+    step: requests::Step,
+    o: &str,
+) -> Result<String, SqlError> {
+    match requests::ask(proxy, store, k, step, o).await? {
+        Answered::Info(s) => Ok(s),
+        Answered::Differences(_) => Err(refused("the running instance answered with rows")),
+    }
+}
+
+async fn switch(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
     let Some(running) = m.running.get(k).map(|r| r.clone()) else {
+        if let Some(o) = asked_owner(proxy, &j, may_ask).filter(|_| j.phase != "switched") {
+            // This instance's statements about the table wait too, and then run on the
+            // placement the store records, instead of meeting the old placement's fence.
+            let (schema, table) = k.split_once('.').unwrap_or(("", k));
+            let hold = m.holds.hold(schema, table);
+            let r = ask_for_info(proxy, &store, k, requests::Step::Switch, &o).await;
+            if r.is_ok() {
+                if let Err(e) = super::follow_placements(proxy).await {
+                    tracing::warn!(table = %k, error = %e, "cannot read the new placement yet");
+                }
+            }
+            drop(hold);
+            return r;
+        }
         return Err(refused(match owner(&j) {
-            Some(o) if j.phase != "switched" => {
+            Some(o) if j.phase != "switched" && !is_finished(&j.phase) => {
                 format!("the migration of `{k}` runs on the idgate instance {o}; run SWITCH there")
             }
             _ => format!(
@@ -186,11 +234,21 @@ async fn switch(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
     ))
 }
 
-async fn verify(proxy: &Arc<Proxy>, k: &str) -> Result<ResultSet, SqlError> {
+async fn verify(
+    proxy: &Arc<Proxy>,
+    k: &str,
+    may_ask: bool,
+) -> Result<Vec<super::verify::Difference>, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
     let Some(running) = m.running.get(k).map(|r| r.clone()) else {
+        if let Some(o) = asked_owner(proxy, &j, may_ask) {
+            return match requests::ask(proxy, &store, k, requests::Step::Verify, &o).await? {
+                Answered::Differences(d) => Ok(d),
+                Answered::Info(_) => Err(refused("the running instance answered without rows")),
+            };
+        }
         return Err(refused(match owner(&j) {
             Some(o) => {
                 format!("the migration of `{k}` runs on the idgate instance {o}; run VERIFY there")
@@ -209,9 +267,13 @@ async fn verify(proxy: &Arc<Proxy>, k: &str) -> Result<ResultSet, SqlError> {
     }
     let spec = running.spec.clone();
     let from = start::current_rule(proxy, &spec.schema, &spec.table);
-    let diffs = super::verify::verify(&spec, &from, &running)
+    super::verify::verify(&spec, &from, &running)
         .await
-        .map_err(refused)?;
+        .map_err(refused)
+}
+
+/// VERIFY's answer: one row per range that differs.
+fn differences(diffs: Vec<super::verify::Difference>) -> ResultSet {
     let mut rs = ResultSet::new(&[
         ("source", Col::Text(100)),
         ("first_key", Col::Text(256)),
@@ -228,10 +290,10 @@ async fn verify(proxy: &Arc<Proxy>, k: &str) -> Result<ResultSet, SqlError> {
             num(d.target_rows),
         ]);
     }
-    Ok(rs)
+    rs
 }
 
-async fn reverse(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
+async fn reverse(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
@@ -247,6 +309,9 @@ async fn reverse(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
         .map(|r| r.clone())
         .filter(|r| r.spec.reverse);
     let Some(running) = running else {
+        if let Some(o) = asked_owner(proxy, &j, may_ask) {
+            return ask_for_info(proxy, &store, k, requests::Step::Reverse, &o).await;
+        }
         return Err(refused(match owner(&j) {
             Some(o) => format!(
                 "the stream back of `{k}` runs on the idgate instance {o}; run REVERSE there"

@@ -98,7 +98,7 @@ pub struct Store {
     pool: StorePool,
 }
 
-async fn bounded<T>(
+pub(super) async fn bounded<T>(
     f: impl std::future::Future<Output = Result<T, mysql_async::Error>>,
 ) -> Result<T, String> {
     match tokio::time::timeout(STORE_TIMEOUT, f).await {
@@ -125,10 +125,12 @@ impl Store {
         bounded(c.query_drop(CREATE_STREAMS)).await?;
         bounded(c.query_drop(CREATE_PLACEMENTS)).await?;
         bounded(c.query_drop(CREATE_REVERSE)).await?;
+        drop(c);
+        super::requests::create_table(&store).await?;
         Ok(store)
     }
 
-    async fn conn(&self) -> Result<Conn, String> {
+    pub(super) async fn conn(&self) -> Result<Conn, String> {
         bounded(self.pool.get_conn()).await
     }
 
