@@ -36,6 +36,8 @@ const TAKE_WITHIN_MS: i64 = 10_000;
 /// How long a taken request may run (a SWITCH drains, raises ids and stops the job's tasks,
 /// each bounded well under this).
 const RUN_WITHIN: Duration = Duration::from_secs(180);
+/// Requests older than this are gone whatever became of them (longer than any ask waits).
+const STALE_MS: i64 = 3_600_000;
 /// How often the asking session looks for the answer.
 const ANSWER_POLL: Duration = Duration::from_millis(100);
 
@@ -178,6 +180,11 @@ async fn take_requests(proxy: &Arc<Proxy>) -> Result<(), String> {
     let keys: Vec<String> = m.running.iter().map(|r| r.key().clone()).collect();
     let store = m.store(proxy).await?.clone();
     let mut c = store.conn().await?;
+    // Requests whose asker went away without reading them (the table stays tiny).
+    bounded(c.query_drop(format!(
+        "DELETE FROM idgate_migration_requests WHERE expires_ms < {DB_NOW_MS} - {STALE_MS}"
+    )))
+    .await?;
     let pending: Vec<(u64, String, String)> = bounded(c.query(format!(
         "SELECT id, table_key, step FROM idgate_migration_requests \
          WHERE answered = 0 AND taken_by IS NULL AND expires_ms > {DB_NOW_MS} ORDER BY id"
