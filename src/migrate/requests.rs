@@ -38,6 +38,8 @@ const TAKE_WITHIN_MS: i64 = 10_000;
 const RUN_WITHIN: Duration = Duration::from_secs(180);
 /// Requests older than this are gone whatever became of them (longer than any ask waits).
 const STALE_MS: i64 = 3_600_000;
+/// How often an instance running jobs deletes stale requests.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// How often the asking session looks for the answer.
 const ANSWER_POLL: Duration = Duration::from_millis(100);
 
@@ -160,6 +162,7 @@ pub async fn ask(
 pub fn serve(proxy: &Arc<Proxy>) {
     let weak = Arc::downgrade(proxy);
     tokio::spawn(async move {
+        let mut swept = Instant::now();
         loop {
             tokio::time::sleep(POLL_EVERY).await;
             let Some(proxy) = weak.upgrade() else {
@@ -171,8 +174,24 @@ pub fn serve(proxy: &Arc<Proxy>) {
             if let Err(e) = take_requests(&proxy).await {
                 debug!(error = %e, "looking for migration requests");
             }
+            if swept.elapsed() > SWEEP_EVERY {
+                swept = Instant::now();
+                if let Err(e) = forget_stale(&proxy).await {
+                    debug!(error = %e, "deleting stale migration requests");
+                }
+            }
         }
     });
+}
+
+/// Deletes requests whose asker went away without reading them (the table stays tiny).
+async fn forget_stale(proxy: &Arc<Proxy>) -> Result<(), String> {
+    let store = proxy.migrations.store(proxy).await?.clone();
+    let mut c = store.conn().await?;
+    bounded(c.query_drop(format!(
+        "DELETE FROM idgate_migration_requests WHERE expires_ms < {DB_NOW_MS} - {STALE_MS}"
+    )))
+    .await
 }
 
 async fn take_requests(proxy: &Arc<Proxy>) -> Result<(), String> {
@@ -180,11 +199,6 @@ async fn take_requests(proxy: &Arc<Proxy>) -> Result<(), String> {
     let keys: Vec<String> = m.running.iter().map(|r| r.key().clone()).collect();
     let store = m.store(proxy).await?.clone();
     let mut c = store.conn().await?;
-    // Requests whose asker went away without reading them (the table stays tiny).
-    bounded(c.query_drop(format!(
-        "DELETE FROM idgate_migration_requests WHERE expires_ms < {DB_NOW_MS} - {STALE_MS}"
-    )))
-    .await?;
     let pending: Vec<(u64, String, String)> = bounded(c.query(format!(
         "SELECT id, table_key, step FROM idgate_migration_requests \
          WHERE answered = 0 AND taken_by IS NULL AND expires_ms > {DB_NOW_MS} ORDER BY id"
