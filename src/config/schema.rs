@@ -46,6 +46,9 @@ pub struct Config {
     /// How a transaction that wrote on several backends commits.
     #[serde(default)]
     pub transactions: Transactions,
+    /// How table moves (`IDGATE MIGRATE`) share the servers with the application.
+    #[serde(default)]
+    pub migrations: MigrationSettings,
     /// Most logged-in client sessions at once (MariaDB's max_connections); more get ERROR 1040.
     #[serde(default = "super::limits::default_max_connections")]
     pub max_connections: usize,
@@ -137,6 +140,15 @@ pub struct Transactions {
     /// must differ. Default: the host name and the listen address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_id: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationSettings {
+    /// After each chunk, the copy rests this share (in percent) of the time the chunk took
+    /// (gh-ost's nice-ratio × 100): 100 halves its pace. For copies started after it is set.
+    #[serde(default)]
+    pub copy_rest_percent: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]

@@ -94,6 +94,13 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
+    if cfg.migrations.copy_rest_percent > 10_000 {
+        return Err(ConfigError::Yaml(format!(
+            "migrations.copy_rest_percent: {} is more than 10000 (a copy resting 100 times as \
+             long as it works)",
+            cfg.migrations.copy_rest_percent
+        )));
+    }
     if let Some(f) = &cfg.users_from_backend {
         if let Some(b) = f
             .value

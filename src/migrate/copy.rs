@@ -81,6 +81,8 @@ pub struct CopyTask<'a> {
     pub source: &'a str,
     pub source_cfg: &'a Backend,
     pub store: &'a Store,
+    /// After each chunk, rest this share (percent) of the time it took.
+    pub rest_percent: u32,
     pub progress: &'a Arc<StreamProgress>,
     /// No snapshot was taken for this source before: this one's position is where the
     /// catch-up starts, saved before any row is copied.
@@ -138,6 +140,7 @@ impl CopyTask<'_> {
         let mut limit = FIRST_CHUNK_ROWS;
         let mut chunk = read_chunk(conn, self.source, &select(&last, limit)).await?;
         loop {
+            let began = std::time::Instant::now();
             let n = chunk.len();
             let Some(tail) = chunk.last() else {
                 break;
@@ -157,6 +160,7 @@ impl CopyTask<'_> {
                 }
             });
             let moved = moved? as i64;
+            tokio::time::sleep(rest_after(began.elapsed(), self.rest_percent)).await;
             throttle(conn, self.source).await;
             let copied = self
                 .progress
@@ -202,6 +206,11 @@ async fn read_chunk(
         Ok(r) => r.map_err(|e| format!("reading from `{source}`: {e}")),
         Err(_) => Err(format!("reading from `{source}` timed out")),
     }
+}
+
+/// The rest after a chunk that took `took`: `percent` of it, at most `MAX_PAUSE`.
+fn rest_after(took: Duration, percent: u32) -> Duration {
+    (took * percent / 100).min(MAX_PAUSE)
 }
 
 /// Waits while the source is busy (`Threads_running` above the limit), a bounded time.
@@ -254,6 +263,15 @@ pub fn decode_key(s: &str) -> Result<Vec<Vec<u8>>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_copy_rests_its_share_of_each_chunks_time_within_the_longest_pause() {
+        let took = Duration::from_millis(200);
+        assert_eq!(rest_after(took, 0), Duration::ZERO);
+        assert_eq!(rest_after(took, 50), Duration::from_millis(100));
+        assert_eq!(rest_after(took, 300), Duration::from_millis(600));
+        assert_eq!(rest_after(Duration::from_secs(60), 100), MAX_PAUSE);
+    }
 
     #[test]
     fn saved_keys_round_trip() {

@@ -43,6 +43,8 @@ pub struct Spec {
     /// The stream back after a switch: `sources` are the new placement's backends and `target`
     /// the old placement; nothing is copied, and the phase stays `switched`.
     pub reverse: bool,
+    /// `migrations.copy_rest_percent` when the job started here.
+    pub rest_percent: u32,
 }
 
 /// A job this instance runs, as STATUS and CANCEL see it.
@@ -379,6 +381,7 @@ impl StreamTask {
                 store: &self.store,
                 progress: &self.progress,
                 first,
+                rest_percent: spec.rest_percent,
             };
             let r = tokio::select! {
                 _ = stop.changed() => return Ok(()),

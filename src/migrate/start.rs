@@ -54,6 +54,11 @@ pub fn current_rule(proxy: &Proxy, schema: &str, table: &str) -> TableRule {
     }
 }
 
+/// How long the copy rests after each chunk, as configured now.
+fn rest_percent(proxy: &Proxy) -> u32 {
+    proxy.live().config.migrations.copy_rest_percent
+}
+
 fn backends(proxy: &Proxy) -> BTreeMap<String, crate::config::Backend> {
     proxy
         .config
@@ -213,6 +218,7 @@ async fn prepare_checked(
         shape: Arc::new(shape),
         backends: backends(proxy),
         reverse: false,
+        rest_percent: rest_percent(proxy),
     };
     Ok((spec, job, streams))
 }
@@ -268,6 +274,7 @@ pub async fn spec_of(proxy: &Proxy, j: &JobRow) -> Result<Spec, String> {
         shape: Arc::new(shape?),
         backends: backends(proxy),
         reverse: false,
+        rest_percent: rest_percent(proxy),
     })
 }
 

@@ -9,6 +9,7 @@ use crate::config::Config;
 const LIVE_TOP: &[&str] = &[
     "users",
     "users_from_backend",
+    "migrations",
     "allow_plaintext_passwords",
     "max_packet_size",
     "shutdown_grace_ms",
