@@ -94,6 +94,16 @@ impl BackendPool {
     /// A pool on the same backend logging in as another account (a user's own), sharing this
     /// pool's connection cap so `max_connections` bounds the backend whatever the accounts.
     pub fn for_account(&self, user: &str, password: &str) -> Arc<BackendPool> {
+        self.sibling(user, password, None)
+    }
+
+    /// As [`BackendPool::for_account`] for an account read from the backend
+    /// (`users_from_backend`): it logs in with what the client's login proved (`secret`).
+    pub fn for_login(&self, user: &str, secret: &Secret) -> Arc<BackendPool> {
+        self.sibling(user, "", Some(secret.clone()))
+    }
+
+    fn sibling(&self, user: &str, password: &str, secret: Option<Secret>) -> Arc<BackendPool> {
         let mut cfg = Backend::clone(&self.cfg.load());
         cfg.user = user.to_string();
         cfg.password = password.to_string();
@@ -103,23 +113,7 @@ impl BackendPool {
             limits: self.limits.clone(),
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             stats: self.stats.clone(),
-            secret: None,
-        })
-    }
-
-    /// As [`BackendPool::for_account`] for an account read from the backend
-    /// (`users_from_backend`): it logs in with what the client's login proved (`secret`).
-    pub fn for_login(&self, user: &str, secret: &Secret) -> Arc<BackendPool> {
-        let mut cfg = Backend::clone(&self.cfg.load());
-        cfg.user = user.to_string();
-        cfg.password.clear();
-        Arc::new(BackendPool {
-            name: self.name.clone(),
-            cfg: ArcSwap::from_pointee(cfg),
-            limits: self.limits.clone(),
-            idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
-            stats: self.stats.clone(),
-            secret: Some(secret.clone()),
+            secret,
         })
     }
 

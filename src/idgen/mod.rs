@@ -40,6 +40,36 @@ pub struct IdBlock {
     pub count: u64,
 }
 
+/// New ids as a generator's kind makes them (`Generator::next_ids`).
+#[derive(Debug)]
+pub enum NewIds {
+    /// Contiguous (segment, snowflake).
+    Block(IdBlock),
+    /// One per id asked for, in order (biased).
+    Numbers(Vec<u64>),
+    Uuids(Vec<Uuid7>),
+}
+
+impl NewIds {
+    /// The first numeric id (what LAST_INSERT_ID() becomes); none for UUIDs.
+    pub fn first(&self) -> Option<u64> {
+        match self {
+            NewIds::Block(b) => Some(b.first),
+            NewIds::Numbers(n) => n.first().copied(),
+            NewIds::Uuids(_) => None,
+        }
+    }
+
+    /// The `i`-th numeric id; none for UUIDs.
+    pub fn number(&self, i: usize) -> Option<u64> {
+        match self {
+            NewIds::Block(b) => (i < b.count as usize).then(|| b.first + i as u64),
+            NewIds::Numbers(n) => n.get(i).copied(),
+            NewIds::Uuids(_) => None,
+        }
+    }
+}
+
 impl IdBlock {
     pub fn last(&self) -> u64 {
         self.first + self.count.saturating_sub(1)
@@ -161,6 +191,36 @@ impl Generator {
                 Ok(())
             }
             _ => Err(self.wrong_kind("next_uuids")),
+        }
+    }
+
+    /// Each id of a biased generator copies a bias value (the caller supplies one per id).
+    pub fn takes_bias(&self) -> bool {
+        matches!(self.kind, Kind::Biased(_))
+    }
+
+    /// `count` new ids of whatever kind the generator makes; `bias` holds one value per id when
+    /// [`Generator::takes_bias`] (otherwise it is not read).
+    pub async fn next_ids(&self, count: usize, bias: &[u64]) -> Result<NewIds> {
+        match &self.kind {
+            Kind::Uuidv7(_) => {
+                let mut out = Vec::with_capacity(count);
+                self.next_uuids(count, &mut out)?;
+                Ok(NewIds::Uuids(out))
+            }
+            Kind::Biased(_) => {
+                let mut out = Vec::with_capacity(count);
+                self.next_biased(bias, &mut out).await?;
+                Ok(NewIds::Numbers(out))
+            }
+            _ => {
+                let n = count as u64;
+                let block = match self.try_next_block(n) {
+                    Some(b) => b,
+                    None => self.next_block(n).await?,
+                };
+                Ok(NewIds::Block(block))
+            }
         }
     }
 

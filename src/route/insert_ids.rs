@@ -41,7 +41,8 @@ pub fn id_column_is_binary(rule: &TableRule, meta: &TableMeta) -> bool {
         .is_some_and(|t| t.starts_with("binary"))
 }
 
-fn uuid_literal(u: &Uuid7, binary: bool) -> Vec<u8> {
+/// A UUID as the literal the id column takes (see [`fill_uuids`]).
+pub fn uuid_literal(u: &Uuid7, binary: bool) -> Vec<u8> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut t = Vec::with_capacity(40);
     if binary {

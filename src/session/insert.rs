@@ -8,6 +8,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::{End, Session};
 use crate::exec::metadata::TableMeta;
 use crate::exec::relay::{Adjust, Reply};
+use crate::idgen::NewIds;
 use crate::route::insert::{self, InsertPlan, RowId};
 use crate::route::{insert_ids, TableRule};
 use crate::sql::InsertAnalysis;
@@ -143,30 +144,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let gen_err = |e: crate::idgen::IdGenError| {
             err(errors::ER_UNKNOWN_ERROR, b"HY000", format!("idgate: {e}"))
         };
-        match g.kind() {
-            "uuidv7" => {
-                let mut out = Vec::with_capacity(slots.len());
-                g.next_uuids(slots.len(), &mut out).map_err(gen_err)?;
+        let bias = match g.takes_bias() {
+            true => insert_ids::bias_values(a, rule, meta, &slots)?,
+            false => Vec::new(),
+        };
+        let new = g.next_ids(slots.len(), &bias).await.map_err(gen_err)?;
+        match &new {
+            NewIds::Uuids(out) => {
                 let binary = insert_ids::id_column_is_binary(rule, meta);
-                insert_ids::fill_uuids(ids, &slots, &out, binary);
-                Ok(None)
+                insert_ids::fill_uuids(ids, &slots, out, binary);
             }
-            "biased" => {
-                let bias = insert_ids::bias_values(a, rule, meta, &slots)?;
-                let mut out = Vec::with_capacity(slots.len());
-                g.next_biased(&bias, &mut out).await.map_err(gen_err)?;
-                insert_ids::fill_numeric(ids, &slots, out.iter().copied());
-                Ok(out.first().copied())
-            }
-            _ => {
-                let block = match g.try_next_block(slots.len() as u64) {
-                    Some(b) => b,
-                    None => g.next_block(slots.len() as u64).await.map_err(gen_err)?,
-                };
-                insert_ids::fill_numeric(ids, &slots, block.iter());
-                Ok(Some(block.first))
-            }
+            NewIds::Block(b) => insert_ids::fill_numeric(ids, &slots, b.iter()),
+            NewIds::Numbers(n) => insert_ids::fill_numeric(ids, &slots, n.iter().copied()),
         }
+        Ok(new.first())
     }
 
     /// Runs a planned INSERT. `Ok(false)`: the client got an error.

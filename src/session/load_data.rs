@@ -14,7 +14,7 @@ use super::{End, Session};
 use crate::config::tables::ExplicitIds;
 use crate::exec::collect::{collect, merge_info, Collected};
 use crate::exec::{BackendError, StatementScope};
-use crate::idgen::Generator;
+use crate::idgen::{Generator, NewIds};
 use crate::route::{Placement, ShardValue, TableRule};
 use crate::sql::{self, Field, FieldReader, LoadData, OnDuplicate, Target};
 use crate::wire::errors::{self, SqlError};
@@ -546,11 +546,30 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Ok((ids, None));
         }
         let gen_err = |e: crate::idgen::IdGenError| failed(format!("idgate: {e}"));
-        let mut first = None;
-        match g.kind() {
-            "uuidv7" => {
-                let mut out = Vec::with_capacity(slots.len());
-                g.next_uuids(slots.len(), &mut out).map_err(gen_err)?;
+        let mut bias = Vec::new();
+        if g.takes_bias() {
+            for &k in &slots {
+                let b = plan
+                    .bias_field
+                    .and_then(|f| rows[k].get(f))
+                    .and_then(shard_value)
+                    .and_then(|v| match v {
+                        ShardValue::Int(i) => Some(i as u64),
+                        ShardValue::Str(_) => None,
+                    });
+                let Some(b) = b else {
+                    return Err(failed(format!(
+                        "Row {} of the file needs an integer for `{}`: the id's low bits copy it",
+                        first_line + k as u64,
+                        rule.bias_column.as_deref().unwrap_or("")
+                    )));
+                };
+                bias.push(b);
+            }
+        }
+        let new = g.next_ids(slots.len(), &bias).await.map_err(gen_err)?;
+        match &new {
+            NewIds::Uuids(out) => {
                 for (&k, u) in slots.iter().zip(out) {
                     ids[k] = Some(if plan.binary_uuid {
                         u.as_bytes().to_vec()
@@ -559,44 +578,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     });
                 }
             }
-            "biased" => {
-                let mut bias = Vec::with_capacity(slots.len());
-                for &k in &slots {
-                    let b = plan
-                        .bias_field
-                        .and_then(|f| rows[k].get(f))
-                        .and_then(shard_value)
-                        .and_then(|v| match v {
-                            ShardValue::Int(i) => Some(i as u64),
-                            ShardValue::Str(_) => None,
-                        });
-                    let Some(b) = b else {
-                        return Err(failed(format!(
-                            "Row {} of the file needs an integer for `{}`: the id's low bits copy it",
-                            first_line + k as u64,
-                            rule.bias_column.as_deref().unwrap_or("")
-                        )));
-                    };
-                    bias.push(b);
-                }
-                let mut out = Vec::with_capacity(slots.len());
-                g.next_biased(&bias, &mut out).await.map_err(gen_err)?;
-                first = out.first().copied();
-                for (&k, id) in slots.iter().zip(&out) {
-                    ids[k] = Some(id.to_string().into_bytes());
-                }
-            }
             _ => {
-                let block = match g.try_next_block(slots.len() as u64) {
-                    Some(b) => b,
-                    None => g.next_block(slots.len() as u64).await.map_err(gen_err)?,
-                };
-                first = Some(block.first);
-                for (&k, id) in slots.iter().zip(block.iter()) {
-                    ids[k] = Some(id.to_string().into_bytes());
+                for (n, &k) in slots.iter().enumerate() {
+                    ids[k] = new.number(n).map(|id| id.to_string().into_bytes());
                 }
             }
         }
+        let first = new.first();
         Ok((ids, first))
     }
 

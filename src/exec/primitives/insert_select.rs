@@ -12,7 +12,7 @@ use super::insert_source::{Source, SourceColumn};
 use crate::config::tables::ExplicitIds;
 use crate::exec::metadata::TableMeta;
 use crate::exec::WriteCursor;
-use crate::idgen::Generator;
+use crate::idgen::{Generator, NewIds};
 use crate::route::{Placement, ShardValue, TableRule};
 use crate::sql::{self, InsertAnalysis};
 use crate::wire::errors::{self, SqlError};
@@ -157,68 +157,56 @@ pub async fn source_ids(
     }
     let mut ids = vec![RowId::Own; n];
     let gen_err = |e: crate::idgen::IdGenError| failed(format!("idgate: {e}"));
+    let binary = crate::route::insert_ids::id_column_is_binary(rule, &target.meta);
     for chunk in slots.chunks(BATCH_ROWS) {
-        match g.kind() {
-            "uuidv7" => {
-                let mut out = Vec::with_capacity(chunk.len());
-                g.next_uuids(chunk.len(), &mut out).map_err(gen_err)?;
-                let binary = target
-                    .meta
-                    .column_type(&rule.id_column)
-                    .is_some_and(|t| t.starts_with("binary"));
-                for (&k, u) in chunk.iter().zip(out) {
-                    let text = if binary {
-                        let mut t = b"X'".to_vec();
-                        push_hex(&mut t, u.as_bytes());
-                        t.push(b'\'');
-                        t
-                    } else {
-                        let mut t = b"'".to_vec();
-                        t.extend_from_slice(&u.to_hyphenated());
-                        t.push(b'\'');
-                        t
-                    };
-                    ids[k] = RowId::Text(text);
+        let bias = match g.takes_bias() {
+            true => chunk_bias(rule, target, source, chunk)?,
+            false => Vec::new(),
+        };
+        match g.next_ids(chunk.len(), &bias).await.map_err(gen_err)? {
+            NewIds::Uuids(out) => {
+                for (&k, u) in chunk.iter().zip(&out) {
+                    ids[k] = RowId::Text(crate::route::insert_ids::uuid_literal(u, binary));
                 }
             }
-            "biased" => {
-                let column = rule.bias_column.as_deref().unwrap_or("");
-                let pos = target.position(column);
-                let mut bias = Vec::with_capacity(chunk.len());
-                for &k in chunk {
-                    let b = pos
-                        .and_then(|p| source.value(k, p))
-                        .and_then(|v| std::str::from_utf8(v).ok())
-                        .and_then(|t| t.trim().parse::<i128>().ok());
-                    let Some(b) = b else {
-                        return Err(failed(format!(
-                            "Row {} of the SELECT needs an integer for `{column}` of `{}`: \
-                             the id's low bits copy it",
-                            k + 1,
-                            rule.name
-                        )));
-                    };
-                    bias.push(b as u64);
-                }
-                let mut out = Vec::with_capacity(chunk.len());
-                g.next_biased(&bias, &mut out).await.map_err(gen_err)?;
-                for (&k, id) in chunk.iter().zip(out) {
-                    ids[k] = RowId::Number(id);
-                }
-            }
-            _ => {
-                let count = chunk.len() as u64;
-                let block = match g.try_next_block(count) {
-                    Some(b) => b,
-                    None => g.next_block(count).await.map_err(gen_err)?,
-                };
-                for (&k, id) in chunk.iter().zip(block.iter()) {
-                    ids[k] = RowId::Number(id);
+            new => {
+                for (n, &k) in chunk.iter().enumerate() {
+                    if let Some(id) = new.number(n) {
+                        ids[k] = RowId::Number(id);
+                    }
                 }
             }
         }
     }
     Ok(ids)
+}
+
+/// The bias each row of `chunk` gives a biased generator: its value of the bias column.
+fn chunk_bias(
+    rule: &TableRule,
+    target: &Target,
+    source: &Source,
+    chunk: &[usize],
+) -> Result<Vec<u64>, SqlError> {
+    let column = rule.bias_column.as_deref().unwrap_or("");
+    let pos = target.position(column);
+    chunk
+        .iter()
+        .map(|&k| {
+            let b = pos
+                .and_then(|p| source.value(k, p))
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .and_then(|t| t.trim().parse::<i128>().ok());
+            b.map(|b| b as u64).ok_or_else(|| {
+                failed(format!(
+                    "Row {} of the SELECT needs an integer for `{column}` of `{}`: the id's low \
+                     bits copy it",
+                    k + 1,
+                    rule.name
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The backends the rows go to, each with its rows in source order.

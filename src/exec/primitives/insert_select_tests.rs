@@ -64,6 +64,13 @@ fn target() -> Target {
     }
 }
 
+/// `INSERT INTO t (id, note) SELECT …` of `src` with `ids`, placed and written through `c`.
+fn write(c: &mut FakeCursor, src: &Source, ids: &[RowId]) -> Written {
+    let shares = shard_rows(&table(), &target(), src, ids).unwrap();
+    let a = analyze_insert(b"INSERT INTO t (id, note) SELECT id, note FROM u").unwrap();
+    block_on(write_rows(c, &a, &table(), &target(), (src, ids), &shares)).unwrap()
+}
+
 #[test]
 fn rows_keep_their_own_ids_and_go_to_the_shard_the_id_picks() {
     let src = source(&[(Some(4), "a"), (Some(7), "b"), (Some(10), "c")]);
@@ -92,18 +99,8 @@ fn rows_keep_their_own_ids_and_go_to_the_shard_the_id_picks() {
 fn generated_ids_choose_the_shard_and_are_written_in_place_of_the_rows_nulls() {
     let src = source(&[(None, "a"), (None, "b")]);
     let ids = [RowId::Number(11), RowId::Number(12)];
-    let shares = shard_rows(&table(), &target(), &src, &ids).unwrap();
-    let a = analyze_insert(b"INSERT INTO t (id, note) SELECT id, note FROM u").unwrap();
     let mut c = FakeCursor::new(Tables::new(Vec::new()));
-    let written = block_on(write_rows(
-        &mut c,
-        &a,
-        &table(),
-        &target(),
-        (&src, &ids),
-        &shares,
-    ))
-    .unwrap();
+    let written = write(&mut c, &src, &ids);
     let Written::Done {
         ok,
         first_generated,
@@ -140,19 +137,9 @@ fn generated_ids_choose_the_shard_and_are_written_in_place_of_the_rows_nulls() {
 fn a_refused_batch_undoes_every_shards_part_and_gives_the_backends_error() {
     let src = source(&[(Some(1), "a"), (Some(2), "b")]);
     let ids = [RowId::Own, RowId::Own];
-    let shares = shard_rows(&table(), &target(), &src, &ids).unwrap();
-    let a = analyze_insert(b"INSERT INTO t (id, note) SELECT id, note FROM u").unwrap();
     let mut c = FakeCursor::new(Tables::new(Vec::new()));
     c.refuse_statement("INSERT INTO `s`.`t` (`id`,`note`) VALUES (1,_utf8mb4 X'61')");
-    let written = block_on(write_rows(
-        &mut c,
-        &a,
-        &table(),
-        &target(),
-        (&src, &ids),
-        &shares,
-    ))
-    .unwrap();
+    let written = write(&mut c, &src, &ids);
     let Written::Failed(err) = written else {
         panic!("written: {written:?}");
     };
