@@ -352,15 +352,35 @@ fn refuse_shapes(stmt: &[u8], a: &InsertAnalysis, keys: &[GlobalKey]) -> Result<
         ))
     };
     if a.on_duplicate_update {
-        let assigned = sql::duplicate_update_columns(stmt).map_err(SqlError::from)?;
-        let key_col = |c: &String| {
-            keys.iter()
-                .flat_map(|k| &k.columns)
-                .any(|k| k.name.eq_ignore_ascii_case(c))
-        };
-        if assigned.iter().any(key_col) {
+        let assigned = sql::duplicate_update_assignments(stmt).map_err(SqlError::from)?;
+        if !keeps_keys(&assigned, keys) {
             return refuse("ON DUPLICATE KEY UPDATE of a unique key's column");
         }
     }
     Ok(())
+}
+
+/// Whether ON DUPLICATE KEY UPDATE leaves every global key as the lookups know it: no key column
+/// assigned, or (with one global key) every column of it assigned `VALUES(itself)`, the value
+/// the row claimed, as ORMs' upserts write (`email = VALUES(email)`). A key only partly
+/// assigned could end as a value nobody claimed.
+fn keeps_keys(assigned: &[(String, bool)], keys: &[GlobalKey]) -> bool {
+    let of_key =
+        |k: &GlobalKey, c: &str| k.columns.iter().any(|kc| kc.name.eq_ignore_ascii_case(c));
+    let touched: Vec<&GlobalKey> = keys
+        .iter()
+        .filter(|k| assigned.iter().any(|(c, _)| of_key(k, c)))
+        .collect();
+    match touched.as_slice() {
+        [] => true,
+        [k] if keys.len() == 1 => k.columns.iter().all(|kc| {
+            let mine: Vec<bool> = assigned
+                .iter()
+                .filter(|(c, _)| c.eq_ignore_ascii_case(&kc.name))
+                .map(|(_, keeps)| *keeps)
+                .collect();
+            !mine.is_empty() && mine.iter().all(|keeps| *keeps)
+        }),
+        _ => false,
+    }
 }

@@ -9,6 +9,15 @@ use super::parse::{parse_one, sanitize};
 
 /// Unquoted names of the columns the ON DUPLICATE KEY UPDATE list assigns (empty without one).
 pub fn duplicate_update_columns(stmt: &[u8]) -> Result<Vec<String>, SqlParseError> {
+    Ok(duplicate_update_assignments(stmt)?
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect())
+}
+
+/// As [`duplicate_update_columns`], each with whether its value is `VALUES(column)` of the same
+/// column (the value the row would have inserted).
+pub fn duplicate_update_assignments(stmt: &[u8]) -> Result<Vec<(String, bool)>, SqlParseError> {
     let text = sanitize(stmt);
     let Statement::Insert(ins) = parse_one(&text)? else {
         return Ok(Vec::new());
@@ -22,9 +31,15 @@ pub fn duplicate_update_columns(stmt: &[u8]) -> Result<Vec<String>, SqlParseErro
             AssignmentTarget::ColumnName(n) => vec![n],
             AssignmentTarget::Tuple(ns) => ns.iter().collect(),
         };
+        // `VALUES(col)` / `VALUE(col)` as sqlparser prints it, compared without quotes or case.
+        let plain = |s: String| s.replace(['`', '"', ' '], "").to_ascii_uppercase();
+        let value = plain(a.value.to_string());
         for n in names {
             if let Some(last) = n.0.last() {
-                out.push(unquote_ident(last.to_string().as_bytes()));
+                let column = unquote_ident(last.to_string().as_bytes());
+                let own = plain(column.clone());
+                let keeps = value == format!("VALUES({own})") || value == format!("VALUE({own})");
+                out.push((column, keeps));
             }
         }
     }
@@ -42,6 +57,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cols, ["Id", "v"]);
+        let kept = duplicate_update_assignments(
+            b"INSERT INTO t (a, b) VALUES (1, 2) ON DUPLICATE KEY UPDATE a = VALUES(`a`), \
+              `b` = values(b), c = VALUES(a), d = VALUES(d) + 1, e = VALUE(e)",
+        )
+        .unwrap();
+        assert_eq!(
+            kept,
+            [
+                ("a".to_string(), true),
+                ("b".to_string(), true),
+                ("c".to_string(), false),
+                ("d".to_string(), false),
+                ("e".to_string(), true),
+            ]
+        );
         assert!(duplicate_update_columns(b"INSERT INTO t VALUES (1)")
             .unwrap()
             .is_empty());
