@@ -6,6 +6,7 @@ use crate::sql::{self, IdFill, IdValue, InsertAnalysis};
 use crate::wire::errors::{self, SqlError};
 
 use super::insert::{err, id_index, row_count, shard_value, value_of, InsertPlan, RowId};
+use super::row_shards::{rows_by_shard, RowShardError};
 use super::{Placement, ShardValue, TableRule};
 
 /// The plan of an INSERT whose row ids are decided (`ids`, one per row, generated slots filled;
@@ -168,52 +169,31 @@ fn place(
             shards,
         } => (columns, algorithm, shards),
     };
-    let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); shards.len()];
-    for (row, id) in ids.iter().enumerate() {
-        // The first sharding column the row gives a literal for (the id counts as given
-        // when idgate generated it).
-        let mut value = None;
-        let mut used = "";
-        for c in columns {
-            used = c;
-            value = if c.eq_ignore_ascii_case(&rule.id_column) {
-                match id {
-                    RowId::Generated(id) => Some(ShardValue::Int(*id as i128)),
-                    RowId::GeneratedText(t) => Some(ShardValue::Str(t.clone())),
-                    RowId::Explicit(_) => value_of(a, meta, row, c).and_then(shard_value),
-                }
-            } else {
-                value_of(a, meta, row, c).and_then(shard_value)
-            };
-            if value.is_some() {
-                break;
+    // The first sharding column the row gives a literal for (the id counts as given when idgate
+    // generated it).
+    let value = |row: usize, c: &str| {
+        if c.eq_ignore_ascii_case(&rule.id_column) {
+            match &ids[row] {
+                RowId::Generated(id) => return Some(ShardValue::Int(*id as i128)),
+                RowId::GeneratedText(t) => return Some(ShardValue::Str(t.clone())),
+                RowId::Explicit(_) => {}
             }
         }
-        let Some(value) = value else {
-            return Err(err(
-                errors::ER_UNKNOWN_ERROR,
-                b"HY000",
-                format!(
-                    "Row {} of the INSERT into `{}` gives no literal value for its sharding column `{used}`; \
-                     idgate needs it to choose the shard",
-                    row + 1,
-                    a.table.name
-                ),
-            ));
-        };
-        let s = algorithm
-            .shard_of(&value, shards.len(), used)
-            .map_err(|e| err(errors::ER_UNKNOWN_ERROR, b"HY000", e.to_string()))?;
-        // shard_of answers below shards.len(); a wrong answer is an error, not a panic.
-        let Some(rows) = by_shard.get_mut(s) else {
-            return Err(err(
-                errors::ER_UNKNOWN_ERROR,
-                b"HY000",
-                format!("idgate: shard {s} of {} out of range", shards.len()),
-            ));
-        };
-        rows.push(row);
-    }
+        value_of(a, meta, row, c).and_then(shard_value)
+    };
+    let by_shard =
+        rows_by_shard(columns, algorithm, shards.len(), ids.len(), value).map_err(|e| {
+            let message = match e {
+                RowShardError::NoValue { row, column } => format!(
+                "Row {} of the INSERT into `{}` gives no literal value for its sharding column \
+                 `{column}`; idgate needs it to choose the shard",
+                row + 1,
+                a.table.name
+            ),
+                RowShardError::Algorithm(m) => m,
+            };
+            err(errors::ER_UNKNOWN_ERROR, b"HY000", message)
+        })?;
     let groups = by_shard
         .into_iter()
         .zip(shards)

@@ -40,6 +40,7 @@ pub mod pinned;
 pub mod plan;
 pub mod planner;
 pub mod prepared;
+pub mod row_shards;
 pub mod statement;
 mod statement_gateway;
 mod statement_load;

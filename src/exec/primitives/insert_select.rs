@@ -13,6 +13,7 @@ use crate::config::tables::ExplicitIds;
 use crate::exec::metadata::TableMeta;
 use crate::exec::WriteCursor;
 use crate::idgen::{Generator, NewIds};
+use crate::route::row_shards::{rows_by_shard, RowShardError};
 use crate::route::{Placement, ShardValue, TableRule};
 use crate::sql::{self, InsertAnalysis};
 use crate::wire::errors::{self, SqlError};
@@ -232,37 +233,29 @@ pub fn shard_rows(
             shards,
         } => (columns, algorithm, shards),
     };
-    let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); shards.len()];
-    for (k, id) in ids.iter().enumerate() {
-        let mut value = None;
-        let mut used = "";
-        for c in columns {
-            used = c;
-            let generated = c.eq_ignore_ascii_case(&rule.id_column);
-            value = match id {
-                RowId::Number(n) if generated => Some(ShardValue::Int(i128::from(*n))),
-                RowId::Text(t) if generated => Some(ShardValue::Str(t.clone())),
-                _ => target
-                    .position(c)
-                    .and_then(|p| shard_value(source.value(k, p), &source.columns[p])),
-            };
-            if value.is_some() {
-                break;
-            }
+    let value = |k: usize, c: &str| match &ids[k] {
+        RowId::Number(n) if c.eq_ignore_ascii_case(&rule.id_column) => {
+            Some(ShardValue::Int(i128::from(*n)))
         }
-        let Some(value) = value else {
-            return Err(failed(format!(
-                "Row {} of the SELECT gives no value for the sharding column `{used}` of \
+        RowId::Text(t) if c.eq_ignore_ascii_case(&rule.id_column) => {
+            Some(ShardValue::Str(t.clone()))
+        }
+        _ => target
+            .position(c)
+            .and_then(|p| shard_value(source.value(k, p), &source.columns[p])),
+    };
+    let rows = source.rows.len();
+    let by_shard = rows_by_shard(columns, algorithm, shards.len(), rows, value).map_err(|e| {
+        failed(match e {
+            RowShardError::NoValue { row, column } => format!(
+                "Row {} of the SELECT gives no value for the sharding column `{column}` of \
                  `{}`; idgate needs it to choose the shard",
-                k + 1,
+                row + 1,
                 rule.name
-            )));
-        };
-        let s = algorithm
-            .shard_of(&value, shards.len(), used)
-            .map_err(|e| failed(e.to_string()))?;
-        by_shard[s].push(k);
-    }
+            ),
+            RowShardError::Algorithm(m) => m,
+        })
+    })?;
     Ok(shards
         .iter()
         .zip(by_shard)
