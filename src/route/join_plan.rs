@@ -22,6 +22,7 @@ use sqlparser::ast::{
     Query, Select, SetExpr, Spanned, Statement, TableAlias, TableFactor,
 };
 
+use crate::sql::and_parts;
 use crate::sql::insert::TableRef;
 use crate::sql::lex::unquote_ident;
 use crate::sql::parse::{parse_one, sanitize, LineIndex};
@@ -151,22 +152,6 @@ fn table_ref(name: &ObjectName) -> TableRef {
     TableRef {
         schema: parts.into_iter().next(),
         name: table,
-    }
-}
-
-/// The AND-ed parts of `e`.
-pub(super) fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-    match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            conjuncts(left, out);
-            conjuncts(right, out);
-        }
-        Expr::Nested(inner) => conjuncts(inner, out),
-        _ => out.push(e),
     }
 }
 
@@ -506,7 +491,7 @@ pub(super) fn from_shape(
     // tie tables either way.
     let mut where_parts: Vec<&Expr> = Vec::new();
     if let Some(w) = &s.selection {
-        conjuncts(w, &mut where_parts);
+        and_parts(w, &mut where_parts);
     }
     for e in &where_parts {
         if let Some(i) = owner(e) {
@@ -524,7 +509,7 @@ pub(super) fn from_shape(
         match constraint {
             JoinConstraint::On(on) => {
                 let mut parts = Vec::new();
-                conjuncts(on, &mut parts);
+                and_parts(on, &mut parts);
                 for e in parts {
                     if let Some(i) = owner(e) {
                         if let Some(upto) = layout.must_match(at, i) {

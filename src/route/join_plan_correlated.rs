@@ -17,8 +17,9 @@ use std::ops::ControlFlow;
 use sqlparser::ast::{visit_expressions, Expr, Query, SetExpr, Statement, TableFactor};
 
 use super::join_plan::{
-    conjuncts, equated, from_shape, narrow, side, sole_qualifier, JoinKey, JoinRefusal, JoinShape,
+    equated, from_shape, narrow, side, sole_qualifier, JoinKey, JoinRefusal, JoinShape,
 };
+use crate::sql::and_parts;
 use crate::sql::insert::TableRef;
 use crate::sql::parse::{parse_one, sanitize, LineIndex};
 
@@ -127,7 +128,7 @@ pub fn analyze_correlated(
         };
         let mut parts = Vec::new();
         if let Some(w) = &s.selection {
-            conjuncts(w, &mut parts);
+            and_parts(w, &mut parts);
         }
         let mut keys = Vec::new();
         for e in parts {

@@ -66,28 +66,37 @@ fn qualified(e: &Expr) -> Option<QualifiedColumn> {
     }
 }
 
-/// The `a.x = b.y` conjuncts of `e`.
-fn conjuncts(e: &Expr, out: &mut Vec<(QualifiedColumn, QualifiedColumn)>) {
+/// The AND-ed parts of `e` (through parentheses).
+pub fn and_parts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     match e {
         Expr::BinaryOp {
             left,
             op: BinaryOperator::And,
             right,
         } => {
-            conjuncts(left, out);
-            conjuncts(right, out);
+            and_parts(left, out);
+            and_parts(right, out);
         }
-        Expr::Nested(inner) => conjuncts(inner, out),
-        Expr::BinaryOp {
+        Expr::Nested(inner) => and_parts(inner, out),
+        _ => out.push(e),
+    }
+}
+
+/// The `a.x = b.y` conjuncts of `e`.
+fn conjuncts(e: &Expr, out: &mut Vec<(QualifiedColumn, QualifiedColumn)>) {
+    let mut parts = Vec::new();
+    and_parts(e, &mut parts);
+    for p in parts {
+        if let Expr::BinaryOp {
             left,
             op: BinaryOperator::Eq,
             right,
-        } => {
+        } = p
+        {
             if let (Some(l), Some(r)) = (qualified(left), qualified(right)) {
                 out.push((l, r));
             }
         }
-        _ => {}
     }
 }
 

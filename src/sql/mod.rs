@@ -51,7 +51,7 @@ pub use insert::{
     analyze_insert, analyze_insert_parsed, Assignment, Column, InsertAnalysis, InsertBody, Row,
     TableRef, Value,
 };
-pub use join_keys::{QualifiedColumn, SubqueryTables, TopTable};
+pub use join_keys::{and_parts, QualifiedColumn, SubqueryTables, TopTable};
 pub use literal::ValueKind;
 pub use load::{first_word, is_load_local};
 pub use load_data::{
