@@ -367,8 +367,18 @@ fn bad_requests_get_clear_errors_and_change_nothing() {
     admin.query_drop("IDGATE MIGRATE CANCEL accounts").unwrap();
 }
 
+/// Rows of `orders` joined to their `items`, read through idgate.
+fn joined(c: &mut mysql::Conn) -> Vec<Vec<String>> {
+    dump(
+        c,
+        "SELECT o.id, o.v, i.id, i.qty FROM orders o JOIN items i ON i.order_id = o.id \
+         ORDER BY i.id",
+    )
+}
+
 #[test]
-fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
+fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move_and_colocated_tables_move_along()
+{
     let dbs: Vec<MariaDb> = (0..2)
         .map(|_| binlog_db())
         .chain((0..2).map(|_| start_db()))
@@ -377,10 +387,15 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
         direct(db)
             .query_drop("CREATE TABLE orders (id BIGINT PRIMARY KEY, v INT, note VARCHAR(20))")
             .unwrap();
+        direct(db)
+            .query_drop("CREATE TABLE items (id BIGINT PRIMARY KEY, order_id BIGINT, qty INT)")
+            .unwrap();
     }
+    // `items` is placed alike `orders` (by its order): START of one moves both.
     let tables = format!(
         "{GENERATORS}tables:\n  orders:\n    generator: acc_seq\n    sharding:\n      columns: [id]\n      \
-         algorithm: mod\n      shards: [shard1, shard2]\n"
+         algorithm: mod\n      shards: [shard1, shard2]\n  items:\n    generator: acc_seq\n    \
+         sharding:\n      columns: [order_id]\n      algorithm: mod\n      shards: [shard1, shard2]\n"
     );
     let names = ["shard1", "shard2", "shard3", "shard4"];
     let backends: Vec<(&str, &MariaDb)> = names.iter().copied().zip(dbs.iter()).collect();
@@ -396,6 +411,8 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
         ))
         .unwrap();
     }
+    app.query_drop("INSERT INTO items (order_id, qty) SELECT id, v FROM orders WHERE id % 3 = 0")
+        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let w = {
         let mut c = g.conn();
@@ -407,6 +424,15 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
                 c.query_drop(format!("INSERT INTO orders (v, note) VALUES ({k}, 'live')"))
                     .unwrap();
                 let id: u64 = c.last_insert_id();
+                c.query_drop(format!(
+                    "INSERT INTO items (order_id, qty) VALUES ({id}, {k})"
+                ))
+                .unwrap();
+                c.query_drop(format!(
+                    "UPDATE items SET qty = qty + 1 WHERE order_id = {}",
+                    id - k % 5
+                ))
+                .unwrap();
                 c.query_drop(format!(
                     "UPDATE orders SET v = v + 1 WHERE id = {}",
                     id - k % 7
@@ -426,10 +452,27 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
              algorithm: mod, shards: [shard1, shard2, shard3, shard4]}}'",
         )
         .unwrap();
+    assert!(
+        admin.info_str().contains(".items`, placed alike"),
+        "{}",
+        admin.info_str()
+    );
     std::thread::sleep(Duration::from_secs(3));
     stop.store(true, Ordering::Relaxed);
     w.join().unwrap();
     let s = wait_caught_up(&g, &mut admin, "orders", Duration::from_secs(60));
+    wait_caught_up(&g, &mut admin, "items", Duration::from_secs(60));
+    let items = |db: &MariaDb, filter: &str| {
+        dump(
+            &mut direct(db),
+            &format!("SELECT id, order_id, qty FROM items WHERE {filter} ORDER BY id"),
+        )
+    };
+    assert_eq!(items(&dbs[2], "TRUE"), items(&dbs[0], "order_id % 4 = 2"));
+    assert_eq!(items(&dbs[3], "TRUE"), items(&dbs[1], "order_id % 4 = 3"));
+    assert!(!items(&dbs[3], "TRUE").is_empty());
+    let joined_before = joined(&mut app);
+    assert!(joined_before.len() > 1000, "{}", joined_before.len());
     // Only the rows whose shard changes were copied: those of shard1 and shard2 with id % 4 in
     // {2, 3}.
     let all = |db: &MariaDb, filter: &str| {
@@ -453,10 +496,34 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
         .unwrap()
         .unwrap();
     admin.query_drop("IDGATE MIGRATE SWITCH orders").unwrap();
+    assert!(
+        admin.info_str().contains("together with `"),
+        "{}",
+        admin.info_str()
+    );
     let err = direct(&dbs[0])
         .query_drop("UPDATE orders SET v = 0 WHERE id % 4 = 2")
         .unwrap_err();
     assert!(err.to_string().contains("idgate moved this row"), "{err}");
+    let err = direct(&dbs[1])
+        .query_drop("UPDATE items SET qty = 0 WHERE order_id % 4 = 3")
+        .unwrap_err();
+    assert!(err.to_string().contains("idgate moved this row"), "{err}");
+    // Both switched at once: their join still runs per shard.
+    let oid = joined_before[0][0].clone();
+    let one = dump(
+        &mut app,
+        &format!(
+            "SELECT o.id, o.v, i.id, i.qty FROM orders o JOIN items i ON i.order_id = o.id \
+             WHERE o.id = {oid} ORDER BY i.id"
+        ),
+    );
+    let want: Vec<Vec<String>> = joined_before
+        .iter()
+        .filter(|r| r[0] == oid)
+        .cloned()
+        .collect();
+    assert_eq!(one, want);
     direct(&dbs[0])
         .query_drop("UPDATE orders SET v = v WHERE id % 4 = 0")
         .unwrap();
@@ -466,6 +533,7 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
         "{}",
         admin.info_str()
     );
+    assert_eq!(status(&mut admin, "items").unwrap().phase, "complete");
     for (i, db) in dbs.iter().enumerate() {
         let off = all(db, &format!("id % 4 <> {i}"));
         assert!(
@@ -473,6 +541,8 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move() {
             "shard{} keeps rows of others: {off:?}",
             i + 1
         );
+        let off = items(db, &format!("order_id % 4 <> {i}"));
+        assert!(off.is_empty(), "shard{} keeps items of others", i + 1);
     }
     let after: u64 = app
         .query_first("SELECT COUNT(*) FROM orders")

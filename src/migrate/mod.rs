@@ -8,6 +8,7 @@ pub mod binlog;
 pub mod columns;
 pub mod copy;
 pub mod fence;
+mod group;
 pub mod hold;
 mod ids;
 pub mod job;
@@ -165,13 +166,21 @@ pub async fn follow_placements(proxy: &Arc<Proxy>) -> Result<(), String> {
 async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await?.clone();
-    for j in store.jobs().await? {
+    let jobs = store.jobs().await?;
+    for j in jobs.iter().cloned() {
         let idle = !j.lease_live || j.owner.as_deref() == Some(m.owner.as_str());
         let active = matches!(
             j.phase.as_str(),
             "copying" | "catching_up" | "ready" | "cancelling" | "switching" | "switched"
         );
         if !active || !idle || m.running.contains_key(&j.table_key) {
+            continue;
+        }
+        // Tables that move together are run by one instance: the one running any of them.
+        let elsewhere = group::group_of(proxy, &j, &jobs)
+            .iter()
+            .any(|g| g.lease_live && g.owner.as_deref().is_some_and(|o| o != m.owner));
+        if elsewhere {
             continue;
         }
         if !store.claim(&j.table_key, &m.owner).await? {

@@ -80,7 +80,7 @@ async fn connect(proxy: &Proxy, backend: &str) -> Result<BackendConn, String> {
 }
 
 /// MySQL's ER_NO_SUCH_TABLE.
-const ER_NO_SUCH_TABLE: u16 = 1146;
+pub const ER_NO_SUCH_TABLE: u16 = 1146;
 
 /// Checks a new job and prepares the new backends; returns the job to record and run.
 pub async fn prepare(
@@ -280,7 +280,7 @@ pub async fn spec_of(proxy: &Proxy, j: &JobRow) -> Result<Spec, String> {
 
 /// The placement the table has now, as a `tables:` entry (empty: the default backend), so that
 /// REVERSE can route by it again.
-fn source_entry(proxy: &Proxy, schema: &str, table: &str) -> String {
+pub fn source_entry(proxy: &Proxy, schema: &str, table: &str) -> String {
     let key = format!("{schema}.{table}");
     if let Some((_, e)) = proxy
         .migrations

@@ -85,31 +85,82 @@ async fn start_job(
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
     let k = format!("{schema}.{table}");
-    if let Some(j) = store.job(&k).await.map_err(refused)? {
-        if !is_finished(&j.phase) {
+    let partners = super::group::partners(proxy, schema, table, entry).map_err(refused)?;
+    let jobs = store.jobs().await.map_err(refused)?;
+    let busy = |key: &str| {
+        jobs.iter()
+            .find(|j| j.table_key == key && !is_finished(&j.phase))
+    };
+    if let Some(j) = busy(&k) {
+        return Err(refused(format!(
+            "a migration of `{k}` is already {}; IDGATE MIGRATE CANCEL {k} ends it",
+            j.phase
+        )));
+    }
+    for p in &partners {
+        let pk = format!("{schema}.{}", p.table);
+        if let Some(j) = busy(&pk) {
             return Err(refused(format!(
-                "a migration of `{k}` is already {}; IDGATE MIGRATE CANCEL {k} ends it",
+                "`{pk}` is placed alike `{k}` and must move with it, but a migration of `{pk}` \
+                 is already {}; IDGATE MIGRATE CANCEL {pk} ends it",
                 j.phase
             )));
         }
     }
-    let (spec, job, streams) = start::prepare(proxy, schema, table, entry).await?;
-    let sources = job.sources.join(", ");
-    let targets = spec.target.backends().join(", ");
-    if !store
-        .create(&job, &streams, &m.owner)
-        .await
-        .map_err(refused)?
-    {
+    let mut prepared = vec![start::prepare(proxy, schema, table, entry).await?];
+    for p in &partners {
+        match start::prepare(proxy, schema, &p.table, &p.entry).await {
+            Ok(x) => prepared.push(x),
+            // A rule for a table this database does not have.
+            Err(e) if e.code == start::ER_NO_SUCH_TABLE => {}
+            Err(e) => {
+                undo_prepared(&prepared).await;
+                return Err(refused(format!(
+                    "`{schema}.{}` is placed alike `{k}` and must move with it, but cannot: {}",
+                    p.table, e.message
+                )));
+            }
+        }
+    }
+    let records: Vec<_> = prepared
+        .iter()
+        .map(|(_, job, streams)| (job.clone(), streams.clone()))
+        .collect();
+    if !store.create(&records, &m.owner).await.map_err(refused)? {
         // Another START won the race; undo what this one created.
-        let _ = super::job::cleanup(&spec).await;
+        undo_prepared(&prepared).await;
         return Err(refused(format!("a migration of `{k}` is already running")));
     }
-    super::Migrations::run(proxy, spec, store, "copying".into());
+    let sources = prepared[0].1.sources.join(", ");
+    let targets = prepared[0].0.target.backends().join(", ");
+    let with: Vec<String> = prepared[1..]
+        .iter()
+        .map(|(spec, ..)| format!("`{}`", spec.key))
+        .collect();
+    for (spec, ..) in prepared {
+        super::Migrations::run(proxy, spec, store.clone(), "copying".into());
+    }
+    let together = if with.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (with {}, placed alike: they move together)",
+            with.join(", ")
+        )
+    };
     Ok(format!(
-        "migration of `{k}` started: copying from {sources} to {targets}; IDGATE MIGRATE STATUS \
-         shows its progress"
+        "migration of `{k}` started{together}: copying from {sources} to {targets}; IDGATE \
+         MIGRATE STATUS shows its progress"
     ))
+}
+
+/// Undoes what preparing jobs created on their new backends.
+async fn undo_prepared(prepared: &[(super::job::Spec, JobRow, Vec<super::store::StreamRow>)]) {
+    for (spec, ..) in prepared {
+        if let Err(e) = super::job::cleanup(spec).await {
+            tracing::warn!(table = %spec.key, error = %e, "cannot undo a refused START");
+        }
+    }
 }
 
 async fn status(proxy: &Arc<Proxy>, only: Option<&str>) -> Result<ResultSet, SqlError> {
@@ -191,23 +242,76 @@ async fn ask_for_info(
     }
 }
 
+/// The jobs that move together with `k` (itself first), and those of them run here.
+async fn group_here(
+    proxy: &Arc<Proxy>,
+    store: &super::store::Store,
+    j: &JobRow,
+) -> Result<(Vec<JobRow>, Vec<Arc<super::job::Running>>), SqlError> {
+    let jobs = store.jobs().await.map_err(refused)?;
+    let group = super::group::group_of(proxy, j, &jobs);
+    let here = group
+        .iter()
+        .filter_map(|g| {
+            proxy
+                .migrations
+                .running
+                .get(&g.table_key)
+                .map(|r| r.clone())
+        })
+        .collect();
+    Ok((group, here))
+}
+
+/// The refusal for tables that move together but whose jobs run on different instances.
+fn split_group(group: &[JobRow]) -> SqlError {
+    let owners: Vec<String> = group
+        .iter()
+        .map(|g| format!("`{}` on {}", g.table_key, owner(g).unwrap_or("none".into())))
+        .collect();
+    refused(format!(
+        "{} are placed alike and switch together, but their jobs run on different idgate \
+         instances ({}); try again when one instance runs them all (an instance takes over \
+         the jobs of its group)",
+        super::group::named(group),
+        owners.join(", ")
+    ))
+}
+
+/// " (with `b`, placed alike)" for a group of more than one table, else nothing.
+fn with_others(group: &[JobRow]) -> String {
+    if group.len() < 2 {
+        return String::new();
+    }
+    format!(
+        " together with {} (placed alike)",
+        super::group::named(&group[1..])
+    )
+}
+
 async fn switch(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
-    let Some(running) = m.running.get(k).map(|r| r.clone()) else {
+    let (group, here) = group_here(proxy, &store, &j).await?;
+    if here.is_empty() {
         if let Some(o) = asked_owner(proxy, &j, may_ask).filter(|_| j.phase != "switched") {
-            // This instance's statements about the table wait too, and then run on the
-            // placement the store records, instead of meeting the old placement's fence.
-            let (schema, table) = k.split_once('.').unwrap_or(("", k));
-            let hold = m.holds.hold(schema, table);
+            // This instance's statements about the tables wait too, and then run on the
+            // placements the store records, instead of meeting the old placements' fence.
+            let holds: Vec<_> = group
+                .iter()
+                .map(|g| {
+                    let (schema, table) = g.table_key.split_once('.').unwrap_or(("", k));
+                    m.holds.hold(schema, table)
+                })
+                .collect();
             let r = ask_for_info(proxy, &store, k, requests::Step::Switch, &o).await;
             if r.is_ok() {
                 if let Err(e) = super::follow_placements(proxy).await {
                     tracing::warn!(table = %k, error = %e, "cannot read the new placement yet");
                 }
             }
-            drop(hold);
+            drop(holds);
             return r;
         }
         return Err(refused(match owner(&j) {
@@ -219,17 +323,30 @@ async fn switch(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, Sq
                 j.phase
             ),
         }));
-    };
-    let spec = running.spec.clone();
-    let held = super::switch::switch(proxy, &store, &spec, &j.target, &running)
+    }
+    if here.len() < group.len() {
+        return Err(split_group(&group));
+    }
+    let members: Vec<super::switch::Member> = group
+        .iter()
+        .zip(here)
+        .map(|(g, running)| super::switch::Member {
+            spec: running.spec.clone(),
+            entry: g.target.clone(),
+            running,
+        })
+        .collect();
+    let held = super::switch::switch(proxy, &store, &members)
         .await
         .map_err(|e| {
             refused(format!(
-                "`{k}` was not switched, its placement is unchanged: {e}"
+                "`{k}`{} was not switched, placements are unchanged: {e}",
+                with_others(&group)
             ))
         })?;
     Ok(format!(
-        "`{k}` switched to its new placement; statements about it were held for {} ms",
+        "`{k}`{} switched to its new placement; statements about it were held for {} ms",
+        with_others(&group),
         held.as_millis()
     ))
 }
@@ -303,12 +420,9 @@ async fn reverse(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, S
             j.phase
         )));
     }
-    let running = m
-        .running
-        .get(k)
-        .map(|r| r.clone())
-        .filter(|r| r.spec.reverse);
-    let Some(running) = running else {
+    let (group, here) = group_here(proxy, &store, &j).await?;
+    let here: Vec<_> = here.into_iter().filter(|r| r.spec.reverse).collect();
+    if here.is_empty() {
         if let Some(o) = asked_owner(proxy, &j, may_ask) {
             return ask_for_info(proxy, &store, k, requests::Step::Reverse, &o).await;
         }
@@ -321,13 +435,26 @@ async fn reverse(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, S
                  log_bin, binlog_format=ROW and binlog_row_image=FULL at SWITCH)"
             ),
         }));
-    };
-    let forward = start::spec_of(proxy, &j).await.map_err(refused)?;
-    let held = super::switch::reverse(proxy, &store, &forward, &running)
+    }
+    if here.len() < group.len() {
+        return Err(split_group(&group));
+    }
+    let mut members = Vec::new();
+    for (g, running) in group.iter().zip(here) {
+        let forward = start::spec_of(proxy, g).await.map_err(refused)?;
+        members.push(super::switch::Back { forward, running });
+    }
+    let held = super::switch::reverse(proxy, &store, &members)
         .await
-        .map_err(|e| refused(format!("`{k}` was not reversed: {e}")))?;
+        .map_err(|e| {
+            refused(format!(
+                "`{k}`{} was not reversed: {e}",
+                with_others(&group)
+            ))
+        })?;
     Ok(format!(
-        "`{k}` is back on its old placement; statements about it were held for {} ms",
+        "`{k}`{} is back on its old placement; statements about it were held for {} ms",
+        with_others(&group),
         held.as_millis()
     ))
 }
@@ -346,18 +473,28 @@ async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
             j.phase
         )));
     }
-    // The stream back ends first.
-    if let Some(r) = proxy.migrations.running.get(k).map(|r| r.clone()) {
-        r.stop();
-        let deadline = Instant::now() + CANCEL_WAIT;
-        while proxy.migrations.running.contains_key(k) && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+    let (group, _) = group_here(proxy, &store, &j).await?;
+    let mut done = Vec::new();
+    for g in group.iter().filter(|g| g.phase == "switched") {
+        let gk = &g.table_key;
+        // The stream back ends first.
+        if let Some(r) = proxy.migrations.running.get(gk).map(|r| r.clone()) {
+            r.stop();
+            let deadline = Instant::now() + CANCEL_WAIT;
+            while proxy.migrations.running.contains_key(gk) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
+        let spec = start::spec_of(proxy, g).await.map_err(refused)?;
+        let d = super::switch::complete(&spec).await.map_err(refused)?;
+        store.force_phase(gk, "complete").await.map_err(refused)?;
+        done.push(if gk == k { d } else { format!("`{gk}`: {d}") });
     }
-    let spec = start::spec_of(proxy, &j).await.map_err(refused)?;
-    let done = super::switch::complete(&spec).await.map_err(refused)?;
-    store.force_phase(k, "complete").await.map_err(refused)?;
-    Ok(format!("migration of `{k}` complete: {done}"))
+    Ok(format!(
+        "migration of `{k}`{} complete: {}",
+        with_others(&group),
+        done.join("; ")
+    ))
 }
 
 /// The job of `k`, or the error that there is none.
@@ -373,10 +510,33 @@ fn owner(j: &JobRow) -> Option<String> {
     j.owner.clone().filter(|_| j.lease_live)
 }
 
+/// CANCEL of `k` cancels every table that moves with it.
 async fn cancel(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
     let m = &proxy.migrations;
     let store = m.store(proxy).await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
+    let (group, _) = group_here(proxy, &store, &j).await?;
+    let mut done = cancel_one(proxy, &store, j).await?;
+    for g in group.into_iter().skip(1) {
+        let gk = g.table_key.clone();
+        cancel_one(proxy, &store, g).await.map_err(|e| {
+            refused(format!(
+                "`{k}` was cancelled, `{gk}` (placed alike) not: {}",
+                e.message
+            ))
+        })?;
+        done = format!("{done}; `{gk}` (placed alike) too");
+    }
+    Ok(done)
+}
+
+async fn cancel_one(
+    proxy: &Arc<Proxy>,
+    store: &super::store::Store,
+    j: JobRow,
+) -> Result<String, SqlError> {
+    let m = &proxy.migrations;
+    let k = j.table_key.as_str();
     if is_finished(&j.phase) {
         return Err(refused(format!(
             "the migration of `{k}` is already {}",

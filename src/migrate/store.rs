@@ -88,6 +88,15 @@ pub struct StreamRow {
     pub events_applied: i64,
 }
 
+/// One table a SWITCH records as switched: its new placement's entry, the id floor its
+/// generator was raised to, and where each stream back to the old placement starts.
+pub struct Switched<'a> {
+    pub key: &'a str,
+    pub entry: &'a str,
+    pub id_floor: u64,
+    pub reverse: &'a [(String, String)],
+}
+
 /// Phases after which a job no longer runs.
 pub fn is_finished(phase: &str) -> bool {
     matches!(phase, "cancelled" | "complete" | "reversed")
@@ -176,62 +185,26 @@ impl Store {
             .collect())
     }
 
-    /// Records a new job owned by `owner`, replacing a finished one for the same table. False
-    /// when an unfinished job for the table exists.
+    /// Records new jobs owned by `owner` in one transaction (tables that move together),
+    /// each replacing a finished one for the same table. False, and nothing recorded, when an
+    /// unfinished job for one of the tables exists.
     pub async fn create(
         &self,
-        job: &JobRow,
-        streams: &[StreamRow],
+        jobs: &[(JobRow, Vec<StreamRow>)],
         owner: &str,
     ) -> Result<bool, String> {
         let mut c = self.conn().await?;
         let mut tx = bounded(c.start_transaction(Default::default())).await?;
-        let existing: Option<String> = bounded(tx.exec_first(
-            "SELECT phase FROM idgate_migrations WHERE table_key = ? FOR UPDATE",
-            (&job.table_key,),
-        ))
-        .await?;
-        if existing.as_deref().is_some_and(|p| !is_finished(p)) {
-            return Ok(false);
-        }
-        for t in ["idgate_migration_streams", "idgate_migration_reverse"] {
-            bounded(tx.exec_drop(
-                format!("DELETE FROM {t} WHERE table_key = ?"),
+        for (job, streams) in jobs {
+            let existing: Option<String> = bounded(tx.exec_first(
+                "SELECT phase FROM idgate_migrations WHERE table_key = ? FOR UPDATE",
                 (&job.table_key,),
             ))
             .await?;
-        }
-        bounded(tx.exec_drop(
-            format!(
-                "REPLACE INTO idgate_migrations (table_key, target, source_entry, sources, phase, \
-                 created_on, owner, lease_until_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, \
-                 {DB_NOW_MS} + ?, {DB_NOW_MS})"
-            ),
-            (
-                &job.table_key,
-                &job.target,
-                &job.source_entry,
-                job.sources.join(","),
-                &job.phase,
-                job.created_on.join(","),
-                owner,
-                LEASE_MS,
-            ),
-        ))
-        .await?;
-        for s in streams {
-            bounded(tx.exec_drop(
-                "INSERT INTO idgate_migration_streams (table_key, source, start_gtid, gtid_pos, \
-                 rows_estimated) VALUES (?, ?, ?, ?, ?)",
-                (
-                    &job.table_key,
-                    &s.source,
-                    &s.start_gtid,
-                    &s.gtid_pos,
-                    s.rows_estimated,
-                ),
-            ))
-            .await?;
+            if existing.as_deref().is_some_and(|p| !is_finished(p)) {
+                return Ok(false);
+            }
+            record_job(&mut tx, job, streams, owner).await?;
         }
         bounded(tx.commit()).await?;
         Ok(true)
@@ -313,41 +286,38 @@ impl Store {
         Ok(v.unwrap_or(0))
     }
 
-    /// The end of a switch: the table's new placement and the job's phase, in one transaction.
-    pub async fn switched(
-        &self,
-        key: &str,
-        entry: &str,
-        id_floor: u64,
-        reverse: &[(String, String)],
-    ) -> Result<(), String> {
+    /// The end of a switch: the tables' new placements and their jobs' phase, in one
+    /// transaction.
+    pub async fn switched(&self, tables: &[Switched<'_>]) -> Result<(), String> {
         let mut c = self.conn().await?;
         let mut tx = bounded(c.start_transaction(Default::default())).await?;
-        for (backend, pos) in reverse {
+        for t in tables {
+            for (backend, pos) in t.reverse {
+                bounded(tx.exec_drop(
+                    "REPLACE INTO idgate_migration_reverse (table_key, backend, gtid_pos) \
+                     VALUES (?, ?, ?)",
+                    (t.key, backend, pos),
+                ))
+                .await?;
+            }
             bounded(tx.exec_drop(
-                "REPLACE INTO idgate_migration_reverse (table_key, backend, gtid_pos) \
-                 VALUES (?, ?, ?)",
-                (key, backend, pos),
+                format!(
+                    "REPLACE INTO idgate_placements (table_key, entry, id_floor, updated_ms) \
+                     VALUES (?, ?, ?, {DB_NOW_MS})"
+                ),
+                (t.key, t.entry, t.id_floor),
+            ))
+            .await?;
+            bounded(tx.exec_drop(
+                format!(
+                    "UPDATE idgate_migrations SET phase = 'switched', last_error = NULL, \
+                     owner = NULL, lease_until_ms = 0, lag_events = 0, lag_seconds = 0, \
+                     updated_ms = {DB_NOW_MS} WHERE table_key = ?"
+                ),
+                (t.key,),
             ))
             .await?;
         }
-        bounded(tx.exec_drop(
-            format!(
-                "REPLACE INTO idgate_placements (table_key, entry, id_floor, updated_ms) \
-                 VALUES (?, ?, ?, {DB_NOW_MS})"
-            ),
-            (key, entry, id_floor),
-        ))
-        .await?;
-        bounded(tx.exec_drop(
-            format!(
-                "UPDATE idgate_migrations SET phase = 'switched', last_error = NULL, owner = NULL, \
-                 lease_until_ms = 0, lag_events = 0, lag_seconds = 0, updated_ms = {DB_NOW_MS} \
-                 WHERE table_key = ?"
-            ),
-            (key,),
-        ))
-        .await?;
         bounded(tx.commit()).await
     }
 
@@ -379,18 +349,21 @@ impl Store {
     }
 
     /// The end of a REVERSE: the table is routed by its old placement again.
-    pub async fn reversed(&self, key: &str) -> Result<(), String> {
+    pub async fn reversed(&self, keys: &[&str]) -> Result<(), String> {
         let mut c = self.conn().await?;
         let mut tx = bounded(c.start_transaction(Default::default())).await?;
-        bounded(tx.exec_drop("DELETE FROM idgate_placements WHERE table_key = ?", (key,))).await?;
-        bounded(tx.exec_drop(
-            format!(
-                "UPDATE idgate_migrations SET phase = 'reversed', owner = NULL, \
-                 lease_until_ms = 0, updated_ms = {DB_NOW_MS} WHERE table_key = ?"
-            ),
-            (key,),
-        ))
-        .await?;
+        for key in keys {
+            bounded(tx.exec_drop("DELETE FROM idgate_placements WHERE table_key = ?", (key,)))
+                .await?;
+            bounded(tx.exec_drop(
+                format!(
+                    "UPDATE idgate_migrations SET phase = 'reversed', owner = NULL, \
+                     lease_until_ms = 0, updated_ms = {DB_NOW_MS} WHERE table_key = ?"
+                ),
+                (key,),
+            ))
+            .await?;
+        }
         bounded(tx.commit()).await
     }
 
@@ -464,4 +437,53 @@ fn job_from_row(mut r: Row) -> Option<JobRow> {
         lag_seconds: r.take_opt(9)?.ok()?,
         source_entry: r.take_opt(10)?.ok()?,
     })
+}
+
+/// One new job's rows, in the transaction that records it.
+async fn record_job(
+    tx: &mut mysql_async::Transaction<'_>,
+    job: &JobRow,
+    streams: &[StreamRow],
+    owner: &str,
+) -> Result<(), String> {
+    for t in ["idgate_migration_streams", "idgate_migration_reverse"] {
+        bounded(tx.exec_drop(
+            format!("DELETE FROM {t} WHERE table_key = ?"),
+            (&job.table_key,),
+        ))
+        .await?;
+    }
+    bounded(tx.exec_drop(
+        format!(
+            "REPLACE INTO idgate_migrations (table_key, target, source_entry, sources, phase, \
+             created_on, owner, lease_until_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, \
+             {DB_NOW_MS} + ?, {DB_NOW_MS})"
+        ),
+        (
+            &job.table_key,
+            &job.target,
+            &job.source_entry,
+            job.sources.join(","),
+            &job.phase,
+            job.created_on.join(","),
+            owner,
+            LEASE_MS,
+        ),
+    ))
+    .await?;
+    for s in streams {
+        bounded(tx.exec_drop(
+            "INSERT INTO idgate_migration_streams (table_key, source, start_gtid, gtid_pos, \
+             rows_estimated) VALUES (?, ?, ?, ?, ?)",
+            (
+                &job.table_key,
+                &s.source,
+                &s.start_gtid,
+                &s.gtid_pos,
+                s.rows_estimated,
+            ),
+        ))
+        .await?;
+    }
+    Ok(())
 }

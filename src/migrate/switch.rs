@@ -27,84 +27,121 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Switches the job `spec` runs as `running`; returns how long statements were held.
+/// One table of a SWITCH (tables placed alike switch together): its job's plan, its new
+/// placement's entry, and the job as this instance runs it.
+pub struct Member {
+    pub spec: Arc<Spec>,
+    pub entry: String,
+    pub running: Arc<Running>,
+}
+
+/// Switches `members` together; returns how long statements about them were held.
 pub async fn switch(
     proxy: &Arc<Proxy>,
     store: &Store,
-    spec: &Spec,
-    entry: &str,
-    running: &Arc<Running>,
+    members: &[Member],
 ) -> Result<Duration, String> {
-    let phase = running.phase();
-    if phase != "ready" {
-        return Err(format!(
-            "the new placement is not ready (the job is {phase}); SWITCH when IDGATE MIGRATE \
-             STATUS shows `ready`"
-        ));
+    if members.is_empty() {
+        return Err("no table to switch".into());
     }
-    let (_, lag) = super::job::lag_of(running);
-    if lag > MAX_LAG_SECONDS {
-        return Err(format!(
-            "the new placement is {lag} s behind (at most {MAX_LAG_SECONDS} s to switch); \
-             try again when it has caught up"
-        ));
+    for m in members {
+        let phase = m.running.phase();
+        let k = &m.spec.key;
+        if phase != "ready" {
+            return Err(format!(
+                "the new placement of `{k}` is not ready (the job is {phase}); SWITCH when \
+                 IDGATE MIGRATE STATUS shows `ready`"
+            ));
+        }
+        let (_, lag) = super::job::lag_of(&m.running);
+        if lag > MAX_LAG_SECONDS {
+            return Err(format!(
+                "the new placement of `{k}` is {lag} s behind (at most {MAX_LAG_SECONDS} s to \
+                 switch); try again when it has caught up"
+            ));
+        }
     }
     let owner = &proxy.migrations.owner;
-    running.switching.store(true, Ordering::Release);
-    if let Err(e) = store.set_phase(&spec.key, owner, "switching", None).await {
-        running.switching.store(false, Ordering::Release);
-        return Err(e);
+    let back_to_ready = |upto: usize| async move {
+        for m in &members[..upto] {
+            let _ = store.set_phase(&m.spec.key, owner, "ready", None).await;
+            m.running.switching.store(false, Ordering::Release);
+        }
+    };
+    for (i, m) in members.iter().enumerate() {
+        m.running.switching.store(true, Ordering::Release);
+        if let Err(e) = store.set_phase(&m.spec.key, owner, "switching", None).await {
+            back_to_ready(i + 1).await;
+            return Err(e);
+        }
     }
-    let hold = proxy.migrations.holds.hold(&spec.schema, &spec.table);
-    info!(table = %spec.key, "switching: statements about the table are held");
-    let r = cut_over(proxy, store, spec, entry, running).await;
-    let held = hold.since.elapsed();
-    drop(hold);
-    proxy
-        .migrations
-        .switch_holds
-        .insert(spec.key.clone(), held.as_secs_f64());
+    let holds: Vec<_> = members
+        .iter()
+        .map(|m| proxy.migrations.holds.hold(&m.spec.schema, &m.spec.table))
+        .collect();
+    let keys = keys_of(members.iter().map(|m| &*m.spec));
+    info!(tables = %keys, "switching: statements about the tables are held");
+    let since = Instant::now();
+    let r = cut_over(proxy, store, members).await;
+    let held = since.elapsed();
+    drop(holds);
+    for m in members {
+        proxy
+            .migrations
+            .switch_holds
+            .insert(m.spec.key.clone(), held.as_secs_f64());
+    }
     if r.is_err() {
-        let _ = store.set_phase(&spec.key, owner, "ready", None).await;
-        running.switching.store(false, Ordering::Release);
+        back_to_ready(members.len()).await;
     }
     match &r {
-        Ok(()) => info!(table = %spec.key, held_ms = held.as_millis() as u64, "switched"),
-        Err(e) => warn!(table = %spec.key, error = %e, "switch undone"),
+        Ok(()) => info!(tables = %keys, held_ms = held.as_millis() as u64, "switched"),
+        Err(e) => warn!(tables = %keys, error = %e, "switch undone"),
     }
     r.map(|()| held)
 }
 
-async fn cut_over(
-    proxy: &Arc<Proxy>,
-    store: &Store,
-    spec: &Spec,
-    entry: &str,
-    running: &Arc<Running>,
-) -> Result<(), String> {
-    // Fence every source; a failure takes the fences off again.
-    let mut fenced = Vec::new();
-    for s in &spec.sources {
-        let cfg = spec.backends.get(s).ok_or("source not configured")?;
-        match super::fence::install(s, cfg, &spec.schema, &spec.table, &spec.target).await {
-            Ok(()) => fenced.push(s.clone()),
-            Err(e) => {
-                unfence(spec, &fenced).await;
-                return Err(e);
+/// The tables' keys, for the log.
+fn keys_of<'a>(specs: impl Iterator<Item = &'a Spec>) -> String {
+    specs.map(|s| s.key.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+async fn cut_over(proxy: &Arc<Proxy>, store: &Store, members: &[Member]) -> Result<(), String> {
+    // Fence every source of every table; a failure takes the fences off again.
+    let mut fenced: Vec<(&Spec, String)> = Vec::new();
+    for spec in members.iter().map(|m| &*m.spec) {
+        for s in &spec.sources {
+            let cfg = spec.backends.get(s).ok_or("source not configured")?;
+            match super::fence::install(s, cfg, &spec.schema, &spec.table, &spec.target).await {
+                Ok(()) => fenced.push((spec, s.clone())),
+                Err(e) => {
+                    for (spec, s) in &fenced {
+                        unfence(spec, std::slice::from_ref(s)).await;
+                    }
+                    return Err(e);
+                }
             }
         }
     }
     let undo = |e: String| async {
-        unfence(spec, &spec.sources).await;
+        for m in members {
+            unfence(&m.spec, &m.spec.sources).await;
+        }
         e
     };
     // Nothing changes the moved rows on the sources now: drain to where they are.
-    if let Err(e) = drain(spec, running).await {
-        return Err(undo(e).await);
+    for m in members {
+        if let Err(e) = drain(&m.spec, &m.running).await {
+            return Err(undo(e).await);
+        }
     }
-    // Ids: the generator above everything the source held or handed out.
-    let mut floor = 0;
-    if let Some(g) = &spec.target.generator {
+    // Ids: each generator above everything its table's source held or handed out.
+    let mut floors = Vec::new();
+    for spec in members.iter().map(|m| &*m.spec) {
+        let Some(g) = &spec.target.generator else {
+            floors.push(0);
+            continue;
+        };
         let r = async {
             let f = super::ids::highest(
                 proxy,
@@ -119,33 +156,55 @@ async fn cut_over(
         }
         .await;
         match r {
-            Ok(f) => floor = f,
+            Ok(f) => floors.push(f),
             Err(e) => return Err(undo(e).await),
         }
     }
-    // Where the stream back to the old placement starts, on each new backend with a binlog.
-    let reverse = reverse_positions(spec).await;
-    let positions = reverse.as_ref().map(Vec::as_slice).unwrap_or_default();
-    if let Err(e) = store.switched(&spec.key, entry, floor, positions).await {
+    // Where each stream back to the old placement starts, on each new backend with a binlog.
+    let mut reverse = Vec::new();
+    for m in members {
+        reverse.push(reverse_positions(&m.spec).await);
+    }
+    let records: Vec<super::store::Switched> = members
+        .iter()
+        .zip(&floors)
+        .zip(&reverse)
+        .map(|((m, floor), r)| super::store::Switched {
+            key: &m.spec.key,
+            entry: &m.entry,
+            id_floor: *floor,
+            reverse: r.as_ref().map(Vec::as_slice).unwrap_or_default(),
+        })
+        .collect();
+    if let Err(e) = store.switched(&records).await {
         // The answer may be lost while the commit was made: the store decides.
-        let recorded = store.job(&spec.key).await.ok().flatten();
+        let recorded = store.job(&members[0].spec.key).await.ok().flatten();
         if recorded.is_none_or(|j| j.phase != "switched") {
             return Err(undo(e).await);
         }
     }
-    // The job's tasks stop: the sources change no more.
-    running.stop();
+    // The jobs' tasks stop: the sources change no more.
+    for m in members {
+        m.running.stop();
+    }
     let deadline = Instant::now() + STOP_TIMEOUT;
-    while proxy.migrations.running.contains_key(&spec.key) && Instant::now() < deadline {
+    let running = || {
+        members
+            .iter()
+            .any(|m| proxy.migrations.running.contains_key(&m.spec.key))
+    };
+    while running() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let moved = store.placements().await.unwrap_or_default();
     proxy.set_tables(super::placements::tables_with(proxy, &moved));
     proxy.migrations.set_applied_placements(moved);
-    match reverse {
-        Ok(_) => super::start_reverse(proxy, store, &spec.key).await,
-        Err(why) => {
-            warn!(table = %spec.key, reason = %why, "no stream back to the old placement: REVERSE will be refused")
+    for (m, r) in members.iter().zip(reverse) {
+        match r {
+            Ok(_) => super::start_reverse(proxy, store, &m.spec.key).await,
+            Err(why) => {
+                warn!(table = %m.spec.key, reason = %why, "no stream back to the old placement: REVERSE will be refused")
+            }
         }
     }
     Ok(())
@@ -310,103 +369,141 @@ async fn prune(c: &mut BackendConn, spec: &Spec, source: &str) -> Result<u64, St
     Ok(deleted)
 }
 
-/// `IDGATE MIGRATE REVERSE` after a switch, on the instance streaming back: statements are
-/// held; the new placement is fenced as the old one was; the stream back drains; the old
-/// placement's ids are raised above everything handed out since the switch; the old placement
-/// is unfenced and routed by again; then the new placement is emptied as CANCEL empties it.
+/// One table of a REVERSE: its job's forward plan, and its stream back as this instance runs it.
+pub struct Back {
+    pub forward: Spec,
+    pub running: Arc<Running>,
+}
+
+/// `IDGATE MIGRATE REVERSE` after a switch (tables placed alike go back together), on the
+/// instance streaming back: statements are held; the new placement is fenced as the old one
+/// was; the streams back drain; the old placement's ids are raised above everything handed
+/// out since the switch; the old placement is unfenced and routed by again; then the new
+/// placement is emptied as CANCEL empties it.
 pub async fn reverse(
     proxy: &Arc<Proxy>,
     store: &Store,
-    forward: &Spec,
-    running: &Arc<Running>,
+    members: &[Back],
 ) -> Result<Duration, String> {
-    let back = running.spec.clone();
-    running.switching.store(true, Ordering::Release);
-    let hold = proxy.migrations.holds.hold(&back.schema, &back.table);
-    info!(table = %back.key, "reversing: statements about the table are held");
-    let r = reverse_cut_over(proxy, store, forward, &back, running).await;
-    let held = hold.since.elapsed();
-    drop(hold);
+    if members.is_empty() {
+        return Err("no table to reverse".into());
+    }
+    let holds: Vec<_> = members
+        .iter()
+        .map(|m| {
+            m.running.switching.store(true, Ordering::Release);
+            let back = &m.running.spec;
+            proxy.migrations.holds.hold(&back.schema, &back.table)
+        })
+        .collect();
+    let keys = keys_of(members.iter().map(|m| &*m.running.spec));
+    info!(tables = %keys, "reversing: statements about the tables are held");
+    let since = Instant::now();
+    let r = reverse_cut_over(proxy, store, members).await;
+    let held = since.elapsed();
+    drop(holds);
     if r.is_err() {
-        running.switching.store(false, Ordering::Release);
+        for m in members {
+            m.running.switching.store(false, Ordering::Release);
+        }
     }
     r?;
-    running.stop();
+    for m in members {
+        m.running.stop();
+    }
     let deadline = Instant::now() + STOP_TIMEOUT;
-    while proxy.migrations.running.contains_key(&back.key) && Instant::now() < deadline {
+    let running = || {
+        members
+            .iter()
+            .any(|m| proxy.migrations.running.contains_key(&m.running.spec.key))
+    };
+    while running() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The new placement serves no more: its fence off, its copy undone.
-    unfence(&back, &back.sources).await;
-    super::job::cleanup(forward).await?;
-    for b in back.sources.iter().filter(|b| forward.sources.contains(b)) {
-        let cfg = back.backends.get(b).ok_or("backend not configured")?;
-        let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
-            .await
-            .map_err(|e| e.to_string())?;
-        let r = prune(&mut c, &back, b).await;
-        c.close().await;
-        r?;
+    for Back { forward, running } in members {
+        let back = &running.spec;
+        unfence(back, &back.sources).await;
+        super::job::cleanup(forward).await?;
+        for b in back.sources.iter().filter(|b| forward.sources.contains(b)) {
+            let cfg = back.backends.get(b).ok_or("backend not configured")?;
+            let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?;
+            let r = prune(&mut c, back, b).await;
+            c.close().await;
+            r?;
+        }
     }
-    info!(table = %back.key, held_ms = held.as_millis() as u64, "reversed");
+    info!(tables = %keys, held_ms = held.as_millis() as u64, "reversed");
     Ok(held)
 }
 
 async fn reverse_cut_over(
     proxy: &Arc<Proxy>,
     store: &Store,
-    forward: &Spec,
-    back: &Spec,
-    running: &Arc<Running>,
+    members: &[Back],
 ) -> Result<(), String> {
-    // Backends of both placements carry the old fence; the new one replaces it there.
-    let mut fenced = Vec::new();
-    for b in &back.sources {
-        let cfg = back.backends.get(b).ok_or("backend not configured")?;
-        if forward.sources.contains(b) {
-            super::fence::remove(b, cfg, &back.schema, &back.table).await?;
-        }
-        let r = super::fence::install(b, cfg, &back.schema, &back.table, &back.target).await;
-        if let Err(e) = r {
-            unfence(back, &fenced).await;
-            refence(forward).await;
-            return Err(e);
-        }
-        fenced.push(b.clone());
-    }
     let undo = |e: String| async {
-        unfence(back, &back.sources).await;
-        refence(forward).await;
+        for Back { forward, running } in members {
+            unfence(&running.spec, &running.spec.sources).await;
+            refence(forward).await;
+        }
         e
     };
-    if let Err(e) = drain(back, running).await {
-        return Err(undo(e).await);
+    // Backends of both placements carry the old fence; the new one replaces it there.
+    for Back { forward, running } in members {
+        let back = &running.spec;
+        for b in &back.sources {
+            let cfg = back.backends.get(b).ok_or("backend not configured")?;
+            let r = async {
+                if forward.sources.contains(b) {
+                    super::fence::remove(b, cfg, &back.schema, &back.table).await?;
+                }
+                super::fence::install(b, cfg, &back.schema, &back.table, &back.target).await
+            }
+            .await;
+            if let Err(e) = r {
+                return Err(undo(e).await);
+            }
+        }
+    }
+    for m in members {
+        if let Err(e) = drain(&m.running.spec, &m.running).await {
+            return Err(undo(e).await);
+        }
     }
     // Ids handed out since the switch stay above what the old placement hands out.
-    let top = match super::ids::highest(
-        proxy,
-        &back.sources,
-        &back.schema,
-        &back.table,
-        &back.target.id_column,
-    )
-    .await
-    {
-        Ok(t) => t,
-        Err(e) => return Err(undo(e).await),
-    };
-    let raised = match &back.target.generator {
-        Some(g) => super::ids::raise(proxy, g, top).await,
-        None => raise_auto_increment(back, top).await,
-    };
-    if let Err(e) = raised {
-        return Err(undo(e).await);
+    for back in members.iter().map(|m| &m.running.spec) {
+        let raised = async {
+            let top = super::ids::highest(
+                proxy,
+                &back.sources,
+                &back.schema,
+                &back.table,
+                &back.target.id_column,
+            )
+            .await?;
+            match &back.target.generator {
+                Some(g) => super::ids::raise(proxy, g, top).await,
+                None => raise_auto_increment(back, top).await,
+            }
+        }
+        .await;
+        if let Err(e) = raised {
+            return Err(undo(e).await);
+        }
     }
-    unfence(forward, &forward.sources).await;
-    if let Err(e) = store.reversed(&back.key).await {
-        let recorded = store.job(&back.key).await.ok().flatten();
+    for m in members {
+        unfence(&m.forward, &m.forward.sources).await;
+    }
+    let keys: Vec<&str> = members
+        .iter()
+        .map(|m| m.running.spec.key.as_str())
+        .collect();
+    if let Err(e) = store.reversed(&keys).await {
+        let recorded = store.job(keys[0]).await.ok().flatten();
         if recorded.is_none_or(|j| j.phase != "reversed") {
-            refence(forward).await;
             return Err(undo(e).await);
         }
     }

@@ -64,6 +64,16 @@ pub(super) fn placement_key(rule: &TableRule) -> Option<(&Algorithm, &[String], 
     }
 }
 
+/// Whether two sharded tables are placed alike (same algorithm, same shards in the same
+/// order), so that equal sharding values of both land on one shard and their joins run per
+/// shard.
+pub fn placed_alike(a: &TableRule, b: &TableRule) -> bool {
+    match (placement_key(a), placement_key(b)) {
+        (Some((aa, sa, _)), Some((ab, sb, _))) => aa == ab && sa == sb,
+        _ => false,
+    }
+}
+
 /// What idgate does with the joins refused here in a SELECT, text or prepared (the session runs
 /// such joins in the gateway; `session/join.rs`).
 const GATEWAY_ONLY: &str =
