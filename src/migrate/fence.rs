@@ -69,14 +69,16 @@ pub fn moved_condition(to: &TableRule, source: &str, row: &str) -> Option<String
     Some(format!("({index}) NOT IN ({})", list.join(", ")))
 }
 
-/// The three triggers' statements.
+/// The three triggers' statements, on `holder` (the table's name there: its own, or the name
+/// it has while `hide` shows a view in its place).
 fn create_statements(
     schema: &str,
     table: &str,
+    holder: &str,
     to: &TableRule,
     source: &str,
 ) -> Option<Vec<String>> {
-    let qt = format!("{}.{}", quote_ident(schema), quote_ident(table));
+    let qt = format!("{}.{}", quote_ident(schema), quote_ident(holder));
     let names = trigger_names(table);
     let message = format!("idgate moved this row of {schema}.{table}; write it through idgate");
     let message: String = message.chars().take(120).collect();
@@ -114,8 +116,9 @@ pub async fn install(
     table: &str,
     to: &TableRule,
 ) -> Result<(), String> {
-    let statements = create_statements(schema, table, to, source)
-        .ok_or_else(|| format!("no fence can be written for `{source}`"))?;
+    if !possible(to, source) {
+        return Err(format!("no fence can be written for `{source}`"));
+    }
     let mut c = BackendConn::connect(source, cfg, false, LOCK_WAIT * 2)
         .await
         .map_err(|e| e.to_string())?;
@@ -125,6 +128,9 @@ pub async fn install(
             &format!("SET SESSION lock_wait_timeout = {}", LOCK_WAIT.as_secs()),
         )
         .await?;
+        let holder = super::hide::holder(&mut c, schema, table).await?;
+        let statements = create_statements(schema, table, &holder, to, source)
+            .ok_or_else(|| format!("no fence can be written for `{source}`"))?;
         for s in &statements {
             exec(&mut c, s).await?;
         }

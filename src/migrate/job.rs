@@ -370,6 +370,12 @@ impl StreamTask {
             spec.target.clone(),
             spec.backends.clone(),
         );
+        if spec.reverse {
+            // The old placement's full table on backends that keep it (`hide`).
+            for b in super::hide::kept_on(spec) {
+                writer = writer.renamed_on(&b, super::hide::base_name(&spec.table));
+            }
+        }
         let mut start = self.saved.gtid_pos.clone();
         let mut after = self.saved.copied_through.clone();
         let mut first = self.saved.start_gtid.is_empty();

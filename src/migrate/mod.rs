@@ -9,6 +9,7 @@ pub mod columns;
 pub mod copy;
 pub mod fence;
 mod group;
+pub mod hide;
 pub mod hold;
 mod ids;
 pub mod job;
@@ -213,6 +214,7 @@ async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
                             fence::remove(s, cfg, &spec.schema, &spec.table).await?;
                         }
                     }
+                    hide::show_all(&spec).await?;
                     store
                         .set_phase(&j.table_key, &m.owner, "ready", None)
                         .await?;

@@ -93,7 +93,10 @@ pub async fn table_shape(
     schema: &str,
     table: &str,
 ) -> Result<TableShape, String> {
-    let shape = bounded(read_shape(conn, schema, table))
+    // Between SWITCH and COMPLETE a view may stand in for the table (`hide`): its key is the
+    // table's.
+    let holder = super::hide::holder(conn, schema, table).await?;
+    let shape = bounded(read_shape(conn, schema, &holder))
         .await?
         .ok_or_else(|| format!("backend `{backend}` has no table `{schema}`.`{table}`"))?;
     if shape.primary_key.is_empty() {

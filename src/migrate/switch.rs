@@ -125,6 +125,9 @@ async fn cut_over(proxy: &Arc<Proxy>, store: &Store, members: &[Member]) -> Resu
     }
     let undo = |e: String| async {
         for m in members {
+            if let Err(e) = super::hide::show_all(&m.spec).await {
+                warn!(table = %m.spec.key, error = %e, "cannot show the moved rows again");
+            }
             unfence(&m.spec, &m.spec.sources).await;
         }
         e
@@ -158,6 +161,12 @@ async fn cut_over(proxy: &Arc<Proxy>, store: &Store, members: &[Member]) -> Resu
         match r {
             Ok(f) => floors.push(f),
             Err(e) => return Err(undo(e).await),
+        }
+    }
+    // Backends that keep the table show only the rows they keep from now on.
+    for spec in members.iter().map(|m| &*m.spec) {
+        if let Err(e) = hide(spec).await {
+            return Err(undo(e).await);
         }
     }
     // Where each stream back to the old placement starts, on each new backend with a binlog.
@@ -206,6 +215,15 @@ async fn cut_over(proxy: &Arc<Proxy>, store: &Store, members: &[Member]) -> Resu
                 warn!(table = %m.spec.key, reason = %why, "no stream back to the old placement: REVERSE will be refused")
             }
         }
+    }
+    Ok(())
+}
+
+/// [`super::hide::hide`] on every backend of `spec` that keeps the table.
+async fn hide(spec: &Spec) -> Result<(), String> {
+    for b in super::hide::kept_on(spec) {
+        let cfg = spec.backends.get(&b).ok_or("backend not configured")?;
+        super::hide::hide(&b, cfg, &spec.schema, &spec.table, &spec.target).await?;
     }
     Ok(())
 }
@@ -273,9 +291,18 @@ pub async fn complete(spec: &Spec) -> Result<String, String> {
             .await
             .map_err(|e| e.to_string())?;
         let r = if spec.target.backends().contains(s) {
-            prune(&mut c, spec, s)
-                .await
-                .map(|n| format!("{n} moved rows deleted on `{s}`"))
+            // The moved rows go from the full table, which then takes its name back.
+            let pruned = async {
+                let holder = super::hide::holder(&mut c, &spec.schema, &spec.table).await?;
+                prune(&mut c, spec, s, &holder).await
+            }
+            .await;
+            match pruned {
+                Ok(n) => super::hide::show(s, cfg, &spec.schema, &spec.table)
+                    .await
+                    .map(|()| format!("{n} moved rows deleted on `{s}`")),
+                Err(e) => Err(e),
+            }
         } else {
             let old: String = format!("{}_idgate_old", spec.table)
                 .chars()
@@ -304,12 +331,12 @@ pub async fn complete(spec: &Spec) -> Result<String, String> {
     Ok(done.join("; "))
 }
 
-/// Deletes on `source` the rows its new placement puts elsewhere, in key order and bounded
-/// chunks; returns how many.
-async fn prune(c: &mut BackendConn, spec: &Spec, source: &str) -> Result<u64, String> {
+/// Deletes from `name`, `spec`'s table on `source`, the rows its new placement puts elsewhere,
+/// in key order and bounded chunks; returns how many.
+async fn prune(c: &mut BackendConn, spec: &Spec, source: &str, name: &str) -> Result<u64, String> {
     const CHUNK: usize = 2_000;
     let shape = &spec.shape;
-    let table = format!("{}.{}", quote_ident(&spec.schema), quote_ident(&spec.table));
+    let table = format!("{}.{}", quote_ident(&spec.schema), quote_ident(name));
     let w = Writer::new(
         &spec.schema,
         &spec.table,
@@ -430,7 +457,7 @@ pub async fn reverse(
             let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
                 .await
                 .map_err(|e| e.to_string())?;
-            let r = prune(&mut c, back, b).await;
+            let r = prune(&mut c, back, b, &back.table).await;
             c.close().await;
             r?;
         }
@@ -447,6 +474,9 @@ async fn reverse_cut_over(
     let undo = |e: String| async {
         for Back { forward, running } in members {
             unfence(&running.spec, &running.spec.sources).await;
+            if let Err(e) = hide(forward).await {
+                warn!(table = %forward.key, error = %e, "cannot hide the moved rows again");
+            }
             refence(forward).await;
         }
         e
@@ -470,6 +500,12 @@ async fn reverse_cut_over(
     }
     for m in members {
         if let Err(e) = drain(&m.running.spec, &m.running).await {
+            return Err(undo(e).await);
+        }
+    }
+    // The old placement's backends show every row again (before AUTO_INCREMENT is raised there).
+    for m in members {
+        if let Err(e) = super::hide::show_all(&m.forward).await {
             return Err(undo(e).await);
         }
     }

@@ -43,6 +43,8 @@ pub struct Writer {
     backends: BTreeMap<String, Backend>,
     /// Connections kept between writes, by backend.
     conns: BTreeMap<String, BackendConn>,
+    /// Backends where the table goes by another name (`hide`: renamed while a view stands in).
+    renamed: BTreeMap<String, String>,
 }
 
 impl Writer {
@@ -60,11 +62,26 @@ impl Writer {
             target,
             backends,
             conns: BTreeMap::new(),
+            renamed: BTreeMap::new(),
         }
+    }
+
+    /// Writes on `backend` go to the table named `name` there.
+    pub fn renamed_on(mut self, backend: &str, name: String) -> Writer {
+        self.renamed.insert(backend.to_string(), name);
+        self
     }
 
     fn qualified(&self) -> String {
         format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.table))
+    }
+
+    /// The table's qualified name on `backend`.
+    fn qualified_on(&self, backend: &str) -> String {
+        match self.renamed.get(backend) {
+            Some(n) => format!("{}.{}", quote_ident(&self.schema), quote_ident(n)),
+            None => self.qualified(),
+        }
     }
 
     /// The backend the new placement gives `row` (for a broadcast target, all of them).
@@ -97,10 +114,14 @@ impl Writer {
             .into_iter()
             .map(|(backend, items)| Share { backend, items })
             .collect();
+        let tables: Vec<String> = shares
+            .iter()
+            .map(|s| self.qualified_on(&s.backend))
+            .collect();
         let (table, shape) = (self.qualified(), self.shape.clone());
         let mut cursor = MoveCursor::new(&self.backends, &mut self.conns);
-        let render = |_: usize, items: &[usize]| {
-            let (sql, taken) = render_run(&table, &shape, changes, items);
+        let render = |share: usize, items: &[usize]| {
+            let (sql, taken) = render_run(&tables[share], &shape, changes, items);
             (sql.into_bytes(), taken)
         };
         let what = "COMMIT of moved rows";

@@ -334,8 +334,9 @@ impl Follower<'_> {
                     }));
                 }
             }
-            // idgate's own fence (SWITCH) changes no row.
-            let own = word.contains("IDGATE_FENCE_") && word.contains("TRIGGER");
+            // idgate's own fence and view (SWITCH) change no row.
+            let own = (word.contains("IDGATE_FENCE_") && word.contains("TRIGGER"))
+                || word.contains(&crate::migrate::hide::MARK.to_ascii_uppercase());
             if !own && self.names_table(&q.schema(), &text, writer) {
                 return Err(format!(
                     "`{}`.`{}` was changed by `{}` on `{}` while it is being moved; cancel the \
