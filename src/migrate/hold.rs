@@ -4,7 +4,8 @@
 //! past either the client gets MariaDB's lock-wait error. Statements of an open transaction
 //! are not held (the transaction may hold the table's metadata lock the switch waits for).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ pub const MAX_HELD: usize = 10_000;
 const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
 
 struct Held {
+    id: u64,
     schema: String,
     table: String,
     released: watch::Receiver<bool>,
@@ -30,24 +32,22 @@ pub struct Holds {
     active: AtomicBool,
     held: Mutex<Vec<Held>>,
     waiting: AtomicUsize,
+    next_id: AtomicU64,
+    /// Holds for switches another instance runs (`cluster_hold`), by `schema.table`.
+    remote: Mutex<HashMap<String, (u64, watch::Sender<bool>)>>,
 }
 
 /// Holding one table; dropping it releases the statements waiting.
 pub struct Hold<'a> {
     holds: &'a Holds,
-    schema: String,
-    table: String,
+    id: u64,
     release: watch::Sender<bool>,
     pub since: Instant,
 }
 
 impl Drop for Hold<'_> {
     fn drop(&mut self) {
-        if let Ok(mut h) = self.holds.held.lock() {
-            h.retain(|x| !(x.schema == self.schema && x.table == self.table));
-            self.holds.active.store(!h.is_empty(), Ordering::Release);
-        }
-        let _ = self.release.send(true);
+        self.holds.end(self.id, &self.release);
     }
 }
 
@@ -60,21 +60,65 @@ impl Holds {
 
     /// Starts holding statements that name `schema`.`table`.
     pub fn hold(&self, schema: &str, table: &str) -> Hold<'_> {
+        let (id, release) = self.begin(schema, table);
+        Hold {
+            holds: self,
+            id,
+            release,
+            since: Instant::now(),
+        }
+    }
+
+    fn begin(&self, schema: &str, table: &str) -> (u64, watch::Sender<bool>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (release, released) = watch::channel(false);
         if let Ok(mut h) = self.held.lock() {
             h.push(Held {
+                id,
                 schema: schema.into(),
                 table: table.into(),
                 released,
             });
             self.active.store(true, Ordering::Release);
         }
-        Hold {
-            holds: self,
-            schema: schema.into(),
-            table: table.into(),
-            release,
-            since: Instant::now(),
+        (id, release)
+    }
+
+    fn end(&self, id: u64, release: &watch::Sender<bool>) {
+        if let Ok(mut h) = self.held.lock() {
+            h.retain(|x| x.id != id);
+            self.active.store(!h.is_empty(), Ordering::Release);
+        }
+        let _ = release.send(true);
+    }
+
+    /// Starts holding `key` (`schema.table`) for a switch another instance runs, until
+    /// [`Holds::release_remote`]; false when it is held so already.
+    pub fn hold_remote(&self, key: &str) -> bool {
+        let Ok(mut remote) = self.remote.lock() else {
+            return false;
+        };
+        if remote.contains_key(key) {
+            return false;
+        }
+        let (schema, table) = key.split_once('.').unwrap_or(("", key));
+        remote.insert(key.to_string(), self.begin(schema, table));
+        true
+    }
+
+    /// The tables held for other instances' switches.
+    pub fn remote_keys(&self) -> Vec<String> {
+        self.remote
+            .lock()
+            .map(|r| r.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Ends the hold [`Holds::hold_remote`] began.
+    pub fn release_remote(&self, key: &str) {
+        let gone = self.remote.lock().ok().and_then(|mut r| r.remove(key));
+        if let Some((id, release)) = gone {
+            self.end(id, &release);
         }
     }
 
@@ -183,5 +227,24 @@ mod tests {
         assert!(r.is_ok());
         assert!(!holds.active());
         assert!(holds.wait(b"SELECT * FROM t", Some("app")).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_remote_hold_and_a_local_one_on_one_table_end_apart() {
+        let holds = Holds::default();
+        assert!(holds.hold_remote("app.t"));
+        assert!(!holds.hold_remote("app.t"));
+        let local = holds.hold("app", "t");
+        drop(local);
+        assert!(holds.active(), "the remote hold stays");
+        let waiting = holds.wait(b"SELECT * FROM t", Some("app"));
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            holds.release_remote("app.t");
+        };
+        let (r, ()) = tokio::join!(waiting, release);
+        assert!(r.is_ok());
+        assert!(!holds.active());
+        assert!(holds.remote_keys().is_empty());
     }
 }

@@ -5,6 +5,7 @@
 //! Must not: hold a client session; route by itself (it asks `route` where a row goes).
 
 pub mod binlog;
+mod cluster_hold;
 pub mod columns;
 pub mod copy;
 pub mod fence;
@@ -139,6 +140,7 @@ pub(crate) async fn start_reverse(proxy: &Arc<Proxy>, store: &Store, key: &str) 
 /// requests for the jobs run here, until the proxy is gone.
 pub fn watch(proxy: &Arc<Proxy>) {
     requests::serve(proxy);
+    cluster_hold::serve(proxy);
     let weak = Arc::downgrade(proxy);
     tokio::spawn(async move {
         loop {

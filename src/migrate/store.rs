@@ -136,6 +136,7 @@ impl Store {
         bounded(c.query_drop(CREATE_REVERSE)).await?;
         drop(c);
         super::requests::create_table(&store).await?;
+        super::cluster_hold::create_tables(&store).await?;
         Ok(store)
     }
 

@@ -82,7 +82,23 @@ pub async fn switch(
     let keys = keys_of(members.iter().map(|m| &*m.spec));
     info!(tables = %keys, "switching: statements about the tables are held");
     let since = Instant::now();
-    let r = cut_over(proxy, store, members).await;
+    let everywhere = super::cluster_hold::hold_everywhere(
+        proxy,
+        store,
+        &members
+            .iter()
+            .map(|m| m.spec.key.clone())
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    let r = match everywhere {
+        Ok(everywhere) => {
+            let r = cut_over(proxy, store, members).await;
+            everywhere.release().await;
+            r
+        }
+        Err(e) => Err(e),
+    };
     let held = since.elapsed();
     drop(holds);
     for m in members {
@@ -426,7 +442,23 @@ pub async fn reverse(
     let keys = keys_of(members.iter().map(|m| &*m.running.spec));
     info!(tables = %keys, "reversing: statements about the tables are held");
     let since = Instant::now();
-    let r = reverse_cut_over(proxy, store, members).await;
+    let everywhere = super::cluster_hold::hold_everywhere(
+        proxy,
+        store,
+        &members
+            .iter()
+            .map(|m| m.running.spec.key.clone())
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    let r = match everywhere {
+        Ok(everywhere) => {
+            let r = reverse_cut_over(proxy, store, members).await;
+            everywhere.release().await;
+            r
+        }
+        Err(e) => Err(e),
+    };
     let held = since.elapsed();
     drop(holds);
     if r.is_err() {
