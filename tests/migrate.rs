@@ -580,21 +580,43 @@ fn modelled_writer(
     g: &Idgate,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<(Model, Vec<String>)> {
+    modelled_writer_on(g, stop, false)
+}
+
+/// [`modelled_writer`]; `prepared`: through statements prepared on the server (once, before
+/// any move, as a driver's statement cache keeps them). An UPDATE or DELETE that changes no
+/// row counts as an error: each writer changes only rows it was told exist.
+fn modelled_writer_on(
+    g: &Idgate,
+    stop: Arc<AtomicBool>,
+    prepared: bool,
+) -> std::thread::JoinHandle<(Model, Vec<String>)> {
     let mut c = g.conn();
     std::thread::spawn(move || {
+        let run = |c: &mut mysql::Conn, sql: &str, params: Vec<mysql::Value>| {
+            let r = if prepared {
+                c.exec_drop(sql, params)
+            } else {
+                let mut text = sql.to_string();
+                for p in &params {
+                    text = text.replacen('?', &p.as_sql(false), 1);
+                }
+                c.query_drop(text)
+            };
+            r.map(|()| c.affected_rows()).map_err(|e| e.to_string())
+        };
         let mut model = Model::new();
         let mut errors = Vec::new();
         let mut k: u64 = 0;
         while !stop.load(Ordering::Relaxed) {
             k += 1;
             let note = format!("w{k}");
-            match c.query_drop(format!(
-                "INSERT INTO accounts (name, note, u) VALUES ('live', '{note}', {k})"
-            )) {
-                Ok(()) => {
+            let insert = "INSERT INTO accounts (name, note, u) VALUES ('live', ?, ?)";
+            match run(&mut c, insert, vec![note.clone().into(), k.into()]) {
+                Ok(_) => {
                     model.insert(c.last_insert_id(), Some(note));
                 }
-                Err(e) => errors.push(e.to_string()),
+                Err(e) => errors.push(e),
             }
             let ids: Vec<u64> = model
                 .iter()
@@ -604,21 +626,22 @@ fn modelled_writer(
             if ids.len() > 10 {
                 let id = ids[(k as usize * 7919) % ids.len()];
                 let note = format!("u{k}");
-                match c.query_drop(format!(
-                    "UPDATE accounts SET note = '{note}' WHERE id = {id}"
-                )) {
-                    Ok(()) => {
+                let update = "UPDATE accounts SET note = ? WHERE id = ?";
+                match run(&mut c, update, vec![note.clone().into(), id.into()]) {
+                    Ok(1) => {
                         model.insert(id, Some(note));
                     }
-                    Err(e) => errors.push(e.to_string()),
+                    Ok(n) => errors.push(format!("the UPDATE of row {id} changed {n} rows")),
+                    Err(e) => errors.push(e),
                 }
                 if k.is_multiple_of(5) {
                     let id = ids[(k as usize * 104_729) % ids.len()];
-                    match c.query_drop(format!("DELETE FROM accounts WHERE id = {id}")) {
-                        Ok(()) => {
+                    match run(&mut c, "DELETE FROM accounts WHERE id = ?", vec![id.into()]) {
+                        Ok(1) => {
                             model.insert(id, None);
                         }
-                        Err(e) => errors.push(e.to_string()),
+                        Ok(n) => errors.push(format!("the DELETE of row {id} removed {n} rows")),
+                        Err(e) => errors.push(e),
                     }
                 }
             }
@@ -643,10 +666,13 @@ fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_en
     let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
     let stop = Arc::new(AtomicBool::new(false));
     let w = modelled_writer(&g, stop.clone());
+    // Statements prepared on the server before the move: idgate runs them where the table is
+    // once it has moved.
+    let wp = modelled_writer_on(&g, stop.clone(), true);
     let mut admin = g.conn();
     admin.query_drop(start_stmt("shard1, shard2")).unwrap();
     wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
-    // The writer goes on through the switch.
+    // The writers go on through the switch.
     let info = step(&g, &mut admin, "SWITCH");
     let held_ms: u64 = info
         .split("held for ")
@@ -657,8 +683,15 @@ fn switch_moves_the_table_with_statements_held_and_nothing_lost_then_complete_en
     assert!(held_ms < 5_000, "writes held {held_ms} ms");
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
-    let (model, errors) = w.join().unwrap();
+    let (mut model, errors) = w.join().unwrap();
     assert!(errors.is_empty(), "the application saw errors: {errors:?}");
+    let (prepared_model, errors) = wp.join().unwrap();
+    assert!(
+        errors.is_empty(),
+        "the prepared statements' client saw errors: {errors:?}"
+    );
+    assert!(prepared_model.keys().all(|id| !model.contains_key(id)));
+    model.extend(prepared_model);
     assert_eq!(status(&mut admin, "accounts").unwrap().phase, "switched");
 
     // Every acknowledged write is on the new placement, once, on its shard.

@@ -243,6 +243,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                                 load_local: crate::sql::is_load_local(
                                     packet.get(1..).unwrap_or_default(),
                                 ),
+                                relayed_text: Some(packet.get(1..).unwrap_or_default().into()),
+                                generation: self.proxy.plan_generation(),
                             },
                         );
                     }
@@ -299,7 +301,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .forward_with(packet, Reply::Prepare, None, adj, scope)
             .await
         {
-            Ok(true) => self.mark_emulated(id, &packet[1..]),
+            Ok(true) => {
+                self.mark_emulated(id, &packet[1..]);
+                if self.stmts.get(id).is_some_and(|s| s.emulated.is_some()) {
+                    self.stmts.drop_relayed_text(id);
+                }
+            }
             Ok(false) => {}
             Err(end) => return Some(end),
         }
@@ -319,7 +326,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .get(id)
                 .map(|st| (id, st.backend_id, st.emulated.is_some()))
         });
-        let Some((client_id, backend_id, emulated)) = st else {
+        let Some((client_id, backend_id, mut emulated)) = st else {
             if kind.answered() {
                 self.send_error(&errors::unknown_statement(id.unwrap_or(0), kind.name()));
             }
@@ -337,14 +344,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return end;
                 }
                 if self.proxy.migrations.holds.active() {
-                    // Relayed statements keep no text: only those idgate runs itself wait.
                     let sql = self
                         .stmts
                         .get(client_id)
-                        .and_then(|s| s.emulated.as_ref().map(|e| e.sql.clone()));
+                        .and_then(|s| s.text().map(<[u8]>::to_vec));
                     if !self.wait_for_switch(&sql.unwrap_or_default()).await {
                         return None;
                     }
+                }
+                if !emulated {
+                    emulated = self.follow_new_placements(client_id);
                 }
             }
             StmtCommand::Reset => {

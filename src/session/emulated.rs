@@ -34,6 +34,29 @@ use crate::wire::stmt_execute::{self, BoundState};
 const COM_STMT_PREPARE: u8 = mysql_common::constants::Command::COM_STMT_PREPARE as u8;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// A relayed statement is looked at again when tables are placed otherwise than at its
+    /// prepare (a table moved by IDGATE MIGRATE, a reload): when it now concerns a configured
+    /// table, idgate runs it itself from now on, where the table is. True when it does.
+    pub(super) fn follow_new_placements(&mut self, id: u32) -> bool {
+        let now = self.proxy.plan_generation();
+        let Some(st) = self.stmts.get_mut(id) else {
+            return false;
+        };
+        if st.generation == now {
+            return false;
+        }
+        st.generation = now;
+        let Some(text) = st.relayed_text.clone() else {
+            return false;
+        };
+        self.mark_emulated(id, &text);
+        let emulated = self.stmts.get(id).is_some_and(|s| s.emulated.is_some());
+        if emulated {
+            self.stmts.drop_relayed_text(id);
+        }
+        emulated
+    }
+
     /// Marks statement `id` for idgate to execute when it concerns a configured table.
     pub(super) fn mark_emulated(&mut self, id: u32, stmt: &[u8]) {
         if let Some(sql::AdminStatement::ConnectionId { .. }) = sql::admin_statement(stmt) {

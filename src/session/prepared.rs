@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub struct Statement {
@@ -16,6 +17,26 @@ pub struct Statement {
     pub long_data: super::long_data::LongDataTally,
     /// Prepared from a `LOAD … LOCAL` statement: its execution may ask the client for a file.
     pub load_local: bool,
+    /// A relayed statement's text (within [`KEPT_TEXT`]), looked at again when tables are
+    /// placed otherwise than at its prepare (a table moved by IDGATE MIGRATE): idgate then runs
+    /// it itself, where the table is now.
+    pub relayed_text: Option<Arc<[u8]>>,
+    /// `Proxy::plan_generation` when the statement was last looked at.
+    pub generation: u64,
+}
+
+/// Longest relayed statement text kept, and most bytes of such texts a session keeps.
+pub const KEPT_TEXT: usize = 16 * 1024;
+pub const KEPT_TEXT_PER_SESSION: usize = 4 * 1024 * 1024;
+
+impl Statement {
+    /// The statement's text when idgate has it: what it runs itself, or a relayed one's.
+    pub fn text(&self) -> Option<&[u8]> {
+        match &self.emulated {
+            Some(e) => Some(&e.sql),
+            None => self.relayed_text.as_deref(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +74,8 @@ pub struct Emulated {
 pub struct Statements {
     by_client_id: HashMap<u32, Statement, BuildHasherDefault<IdHasher>>,
     last_id: u32,
+    /// Bytes of relayed statements' texts kept.
+    kept: usize,
 }
 
 /// Statement ids are small counters idgate hands out, never chosen by a peer to collide: one
@@ -83,8 +106,30 @@ impl Statements {
         self.last_id
     }
 
-    pub fn insert(&mut self, client_id: u32, st: Statement) {
-        self.by_client_id.insert(client_id, st);
+    pub fn insert(&mut self, client_id: u32, mut st: Statement) {
+        let len = st.relayed_text.as_ref().map_or(0, |t| t.len());
+        if len > KEPT_TEXT || self.kept + len > KEPT_TEXT_PER_SESSION {
+            st.relayed_text = None;
+        }
+        self.kept += st.relayed_text.as_ref().map_or(0, |t| t.len());
+        if let Some(old) = self.by_client_id.insert(client_id, st) {
+            self.forget_text(&old);
+        }
+    }
+
+    fn forget_text(&mut self, st: &Statement) {
+        self.kept -= st.relayed_text.as_ref().map_or(0, |t| t.len());
+    }
+
+    /// Drops the relayed text of statement `client_id` (idgate runs it itself now).
+    pub fn drop_relayed_text(&mut self, client_id: u32) {
+        if let Some(t) = self
+            .by_client_id
+            .get_mut(&client_id)
+            .and_then(|st| st.relayed_text.take())
+        {
+            self.kept -= t.len();
+        }
     }
 
     pub fn get(&self, client_id: u32) -> Option<&Statement> {
@@ -100,11 +145,14 @@ impl Statements {
     }
 
     pub fn remove(&mut self, client_id: u32) -> Option<Statement> {
-        self.by_client_id.remove(&client_id)
+        let st = self.by_client_id.remove(&client_id)?;
+        self.forget_text(&st);
+        Some(st)
     }
 
     /// The backend forgot them all (COM_RESET_CONNECTION, COM_CHANGE_USER, a new connection).
     pub fn clear(&mut self) {
         self.by_client_id.clear();
+        self.kept = 0;
     }
 }
