@@ -1080,3 +1080,70 @@ fn xa_transactions_on_the_source_reach_the_shards_only_when_committed_across_a_b
     assert_same_rows(db0, &[db1, db2]);
     assert!(holds(db2, 500001) && holds(db1, 6));
 }
+
+#[test]
+fn an_adoption_under_pymysql_and_connector_j_writers_keeps_every_acknowledged_insert_once() {
+    use common::history::{self, IdOrder};
+    use common::writers::Writers;
+    let (db0, db1, db2) = (binlog_db(), start_db(), start_db());
+    let mut c0 = direct(&db0);
+    c0.query_drop(
+        "CREATE TABLE events (id BIGINT AUTO_INCREMENT PRIMARY KEY, user_id BIGINT NOT NULL, \
+         note VARCHAR(40) NOT NULL, UNIQUE KEY (note))",
+    )
+    .unwrap();
+    c0.query_drop(
+        "INSERT INTO events (user_id, note) SELECT seq, CONCAT('seed', seq) FROM seq_1_to_20000",
+    )
+    .unwrap();
+    let backends = [("shard0", &db0), ("shard1", &db1), ("shard2", &db2)];
+    let g = admin_idgate(&backends, GENERATORS);
+    // Three PyMySQL and two Connector/J clients insert through idgate (single rows and
+    // batches), each attempt logged, from before START until after SWITCH.
+    let w = Writers::start("migrate-adoption", g.port, &["events"], 3, 2);
+    std::thread::sleep(Duration::from_secs(1));
+    let mut admin = g.conn();
+    admin
+        .query_drop(
+            "IDGATE MIGRATE START events TO '{generator: acc_seq, unique: per_shard, sharding: \
+             {columns: [id], algorithm: mod, shards: [shard1, shard2]}}'",
+        )
+        .unwrap();
+    wait_caught_up(&g, &mut admin, "events", Duration::from_secs(60));
+    admin.query_drop("IDGATE MIGRATE SWITCH events").unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let attempts = w.stop();
+    admin.query_drop("IDGATE MIGRATE COMPLETE events").unwrap();
+
+    let mut rows = history::read_rows(&[&db1, &db2], "events");
+    let seeds: Vec<_> = rows
+        .iter()
+        .filter(|(n, _)| n.starts_with("seed"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    assert_eq!(
+        seeds.len(),
+        20_000,
+        "every row from before the move is there"
+    );
+    for v in &seeds {
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].id as usize % 2, v[0].shard, "{v:?}");
+    }
+    rows.retain(|n, _| !n.starts_with("seed"));
+    let report = history::check(
+        &attempts,
+        &std::collections::HashMap::from([("events".to_string(), rows)]),
+        |_, id| (id % 2) as usize,
+        |_| IdOrder::Block,
+    );
+    let summary = report.summary("adoption under PyMySQL and Connector/J writers");
+    assert!(
+        report.problems.is_empty(),
+        "{summary}\n{:?}",
+        report.problems
+    );
+    assert!(report.errors.is_empty(), "{summary}");
+    assert!(report.acknowledged > 100, "{summary}");
+    println!("{summary}");
+}
