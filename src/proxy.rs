@@ -158,6 +158,12 @@ impl Proxy {
             + self.tables_generation.load(Ordering::Acquire)
     }
 
+    /// How many times tables were placed anew while running (moves by IDGATE MIGRATE): one
+    /// atomic load, cheap enough for every relayed execution.
+    pub fn tables_generation(&self) -> u64 {
+        self.tables_generation.load(Ordering::Acquire)
+    }
+
     /// Routes by `tables` from now on (a moved table's new placement).
     pub fn set_tables(&self, tables: Tables) {
         self.tables.store(Arc::new(tables));

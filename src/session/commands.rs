@@ -244,7 +244,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                                     packet.get(1..).unwrap_or_default(),
                                 ),
                                 relayed_text: Some(packet.get(1..).unwrap_or_default().into()),
-                                generation: self.proxy.plan_generation(),
+                                generation: self.proxy.tables_generation(),
                             },
                         );
                     }
@@ -324,9 +324,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let st = id.and_then(|id| {
             self.stmts
                 .get(id)
-                .map(|st| (id, st.backend_id, st.emulated.is_some()))
+                .map(|st| (id, st.backend_id, st.emulated.is_some(), st.generation))
         });
-        let Some((client_id, backend_id, mut emulated)) = st else {
+        let Some((client_id, backend_id, mut emulated, generation)) = st else {
             if kind.answered() {
                 self.send_error(&errors::unknown_statement(id.unwrap_or(0), kind.name()));
             }
@@ -352,7 +352,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         return None;
                     }
                 }
-                if !emulated {
+                if !emulated && generation != self.proxy.tables_generation() {
                     emulated = self.follow_new_placements(client_id);
                 }
             }

@@ -34,11 +34,11 @@ use crate::wire::stmt_execute::{self, BoundState};
 const COM_STMT_PREPARE: u8 = mysql_common::constants::Command::COM_STMT_PREPARE as u8;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// A relayed statement is looked at again when tables are placed otherwise than at its
-    /// prepare (a table moved by IDGATE MIGRATE, a reload): when it now concerns a configured
-    /// table, idgate runs it itself from now on, where the table is. True when it does.
+    /// A relayed statement is looked at again when tables were placed otherwise since its
+    /// prepare (a table moved by IDGATE MIGRATE): when it now concerns a configured table,
+    /// idgate runs it itself from now on, where the table is. True when it does.
     pub(super) fn follow_new_placements(&mut self, id: u32) -> bool {
-        let now = self.proxy.plan_generation();
+        let now = self.proxy.tables_generation();
         let Some(st) = self.stmts.get_mut(id) else {
             return false;
         };

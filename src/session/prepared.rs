@@ -21,7 +21,7 @@ pub struct Statement {
     /// placed otherwise than at its prepare (a table moved by IDGATE MIGRATE): idgate then runs
     /// it itself, where the table is now.
     pub relayed_text: Option<Arc<[u8]>>,
-    /// `Proxy::plan_generation` when the statement was last looked at.
+    /// `Proxy::tables_generation` when the statement was last looked at.
     pub generation: u64,
 }
 
