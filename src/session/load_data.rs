@@ -8,15 +8,13 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::bulk_write::BulkOk;
 use super::query::Step;
 use super::{End, Session};
-use crate::config::tables::ExplicitIds;
-use crate::exec::collect::{collect, merge_info, Collected};
+use crate::exec::collect::{collect, Collected};
+use crate::exec::primitives::load_rows::{self, RowPlan};
 use crate::exec::{BackendError, StatementScope};
-use crate::idgen::{Generator, NewIds};
-use crate::route::{Placement, ShardValue, TableRule};
-use crate::sql::{self, Field, FieldReader, LoadData, OnDuplicate, Target};
+use crate::route::{Placement, TableRule};
+use crate::sql::{self, FieldReader, LoadData, OnDuplicate, Target};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::framing::FrameError;
 use crate::wire::packets;
@@ -38,49 +36,6 @@ const LOCAL_INFILE: u8 = 0xfb;
 
 fn failed(msg: impl Into<String>) -> SqlError {
     SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", msg.into())
-}
-
-/// How one row of the client's file becomes a row of a backend's file.
-struct RowPlan {
-    /// The table's generator, when idgate fills the id column.
-    generator: Option<Arc<Generator>>,
-    /// Index of the id column among the client's fields (`None`: not in the file).
-    id_field: Option<usize>,
-    /// For each sharding column, the client field holding it (`None`: the id column).
-    shard_fields: Vec<(String, Option<usize>)>,
-    /// Field holding the bias value of a biased generator.
-    bias_field: Option<usize>,
-    /// `0` in the id field keeps the value (NO_AUTO_VALUE_ON_ZERO).
-    zero_is_value: bool,
-    /// The id column is BINARY(16): uuidv7 ids go in as 16 bytes.
-    binary_uuid: bool,
-}
-
-/// A value as the backend's file writes it: tab-separated, `\N` for NULL, backslash escapes.
-fn push_field(out: &mut Vec<u8>, f: &Field) {
-    let Some(v) = f else {
-        out.extend_from_slice(b"\\N");
-        return;
-    };
-    for &b in v {
-        match b {
-            0 => out.extend_from_slice(b"\\0"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            _ => out.push(b),
-        }
-    }
-}
-
-fn shard_value(f: &Field) -> Option<ShardValue> {
-    let v = f.as_ref()?;
-    let text = std::str::from_utf8(v).ok();
-    match text.and_then(|t| t.trim().parse::<i128>().ok()) {
-        Some(i) => Some(ShardValue::Int(i)),
-        None => Some(ShardValue::Str(v.clone())),
-    }
 }
 
 /// The statement each backend runs: the client's options for duplicates and character set,
@@ -230,7 +185,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         } else {
             &results[..]
         };
-        self.answer_load(counted, first_generated, more);
+        let ok = load_rows::answer(counted, first_generated);
+        self.answer_bulk(&ok, first_generated, more);
         Ok(Ok(()))
     }
 
@@ -398,12 +354,31 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             };
             if problem.is_none() && !rows.is_empty() {
-                match self.place_rows(rule, plan, rows, &mut line, parts).await {
-                    Ok(Ok(first)) => {
-                        first_generated = first_generated.or(first);
+                let first_line = line + 1;
+                line += rows.len() as u64;
+                match load_rows::place(rule, plan, &rows, first_line).await {
+                    Ok(placed) => {
+                        first_generated = first_generated.or(placed.first_generated);
+                        // Each line to its shard's file (every backend's, unsharded).
+                        for (shard, encoded) in placed.lines {
+                            let chosen = match shard {
+                                Some(s) => s..s + 1,
+                                None => 0..parts.len(),
+                            };
+                            for p in parts.get_mut(chosen).unwrap_or_default() {
+                                p.buf.extend_from_slice(&encoded);
+                                if p.buf.len() >= SEND_AT {
+                                    let sent =
+                                        self.leases.get_mut(p.lease).send_file_packet(&p.buf).await;
+                                    if let Err(e) = sent {
+                                        return Err(self.backend_lost(e));
+                                    }
+                                    p.buf.clear();
+                                }
+                            }
+                        }
                     }
-                    Ok(Err(e)) => problem = Some(e),
-                    Err(e) => return Err(self.backend_lost(e)),
+                    Err(e) => problem = Some(e),
                 }
             }
             if end {
@@ -415,177 +390,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Some(e) => Err(e),
             None => Ok(first_generated),
         })
-    }
-
-    /// Gives rows their ids and shards and queues them in the backends' files.
-    async fn place_rows(
-        &mut self,
-        rule: &TableRule,
-        plan: &RowPlan,
-        mut rows: Vec<Vec<Field>>,
-        line: &mut u64,
-        parts: &mut [Part],
-    ) -> Result<Result<Option<u64>, SqlError>, BackendError> {
-        let first_line = *line + 1;
-        *line += rows.len() as u64;
-        let mut ids: Vec<Field> = vec![None; rows.len()];
-        let mut first_generated = None;
-        if let Some(g) = &plan.generator {
-            match self.load_ids(g, rule, plan, &rows, first_line).await {
-                Ok((generated, first)) => {
-                    ids = generated;
-                    first_generated = first;
-                }
-                Err(e) => return Ok(Err(e)),
-            }
-        }
-        for (k, row) in rows.iter_mut().enumerate() {
-            let shard = match &rule.placement {
-                Placement::Sharded {
-                    algorithm, shards, ..
-                } => {
-                    let mut value = None;
-                    let mut used = "";
-                    for (c, field) in &plan.shard_fields {
-                        used = c;
-                        value = match field {
-                            None => shard_value(&ids[k]),
-                            Some(f) => row.get(*f).and_then(shard_value),
-                        };
-                        if value.is_some() {
-                            break;
-                        }
-                    }
-                    let Some(v) = value else {
-                        return Ok(Err(failed(format!(
-                            "Row {} of the file has no value for the sharding column `{used}` of \
-                             `{}`; idgate needs it to choose the shard",
-                            first_line + k as u64,
-                            rule.name
-                        ))));
-                    };
-                    match algorithm.shard_of(&v, shards.len(), used) {
-                        Ok(s) => Some(s),
-                        Err(e) => return Ok(Err(failed(e.to_string()))),
-                    }
-                }
-                _ => None,
-            };
-            let mut encoded = Vec::new();
-            if plan.generator.is_some() {
-                push_field(&mut encoded, &ids[k]);
-                if !row.is_empty() {
-                    encoded.push(b'\t');
-                }
-            }
-            for (n, f) in row.iter().enumerate() {
-                if n > 0 {
-                    encoded.push(b'\t');
-                }
-                push_field(&mut encoded, f);
-            }
-            encoded.push(b'\n');
-            let chosen: Vec<usize> = match shard {
-                Some(s) => vec![s],
-                None => (0..parts.len()).collect(),
-            };
-            for s in chosen {
-                let p = &mut parts[s];
-                p.buf.extend_from_slice(&encoded);
-                if p.buf.len() >= SEND_AT {
-                    self.leases
-                        .get_mut(p.lease)
-                        .send_file_packet(&p.buf)
-                        .await?;
-                    p.buf.clear();
-                }
-            }
-        }
-        Ok(Ok(first_generated))
-    }
-
-    /// Each row's id: the file's own value, or a generated one where AUTO_INCREMENT would
-    /// generate (no field, `\N`, empty, or 0 unless NO_AUTO_VALUE_ON_ZERO).
-    async fn load_ids(
-        &mut self,
-        g: &Arc<Generator>,
-        rule: &TableRule,
-        plan: &RowPlan,
-        rows: &[Vec<Field>],
-        first_line: u64,
-    ) -> Result<(Vec<Field>, Option<u64>), SqlError> {
-        let mut ids: Vec<Field> = Vec::with_capacity(rows.len());
-        let mut slots = Vec::new();
-        for (k, row) in rows.iter().enumerate() {
-            let given = plan.id_field.and_then(|f| row.get(f)).cloned().flatten();
-            let generate = match &given {
-                None => true,
-                Some(v) => {
-                    let t = String::from_utf8_lossy(v);
-                    let t = t.trim();
-                    t.is_empty() || (!plan.zero_is_value && t.parse::<i128>() == Ok(0))
-                }
-            };
-            if generate {
-                slots.push(k);
-                ids.push(None);
-            } else {
-                if rule.explicit_ids == ExplicitIds::Reject {
-                    return Err(failed(format!(
-                        "Explicit value for `{}`.`{}` on row {} rejected (explicit_ids: reject): \
-                         leave the field empty or \\N and idgate generates it",
-                        rule.name,
-                        rule.id_column,
-                        first_line + k as u64
-                    )));
-                }
-                ids.push(given);
-            }
-        }
-        if slots.is_empty() {
-            return Ok((ids, None));
-        }
-        let gen_err = |e: crate::idgen::IdGenError| failed(format!("idgate: {e}"));
-        let mut bias = Vec::new();
-        if g.takes_bias() {
-            for &k in &slots {
-                let b = plan
-                    .bias_field
-                    .and_then(|f| rows[k].get(f))
-                    .and_then(shard_value)
-                    .and_then(|v| match v {
-                        ShardValue::Int(i) => Some(i as u64),
-                        ShardValue::Str(_) => None,
-                    });
-                let Some(b) = b else {
-                    return Err(failed(format!(
-                        "Row {} of the file needs an integer for `{}`: the id's low bits copy it",
-                        first_line + k as u64,
-                        rule.bias_column.as_deref().unwrap_or("")
-                    )));
-                };
-                bias.push(b);
-            }
-        }
-        let new = g.next_ids(slots.len(), &bias).await.map_err(gen_err)?;
-        match &new {
-            NewIds::Uuids(out) => {
-                for (&k, u) in slots.iter().zip(out) {
-                    ids[k] = Some(if plan.binary_uuid {
-                        u.as_bytes().to_vec()
-                    } else {
-                        u.to_hyphenated().to_vec()
-                    });
-                }
-            }
-            _ => {
-                for (n, &k) in slots.iter().enumerate() {
-                    ids[k] = new.number(n).map(|id| id.to_string().into_bytes());
-                }
-            }
-        }
-        let first = new.first();
-        Ok((ids, first))
     }
 
     /// Sends what is left of each backend's file and the empty packet that ends it, then reads
@@ -604,28 +408,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             out.push(collect(self.leases.get_mut(p.lease)).await?);
         }
         Ok(out)
-    }
-
-    /// One OK for the client: rows and `Records: … Deleted: … Skipped: … Warnings: …` added up,
-    /// the first generated id as its insert id and the session's LAST_INSERT_ID().
-    fn answer_load(&mut self, results: &[Collected], first_generated: Option<u64>, more: bool) {
-        let mut ok = BulkOk {
-            affected: 0,
-            insert_id: first_generated.unwrap_or(0),
-            warnings: 0,
-            info: Vec::new(),
-        };
-        let mut infos = Vec::new();
-        for r in results {
-            if let Collected::Ok(p) = r {
-                if let Some(o) = packets::parse_ok(p) {
-                    ok.affected += o.affected_rows;
-                    ok.warnings = ok.warnings.saturating_add(o.warnings);
-                }
-                infos.push(packets::ok_info(p));
-            }
-        }
-        ok.info = merge_info(&infos);
-        self.answer_bulk(&ok, first_generated, more);
     }
 }

@@ -6,6 +6,7 @@ pub mod bulk_write;
 pub mod insert_select;
 pub mod insert_source;
 pub mod join_bind;
+pub mod load_rows;
 pub mod subquery_bind;
 
 /// The session's bounds on what a primitive may read into memory.
@@ -25,5 +26,7 @@ mod fake_cursor;
 mod insert_select_tests;
 #[cfg(test)]
 mod join_bind_tests;
+#[cfg(test)]
+mod load_rows_tests;
 #[cfg(test)]
 mod subquery_bind_tests;
