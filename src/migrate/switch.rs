@@ -75,32 +75,10 @@ pub async fn switch(
             return Err(e);
         }
     }
-    let holds: Vec<_> = members
-        .iter()
-        .map(|m| proxy.migrations.holds.hold(&m.spec.schema, &m.spec.table))
-        .collect();
-    let keys = keys_of(members.iter().map(|m| &*m.spec));
-    info!(tables = %keys, "switching: statements about the tables are held");
-    let since = Instant::now();
-    let everywhere = super::cluster_hold::hold_everywhere(
-        proxy,
-        store,
-        &members
-            .iter()
-            .map(|m| m.spec.key.clone())
-            .collect::<Vec<_>>(),
-    )
-    .await;
-    let r = match everywhere {
-        Ok(everywhere) => {
-            let r = cut_over(proxy, store, members).await;
-            everywhere.release().await;
-            r
-        }
-        Err(e) => Err(e),
-    };
-    let held = since.elapsed();
-    drop(holds);
+    let specs: Vec<&Spec> = members.iter().map(|m| &*m.spec).collect();
+    let keys = keys_of(specs.iter().copied());
+    let step = cut_over(proxy, store, members);
+    let (r, held) = while_held(proxy, store, &specs, "switching", step).await;
     for m in members {
         proxy
             .migrations
@@ -115,6 +93,36 @@ pub async fn switch(
         Err(e) => warn!(tables = %keys, error = %e, "switch undone"),
     }
     r.map(|()| held)
+}
+
+/// Holds statements about the tables of `specs`, here and on every other live instance, while
+/// `step` runs; returns its result and how long statements were held.
+async fn while_held(
+    proxy: &Arc<Proxy>,
+    store: &Store,
+    specs: &[&Spec],
+    what: &str,
+    step: impl std::future::Future<Output = Result<(), String>>,
+) -> (Result<(), String>, Duration) {
+    let holds: Vec<_> = specs
+        .iter()
+        .map(|s| proxy.migrations.holds.hold(&s.schema, &s.table))
+        .collect();
+    let keys = keys_of(specs.iter().copied());
+    info!(tables = %keys, "{what}: statements about the tables are held");
+    let since = Instant::now();
+    let all: Vec<String> = specs.iter().map(|s| s.key.clone()).collect();
+    let r = match super::cluster_hold::hold_everywhere(proxy, store, &all).await {
+        Ok(everywhere) => {
+            let r = step.await;
+            everywhere.release().await;
+            r
+        }
+        Err(e) => Err(e),
+    };
+    let held = since.elapsed();
+    drop(holds);
+    (r, held)
 }
 
 /// The tables' keys, for the log.
@@ -431,36 +439,13 @@ pub async fn reverse(
     if members.is_empty() {
         return Err("no table to reverse".into());
     }
-    let holds: Vec<_> = members
-        .iter()
-        .map(|m| {
-            m.running.switching.store(true, Ordering::Release);
-            let back = &m.running.spec;
-            proxy.migrations.holds.hold(&back.schema, &back.table)
-        })
-        .collect();
-    let keys = keys_of(members.iter().map(|m| &*m.running.spec));
-    info!(tables = %keys, "reversing: statements about the tables are held");
-    let since = Instant::now();
-    let everywhere = super::cluster_hold::hold_everywhere(
-        proxy,
-        store,
-        &members
-            .iter()
-            .map(|m| m.running.spec.key.clone())
-            .collect::<Vec<_>>(),
-    )
-    .await;
-    let r = match everywhere {
-        Ok(everywhere) => {
-            let r = reverse_cut_over(proxy, store, members).await;
-            everywhere.release().await;
-            r
-        }
-        Err(e) => Err(e),
-    };
-    let held = since.elapsed();
-    drop(holds);
+    for m in members {
+        m.running.switching.store(true, Ordering::Release);
+    }
+    let specs: Vec<&Spec> = members.iter().map(|m| &*m.running.spec).collect();
+    let keys = keys_of(specs.iter().copied());
+    let step = reverse_cut_over(proxy, store, members);
+    let (r, held) = while_held(proxy, store, &specs, "reversing", step).await;
     if r.is_err() {
         for m in members {
             m.running.switching.store(false, Ordering::Release);
