@@ -99,3 +99,24 @@ pub trait WriteCursor {
     /// The answer to the next statement sent on `conn`.
     fn answer(&mut self, conn: usize) -> impl Future<Output = Result<Collected, Self::End>>;
 }
+
+/// What `LOAD DATA LOCAL` into a placed table reaches through beyond a write's connections:
+/// each connection itself (its own LOAD asks idgate for a file, which idgate streams), and the
+/// client's file.
+pub trait LoadCursor: WriteCursor {
+    /// The connection `lease` named.
+    fn conn(&mut self, conn: usize) -> &mut crate::exec::BackendConn;
+
+    /// The session's end for a connection that broke mid-answer.
+    fn lost(&mut self, e: crate::exec::BackendError) -> Self::End;
+
+    /// Asks the client for its file `name`.
+    fn ask_file(&mut self, name: &[u8]) -> impl Future<Output = Result<(), Self::End>>;
+
+    /// The client's next packet of the file into `buf` (empty: the file is over), within the
+    /// session's read timeout.
+    fn file_packet(&mut self, buf: &mut Vec<u8>) -> impl Future<Output = Result<(), Self::End>>;
+
+    /// The client's file is read: its next packet is a command again.
+    fn file_read(&mut self);
+}

@@ -8,10 +8,13 @@ use super::fetch::{FetchLimits, Fetched};
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
 use crate::exec::primitives::GatewayLimits;
-use crate::exec::{Cursor, StatementScope, WriteCursor};
+use crate::exec::{BackendConn, BackendError, Cursor, LoadCursor, StatementScope, WriteCursor};
 use crate::route::{PlanContext, Route};
 use crate::wire::command::query_packet;
+use crate::wire::errors;
 use crate::wire::errors::SqlError;
+use crate::wire::framing::FrameError;
+use std::time::Duration;
 
 /// The cursor gateway primitives run through for one statement of the session: its
 /// connections, its transaction and `scope`, its planning context.
@@ -91,6 +94,49 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<
         }
     }
 }
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LoadCursor for SessionCursor<'_, R, W> {
+    fn conn(&mut self, conn: usize) -> &mut BackendConn {
+        self.session.leases.get_mut(conn)
+    }
+
+    fn lost(&mut self, e: BackendError) -> End {
+        self.session.backend_lost(e)
+    }
+
+    async fn ask_file(&mut self, name: &[u8]) -> Result<(), End> {
+        let s = &mut *self.session;
+        let start = s.writer.begin();
+        s.writer.payload().push(LOCAL_INFILE);
+        s.writer.payload().extend_from_slice(name);
+        s.writer.end(start);
+        if s.writer.flush().await.is_err() {
+            return Err(End::ClientGone);
+        }
+        s.reader.seq = s.writer.seq;
+        Ok(())
+    }
+
+    async fn file_packet(&mut self, buf: &mut Vec<u8>) -> Result<(), End> {
+        let s = &mut *self.session;
+        let read_timeout = Duration::from_secs(s.live.config.net_read_timeout);
+        match tokio::time::timeout(read_timeout, s.reader.read(buf)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(FrameError::TooLarge { limit, .. })) => {
+                s.send_error(&errors::packet_too_large(limit));
+                Err(End::Fatal("file packet too large".into()))
+            }
+            Ok(Err(_)) | Err(_) => Err(End::ClientGone),
+        }
+    }
+
+    fn file_read(&mut self) {
+        self.session.writer.seq = self.session.reader.seq;
+    }
+}
+
+/// The local-infile request byte: idgate asking the client for its file.
+const LOCAL_INFILE: u8 = 0xfb;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The session's bounds on what gateway primitives read into memory.

@@ -6,6 +6,7 @@ pub mod bulk_write;
 pub mod insert_select;
 pub mod insert_source;
 pub mod join_bind;
+pub mod load_data;
 pub mod load_rows;
 pub mod subquery_bind;
 
