@@ -230,7 +230,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if r.status != 0 || r.ok.is_some() {
                     self.status = r.status;
                 }
-                self.note_rows(&r);
+                self.obs.relayed(&r);
                 if let Some((backend_id, _, _)) = r.prepared {
                     if let Some(id) = client_stmt_id {
                         self.stmts.insert(

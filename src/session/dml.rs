@@ -248,7 +248,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         .await;
         match merged {
             Ok(Ok(r)) => {
-                self.note_merged_rows(r.rows);
+                self.obs.merged(&self.proxy.metrics, r.rows);
                 Ok(Some(!r.error))
             }
             Ok(Err(msg)) if msg == NEEDS_WEIGHTS => Ok(None),

@@ -242,7 +242,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .and_then(|p| p.single_shard(&e.sql, &values, self.proxy.plan_generation()))
         };
         if let Some(backend) = pinned {
-            self.note_route(crate::admin::statement_metrics::StmtRoute::SingleShard);
+            self.obs
+                .took_route(crate::admin::statement_metrics::StmtRoute::SingleShard);
             return self
                 .execute_select_on(id, vec![backend], &values, scope)
                 .await;
@@ -286,7 +287,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         a: sql::InsertAnalysis,
         scope: StatementScope,
     ) -> Option<End> {
-        self.note_route(crate::admin::statement_metrics::StmtRoute::InsertIds);
+        self.obs
+            .took_route(crate::admin::statement_metrics::StmtRoute::InsertIds);
         let schema = a.table.schema.clone().or_else(|| {
             self.db
                 .as_ref()
@@ -374,7 +376,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .err();
         }
         if let Ok(Some(r)) = &route {
-            self.note_route(super::observe::dml_route(r));
+            self.obs.took_route(super::observe::dml_route(r));
         }
         let backends = match route {
             Ok(Some(Route::One(b))) => vec![b],

@@ -211,7 +211,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         match relayed {
-            Ok(Ok(Some(merged))) => self.note_merged_rows(merged),
+            Ok(Ok(Some(merged))) => self.obs.merged(&self.proxy.metrics, merged),
             Ok(Ok(None)) => {}
             Ok(Err(msg)) => {
                 let e = SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg);

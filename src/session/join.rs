@@ -176,7 +176,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let start = self.writer.begin();
         packets::terminator(self.writer.payload(), deprecate_eof, st.warnings, status);
         self.writer.end(start);
-        self.note_merged_rows(st.rows);
+        self.obs.merged(&self.proxy.metrics, st.rows);
         Ok(true)
     }
 

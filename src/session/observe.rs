@@ -2,7 +2,7 @@
 //! counted once, by route and kind, with its latency (`admin::Metrics::statement`), and logged
 //! when slower than `slow_statement_ms`. The planner's arms stay untouched: the route comes
 //! from the plan (`route_of`) or, for an executed prepared statement idgate runs itself, from
-//! the path it took (`note_route`).
+//! the path it took (`Observed::took_route`).
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,59 @@ pub(super) struct Observed {
     route: Option<StmtRoute>,
     /// Rows the backends returned or the statement changed, where idgate relays them.
     rows: u64,
+}
+
+impl Observed {
+    /// The route an executed prepared statement took inside idgate.
+    pub(super) fn took_route(&mut self, route: StmtRoute) {
+        self.route = Some(route);
+    }
+
+    /// Rows a relayed answer carried (or changed).
+    pub(super) fn relayed(&mut self, r: &Relayed) {
+        self.rows = r.rows + r.ok.map_or(0, |ok| ok.affected_rows);
+    }
+
+    /// Rows read from the shards for a merge (also counted in `metrics`).
+    pub(super) fn merged(&mut self, metrics: &crate::admin::Metrics, rows: u64) {
+        metrics.merged_rows.inc_by(rows);
+        self.rows = rows;
+    }
+}
+
+/// Who ran a statement, for the slow log.
+struct Who<'a> {
+    user: &'a [u8],
+    database: Option<&'a [u8]>,
+    rows: u64,
+}
+
+/// Counts a finished statement by route and kind, and logs it when slower than
+/// `slow_statement_ms`.
+fn measured(
+    proxy: &crate::proxy::Proxy,
+    who: Who<'_>,
+    text: impl FnOnce() -> Vec<u8>,
+    route: StmtRoute,
+    kind: StatementKind,
+    took: Duration,
+) {
+    proxy.metrics.statement(route, kind, took);
+    let slow = proxy
+        .config
+        .slow_statement_ms
+        .is_some_and(|ms| took >= Duration::from_millis(ms));
+    if slow {
+        slow_log::log(&SlowStatement {
+            user: who.user,
+            database: who.database,
+            route,
+            kind,
+            took,
+            rows: who.rows,
+            text: &text(),
+        });
+    }
 }
 
 /// How a plan runs, for the `route` label.
@@ -109,7 +162,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         step
     }
 
-    /// COM_STMT_EXECUTE, measured: relayed unless idgate ran it (`note_route`).
+    /// COM_STMT_EXECUTE, measured: relayed unless idgate ran it (`Observed::took_route`).
     pub(super) async fn observed_execute(
         &mut self,
         packet: &[u8],
@@ -127,32 +180,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let route = self.obs.route.take().unwrap_or(StmtRoute::Relayed);
         let st = id.and_then(|id| self.stmts.get(id));
         let kind = st.map_or(StatementKind::Other, |s| s.kind);
-        let took = t0.elapsed();
-        self.proxy.metrics.statement(route, kind, took);
-        if self.is_slow(took) {
-            let text = st
-                .and_then(|s| s.emulated.as_ref())
+        let text = || {
+            st.and_then(|s| s.emulated.as_ref())
                 .map(|e| e.sql.clone())
-                .unwrap_or_else(|| b"(prepared statement; its text is on the backend)".to_vec());
-            self.log_slow(&text, route, kind, took);
-        }
+                .unwrap_or_else(|| b"(prepared statement; its text is on the backend)".to_vec())
+        };
+        measured(&self.proxy, self.who(), text, route, kind, t0.elapsed());
         end
-    }
-
-    /// The route an executed prepared statement took inside idgate.
-    pub(super) fn note_route(&mut self, route: StmtRoute) {
-        self.obs.route = Some(route);
-    }
-
-    /// Rows a relayed answer carried (or changed).
-    pub(super) fn note_rows(&mut self, r: &Relayed) {
-        self.obs.rows = r.rows + r.ok.map_or(0, |ok| ok.affected_rows);
-    }
-
-    /// Rows read from the shards for a merge.
-    pub(super) fn note_merged_rows(&mut self, rows: u64) {
-        self.proxy.metrics.merged_rows.inc_by(rows);
-        self.obs.rows = rows;
     }
 
     fn statement_done(
@@ -162,28 +196,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         kind: StatementKind,
         took: Duration,
     ) {
-        self.proxy.metrics.statement(route, kind, took);
-        if self.is_slow(took) {
-            self.log_slow(stmt, route, kind, took);
-        }
+        measured(&self.proxy, self.who(), || stmt.to_vec(), route, kind, took);
     }
 
-    fn is_slow(&self, took: Duration) -> bool {
-        self.proxy
-            .config
-            .slow_statement_ms
-            .is_some_and(|ms| took >= Duration::from_millis(ms))
-    }
-
-    fn log_slow(&self, text: &[u8], route: StmtRoute, kind: StatementKind, took: Duration) {
-        slow_log::log(&SlowStatement {
+    fn who(&self) -> Who<'_> {
+        Who {
             user: &self.hello.user,
             database: self.db.as_deref(),
-            route,
-            kind,
-            took,
             rows: self.obs.rows,
-            text,
-        });
+        }
     }
 }
