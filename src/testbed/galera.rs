@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::mariadb::{find, free_port, is_root, template, DATABASE, PASSWORD, USER};
+use super::mariadb::{find, is_root, stable_port, template, DATABASE, PASSWORD, USER};
 use super::reaper;
 
 const PROVIDER: &str = "/usr/lib/galera/libgalera_smm.so";
@@ -37,7 +37,8 @@ impl Galera {
                 "{PROVIDER} is missing: install galera-4 (scripts/test does: apt-get install galera-4)"
             ));
         }
-        let first = free_port()?;
+        // Each node restarts on its ports: none may be one an outgoing connection can take.
+        let first = stable_port()?;
         let base =
             std::env::temp_dir().join(format!("idgate-galera-{}-{first}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
@@ -57,11 +58,11 @@ impl Galera {
                 return Err("copying the template datadir failed".into());
             }
             nodes.push(GaleraNode {
-                port: if i == 0 { first } else { free_port()? },
+                port: if i == 0 { first } else { stable_port()? },
                 dir,
-                gcomm: free_port()?,
-                ist: free_port()?,
-                sst: free_port()?,
+                gcomm: stable_port()?,
+                ist: stable_port()?,
+                sst: stable_port()?,
                 child: Mutex::new(None),
             });
         }

@@ -47,6 +47,39 @@ pub fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free TCP port on 127.0.0.1: {e}"))
 }
 
+/// A free port below the kernel's range for outgoing connections, for a server that is
+/// restarted on the same port (a Galera node's SQL, group and state-transfer ports): a port
+/// from [`free_port`] lies in that range, so a client connection may hold it by the restart.
+/// Never the same port twice in one process.
+pub fn stable_port() -> Result<u16, String> {
+    static GIVEN: OnceLock<std::sync::Mutex<std::collections::HashSet<u16>>> = OnceLock::new();
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768)
+        .clamp(11000, 60000);
+    let span = u32::from(low - 10000);
+    let seed = std::process::id()
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+    let given = GIVEN.get_or_init(Default::default);
+    let mut given = given
+        .lock()
+        .map_err(|_| "port registry poisoned".to_string())?;
+    for k in 0..span {
+        let port = 10000 + ((seed.wrapping_add(k.wrapping_mul(7919))) % span) as u16;
+        if given.contains(&port) {
+            continue;
+        }
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.insert(port);
+            return Ok(port);
+        }
+    }
+    Err(format!("no free TCP port on 127.0.0.1 below {low}"))
+}
+
 pub(super) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -112,10 +145,11 @@ impl MariaDb {
     /// Starts a fresh server on a free port and waits until it accepts logins.
     pub fn start() -> Result<MariaDb, String> {
         // A free port can be taken by another process between the look and mariadbd's bind
-        // (tests start many servers at once): then another port is tried.
+        // (tests start many servers at once): then another port is tried. It lies below the
+        // range of outgoing connections, so `restart` finds it free again.
         let mut tries = 0;
         loop {
-            match Self::start_on(free_port()?) {
+            match Self::start_on(stable_port()?) {
                 Err(e) if tries < 4 && e.contains("Address already in use") => tries += 1,
                 r => return r,
             }
@@ -127,7 +161,7 @@ impl MariaDb {
     pub fn start_with_binlog() -> Result<MariaDb, String> {
         let mut tries = 0;
         loop {
-            let port = free_port()?;
+            let port = stable_port()?;
             let args = [
                 "--log-bin=binlog".to_string(),
                 "--binlog-format=ROW".to_string(),
