@@ -32,7 +32,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return match killed {
                     Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
                     Err(e) => {
-                        self.send_error(&e);
+                        self.writer.send_error(&e);
                         Step::Failed
                     }
                 };
@@ -43,7 +43,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Step::Ok;
             }
             AdminStatement::KillUnsupported(form) => {
-                self.send_error(&crate::admin::kill::unsupported(form));
+                self.writer
+                    .send_error(&crate::admin::kill::unsupported(form));
                 return Step::Failed;
             }
             _ => {}
@@ -68,7 +69,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let status = self.status_with(more);
         match answer {
             Answer::Rows(rs) => {
-                self.send_result_set(&rs.columns, rs.rows.iter().map(Vec::as_slice), 0, status);
+                let deprecate_eof = self.deprecate_eof();
+                self.writer.send_result_set(
+                    &rs.columns,
+                    rs.rows.iter().map(Vec::as_slice),
+                    0,
+                    status,
+                    deprecate_eof,
+                );
                 Step::Ok
             }
             Answer::Ok(info) => {
@@ -86,7 +94,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Step::Ok
             }
             Answer::Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Step::Failed
             }
         }
@@ -96,7 +104,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn kill(&mut self, id: u64, query: bool, more: bool) -> Step {
         if id == u64::from(self.registered.id()) && !query {
             // As MariaDB: a session that kills itself is told so, and its connection closes.
-            self.send_error(&SqlError::new(
+            self.writer.send_error(&SqlError::new(
                 ER_CONNECTION_KILLED,
                 b"70100",
                 "Connection was killed",
@@ -106,7 +114,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match crate::admin::kill::kill(&self.proxy, &self.hello.user, id, query).await {
             Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Step::Failed
             }
         }
@@ -131,7 +139,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packets::column_def(&mut def, column.as_bytes(), 63, 10, ty, flags, 0);
         let mut row = vec![0x00, 0x00];
         row.extend_from_slice(&self.registered.id().to_le_bytes());
-        self.send_result_set(&[def], [row.as_slice()], 0, status);
+        let deprecate_eof = self.deprecate_eof();
+        self.writer
+            .send_result_set(&[def], [row.as_slice()], 0, status, deprecate_eof);
     }
 
     /// `KILL [QUERY] USER name`: the count of sessions killed as affected rows; a session that
@@ -158,7 +168,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Step::Ok
             }
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Step::Failed
             }
         }

@@ -52,7 +52,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         } else {
             "; the statement was abandoned (raise query_timeout_ms for longer statements)"
         };
-        self.send_error(&SqlError::new(
+        self.writer.send_error(&SqlError::new(
             errors::CR_SERVER_LOST,
             b"HY000",
             format!(

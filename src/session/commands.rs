@@ -25,12 +25,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let scope = StatementScope::of_command(&cmd);
         match cmd {
             Command::Empty => {
-                self.send_error(&errors::malformed("empty command"));
+                self.writer.send_error(&errors::malformed("empty command"));
                 None
             }
             Command::Quit => Some(End::Quit),
             Command::Ping => {
-                self.send_ok(0, 0);
+                self.writer.send_ok(
+                    0,
+                    0,
+                    mysql_common::constants::StatusFlags::from_bits_retain(self.status),
+                );
                 None
             }
             Command::Query(_) => self.observed_query(packet, scope).await,
@@ -74,7 +78,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 end
             }
             Command::Unknown(other) => {
-                self.send_error(&errors::unknown_command(other));
+                self.writer.send_error(&errors::unknown_command(other));
                 None
             }
         }
@@ -111,7 +115,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 match self.lease_index(&proxy.default_pool.name).await {
                     Ok(i) => i,
                     Err(e) => {
-                        self.send_error(&e);
+                        self.writer.send_error(&e);
                         return Ok(false);
                     }
                 }
@@ -208,7 +212,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return match local_infile::drain_declined(be, reply, adj).await {
                         Ok(status) => {
                             self.status = status;
-                            self.send_error(&crate::route::local_infile_disabled());
+                            self.writer
+                                .send_error(&crate::route::local_infile_disabled());
                             Ok(false)
                         }
                         Err(e) => Err(self.backend_lost(e)),
@@ -219,7 +224,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Err(CarryError::Client(FrameError::TooLarge { limit, .. })) => {
                     // As MySQL does: report it and close; the backend connection, left
                     // mid-file, is closed with the session.
-                    self.send_error(&errors::packet_too_large(limit));
+                    self.writer.send_error(&errors::packet_too_large(limit));
                     return Err(End::Fatal("file packet too large".into()));
                 }
                 Err(CarryError::Client(_)) => return Err(End::ClientGone),
@@ -265,7 +270,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         warn!(error = %e, "backend connection lost");
         self.leases.clear();
         let name = self.proxy.default_pool.name.clone();
-        self.send_error(&SqlError::new(
+        self.writer.send_error(&SqlError::new(
             errors::CR_SERVER_LOST,
             b"HY000",
             format!("Lost connection to backend `{name}` during query ({e}); reconnect and retry"),
@@ -284,7 +289,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             )
         };
         if crate::sql::admin_statement(&packet[1..]).is_some_and(|a| !about_connections(&a)) {
-            self.send_error(&crate::admin::statements::not_preparable());
+            self.writer
+                .send_error(&crate::admin::statements::not_preparable());
             return None;
         }
         if self.prepared_count_exceeded() {
@@ -328,7 +334,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         });
         let Some((client_id, backend_id, mut emulated, generation)) = st else {
             if kind.answered() {
-                self.send_error(&errors::unknown_statement(id.unwrap_or(0), kind.name()));
+                self.writer
+                    .send_error(&errors::unknown_statement(id.unwrap_or(0), kind.name()));
             }
             return None; // SEND_LONG_DATA and CLOSE have no answer, even for unknown ids
         };
@@ -421,7 +428,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.stmts.clear();
         self.forget_session_state();
         if self.leases.is_empty() {
-            self.send_ok(0, 0);
+            self.writer.send_ok(
+                0,
+                0,
+                mysql_common::constants::StatusFlags::from_bits_retain(self.status),
+            );
             return None;
         }
         // Connections other than the default one are reset quietly; the default answers.
@@ -483,7 +494,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         self.leases = all;
         let e = failed?;
-        self.send_error(&e);
+        self.writer.send_error(&e);
         Some(End::Fatal(e.message))
     }
 
@@ -524,7 +535,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(()) => None,
             Err(e) => {
                 // The OK was already queued; the session cannot be trusted any more.
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Some(End::Fatal(e.message))
             }
         }
@@ -533,7 +544,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn change_user(&mut self, packet: &[u8]) -> Option<End> {
         if self.failed_change_user >= MAX_FAILED_CHANGE_USER {
             // As MariaDB: a connection that failed three times may not try again.
-            self.send_error(&SqlError::new(
+            self.writer.send_error(&SqlError::new(
                 errors::ER_UNKNOWN_COM_ERROR,
                 b"08S01",
                 "Unknown command",
@@ -541,7 +552,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return None;
         }
         if let Err(e) = self.proxy.auth_throttle.check(&self.peer_host) {
-            self.send_error(&e);
+            self.writer.send_error(&e);
             return None;
         }
         // A new login: checked against the configuration as it is now, which the session keeps.
@@ -566,7 +577,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         self.proxy.auth_throttle.succeeded(&self.peer_host);
         if let Err(e) = self.slot.switch_user(&changed.user) {
-            self.send_error(&e);
+            self.writer.send_error(&e);
             return Some(End::LoginRefused);
         }
         self.registered.set_user(&changed.user);
@@ -605,18 +616,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         self.leases = all;
         if let Some(e) = failed {
-            self.send_error(&e);
+            self.writer.send_error(&e);
             return Some(End::Fatal(e.message));
         }
         // An account read from the backend must also log in there (see `run`).
         if self.db.is_some() || self.hello.backend_login.is_some() {
             if let Err(e) = self.backend().await {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Some(End::Fatal(e.message));
             }
         }
         self.status = mysql_common::constants::StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits();
-        self.send_ok(0, 0);
+        self.writer.send_ok(
+            0,
+            0,
+            mysql_common::constants::StatusFlags::from_bits_retain(self.status),
+        );
         None
     }
 }

@@ -123,7 +123,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LoadCursor for SessionCursor<'
         match tokio::time::timeout(read_timeout, s.reader.read(buf)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(FrameError::TooLarge { limit, .. })) => {
-                s.send_error(&errors::packet_too_large(limit));
+                s.writer.send_error(&errors::packet_too_large(limit));
                 Err(End::Fatal("file packet too large".into()))
             }
             Ok(Err(_)) | Err(_) => Err(End::ClientGone),

@@ -68,7 +68,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Step::Ok
             }
             Ok(Err(e)) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Step::Failed
             }
             Err(end) => Step::End(end),

@@ -106,7 +106,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             match self.lease_index(b).await {
                 Ok(i) => idx.push(i),
                 Err(e) => {
-                    self.send_error(&e);
+                    self.writer.send_error(&e);
                     return Ok(None);
                 }
             }
@@ -134,7 +134,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let i = match self.lease_index(backend).await {
             Ok(i) => i,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -207,7 +207,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match self.merge_once(backends, full, adj, binary, scope).await? {
             Some(ok) => Ok(ok),
             None => {
-                self.send_error(&unsupported(NEEDS_WEIGHTS.into()));
+                self.writer.send_error(&unsupported(NEEDS_WEIGHTS.into()));
                 Ok(false)
             }
         }
@@ -253,7 +253,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Ok(Err(msg)) if msg == NEEDS_WEIGHTS => Ok(None),
             Ok(Err(msg)) => {
-                self.send_error(&unsupported(msg));
+                self.writer.send_error(&unsupported(msg));
                 Ok(Some(false))
             }
             Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
@@ -278,7 +278,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let i = match self.lease_index(b).await {
                 Ok(i) => i,
                 Err(e) => {
-                    self.send_error(&e);
+                    self.writer.send_error(&e);
                     return Ok(false);
                 }
             };
@@ -290,7 +290,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             match crate::exec::collect::collect(be).await {
                 Ok(crate::exec::collect::Collected::Err(e)) => {
                     let (code, state, msg) = crate::wire::packets::parse_err(&e);
-                    self.send_error(&SqlError::new(
+                    self.writer.send_error(&SqlError::new(
                         code,
                         &state,
                         format!("{} (on backend `{b}`)", String::from_utf8_lossy(msg)),

@@ -229,7 +229,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let params = match decoded {
             Ok(p) => p,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return None;
             }
         };
@@ -265,7 +265,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let (kind, text, bound) = match bound {
             Ok(d) => d,
             Err(e) => {
-                self.send_error(&e.into());
+                self.writer.send_error(&e.into());
                 return None;
             }
         };
@@ -308,7 +308,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let global = match self.global_keys(&a) {
             Ok(g) => g,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return None;
             }
         };
@@ -334,7 +334,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let plan = match self.plan_insert(text, &a, &rule).await {
             Ok(p) => p,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return None;
             }
         };
@@ -393,7 +393,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     .err();
             }
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return None;
             }
         };
@@ -446,7 +446,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let i = match self.lease_index(b).await {
                 Ok(i) => i,
                 Err(e) => {
-                    self.send_error(&e);
+                    self.writer.send_error(&e);
                     return None;
                 }
             };
@@ -526,7 +526,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 &state,
                 format!("{} (on backend `{backend}`)", String::from_utf8_lossy(msg)),
             );
-            self.send_error(&err);
+            self.writer.send_error(&err);
             return Ok(None);
         }
         let head = be.packet.clone();

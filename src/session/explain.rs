@@ -15,7 +15,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let rows = match self.with_statement_context(|ctx| explain::explain(stmt, ctx)) {
             Ok(r) => r,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return false;
             }
         };
@@ -47,7 +47,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             })
             .collect();
         let status = self.status_with(more);
-        self.send_result_set(&columns, packed.iter().map(Vec::as_slice), 0, status);
+        let deprecate_eof = self.deprecate_eof();
+        self.writer.send_result_set(
+            &columns,
+            packed.iter().map(Vec::as_slice),
+            0,
+            status,
+            deprecate_eof,
+        );
         true
     }
 }

@@ -178,7 +178,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let i = match self.lease_index(backend).await {
                 Ok(i) => i,
                 Err(e) => {
-                    self.send_error(&e);
+                    self.writer.send_error(&e);
                     return Ok(false);
                 }
             };

@@ -62,7 +62,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let target = match target {
             Ok(t) => t,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -71,7 +71,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Ok(false);
         };
         if source.columns.len() != target.columns.len() {
-            self.send_error(&SqlError::new(
+            self.writer.send_error(&SqlError::new(
                 1136,
                 b"21S01",
                 "Column count doesn't match value count at row 1",
@@ -91,7 +91,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let (ids, shares) = match planned {
             Ok(p) => p,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -117,7 +117,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(false)
             }
             Written::Refused(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Ok(false)
             }
         }
@@ -150,7 +150,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let values = match sql::analyze_insert(&text) {
             Ok(v) => v,
             Err(e) => {
-                self.send_error(&SqlError::from(e));
+                self.writer.send_error(&SqlError::from(e));
                 return Ok(false);
             }
         };
@@ -213,7 +213,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     ) -> Result<Option<Source>, End> {
         let route = if self.proxy.tables.load().placed_mentioned_in(query) {
             if sql::classify(query) != StatementKind::Select {
-                self.send_error(&unsupported(
+                self.writer.send_error(&unsupported(
                     "the query of INSERT ... SELECT into a placed table must be a plain SELECT \
                      when it reads sharded or broadcast tables; write it as SELECT ... FROM"
                         .into(),
@@ -223,7 +223,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             match self.route_dml(query) {
                 Ok(r) => r,
                 Err(e) => {
-                    self.send_error(&e);
+                    self.writer.send_error(&e);
                     return Ok(None);
                 }
             }
@@ -234,7 +234,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             None => Route::One(self.proxy.default_pool.name.clone()),
             Some(r @ (Route::One(_) | Route::Concat(_) | Route::Merge(..))) => r,
             Some(Route::Write { .. } | Route::Everywhere(_)) => {
-                self.send_error(&unsupported(
+                self.writer.send_error(&unsupported(
                     "the query of INSERT ... SELECT must be a SELECT".into(),
                 ));
                 return Ok(None);
@@ -250,13 +250,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let source = match source_of(got) {
             Ok(s) => s,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(None);
             }
         };
         let mut source = source;
         if let Err(e) = self.resolve_charsets(&mut source).await {
-            self.send_error(&e);
+            self.writer.send_error(&e);
             return Ok(None);
         }
         Ok(Some(source))

@@ -64,7 +64,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let bound = match self.bind_join(stmt, shape, scope).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Step::Failed;
             }
             Err(end) => return Step::End(end),
@@ -105,7 +105,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let driven = match fetched {
             Ok(f) => f,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -136,7 +136,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let bound = match further.and_then(|()| join_bind::bind_fetched(stmt, shape, got)) {
                 Ok(b) => b,
                 Err(e) => {
-                    self.send_error(&e);
+                    self.writer.send_error(&e);
                     return Ok(false);
                 }
             };
@@ -194,7 +194,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let bound = match self.bind_join(text, shape, scope).await? {
             Ok(b) => b,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -213,11 +213,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match self.with_plan_context(|ctx| route::join_plan(text, &refusal, ctx)) {
             Some(Plan::Join(shape)) => self.execute_join(text, &shape, scope).await,
             Some(Plan::Refuse(e)) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Ok(false)
             }
             _ => {
-                self.send_error(&refusal);
+                self.writer.send_error(&refusal);
                 Ok(false)
             }
         }

@@ -69,7 +69,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match self.load_data(ld, &rule, more, scope).await {
             Ok(Ok(())) => Step::Ok,
             Ok(Err(e)) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Step::Failed
             }
             Err(end) => Step::End(end),

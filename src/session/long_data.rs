@@ -93,7 +93,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.clear_long_data(client_id);
         }
         let limit = self.live.config.max_packet_size;
-        self.send_error(&too_long(limit));
+        self.writer.send_error(&too_long(limit));
         Some(None)
     }
 
@@ -103,7 +103,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if self.stmts.len() < max {
             return false;
         }
-        self.send_error(&SqlError::new(
+        self.writer.send_error(&SqlError::new(
             errors::ER_MAX_PREPARED_STMT_COUNT_REACHED,
             b"42000",
             format!(

@@ -221,12 +221,13 @@ pub async fn run(
     // backend's refusal at login, not at its first statement.
     if s.db.is_some() || s.hello.backend_login.is_some() {
         if let Err(e) = s.backend().await {
-            s.send_error(&e);
+            s.writer.send_error(&e);
             let _ = s.writer.flush().await;
             return End::LoginRefused;
         }
     }
-    s.send_ok(0, 0);
+    s.writer
+        .send_ok(0, 0, StatusFlags::from_bits_retain(s.status));
     if s.writer.flush().await.is_err() {
         return End::ClientGone;
     }
@@ -265,7 +266,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(()) => {}
                 Err(FrameError::TooLarge { limit, .. }) => {
                     // As MySQL does: report it, then close, since the client's state is unknown.
-                    self.send_error(&errors::packet_too_large(limit));
+                    self.writer.send_error(&errors::packet_too_large(limit));
                     let _ = self.writer.flush().await;
                     return End::Fatal("packet too large".into());
                 }
@@ -288,60 +289,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    fn send_ok(&mut self, affected_rows: u64, last_insert_id: u64) {
-        let start = self.writer.begin();
-        packets::ok(
-            self.writer.payload(),
-            packets::OK_HEADER,
-            affected_rows,
-            last_insert_id,
-            StatusFlags::from_bits_retain(self.status),
-            0,
-            b"",
-        );
-        self.writer.end(start);
-    }
-
-    /// A whole result set idgate answers itself: column definitions, rows (text protocol
-    /// packets) and the terminator in the client's framing.
-    fn send_result_set<'a>(
-        &mut self,
-        columns: &[Vec<u8>],
-        rows: impl IntoIterator<Item = &'a [u8]>,
-        warnings: u16,
-        status: StatusFlags,
-    ) {
-        let deprecate = self.deprecate_eof();
-        let mut count = Vec::new();
-        packets::put_lenenc_int(&mut count, columns.len() as u64);
-        self.writer.write(&count);
-        for c in columns {
-            self.writer.write(c);
-        }
-        if !deprecate {
-            let start = self.writer.begin();
-            packets::eof(self.writer.payload(), 0, status);
-            self.writer.end(start);
-        }
-        for row in rows {
-            self.writer.write(row);
-        }
-        let start = self.writer.begin();
-        packets::terminator(self.writer.payload(), deprecate, warnings, status);
-        self.writer.end(start);
-    }
-
     /// The session's status flags, with MORE_RESULTS when more answers follow.
     fn status_with(&self, more_results: bool) -> StatusFlags {
         let mut s = StatusFlags::from_bits_retain(self.status);
         s.set(StatusFlags::SERVER_MORE_RESULTS_EXISTS, more_results);
         s
-    }
-
-    fn send_error(&mut self, e: &SqlError) {
-        let start = self.writer.begin();
-        e.encode(self.writer.payload());
-        self.writer.end(start);
     }
 
     fn deprecate_eof(&self) -> bool {

@@ -325,7 +325,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                                     return Step::End(self.backend_lost(err));
                                 }
                             }
-                            self.send_error(&e);
+                            self.writer.send_error(&e);
                             return Step::Failed;
                         }
                         Err(end) => return Step::End(end),
@@ -351,7 +351,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Step::Ok
             }
             Plan::Refuse(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Step::Failed
             }
             Plan::Admin(a) => self.admin_statement(a, stmt, more).await,
@@ -378,11 +378,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     match self.is_unique_by_itself(&u, scope).await {
                         Ok(Ok(true)) => {}
                         Ok(Ok(false)) => {
-                            self.send_error(&refusal);
+                            self.writer.send_error(&refusal);
                             return Step::Failed;
                         }
                         Ok(Err(e)) => {
-                            self.send_error(&e);
+                            self.writer.send_error(&e);
                             return Step::Failed;
                         }
                         Err(end) => return Step::End(end),
@@ -395,7 +395,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         Box::pin(self.run_subqueries(sql.as_bytes(), &subs, more, scope)).await
                     }
                     _ => {
-                        self.send_error(&refusal);
+                        self.writer.send_error(&refusal);
                         Step::Failed
                     }
                 }
@@ -430,7 +430,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 let global = match self.global_keys(&a) {
                     Ok(g) => g,
                     Err(e) => {
-                        self.send_error(&e);
+                        self.writer.send_error(&e);
                         return Step::Failed;
                     }
                 };
@@ -448,7 +448,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 let plan = match self.plan_insert(stmt, &a, &rule).await {
                     Ok(p) => p,
                     Err(e) => {
-                        self.send_error(&e);
+                        self.writer.send_error(&e);
                         return Step::Failed;
                     }
                 };
@@ -466,7 +466,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let g = match self.proxy.idgen.get(generator) {
             Ok(g) => g.clone(),
             Err(_) => {
-                self.send_error(&SqlError::new(
+                self.writer.send_error(&SqlError::new(
                     1146,
                     b"42S02",
                     format!(
@@ -480,7 +480,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             "segment" | "snowflake" => match g.next_block(count).await {
                 Ok(b) => b.first,
                 Err(e) => {
-                    self.send_error(&SqlError::new(
+                    self.writer.send_error(&SqlError::new(
                         errors::ER_UNKNOWN_ERROR,
                         b"HY000",
                         format!("idgate: {e}"),
@@ -489,7 +489,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             },
             kind => {
-                self.send_error(&SqlError::new(
+                self.writer.send_error(&SqlError::new(
                     errors::ER_UNKNOWN_ERROR,
                     b"HY000",
                     format!("Generator '{generator}' is {kind}: its ids depend on the row, so NEXTVAL cannot hand them out"),
@@ -522,6 +522,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packets::column_def(&mut def, column.as_bytes(), 63, width, ty, flags, 0);
         let mut row = Vec::new();
         packets::put_lenenc_str(&mut row, value.to_string().as_bytes());
-        self.send_result_set(&[def], [row.as_slice()], 0, status);
+        let deprecate_eof = self.deprecate_eof();
+        self.writer
+            .send_result_set(&[def], [row.as_slice()], 0, status, deprecate_eof);
     }
 }

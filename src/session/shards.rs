@@ -25,7 +25,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             match self.lease_index(backend).await {
                 Ok(i) => targets.push((i, sql.clone())),
                 Err(e) => {
-                    self.send_error(&e);
+                    self.writer.send_error(&e);
                     return Ok(false);
                 }
             }
@@ -63,7 +63,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
             if let Some(e) = outcome {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
             self.answer_merged(plan, &results, adj);
@@ -90,7 +90,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             if let Some((i, e)) = failed.first() {
                 let (code, _, msg) = packets::parse_err(e);
                 let backend = self.leases.held_mut()[*i].backend.clone();
-                self.send_error(&SqlError::new(
+                self.writer.send_error(&SqlError::new(
                     errors::ER_UNKNOWN_ERROR,
                     b"HY000",
                     format!(
@@ -185,6 +185,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         ordered.sort_by_key(|(i, _)| *i);
         let rows: Vec<&[u8]> = ordered.into_iter().map(|(_, r)| r.as_slice()).collect();
-        self.send_result_set(columns, rows, warnings, status);
+        let deprecate_eof = self.deprecate_eof();
+        self.writer
+            .send_result_set(columns, rows, warnings, status, deprecate_eof);
     }
 }

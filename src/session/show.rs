@@ -75,7 +75,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rows.sort_by(|a, b| first_column(a).cmp(&first_column(b)));
         rows.dedup_by(|a, b| first_column(a) == first_column(b));
         let status: StatusFlags = self.status_with(more);
-        self.send_result_set(&columns, rows.iter().map(Vec::as_slice), warnings, status);
+        let deprecate_eof = self.deprecate_eof();
+        self.writer.send_result_set(
+            &columns,
+            rows.iter().map(Vec::as_slice),
+            warnings,
+            status,
+            deprecate_eof,
+        );
         Ok(true)
     }
 }

@@ -35,7 +35,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let bound = match self.bind_subqueries(stmt, subs, scope).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Step::Failed;
             }
             Err(end) => return Step::End(end),
@@ -63,7 +63,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let bound = match self.bind_subqueries(text, subs, scope).await? {
             Ok(b) => b,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -77,7 +77,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(Some(Route::Concat(bs))) => bs,
             Ok(None) => vec![self.proxy.default_pool.name.clone()],
             Ok(Some(Route::Write { .. } | Route::Everywhere(_))) => {
-                self.send_error(&unsupported(
+                self.writer.send_error(&unsupported(
                     "a prepared statement with subqueries over sharded tables must be a SELECT"
                         .into(),
                 ));

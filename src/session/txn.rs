@@ -43,7 +43,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match self.proxy.migrations.holds.wait(stmt, db.as_deref()).await {
             Ok(()) => true,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 false
             }
         }
@@ -90,7 +90,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Err(e @ JoinError::Refused { code, state, .. }) => {
                 // The session ends rather than run the statement outside the client's transaction.
                 let msg = e.to_string();
-                self.send_error(&SqlError::new(code, &state, msg.clone()));
+                self.writer
+                    .send_error(&SqlError::new(code, &state, msg.clone()));
                 Err(End::Fatal(msg))
             }
         }
@@ -121,7 +122,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             StatementKind::Commit | StatementKind::Rollback => {
                 if sql::chain_or_release(stmt) {
-                    self.send_error(&SqlError::new(
+                    self.writer.send_error(&SqlError::new(
                         crate::sql::ER_NOT_SUPPORTED_YET,
                         b"42000",
                         "idgate does not support AND CHAIN or RELEASE on COMMIT/ROLLBACK across shards; \
@@ -136,7 +137,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 match r {
                     None => self.ok_step(more),
                     Some(e) => {
-                        self.send_error(&e);
+                        self.writer.send_error(&e);
                         Some(Step::Failed)
                     }
                 }
@@ -159,7 +160,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match r {
             None => Ok(()),
             Some(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 Err(Step::Failed)
             }
         }
@@ -201,7 +202,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match self.leases.savepoint_on_others(stmt, &default).await {
             Ok(()) => Ok(()),
             Err(e @ SavepointError::Refused { code, .. }) => {
-                self.send_error(&SqlError::new(code, b"HY000", e.to_string()));
+                self.writer
+                    .send_error(&SqlError::new(code, b"HY000", e.to_string()));
                 Err(Step::Failed)
             }
             Err(SavepointError::Backend(e)) => Err(Step::End(self.backend_lost(e))),

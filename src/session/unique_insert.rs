@@ -101,13 +101,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
     ) -> Result<bool, End> {
         if let Err(e) = refuse_shapes(stmt, a, keys) {
-            self.send_error(&e);
+            self.writer.send_error(&e);
             return Ok(false);
         }
         let decided = match self.decide_ids(stmt, a, rule).await {
             Ok(d) => d,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -121,14 +121,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         ) {
             Ok(r) => r,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
         let values = match row_values::row_keys(stmt, a, &decided.meta, keys, rows.len()) {
             Ok(v) => v,
             Err(e) => {
-                self.send_error(&e);
+                self.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -152,11 +152,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.status |= mysql_common::constants::StatusFlags::SERVER_STATUS_IN_TRANS.bits();
             }
             let status = self.status_with(more);
-            self.send_result_set(
+            let deprecate_eof = self.deprecate_eof();
+            self.writer.send_result_set(
                 columns,
                 rows.iter().map(Vec::as_slice),
                 tally.warnings,
                 status,
+                deprecate_eof,
             );
             return Ok(true);
         }

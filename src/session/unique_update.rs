@@ -48,7 +48,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             (Some(s), _) => s.clone(),
             (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
             (None, None) => {
-                self.send_error(&SqlError::new(1046, b"3D000", "No database selected"));
+                self.writer
+                    .send_error(&SqlError::new(1046, b"3D000", "No database selected"));
                 return Ok(false);
             }
         };

@@ -63,7 +63,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             match self.lease_index(n).await {
                 Ok(i) => leases.push(i),
                 Err(e) => {
-                    self.send_error(&e);
+                    self.writer.send_error(&e);
                     return Ok(None);
                 }
             }
@@ -124,13 +124,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.bulk_end(&used, &w.txn, false, what).await?;
                 match f {
                     Failure::Packet(p) => self.writer.write(&p),
-                    Failure::Sql(e) => self.send_error(&e),
+                    Failure::Sql(e) => self.writer.send_error(&e),
                 }
                 return Ok(None);
             }
         };
         if let Some(e) = self.bulk_end(&used, &w.txn, true, what).await? {
-            self.send_error(&e);
+            self.writer.send_error(&e);
             return Ok(None);
         }
         Ok(Some(t))

@@ -2,6 +2,7 @@
 //! idgate writes itself. It knows nothing about SQL, shards or IDs. Backend column definitions,
 //! rows, OK and ERR packets are relayed byte-for-byte by `exec`, not re-encoded here.
 
+pub mod answers;
 pub mod auth;
 pub mod command;
 pub mod errors;
