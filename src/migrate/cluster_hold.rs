@@ -232,9 +232,12 @@ async fn follow_holds(proxy: &Arc<Proxy>) -> Result<(), String> {
         .filter(|k| !under_way.contains(k))
         .collect();
     if !ended.is_empty() {
-        // The switch recorded its placements before its hold ended: route by them first.
+        // The switch recorded its placements before its hold ended: route by them first. Until
+        // they are read, the statements stay held (each gets 1205 past its bound), rather than
+        // going on to the placement the switch left.
         if let Err(e) = super::follow_placements(proxy).await {
-            warn!(error = %e, "cannot read the placements a switch recorded");
+            warn!(error = %e, "cannot read the placements a switch recorded; still holding");
+            return Ok(());
         }
         for k in ended {
             m.holds.release_remote(&k);

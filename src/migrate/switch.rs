@@ -125,6 +125,19 @@ async fn while_held(
     (r, held)
 }
 
+/// Waits (at most `STOP_TIMEOUT`) until the jobs of `specs` no longer run here.
+async fn wait_stopped<'a>(proxy: &Proxy, specs: impl Iterator<Item = &'a Spec> + Clone) {
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    let running = || {
+        specs
+            .clone()
+            .any(|s| proxy.migrations.running.contains_key(&s.key))
+    };
+    while running() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// The tables' keys, for the log.
 fn keys_of<'a>(specs: impl Iterator<Item = &'a Spec>) -> String {
     specs.map(|s| s.key.as_str()).collect::<Vec<_>>().join(", ")
@@ -220,15 +233,7 @@ async fn cut_over(proxy: &Arc<Proxy>, store: &Store, members: &[Member]) -> Resu
     for m in members {
         m.running.stop();
     }
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    let running = || {
-        members
-            .iter()
-            .any(|m| proxy.migrations.running.contains_key(&m.spec.key))
-    };
-    while running() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_stopped(proxy, members.iter().map(|m| &*m.spec)).await;
     let moved = store.placements().await.unwrap_or_default();
     proxy.set_tables(super::placements::tables_with(proxy, &moved));
     proxy.migrations.set_applied_placements(moved);
@@ -455,15 +460,7 @@ pub async fn reverse(
     for m in members {
         m.running.stop();
     }
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    let running = || {
-        members
-            .iter()
-            .any(|m| proxy.migrations.running.contains_key(&m.running.spec.key))
-    };
-    while running() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_stopped(proxy, members.iter().map(|m| &*m.running.spec)).await;
     // The new placement serves no more: its fence off, its copy undone.
     for Back { forward, running } in members {
         let back = &running.spec;
