@@ -128,7 +128,10 @@ impl Galera {
             .arg(format!("--wsrep-provider={PROVIDER}"))
             .arg(format!("--wsrep-cluster-address={}", self.cluster_address()))
             .arg(format!(
-                "--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:{};ist.recv_addr=127.0.0.1:{}",
+                // A killed node is evicted after 3 s instead of Galera's default 5 s; the
+                // cluster holds every write until then.
+                "--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:{};ist.recv_addr=127.0.0.1:{};\
+                 evs.suspect_timeout=PT3S",
                 node.gcomm, node.ist
             ))
             .arg(format!("--wsrep-sst-receive-address=127.0.0.1:{}", node.sst))
