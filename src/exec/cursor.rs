@@ -5,7 +5,11 @@
 
 use std::future::Future;
 
+use tokio::io::AsyncWrite;
+
 use crate::exec::collect::Collected;
+use crate::exec::relay::Client;
+use crate::exec::{BackendConn, BackendError};
 use crate::route::{PlanContext, Route};
 use crate::sql::{BoundColumn, BoundRow};
 use crate::wire::errors::SqlError;
@@ -119,4 +123,62 @@ pub trait LoadCursor: WriteCursor {
 
     /// The client's file is read: its next packet is a command again.
     fn file_read(&mut self);
+}
+
+/// What a primitive that answers the client with several backends' results (a concatenation, a
+/// merge, DDL on every backend) reaches through: the statement's connections, in the client's
+/// transaction, and the client. Connections are named by the index `connection` or
+/// `send_to_all` gave.
+pub trait RelayCursor {
+    /// Why the session ends, opaque to primitives.
+    type End;
+
+    /// The client's side of the connection.
+    type Client: AsyncWrite + Unpin;
+
+    /// The statement's connection to `backend`, leased if it holds none yet (not joined to the
+    /// client's transaction: for statements that end any transaction, DDL).
+    fn connection(
+        &mut self,
+        backend: &str,
+    ) -> impl Future<Output = Result<Result<usize, SqlError>, Self::End>>;
+
+    /// The statement's connection to `backend`, leased if it holds none yet, joined to the
+    /// client's transaction.
+    fn joined(
+        &mut self,
+        backend: &str,
+    ) -> impl Future<Output = Result<Result<usize, SqlError>, Self::End>>;
+
+    /// Leases a connection on each backend, joins each to the client's transaction and sends
+    /// `packet` on all of them, pipelined. `Ok(Err(e))`: a connection could not be had and
+    /// nothing was sent.
+    fn send_to_all(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+    ) -> impl Future<Output = Result<Result<Vec<usize>, SqlError>, Self::End>>;
+
+    /// The connection `conn` names.
+    fn conn(&mut self, conn: usize) -> &mut BackendConn;
+
+    /// The connections `conns` name, in that order, and the client to relay their answers to.
+    fn relay_parts(&mut self, conns: &[usize])
+        -> (Vec<&mut BackendConn>, Client<'_, Self::Client>);
+
+    /// The session's end for a relay that failed: the client left, or a connection broke
+    /// mid-answer (the client is told).
+    fn failed(&mut self, e: BackendError) -> Self::End;
+
+    /// Answers the client with `e`.
+    fn send_error(&mut self, e: &SqlError);
+
+    /// The session's status flags for an answer (`more`: more results follow).
+    fn status(&self, more: bool) -> u16;
+
+    /// Bytes a merge may hold at once (`merge_memory_limit`).
+    fn merge_memory_limit(&self) -> u64;
+
+    /// Counts the rows a merge gave, for the statement's observation.
+    fn merged(&mut self, rows: u64);
 }

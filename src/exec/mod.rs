@@ -24,5 +24,5 @@ pub mod scatter;
 
 pub use backend::{BackendConn, BackendError};
 pub use conns::{SessionConns, StatementScope};
-pub use cursor::{Cursor, FetchLimits, Fetched, LoadCursor, WriteCursor};
+pub use cursor::{Cursor, FetchLimits, Fetched, LoadCursor, RelayCursor, WriteCursor};
 pub use pool::{BackendPool, Lease};

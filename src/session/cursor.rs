@@ -8,7 +8,10 @@ use super::fetch::{FetchLimits, Fetched};
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
 use crate::exec::primitives::GatewayLimits;
-use crate::exec::{BackendConn, BackendError, Cursor, LoadCursor, StatementScope, WriteCursor};
+use crate::exec::relay::Client;
+use crate::exec::{
+    BackendConn, BackendError, Cursor, LoadCursor, RelayCursor, StatementScope, WriteCursor,
+};
 use crate::route::{PlanContext, Route};
 use crate::wire::command::query_packet;
 use crate::wire::errors;
@@ -132,6 +135,87 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LoadCursor for SessionCursor<'
 
     fn file_read(&mut self) {
         self.session.writer.seq = self.session.reader.seq;
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for SessionCursor<'_, R, W> {
+    type End = End;
+    type Client = W;
+
+    async fn connection(&mut self, backend: &str) -> Result<Result<usize, SqlError>, End> {
+        Ok(self.session.lease_index(backend).await)
+    }
+
+    async fn joined(&mut self, backend: &str) -> Result<Result<usize, SqlError>, End> {
+        let i = match self.session.lease_index(backend).await {
+            Ok(i) => i,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.session.join_transaction(i, self.scope).await?;
+        Ok(Ok(i))
+    }
+
+    async fn send_to_all(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+    ) -> Result<Result<Vec<usize>, SqlError>, End> {
+        let s = &mut *self.session;
+        let mut idx = Vec::with_capacity(backends.len());
+        for b in backends {
+            match s.lease_index(b).await {
+                Ok(i) => idx.push(i),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        for &i in &idx {
+            s.join_transaction(i, self.scope).await?;
+            s.leases.get_mut(i).write_command(packet);
+        }
+        for &i in &idx {
+            if let Err(e) = s.leases.get_mut(i).flush().await {
+                return Err(s.backend_lost(e));
+            }
+        }
+        Ok(Ok(idx))
+    }
+
+    fn conn(&mut self, conn: usize) -> &mut BackendConn {
+        self.session.leases.get_mut(conn)
+    }
+
+    fn relay_parts(&mut self, conns: &[usize]) -> (Vec<&mut BackendConn>, Client<'_, W>) {
+        let s = &mut *self.session;
+        let deprecate_eof = s.deprecate_eof();
+        let client = Client {
+            writer: &mut s.writer,
+            deprecate_eof,
+        };
+        (s.leases.conns(conns), client)
+    }
+
+    fn failed(&mut self, e: BackendError) -> End {
+        match e {
+            BackendError::ClientGone(_) => End::ClientGone,
+            e => self.session.backend_lost(e),
+        }
+    }
+
+    fn send_error(&mut self, e: &SqlError) {
+        self.session.writer.send_error(e);
+    }
+
+    fn status(&self, more: bool) -> u16 {
+        self.session.status_with(more).bits()
+    }
+
+    fn merge_memory_limit(&self) -> u64 {
+        self.session.live.config.merge_memory_limit
+    }
+
+    fn merged(&mut self, rows: u64) {
+        let s = &mut *self.session;
+        s.obs.merged(&s.proxy.metrics, rows);
     }
 }
 

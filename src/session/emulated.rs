@@ -12,26 +12,19 @@
 //!   gateway as a text query would, and writes the final statement's rows in the binary
 //!   protocol (`join.rs`).
 
-use std::sync::Arc;
-
-use mysql_common::packets::ComStmtExecuteRequestBuilder;
-use mysql_common::proto::MySerialize;
 use mysql_common::value::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::dml::Route;
 use super::prepared::{Emulated, EmulatedKind};
 use super::{End, Session};
-use crate::exec::relay::{Adjust, Client, Reply};
-use crate::exec::{BackendError, StatementScope};
-use crate::route::{self, BoundMerge, Plan};
-use crate::route::{MergeMode, MergePlan};
+use crate::exec::primitives::merged_answer;
+use crate::exec::primitives::prepared_select::{self, StatementIds};
+use crate::exec::StatementScope;
+use crate::route::{self, Plan};
 use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
-use crate::wire::packets;
 use crate::wire::stmt_execute::{self, BoundState};
-
-const COM_STMT_PREPARE: u8 = mysql_common::constants::Command::COM_STMT_PREPARE as u8;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// A relayed statement is looked at again when tables were placed otherwise since its
@@ -387,8 +380,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(Some(Route::Merge(bs, merge))) => {
                 // The parameters are bound into the text: the shards run it as a text query
                 // and the merged rows are written in the binary protocol.
-                return self
-                    .run_merge(&bs, &merge, Adjust::default(), true, scope)
+                return merged_answer::run(&mut self.cursor(scope), &bs, &merge, false, true)
                     .await
                     .err();
             }
@@ -400,38 +392,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.execute_select_on(id, backends, values, scope).await
     }
 
-    /// Runs `sql` as a text query on `backends` and writes their rows to the client in the
-    /// binary protocol, shard after shard (a merge plan that only concatenates): how a prepared
-    /// statement idgate bound and rewrote itself answers.
-    pub(super) async fn run_binary(
-        &mut self,
-        backends: &[String],
-        sql: Vec<u8>,
-        scope: StatementScope,
-    ) -> Result<bool, End> {
-        let plan = MergePlan {
-            shard_sql: sql.clone(),
-            copied: Vec::new(),
-            unread: 0..0,
-            hidden: 0,
-            mode: MergeMode::Stream,
-            order: Vec::new(),
-            offset: 0,
-            limit: None,
-            window: None,
-        };
-        let merge = BoundMerge {
-            plan: Arc::new(plan),
-            shard_sql: sql,
-            offset: 0,
-            limit: None,
-            key_types: None,
-            lean: None,
-        };
-        self.run_merge(backends, &merge, Adjust::default(), true, scope)
-            .await
-    }
-
     /// Executes prepared SELECT `id` on `backends` (preparing it there first) and relays the
     /// rows in the binary protocol.
     async fn execute_select_on(
@@ -441,111 +401,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         values: &[Value],
         scope: StatementScope,
     ) -> Option<End> {
-        let mut idx = Vec::with_capacity(backends.len());
-        for b in &backends {
-            let i = match self.lease_index(b).await {
-                Ok(i) => i,
-                Err(e) => {
-                    self.writer.send_error(&e);
-                    return None;
-                }
-            };
-            if let Err(end) = self.join_transaction(i, scope).await {
-                return Some(end);
-            }
-            // Prepared everywhere before any execution is written: a failed prepare must not
-            // leave an unsent command queued on another connection.
-            match self.statement_on(id, b, i).await {
-                Ok(Some(s)) => idx.push((i, s)),
-                Ok(None) => return None,
-                Err(e) => return Some(self.backend_lost(e)),
-            }
-        }
-        for &(i, stmt_id) in &idx {
-            let (req, _) = ComStmtExecuteRequestBuilder::new(stmt_id).build(values);
-            let mut p = Vec::new();
-            req.serialize(&mut p);
-            self.leases.get_mut(i).write_command(&p);
-        }
-        let idx: Vec<usize> = idx.into_iter().map(|(i, _)| i).collect();
-        for &i in &idx {
-            if let Err(e) = self.leases.get_mut(i).flush().await {
-                return Some(self.backend_lost(e));
-            }
-        }
-        let deprecate_eof = self.deprecate_eof();
-        let mut conns = self.leases.conns(&idx);
-        let mut client = Client {
-            writer: &mut self.writer,
-            deprecate_eof,
-        };
-        let r = if conns.len() == 1 {
-            crate::exec::relay::relay(conns[0], &mut client, Reply::Results, Adjust::default())
-                .await
-        } else {
-            crate::exec::scatter::relay_concat(&mut conns, &mut client, 0).await
-        };
-        match r {
-            Ok(_) => None,
-            Err(BackendError::ClientGone(_)) => Some(End::ClientGone),
-            Err(e) => Some(self.backend_lost(e)),
-        }
-    }
-
-    /// The id of statement `id` on `backend` (held connection `i`), preparing it there first if
-    /// needed. `Ok(None)`: preparing failed and the client was told.
-    async fn statement_on(
-        &mut self,
-        id: u32,
-        backend: &str,
-        i: usize,
-    ) -> Result<Option<u32>, BackendError> {
         let default = self.proxy.default_pool.name.clone();
-        let Some(st) = self.stmts.get(id) else {
-            return Ok(None);
+        let st = self.stmts.get(id)?;
+        let backend_id = st.backend_id;
+        let (sql, mut prepared_on) = match &st.emulated {
+            Some(e) => (e.sql.clone(), e.prepared_on.clone()),
+            None => (Vec::new(), Default::default()),
         };
-        if backend == default {
-            return Ok(Some(st.backend_id));
-        }
-        let Some(e) = st.emulated.as_ref() else {
-            return Ok(None);
+        let mut ids = StatementIds {
+            sql: &sql,
+            default: (&default, backend_id),
+            prepared_on: &mut prepared_on,
         };
-        if let Some(sid) = e.prepared_on.get(backend) {
-            return Ok(Some(*sid));
-        }
-        let mut p = vec![COM_STMT_PREPARE];
-        p.extend_from_slice(&e.sql);
-        let be = self.leases.get_mut(i);
-        be.write_command(&p);
-        be.flush().await?;
-        be.read().await?;
-        if packets::is_err(&be.packet) {
-            let (code, state, msg) = packets::parse_err(&be.packet);
-            let err = SqlError::new(
-                code,
-                &state,
-                format!("{} (on backend `{backend}`)", String::from_utf8_lossy(msg)),
-            );
-            self.writer.send_error(&err);
-            return Ok(None);
-        }
-        let head = be.packet.clone();
-        if head.len() < 9 {
-            return Err(BackendError::Protocol("statement prepare answer".into()));
-        }
-        let sid = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
-        let columns = u16::from_le_bytes([head[5], head[6]]);
-        let params = u16::from_le_bytes([head[7], head[8]]);
-        for count in [params, columns] {
-            if count > 0 {
-                for _ in 0..=count {
-                    be.read().await?; // definitions, then their EOF
-                }
-            }
-        }
+        let ran = prepared_select::run(&mut self.cursor(scope), &backends, &mut ids, values).await;
         if let Some(e) = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut()) {
-            e.prepared_on.insert(backend.to_string(), sid);
+            e.prepared_on = prepared_on;
         }
-        Ok(Some(sid))
+        ran.err()
     }
 }

@@ -22,8 +22,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::fetch::Fetched;
 use super::query::Step;
 use super::{End, Session};
-use crate::exec::primitives::join_bind;
+use crate::exec::primitives::{join_bind, merged_answer};
 use crate::exec::relay::Client;
+use crate::exec::RelayCursor;
 use crate::exec::{BackendError, StatementScope};
 use crate::route::join_steps::{join_steps, BATCH};
 use crate::route::JoinShape;
@@ -141,11 +142,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             };
             let packet = crate::wire::command::query_packet(&bound);
-            let Some(idx) = self
-                .send_to_all(std::slice::from_ref(&default), &packet, scope)
-                .await?
-            else {
-                return Ok(false);
+            let sent = self
+                .cursor(scope)
+                .send_to_all(std::slice::from_ref(&default), &packet)
+                .await?;
+            let idx = match sent {
+                Ok(idx) => idx,
+                Err(e) => {
+                    self.writer.send_error(&e);
+                    return Ok(false);
+                }
             };
             let deprecate_eof = self.deprecate_eof();
             let mut conns = self.leases.conns(&idx);
@@ -199,7 +205,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         let default = self.proxy.default_pool.name.clone();
-        self.run_binary(&[default], bound, scope).await
+        merged_answer::run_binary(&mut self.cursor(scope), &[default], bound).await
     }
 
     /// An execution of a prepared SELECT (bound into `text`) the planner refused with

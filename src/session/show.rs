@@ -8,7 +8,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
-use crate::exec::StatementScope;
+use crate::exec::{RelayCursor, StatementScope};
 use crate::wire::packets;
 
 /// The table name at the start of a text-protocol row.
@@ -30,8 +30,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     ) -> Result<bool, End> {
         let mut all = vec![self.proxy.default_pool.name.clone()];
         all.extend(backends.iter().cloned());
-        let Some(idx) = self.send_to_all(&all, packet, scope).await? else {
-            return Ok(false);
+        let idx = match self.cursor(scope).send_to_all(&all, packet).await? {
+            Ok(idx) => idx,
+            Err(e) => {
+                self.writer.send_error(&e);
+                return Ok(false);
+            }
         };
         let mut answers = Vec::with_capacity(idx.len());
         for &i in &idx {

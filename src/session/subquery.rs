@@ -16,8 +16,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::query::Step;
 use super::{End, Session};
+use crate::exec::primitives::merged_answer;
 use crate::exec::primitives::subquery_bind::{self, unsupported};
-use crate::exec::relay::Adjust;
 use crate::exec::StatementScope;
 use crate::route::{Plan, Route};
 use crate::sql::Subquery;
@@ -69,9 +69,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let backends = match self.route_dml(&bound) {
             Ok(Some(Route::Merge(bs, m))) => {
-                return self
-                    .run_merge(&bs, &m, Adjust::default(), true, scope)
-                    .await;
+                return merged_answer::run(&mut self.cursor(scope), &bs, &m, false, true).await;
             }
             Ok(Some(Route::One(b))) => vec![b],
             Ok(Some(Route::Concat(bs))) => bs,
@@ -86,7 +84,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // A join of tables not placed alike, its subqueries bound: run in the gateway.
             Err(e) => return self.execute_join_or_refuse(&bound, e, scope).await,
         };
-        self.run_binary(&backends, bound, scope).await
+        merged_answer::run_binary(&mut self.cursor(scope), &backends, bound).await
     }
 
     /// Runs each inner query and gives `stmt` with their rows bound in. `Ok(Err(_))`: the

@@ -3,11 +3,15 @@
 //! for the session to run or answer. One file each.
 
 pub mod bulk_write;
+pub mod concatenated_answer;
+pub mod ddl_everywhere;
 pub mod insert_select;
 pub mod insert_source;
 pub mod join_bind;
 pub mod load_data;
 pub mod load_rows;
+pub mod merged_answer;
+pub mod prepared_select;
 pub mod subquery_bind;
 
 /// The session's bounds on what a primitive may read into memory.

@@ -1,0 +1,38 @@
+//! A statement every shard runs whole (a SELECT whose rows need no merge, a write that reaches
+//! several shards): sent to all of them, their answers relayed to the client as one, in the
+//! order the backends are given.
+
+use mysql_common::constants::StatusFlags;
+
+use crate::exec::scatter;
+use crate::exec::RelayCursor;
+
+/// Sends `packet` to every backend and relays their answers as one. `Ok(false)`: the client got
+/// an error (a connection could not be had, or a shard refused).
+pub async fn run<C: RelayCursor>(
+    c: &mut C,
+    backends: &[String],
+    packet: &[u8],
+    more: bool,
+) -> Result<bool, C::End> {
+    let idx = match c.send_to_all(backends, packet).await? {
+        Ok(idx) => idx,
+        Err(e) => {
+            c.send_error(&e);
+            return Ok(false);
+        }
+    };
+    let add = if more {
+        StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()
+    } else {
+        0
+    };
+    let relayed = {
+        let (mut conns, mut client) = c.relay_parts(&idx);
+        scatter::relay_concat(&mut conns, &mut client, add).await
+    };
+    match relayed {
+        Ok(r) => Ok(!r.error),
+        Err(e) => Err(c.failed(e)),
+    }
+}
