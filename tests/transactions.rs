@@ -497,3 +497,46 @@ fn a_deadlock_on_one_shard_rolls_back_every_shard_at_commit() {
     assert_eq!(n, 0);
     nothing_left(&s.dbs);
 }
+
+/// A statement that fails on one shard inside a transaction leaves nothing on the others, as
+/// one MariaDB rolls back a failed statement and keeps the transaction: the other shards'
+/// part of a multi-shard INSERT, and a broadcast table's copies on every backend.
+#[test]
+fn a_statement_failing_on_one_shard_in_a_transaction_leaves_nothing_elsewhere() {
+    for mode in ["", "transactions:\n  commit: best_effort\n"] {
+        let s = setup(mode);
+        // id 2 is on shard0 already: the INSERT below fails there with 1062.
+        direct(&s.dbs[0])
+            .query_drop("INSERT INTO acct (id, v) VALUES (2, 0)")
+            .unwrap();
+        // A note only shard1 holds: the broadcast UPDATE fails there with 1062.
+        for (db, rows) in s.dbs.iter().zip(["(1, 'a')", "(1, 'a'), (2, 'b')"]) {
+            direct(db)
+                .query_drop(format!("INSERT INTO notes (id, t) VALUES {rows}"))
+                .unwrap();
+        }
+        let mut c = s.g.conn();
+        c.query_drop("BEGIN").unwrap();
+        c.query_drop("INSERT INTO acct (id, v) VALUES (4, 1)")
+            .unwrap();
+        let e = c
+            .query_drop("INSERT INTO acct (id, v) VALUES (3, 1), (2, 1)")
+            .unwrap_err();
+        assert!(e.to_string().contains("1062"), "{mode}: {e}");
+        let e = c
+            .query_drop("UPDATE notes SET id = 2, t = 'c' WHERE id = 1")
+            .unwrap_err();
+        assert!(e.to_string().contains("1062"), "{mode}: {e}");
+        c.query_drop("INSERT INTO acct (id, v) VALUES (5, 1)")
+            .unwrap();
+        c.query_drop("COMMIT").unwrap();
+        assert_eq!(ids(&s.dbs[0], "acct"), vec![2, 4], "{mode}");
+        assert_eq!(ids(&s.dbs[1], "acct"), vec![5], "{mode}");
+        for db in &s.dbs {
+            let notes: Vec<(i64, String)> = direct(db)
+                .query("SELECT id, t FROM notes WHERE id = 1")
+                .unwrap();
+            assert_eq!(notes, vec![(1, "a".to_string())], "{mode}");
+        }
+    }
+}

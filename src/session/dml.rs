@@ -61,7 +61,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     first_generated: None,
                     lid_backend: None,
                 };
-                self.run_on_shards(&plan, adj, scope).await
+                self.run_on_shards(&plan, adj, "statement", scope).await
             }
             Route::Concat(backends) => {
                 concatenated_answer::run(&mut self.cursor(scope), &backends, packet, more).await

@@ -196,7 +196,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.relay_on(i, &packet, Reply::Results, None, adj, scope)
                 .await?
         } else {
-            self.run_on_shards(&plan, adj, scope).await?
+            self.run_on_shards(&plan, adj, "INSERT", scope).await?
         };
         if let Some(id) = plan.first_generated {
             let on_default =

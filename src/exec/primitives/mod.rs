@@ -12,6 +12,7 @@ pub mod load_data;
 pub mod load_rows;
 pub mod merged_answer;
 pub mod prepared_select;
+pub mod sharded_write;
 pub mod subquery_bind;
 
 /// The session's bounds on what a primitive may read into memory.
@@ -33,5 +34,7 @@ mod insert_select_tests;
 mod join_bind_tests;
 #[cfg(test)]
 mod load_rows_tests;
+#[cfg(test)]
+mod sharded_write_tests;
 #[cfg(test)]
 mod subquery_bind_tests;
