@@ -162,6 +162,9 @@ pub trait RelayCursor {
     /// The connection `conn` names.
     fn conn(&mut self, conn: usize) -> &mut BackendConn;
 
+    /// The client, to answer it.
+    fn client(&mut self) -> Client<'_, Self::Client>;
+
     /// The connections `conns` name, in that order, and the client to relay their answers to.
     fn relay_parts(&mut self, conns: &[usize])
         -> (Vec<&mut BackendConn>, Client<'_, Self::Client>);

@@ -184,6 +184,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for SessionCursor<
         self.session.leases.get_mut(conn)
     }
 
+    fn client(&mut self) -> Client<'_, W> {
+        let deprecate_eof = self.session.deprecate_eof();
+        Client {
+            writer: &mut self.session.writer,
+            deprecate_eof,
+        }
+    }
+
     fn relay_parts(&mut self, conns: &[usize]) -> (Vec<&mut BackendConn>, Client<'_, W>) {
         let s = &mut *self.session;
         let deprecate_eof = s.deprecate_eof();

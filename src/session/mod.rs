@@ -33,7 +33,6 @@ mod prepared;
 mod query;
 pub mod registry;
 mod shards;
-mod show;
 mod subquery;
 mod txn;
 mod unique_ddl;

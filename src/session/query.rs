@@ -5,6 +5,7 @@ use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
+use crate::exec::primitives::table_list;
 use crate::exec::relay::{Adjust, Reply};
 use crate::exec::StatementScope;
 use crate::route::statement::{self, Caller, Plan, StatementContext};
@@ -411,10 +412,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     .await
             }
             Plan::ListTables { backends, names } => {
-                match self
-                    .list_tables(packet, &backends, &names, more, scope)
-                    .await
-                {
+                let mut all = vec![self.proxy.default_pool.name.clone()];
+                all.extend(backends);
+                match table_list::run(&mut self.cursor(scope), packet, &all, &names, more).await {
                     Ok(true) => Step::Ok,
                     Ok(false) => Step::Failed,
                     Err(end) => Step::End(end),

@@ -4,6 +4,7 @@
 
 pub mod bulk_write;
 pub mod concatenated_answer;
+pub mod database_ddl;
 pub mod ddl_everywhere;
 pub mod insert_select;
 pub mod insert_source;
@@ -14,6 +15,7 @@ pub mod merged_answer;
 pub mod prepared_select;
 pub mod sharded_write;
 pub mod subquery_bind;
+pub mod table_list;
 
 /// The session's bounds on what a primitive may read into memory.
 #[derive(Debug, Clone, Copy)]
