@@ -94,6 +94,9 @@ pub trait WriteCursor {
         what: &str,
     ) -> impl Future<Output = Result<Option<SqlError>, Self::End>>;
 
+    /// A connection `begin` covered that the write did not use: it takes no part in `end`.
+    fn unused(&mut self, conn: usize, txn: &Self::Txn);
+
     /// Queues a statement on `conn` (sent with `flush`, answered in order by `answer`).
     fn queue(&mut self, conn: usize, sql: &[u8]);
 

@@ -96,6 +96,9 @@ impl WriteCursor for MoveCursor<'_> {
         Ok(((), vec![Some(b"BEGIN".to_vec()); conns.len()]))
     }
 
+    /// Its BEGIN goes with its first statement: one never used has nothing to end.
+    fn unused(&mut self, _conn: usize, _txn: &()) {}
+
     async fn end(
         &mut self,
         conns: &[usize],

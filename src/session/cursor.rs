@@ -72,6 +72,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<
         self.session.bulk_end(conns, txn, keep, what).await
     }
 
+    fn unused(&mut self, conn: usize, txn: &BulkTxn) {
+        // Its XA branch was never started: the connection is not in the session's XA
+        // transaction.
+        if txn.xa_auto() {
+            self.session.leases.held_mut()[conn].leave_txn();
+        }
+    }
+
     fn queue(&mut self, conn: usize, sql: &[u8]) {
         self.session
             .leases

@@ -38,7 +38,6 @@ mod txn;
 mod unique_ddl;
 mod unique_insert;
 mod unique_update;
-mod unique_write;
 
 use std::sync::Arc;
 

@@ -14,32 +14,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::bulk_write::BulkOk;
 use super::query::Step;
-use super::unique_write::{affected, Failure, UniqueWrite};
 use super::{End, Session};
-use crate::exec::collect::Collected;
+use crate::exec::primitives::{unique_insert_rows, unique_write};
 use crate::exec::StatementScope;
 use crate::route::insert::{self, RowId};
 use crate::route::TableRule;
 use crate::sql::{self, InsertAnalysis, ER_NOT_SUPPORTED_YET};
-use crate::unique::{lookup_table, row_values, GlobalKey};
+use crate::unique::{row_values, GlobalKey};
 use crate::wire::errors::{self, SqlError};
-use crate::wire::packets;
-
-/// What the rows did, for the one OK.
-#[derive(Default)]
-struct Tally {
-    affected: u64,
-    warnings: u16,
-    duplicates: u64,
-    /// The first generated id of a row that was written.
-    first_written: Option<u64>,
-    /// RETURNING: the written rows.
-    returned: Option<Returned>,
-}
-
-/// RETURNING's column definitions, and each written row in statement order (packets as the
-/// shards sent them).
-type Returned = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The global keys of the table an INSERT writes, if it has any; an error when its lookups
@@ -133,14 +115,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         let backends = keys.iter().map(|k| k.backend.as_str());
-        let Some(mut conns) = self.open_unique_write(backends, rule, scope).await? else {
-            return Ok(false);
+        let mut c = self.cursor(scope);
+        let mut conns = match unique_write::open(&mut c, backends, rule.backends()).await? {
+            Ok(w) => w,
+            Err(e) => {
+                self.writer.send_error(&e);
+                return Ok(false);
+            }
         };
-        let outcome = self
-            .guarded_rows(a, rule, keys, &rows, &values, &decided.ids, &mut conns)
-            .await?;
-        let Some(tally) = self.close_unique_write(conns, outcome, "INSERT").await? else {
-            return Ok(false);
+        let ids = &decided.ids;
+        let outcome =
+            unique_insert_rows::write_rows(&mut c, &mut conns, a, rule, keys, &rows, &values, ids)
+                .await?;
+        let tally = match conns.close(&mut c, outcome, "INSERT").await? {
+            Ok(t) => t,
+            Err(f) => {
+                f.send(&mut self.writer);
+                return Ok(false);
+            }
         };
         if let Some((columns, rows)) = &tally.returned {
             // RETURNING: the written rows, as one server returns them.
@@ -185,146 +177,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         self.answer_bulk(&ok, tally.first_written, more);
         Ok(true)
-    }
-
-    /// Claims each row's key values and writes the row where one server would have put it.
-    #[allow(clippy::too_many_arguments)]
-    async fn guarded_rows(
-        &mut self,
-        a: &InsertAnalysis,
-        rule: &TableRule,
-        keys: &[GlobalKey],
-        rows: &[(String, Vec<u8>)],
-        values: &row_values::RowKeys,
-        ids: &[RowId],
-        conns: &mut UniqueWrite,
-    ) -> Result<Result<Tally, Failure>, End> {
-        let mut t = Tally::default();
-        for (r, (own, sql)) in rows.iter().enumerate() {
-            // (key, shard holding a row with the row's value of that key)
-            let mut held: Vec<(usize, String)> = Vec::new();
-            for (ki, k) in keys.iter().enumerate() {
-                let Some(vals) = values
-                    .get(r)
-                    .and_then(|v| v.get(ki))
-                    .and_then(Option::as_ref)
-                else {
-                    continue;
-                };
-                let claimed = match self
-                    .collect_one(
-                        conns,
-                        &k.backend,
-                        lookup_table::claim_sql(k, vals).into_bytes(),
-                    )
-                    .await?
-                {
-                    Ok(c) => c,
-                    Err(f) => return Ok(Err(f)),
-                };
-                match affected(&claimed) {
-                    Err(f) => return Ok(Err(f)),
-                    Ok(1) => continue, // a new value: no row holds it
-                    Ok(_) => {}
-                }
-                for shard in rule.backends() {
-                    match self
-                        .collect_one(conns, shard, lookup_table::holder_sql(k, vals).into_bytes())
-                        .await?
-                    {
-                        Err(f) => return Ok(Err(f)),
-                        Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
-                        Ok(Collected::Rows { rows, .. }) if !rows.is_empty() => {
-                            held.push((ki, shard.clone()));
-                            break;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            let mut deleted = 0;
-            let target = if held.is_empty() {
-                own.clone()
-            } else if a.replace {
-                for (ki, shard) in &held {
-                    if shard == own {
-                        continue; // the row's own REPLACE deletes it there
-                    }
-                    let vals = values[r][*ki].as_deref().unwrap_or_default();
-                    let out = match self
-                        .collect_one(
-                            conns,
-                            shard,
-                            lookup_table::delete_holder_sql(&keys[*ki], vals).into_bytes(),
-                        )
-                        .await?
-                    {
-                        Ok(c) => c,
-                        Err(f) => return Ok(Err(f)),
-                    };
-                    match affected(&out) {
-                        Ok(n) => deleted += n,
-                        Err(f) => return Ok(Err(f)),
-                    }
-                }
-                own.clone()
-            } else {
-                // Plain, IGNORE or ON DUPLICATE KEY UPDATE: the shard holding the value answers.
-                held[0].1.clone()
-            };
-            let out = match self.collect_one(conns, &target, sql.clone()).await? {
-                Ok(c) => c,
-                Err(f) => return Ok(Err(f)),
-            };
-            let (n, warnings) = match &out {
-                Collected::Ok(p) => {
-                    packets::parse_ok(p).map_or((0, 0), |o| (o.affected_rows, o.warnings))
-                }
-                Collected::Err(p) => return Ok(Err(Failure::Packet(p.clone()))),
-                Collected::Rows { columns, rows, eof } => {
-                    let r = t
-                        .returned
-                        .get_or_insert_with(|| (columns.clone(), Vec::new()));
-                    r.1.extend(rows.iter().cloned());
-                    (rows.len() as u64, packets::parse_eof(eof).0)
-                }
-            };
-            let written = if a.replace {
-                true
-            } else if a.on_duplicate_update {
-                n == 1
-            } else {
-                n >= 1
-            };
-            if written && target != *own && !a.on_duplicate_update {
-                // The shard holding the value took the row as new: the lookup and the shards
-                // disagree, and the row would sit on a shard that does not own it.
-                return Ok(Err(Failure::Sql(SqlError::new(
-                    errors::ER_UNKNOWN_ERROR,
-                    b"HY000",
-                    format!(
-                        "idgate: the unique key lookup of `{}` names a row that shard `{target}` \
-                         does not hold; the statement was rolled back",
-                        rule.name
-                    ),
-                ))));
-            }
-            t.affected += n + deleted;
-            t.warnings = t.warnings.saturating_add(warnings);
-            t.duplicates += if a.replace {
-                (n + deleted).saturating_sub(1)
-            } else if a.on_duplicate_update {
-                u64::from(n == 2)
-            } else {
-                u64::from(n == 0)
-            };
-            if written && t.first_written.is_none() {
-                if let Some(RowId::Generated(id)) = ids.get(r) {
-                    t.first_written = Some(*id);
-                }
-            }
-        }
-        Ok(Ok(t))
     }
 }
 

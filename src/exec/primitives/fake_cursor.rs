@@ -160,6 +160,8 @@ impl WriteCursor for FakeCursor {
         Ok(None)
     }
 
+    fn unused(&mut self, _conn: usize, _txn: &()) {}
+
     fn queue(&mut self, conn: usize, sql: &[u8]) {
         self.queued[conn].push(String::from_utf8_lossy(sql).into_owned());
     }

@@ -16,6 +16,9 @@ pub mod prepared_select;
 pub mod sharded_write;
 pub mod subquery_bind;
 pub mod table_list;
+pub mod unique_insert_rows;
+pub mod unique_key_update;
+pub mod unique_write;
 
 /// The session's bounds on what a primitive may read into memory.
 #[derive(Debug, Clone, Copy)]
@@ -40,3 +43,5 @@ mod load_rows_tests;
 mod sharded_write_tests;
 #[cfg(test)]
 mod subquery_bind_tests;
+#[cfg(test)]
+mod unique_write_tests;
