@@ -3,7 +3,6 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::bulk_write::BulkTxn;
 use super::fetch::{FetchLimits, Fetched};
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
@@ -17,7 +16,27 @@ use crate::wire::command::query_packet;
 use crate::wire::errors;
 use crate::wire::errors::SqlError;
 use crate::wire::framing::FrameError;
+use crate::wire::packets;
 use std::time::Duration;
+
+/// How a write's parts on several backends are made all-or-nothing, as MariaDB's own statement
+/// is: in the client's transaction each part sits behind a savepoint; otherwise each backend
+/// gets a transaction of its own (an XA branch in XA mode), committed only if every part
+/// succeeded.
+pub(super) struct BulkTxn {
+    /// Inside the client's transaction: a savepoint on each backend.
+    in_txn: bool,
+    /// Autocommit in XA mode: one XA branch per backend, committed with two-phase commit.
+    xa_auto: bool,
+    savepoint: &'static str,
+}
+
+impl BulkTxn {
+    /// Autocommit in XA mode: each connection is an XA branch of its own.
+    fn xa_auto(&self) -> bool {
+        self.xa_auto
+    }
+}
 
 /// The cursor gateway primitives run through for one statement of the session: its
 /// connections, its transaction and `scope`, its planning context.
@@ -59,7 +78,30 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<
         conns: &[usize],
         savepoint: &'static str,
     ) -> Result<(BulkTxn, Vec<Option<Vec<u8>>>), End> {
-        self.session.bulk_begin(conns, savepoint, self.scope).await
+        let s = &mut *self.session;
+        let in_txn = s.in_transaction();
+        if in_txn {
+            for &i in conns {
+                s.join_transaction(i, self.scope).await?;
+            }
+        }
+        let xa_auto = !in_txn && s.xa_mode();
+        let begin = if in_txn {
+            vec![Some(format!("SAVEPOINT {savepoint}").into_bytes()); conns.len()]
+        } else if xa_auto {
+            let proxy = s.proxy.clone();
+            s.leases.xa_autocommit_branches(conns, proxy.xa.as_deref())
+        } else {
+            vec![Some(b"START TRANSACTION".to_vec()); conns.len()]
+        };
+        Ok((
+            BulkTxn {
+                in_txn,
+                xa_auto,
+                savepoint,
+            },
+            begin,
+        ))
     }
 
     async fn end(
@@ -69,7 +111,40 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<
         keep: bool,
         what: &str,
     ) -> Result<Option<SqlError>, End> {
-        self.session.bulk_end(conns, txn, keep, what).await
+        let s = &mut *self.session;
+        if txn.in_txn {
+            let sql = if keep {
+                format!("RELEASE SAVEPOINT {}", txn.savepoint)
+            } else {
+                format!("ROLLBACK TO SAVEPOINT {}", txn.savepoint)
+            };
+            for &i in conns {
+                if let Err(e) = s.leases.get_mut(i).query_drop(&sql).await {
+                    return Err(s.backend_lost(e));
+                }
+            }
+            return Ok(None);
+        }
+        if txn.xa_auto {
+            return Ok(s.finish_participants(keep).await);
+        }
+        let failed_on = match s.leases.finish_all(conns, keep).await {
+            Ok(f) => f,
+            Err(e) => return Err(s.backend_lost(e)),
+        };
+        Ok(failed_on.first().map(|(i, e)| {
+            let (code, _, msg) = packets::parse_err(e);
+            let backend = s.leases.held_mut()[*i].backend.clone();
+            SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!(
+                    "idgate: COMMIT failed on backend `{backend}` ({code}: {}) after the other \
+                     shards committed; check the rows of this {what} on `{backend}`",
+                    String::from_utf8_lossy(msg)
+                ),
+            )
+        }))
     }
 
     fn unused(&mut self, conn: usize, txn: &BulkTxn) {
