@@ -15,26 +15,38 @@
 //! The driving table never is NULL-extended by an outer join, so each answer row has exactly
 //! one driving row and each batch gives exactly its rows.
 
-mod stream;
-
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::fetch::Fetched;
 use super::query::Step;
 use super::{End, Session};
+use crate::exec::primitives::join_stream::{self, Streaming};
 use crate::exec::primitives::{join_bind, merged_answer};
-use crate::exec::relay::Client;
-use crate::exec::RelayCursor;
-use crate::exec::{BackendError, StatementScope};
-use crate::route::join_steps::{join_steps, BATCH};
+use crate::exec::StatementScope;
 use crate::route::JoinShape;
 use crate::route::{self, Plan};
-use crate::sql::{self, StatementKind};
+use crate::sql::StatementKind;
 use crate::wire::errors::SqlError;
-use crate::wire::packets;
-use stream::{relay_batch, BatchEnd, Streamed};
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// A row-wise join a batch of driving rows at a time (`exec::primitives::join_stream`).
+    async fn stream_join(
+        &mut self,
+        stmt: &[u8],
+        shape: &JoinShape,
+        binary: bool,
+        more: bool,
+        scope: StatementScope,
+    ) -> Result<bool, End> {
+        let default = self.proxy.default_pool.name.clone();
+        let how = Streaming {
+            binary,
+            more,
+            default: &default,
+            limits: self.gateway_limits(),
+        };
+        join_stream::run(&mut self.cursor(scope), stmt, shape, how).await
+    }
+
     /// Fetches every table's rows and gives `stmt` with each table replaced by a literal table
     /// of them. `Ok(Err(_))`: the statement's answer is this error.
     pub(super) async fn bind_join(
@@ -75,115 +87,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let plan = Plan::Forward(StatementKind::Select);
         let packet = crate::wire::command::query_packet(&bound);
         self.run_plan(&bound, plan, &packet, more).await
-    }
-
-    /// A row-wise join a batch of driving rows at a time (see the module's notes); `binary`:
-    /// rows in the binary protocol (a prepared statement's). `Ok(false)`: it ended in an error
-    /// the client was sent.
-    async fn stream_join(
-        &mut self,
-        stmt: &[u8],
-        shape: &JoinShape,
-        binary: bool,
-        more: bool,
-        scope: StatementScope,
-    ) -> Result<bool, End> {
-        let steps = self.with_plan_context(|ctx| join_steps(shape, ctx));
-        let d = steps.driver();
-        let limits = self.gateway_limits();
-        let mut driver_bytes = 0u64;
-        let driver_sql = crate::route::side_select(stmt, &shape.sides[d], None);
-        let fetched = join_bind::fetch_side(
-            &mut self.cursor(scope),
-            &driver_sql,
-            shape,
-            d,
-            0,
-            &mut driver_bytes,
-            limits,
-        )
-        .await?;
-        let driven = match fetched {
-            Ok(f) => f,
-            Err(e) => {
-                self.writer.send_error(&e);
-                return Ok(false);
-            }
-        };
-        let batches = driven.rows.len().div_ceil(BATCH).max(1);
-        let columns = driven.columns;
-        let mut rows = driven.rows.into_iter();
-        let mut st = Streamed::default();
-        let default = self.proxy.default_pool.name.clone();
-        for _ in 0..batches {
-            let batch: Vec<sql::BoundRow> = rows.by_ref().take(BATCH).collect();
-            let mut got: Vec<Option<Fetched>> = shape.sides.iter().map(|_| None).collect();
-            got[d] = Some(Fetched {
-                columns: columns.clone(),
-                rows: batch,
-            });
-            // The driving rows stay held; each batch's further rows count on top of them.
-            let mut used = driver_bytes;
-            let further = join_bind::fetch_further(
-                &mut self.cursor(scope),
-                stmt,
-                shape,
-                &steps,
-                &mut got,
-                &mut used,
-                limits,
-            )
-            .await?;
-            let bound = match further.and_then(|()| join_bind::bind_fetched(stmt, shape, got)) {
-                Ok(b) => b,
-                Err(e) => {
-                    self.writer.send_error(&e);
-                    return Ok(false);
-                }
-            };
-            let packet = crate::wire::command::query_packet(&bound);
-            let sent = self
-                .cursor(scope)
-                .send_to_all(std::slice::from_ref(&default), &packet)
-                .await?;
-            let idx = match sent {
-                Ok(idx) => idx,
-                Err(e) => {
-                    self.writer.send_error(&e);
-                    return Ok(false);
-                }
-            };
-            let deprecate_eof = self.deprecate_eof();
-            let mut conns = self.leases.conns(&idx);
-            let Some(be) = conns.first_mut() else {
-                return Ok(false);
-            };
-            let mut client = Client {
-                writer: &mut self.writer,
-                deprecate_eof,
-            };
-            let end = relay_batch(be, &mut client, &mut st, binary).await;
-            if end.is_err() {
-                be.broken = true;
-            }
-            drop(conns);
-            match end {
-                Ok(BatchEnd::Done) => {}
-                Ok(BatchEnd::Failed(err)) => {
-                    self.writer.write(&err);
-                    return Ok(false);
-                }
-                Err(BackendError::ClientGone(_)) => return Err(End::ClientGone),
-                Err(e) => return Err(self.backend_lost(e)),
-            }
-        }
-        let status = self.status_with(more);
-        let deprecate_eof = self.deprecate_eof();
-        let start = self.writer.begin();
-        packets::terminator(self.writer.payload(), deprecate_eof, st.warnings, status);
-        self.writer.end(start);
-        self.obs.merged(&self.proxy.metrics, st.rows);
-        Ok(true)
     }
 
     /// An execution of a prepared join, its parameters bound into `text`: run in the gateway

@@ -12,7 +12,7 @@ use crate::wire::packets;
 
 /// What the batches relayed so far have given.
 #[derive(Debug, Default)]
-pub(super) struct Streamed {
+pub struct Streamed {
     /// Column definitions written (by the first batch).
     pub header_sent: bool,
     /// Columns of the first batch: every later batch must give as many.
@@ -25,7 +25,7 @@ pub(super) struct Streamed {
 
 /// How one batch's answer ended.
 #[derive(Debug)]
-pub(super) enum BatchEnd {
+pub enum BatchEnd {
     /// Its rows are written; the backend is ready for the next statement.
     Done,
     /// The backend's error (or idgate's, for an answer it cannot use), to end the result set
@@ -49,7 +49,7 @@ fn protocol(what: &str) -> BackendError {
 }
 
 /// Relays the answer `be` gives to one batch's final statement.
-pub(super) async fn relay_batch<W: AsyncWrite + Unpin>(
+pub async fn relay_batch<W: AsyncWrite + Unpin>(
     be: &mut BackendConn,
     client: &mut Client<'_, W>,
     st: &mut Streamed,
