@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::warn;
+
 use crate::exec::BackendConn;
 use crate::proxy::Proxy;
 use crate::sql::KillUserName;
@@ -238,6 +240,24 @@ pub(crate) async fn side_connection(
     BackendConn::connect(backend, &cfg, false, limit)
         .await
         .map(Some)
+}
+
+/// Kills the backend thread of an abandoned connection (timed out, or its client left
+/// mid-statement) in the background, so its statement stops and its locks go.
+pub fn kill_in_background(proxy: Arc<Proxy>, backend: String, thread: u32) {
+    tokio::spawn(async move {
+        let killed =
+            tokio::time::timeout(KILL_TIMEOUT, kill_thread(&proxy, &backend, thread, false));
+        match killed.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                warn!(%backend, connection_id = thread, error = %e, "could not kill an abandoned backend thread")
+            }
+            Err(_) => {
+                warn!(%backend, connection_id = thread, "killing an abandoned backend thread timed out")
+            }
+        }
+    });
 }
 
 /// `KILL [QUERY] thread` on `backend`, over a connection of its own (the session's is busy).

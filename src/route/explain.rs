@@ -13,6 +13,9 @@ use crate::wire::errors::SqlError;
 /// One row of the answer: backend, SQL, merge.
 pub type Row = [String; 3];
 
+/// The names of a row's columns.
+pub const COLUMNS: [&str; 3] = ["backend", "sql", "merge"];
+
 /// The rows of the plan for `stmt`, or the error the statement itself would get.
 pub fn explain(stmt: &[u8], ctx: &StatementContext) -> Result<Vec<Row>, SqlError> {
     rows(stmt, ctx).or_else(|e| explain_join(stmt, &e, ctx).unwrap_or(Err(e)))

@@ -1,6 +1,6 @@
 //! Sends the answer to one of idgate's admin statements (`SHOW IDGATE …`, `IDGATE RELOAD`).
 
-use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
+use mysql_common::constants::ColumnType;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::query::Step;
@@ -38,8 +38,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 };
             }
             AdminStatement::ConnectionId { column } => {
+                // idgate's id of this session, in the column MariaDB describes (INT UNSIGNED,
+                // 10 wide).
                 let status = self.status_with(more);
-                self.write_connection_id(&column, status);
+                let id = u64::from(self.registered.id());
+                let deprecate_eof = self.deprecate_eof();
+                let ty = (ColumnType::MYSQL_TYPE_LONG, 10);
+                self.writer
+                    .send_unsigned(&column, id, ty, status, deprecate_eof);
                 return Step::Ok;
             }
             AdminStatement::KillUnsupported(form) => {
@@ -122,28 +128,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// `SELECT CONNECTION_ID()`'s answer: idgate's id of this session, in the column MariaDB
-    /// describes (INT UNSIGNED, 10 wide).
-    fn write_connection_id(&mut self, column: &str, status: StatusFlags) {
-        let id = u64::from(self.registered.id());
-        self.write_unsigned(column, id, (ColumnType::MYSQL_TYPE_LONG, 10), status);
-    }
-
-    /// The same answer to an execution of a prepared `SELECT CONNECTION_ID()`: one binary row
-    /// (no NULLs, the id as 4 bytes).
-    pub(super) fn write_connection_id_binary(&mut self, column: &str, status: StatusFlags) {
-        let mut def = Vec::new();
-        let flags =
-            ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
-        let ty = ColumnType::MYSQL_TYPE_LONG;
-        packets::column_def(&mut def, column.as_bytes(), 63, 10, ty, flags, 0);
-        let mut row = vec![0x00, 0x00];
-        row.extend_from_slice(&self.registered.id().to_le_bytes());
-        let deprecate_eof = self.deprecate_eof();
-        self.writer
-            .send_result_set(&[def], [row.as_slice()], 0, status, deprecate_eof);
-    }
-
     /// `KILL [QUERY] USER name`: the count of sessions killed as affected rows; a session that
     /// named its own user in `KILL USER` ends after that answer, as on MariaDB.
     async fn kill_user(&mut self, user: &KillUserName, query: bool, more: bool) -> Step {

@@ -5,18 +5,13 @@
 //! its prepared statements, session variables and temporary tables are gone); inside one the session ends, since the transaction
 //! cannot be finished any more (closing rolls back the other participants).
 
-use std::time::Duration;
-
 use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
 use super::{End, Session};
-use crate::exec::BackendConn;
+use crate::admin::kill;
 use crate::wire::errors::{self, SqlError};
-
-/// How long the background KILL may take.
-const KILL_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) fn backend_timed_out(&mut self, backend: &str, ms: u64) -> End {
@@ -37,7 +32,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .map(|h| (h.backend.clone(), h.lease.connection_id))
             .collect();
         for (b, id) in abandoned {
-            self.kill_later(&b, id);
+            kill::kill_in_background(self.proxy.clone(), b, id);
         }
         // Other connections of the same statement may still hold part of their answers: they
         // are closed too, and the session starts afresh on every backend.
@@ -79,34 +74,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             connection_id = id,
             "client left mid-statement; stopping it on the backend"
         );
-        self.kill_later(&backend, id);
+        kill::kill_in_background(self.proxy.clone(), backend, id);
         End::ClientGone
-    }
-
-    /// Kills the backend thread of an abandoned connection, in the background.
-    fn kill_later(&self, backend: &str, connection_id: u32) {
-        let Some(cfg) = self.live.config.backends.get(backend) else {
-            return;
-        };
-        let cfg = cfg.value.clone();
-        let name = backend.to_string();
-        tokio::spawn(async move {
-            let killed = tokio::time::timeout(KILL_TIMEOUT, async {
-                let mut c = BackendConn::connect(&name, &cfg, false, KILL_TIMEOUT).await?;
-                c.query_drop(&format!("KILL {connection_id}")).await?;
-                c.close().await;
-                Ok::<_, crate::exec::BackendError>(())
-            })
-            .await;
-            match killed {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    warn!(backend = %name, connection_id, error = %e, "could not kill an abandoned backend thread")
-                }
-                Err(_) => {
-                    warn!(backend = %name, connection_id, "killing an abandoned backend thread timed out")
-                }
-            }
-        });
     }
 }

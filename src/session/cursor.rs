@@ -41,8 +41,8 @@ impl BulkTxn {
 /// The cursor gateway primitives run through for one statement of the session: its
 /// connections, its transaction and `scope`, its planning context.
 pub(super) struct SessionCursor<'a, R, W> {
-    session: &'a mut Session<R, W>,
-    scope: StatementScope,
+    pub(super) session: &'a mut Session<R, W>,
+    pub(super) scope: StatementScope,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R, W> {
@@ -61,7 +61,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R
         select: &[u8],
         limits: FetchLimits,
     ) -> Result<Result<Fetched, SqlError>, End> {
-        self.session.fetch(select, limits, self.scope).await
+        let route = match self.session.route_dml(select) {
+            Ok(Some(r)) => r,
+            Ok(None) => Route::One(self.session.proxy.default_pool.name.clone()),
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(self
+            .fetch_routed(select, route, limits)
+            .await?
+            .map_err(SqlError::from))
     }
 }
 

@@ -69,7 +69,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Route::Everywhere(backends) => {
                 let ok = self.run_everywhere(&backends, packet, adj, scope).await?;
                 if ok && self.proxy.tables.load().has_global_unique() {
-                    self.unique_after_ddl(stmt).await;
+                    let p = &self.proxy;
+                    let tables = p.tables.load_full();
+                    let db = self.db.as_deref();
+                    crate::unique::after_ddl::after_ddl(&p.config, &tables, &p.unique, db, stmt)
+                        .await;
                 }
                 Ok(ok)
             }

@@ -193,7 +193,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .clone();
             if let Some(sql::AdminStatement::ConnectionId { column }) = sql::admin_statement(&sql) {
                 let status = self.status_with(false);
-                self.write_connection_id_binary(&column, status);
+                let (id, deprecate_eof) = (self.registered.id(), self.deprecate_eof());
+                self.writer
+                    .send_unsigned_int_binary(&column, id, status, deprecate_eof);
             }
             return None;
         }
@@ -307,22 +309,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         if matches!(a.body, sql::InsertBody::Select { .. }) {
             let keys = global.as_deref();
-            return match self
-                .run_insert_select(text, &a, &rule, keys, false, scope)
-                .await
-            {
-                super::query::Step::End(e) => Some(e),
-                _ => None,
-            };
+            let run = Box::pin(self.insert_select(text, &a, &rule, keys, false, scope));
+            return run.await.err();
         }
         if let Some(keys) = global {
-            return match self
-                .run_guarded_insert(text, &a, &rule, &keys, false, scope)
+            return self
+                .guarded_insert(text, &a, &rule, &keys, (false, false), scope)
                 .await
-            {
-                super::query::Step::End(e) => Some(e),
-                _ => None,
-            };
+                .err();
         }
         let plan = match self.plan_insert(text, &a, &rule).await {
             Ok(p) => p,

@@ -7,12 +7,13 @@
 use mysql_common::constants::{ColumnFlags, ColumnType};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::cursor::SessionCursor;
 use super::fetch_charset::{read_set, NATIVE_RESULTS, RESULTS_BACK};
-use super::{End, Session};
+use super::End;
 use crate::exec::capture::{Capture, Overflow};
 use crate::exec::merge::parse_text_row;
 use crate::exec::relay::Client;
-use crate::exec::{scatter, BackendError, StatementScope};
+use crate::exec::{scatter, BackendError};
 use crate::route::Route;
 use crate::sql::{self, BoundColumn};
 use crate::wire::errors::SqlError;
@@ -76,26 +77,7 @@ fn bound_column(def: &[u8]) -> Option<BoundColumn> {
     })
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// Runs `select` through idgate's routing and keeps its answer. `Ok(Err(_))`: the error is
-    /// the statement's answer (the backend's own, or a limit); `Err(End)`: the session ends.
-    pub(super) async fn fetch(
-        &mut self,
-        select: &[u8],
-        limits: FetchLimits,
-        scope: StatementScope,
-    ) -> Result<Result<Fetched, SqlError>, End> {
-        let route = match self.route_dml(select) {
-            Ok(Some(r)) => r,
-            Ok(None) => Route::One(self.proxy.default_pool.name.clone()),
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(self
-            .fetch_routed(select, route, limits, scope)
-            .await?
-            .map_err(SqlError::from))
-    }
-
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> SessionCursor<'_, R, W> {
     /// Runs `select` on `route` (already decided by the caller) and keeps its answer; the
     /// failure stays a `FetchError` so callers can word the limits their own way.
     pub(super) async fn fetch_routed(
@@ -103,8 +85,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         select: &[u8],
         route: Route,
         limits: FetchLimits,
-        scope: StatementScope,
     ) -> Result<Result<Fetched, FetchError>, End> {
+        let scope = self.scope;
+        let s = &mut *self.session;
         let (backends, packet, merge) = match route {
             Route::One(b) => (vec![b], crate::wire::command::query_packet(select), None),
             Route::Concat(bs) => (bs, crate::wire::command::query_packet(select), None),
@@ -116,7 +99,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let mut idx = Vec::with_capacity(backends.len());
         for b in &backends {
-            match self.lease_index(b).await {
+            match s.lease_index(b).await {
                 Ok(i) => idx.push(i),
                 Err(e) => return Ok(Err(FetchError::Answer(e))),
             }
@@ -124,49 +107,49 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let native = crate::wire::command::query_packet(NATIVE_RESULTS);
         let back = crate::wire::command::query_packet(RESULTS_BACK);
         for &i in &idx {
-            self.join_transaction(i, scope).await?;
-            let l = self.leases.get_mut(i);
+            s.join_transaction(i, scope).await?;
+            let l = s.leases.get_mut(i);
             l.write_command(&native);
             l.write_command(&packet);
             l.write_command(&back);
         }
         for &i in &idx {
-            if let Err(e) = self.leases.get_mut(i).flush().await {
-                return Err(self.backend_lost(e));
+            if let Err(e) = s.leases.get_mut(i).flush().await {
+                return Err(s.backend_lost(e));
             }
         }
         let mut refused = None;
         for &i in &idx {
-            let be = &mut **self.leases.get_mut(i);
+            let be = &mut **s.leases.get_mut(i);
             match read_set(be).await {
                 Ok(r) => refused = refused.or(r.err()),
-                Err(e) => return Err(self.backend_lost(e)),
+                Err(e) => return Err(s.backend_lost(e)),
             }
             be.next_response();
         }
         if let Some(e) = refused {
             // Each connection still answers the SELECT and the SET after it.
             for &i in &idx {
-                let be = &mut **self.leases.get_mut(i);
+                let be = &mut **s.leases.get_mut(i);
                 let drained = async {
                     crate::exec::collect::collect(be).await?;
                     be.next_response();
                     read_set(be).await
                 };
                 if let Err(e) = drained.await {
-                    return Err(self.backend_lost(e));
+                    return Err(s.backend_lost(e));
                 }
             }
             return Ok(Err(FetchError::Answer(e)));
         }
-        let memory_limit = self.live.config.merge_memory_limit;
+        let memory_limit = s.live.config.merge_memory_limit;
         let max_bytes = limits.max_bytes.min(memory_limit);
         let mut writer = PacketWriter::new(Capture::new(limits.max_rows, max_bytes, limits.enough));
         let mut client = Client {
             writer: &mut writer,
             deprecate_eof: false,
         };
-        let mut conns = self.leases.conns(&idx);
+        let mut conns = s.leases.conns(&idx);
         let relayed = match &merge {
             None => scatter::relay_concat(&mut conns, &mut client, 0)
                 .await
@@ -189,36 +172,36 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // that stopped early leaves its connections in an unknown state, so they go.
         if relayed.is_err() {
             for &i in &idx {
-                self.leases.get_mut(i).broken = true;
+                s.leases.get_mut(i).broken = true;
             }
-            self.leases.drop_broken();
+            s.leases.drop_broken();
         } else {
             for &i in &idx {
-                let be = &mut **self.leases.get_mut(i);
+                let be = &mut **s.leases.get_mut(i);
                 be.next_response();
                 match read_set(be).await {
                     Ok(Ok(())) => {}
                     // The session's results character set could not be put back: its next
                     // answers would come unconverted, so the connection goes.
                     Ok(Err(e)) => {
-                        return Err(self.backend_lost(BackendError::Protocol(format!(
+                        return Err(s.backend_lost(BackendError::Protocol(format!(
                             "character_set_results not restored: {}",
                             e.message
                         ))))
                     }
-                    Err(e) => return Err(self.backend_lost(e)),
+                    Err(e) => return Err(s.backend_lost(e)),
                 }
             }
         }
         match relayed {
-            Ok(Ok(Some(merged))) => self.obs.merged(&self.proxy.metrics, merged),
+            Ok(Ok(Some(merged))) => s.obs.merged(&s.proxy.metrics, merged),
             Ok(Ok(None)) => {}
             Ok(Err(msg)) => {
                 let e = SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg);
                 return Ok(Err(FetchError::Answer(e)));
             }
             Err(BackendError::ClientGone(_)) => return Ok(Err(FetchError::Malformed)),
-            Err(e) => return Err(self.backend_lost(e)),
+            Err(e) => return Err(s.backend_lost(e)),
         }
         if writer.flush().await.is_err() {
             return Ok(Err(FetchError::Malformed));

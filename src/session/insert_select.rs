@@ -7,42 +7,38 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::dml::Route;
 use super::fetch::FetchLimits;
-use super::insert_source::source_of;
-use super::query::Step;
+use super::fetch::{FetchError, Fetched};
 use super::{End, Session};
 use crate::exec::primitives::bulk_write::BulkOk;
 use crate::exec::primitives::insert_select::{self, failed, Target, Written};
-use crate::exec::primitives::insert_source::Source;
+use crate::exec::primitives::insert_source::{self, malformed, too_large, Source};
 use crate::exec::StatementScope;
 use crate::route::TableRule;
 use crate::sql::{self, InsertAnalysis, InsertBody, StatementKind};
 use crate::unique::GlobalKey;
 use crate::wire::errors::SqlError;
 
+/// The answer of the SELECT; a failure of the reader becomes INSERT … SELECT's own error.
+fn source_of(got: Result<Fetched, FetchError>) -> Result<Source, SqlError> {
+    match got {
+        Ok(f) => Ok(Source::new(f)),
+        Err(FetchError::TooManyBytes(limit)) => Err(too_large(limit)),
+        Err(FetchError::Answer(e)) => Err(e),
+        Err(FetchError::NotASelect) => Err(malformed("an OK instead of rows")),
+        Err(e @ (FetchError::Malformed | FetchError::TooManyRows(_))) => {
+            Err(malformed(&e.to_string()))
+        }
+    }
+}
+
 fn unsupported(msg: String) -> SqlError {
     SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// Runs `INSERT … SELECT` (`a`'s body is a query) into `rule`'s table.
-    pub(super) async fn run_insert_select(
-        &mut self,
-        stmt: &[u8],
-        a: &InsertAnalysis,
-        rule: &TableRule,
-        keys: Option<&[GlobalKey]>,
-        more: bool,
-        scope: StatementScope,
-    ) -> Step {
-        match Box::pin(self.insert_select(stmt, a, rule, keys, more, scope)).await {
-            Ok(true) => Step::Ok,
-            Ok(false) => Step::Failed,
-            Err(end) => Step::End(end),
-        }
-    }
-
-    /// `Ok(false)`: the client got an error.
-    async fn insert_select(
+    /// Runs `INSERT … SELECT` (`a`'s body is a query) into `rule`'s table. `Ok(false)`: the
+    /// client got an error.
+    pub(super) async fn insert_select(
         &mut self,
         stmt: &[u8],
         a: &InsertAnalysis,
@@ -246,7 +242,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             max_bytes: u64::MAX,
             enough: None,
         };
-        let got = self.fetch_routed(query, route, limits, scope).await?;
+        let got = self
+            .cursor(scope)
+            .fetch_routed(query, route, limits)
+            .await?;
         let source = match source_of(got) {
             Ok(s) => s,
             Err(e) => {
@@ -255,7 +254,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         let mut source = source;
-        if let Err(e) = self.resolve_charsets(&mut source).await {
+        let default = self.proxy.default_pool.name.clone();
+        let mut c = self.cursor(scope);
+        if let Err(e) = insert_source::resolve_charsets(&mut c, &default, &mut source).await? {
             self.writer.send_error(&e);
             return Ok(None);
         }

@@ -3,11 +3,8 @@
 //! runs; the load itself is a primitive (`exec::primitives::load_data`) run through the
 //! session's cursor, and the session answers with its one OK.
 
-use std::sync::Arc;
-
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::query::Step;
 use super::{End, Session};
 use crate::exec::primitives::load_data;
 use crate::exec::primitives::load_rows::RowPlan;
@@ -58,25 +55,9 @@ fn backend_statement(ld: &LoadData, schema: &str, targets: &[Target]) -> Vec<u8>
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// Runs `LOAD DATA LOCAL INFILE` into `rule`'s table.
-    pub(super) async fn run_load_data(
-        &mut self,
-        ld: LoadData,
-        rule: Arc<TableRule>,
-        more: bool,
-        scope: StatementScope,
-    ) -> Step {
-        match self.load_data(ld, &rule, more, scope).await {
-            Ok(Ok(())) => Step::Ok,
-            Ok(Err(e)) => {
-                self.writer.send_error(&e);
-                Step::Failed
-            }
-            Err(end) => Step::End(end),
-        }
-    }
-
-    async fn load_data(
+    /// Runs `LOAD DATA LOCAL INFILE` into `rule`'s table. `Ok(Err(e))`: the client is to get
+    /// `e`.
+    pub(super) async fn load_data(
         &mut self,
         ld: LoadData,
         rule: &TableRule,

@@ -3,10 +3,9 @@
 //! `LOAD … LOCAL` statement; the client's file packets are carried to the backend as they come.
 //! idgate never opens a file itself: it only carries bytes the client chose to send.
 
-use mysql_common::constants::{CapabilityFlags, Command, StatusFlags};
+use mysql_common::constants::{Command, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::exec::relay::{self, Adjust, Client, Reply};
 use crate::exec::BackendConn;
 use crate::exec::BackendError;
@@ -19,24 +18,6 @@ pub(super) enum CarryError {
     Client(FrameError),
     /// Writing to the client failed, or the backend failed (after the client finished its file).
     Backend(BackendError),
-}
-
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    pub(super) fn local_files(&self) -> bool {
-        self.hello
-            .capabilities
-            .contains(CapabilityFlags::CLIENT_LOCAL_FILES)
-    }
-
-    /// A query that may need planning because this client cannot send files and the query
-    /// might be a `LOAD … LOCAL` (a cheap look, refined by planning).
-    pub(super) fn may_refuse_local_load(&self, sql: &[u8]) -> bool {
-        // A single statement is one by its leading words; only a multi-statement query needs
-        // the look through its text.
-        !self.local_files()
-            && (sql::is_load_local(sql)
-                || (self.multi_statements && sql.contains(&b';') && sql::mentions(sql, b"LOCAL")))
-    }
 }
 
 /// Whether the backend's request for a file, answering the client's command `packet`, may go to

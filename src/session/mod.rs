@@ -9,20 +9,16 @@ mod admin_statement;
 mod backend_timeout;
 mod bulk_write;
 mod commands;
-mod commit;
 mod cursor;
 mod database_ddl;
 mod dml;
 mod emulated;
-mod explain;
 mod fetch;
 mod fetch_charset;
 mod idle;
 mod insert;
 mod insert_select;
-mod insert_source;
 mod join;
-mod leases;
 mod load_data;
 mod local_infile;
 mod login;
@@ -35,7 +31,6 @@ pub mod registry;
 mod shards;
 mod subquery;
 mod txn;
-mod unique_ddl;
 mod unique_insert;
 mod unique_update;
 
@@ -46,6 +41,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
 use crate::exec::backend::CurrentDb;
+use crate::exec::conns::Held;
 use crate::exec::Lease;
 use crate::proxy::Proxy;
 use crate::tls::{NetRead, NetWrite};
@@ -300,6 +296,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .contains(mysql_common::constants::CapabilityFlags::CLIENT_DEPRECATE_EOF)
     }
 
+    /// The client announced CLIENT_LOCAL_FILES: it may be asked for a file.
+    pub(super) fn local_files(&self) -> bool {
+        self.hello
+            .capabilities
+            .contains(mysql_common::constants::CapabilityFlags::CLIENT_LOCAL_FILES)
+    }
+
+    /// A query that may need planning because this client cannot send files and the query
+    /// might be a `LOAD … LOCAL` (a cheap look, refined by planning).
+    pub(super) fn may_refuse_local_load(&self, sql: &[u8]) -> bool {
+        // A single statement is one by its leading words; only a multi-statement query needs
+        // the look through its text.
+        !self.local_files()
+            && (crate::sql::is_load_local(sql)
+                || (self.multi_statements
+                    && sql.contains(&b';')
+                    && crate::sql::mentions(sql, b"LOCAL")))
+    }
+
     fn found_rows(&self) -> bool {
         self.hello
             .capabilities
@@ -384,5 +399,39 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             lease.collation = self.hello.collation;
         }
         Ok(())
+    }
+
+    /// The index of the session's connection to `backend`, taking one from its pool (and giving it
+    /// the session's collation, database and earlier SET statements) on first use.
+    pub(super) async fn lease_index(&mut self, backend: &str) -> Result<usize, SqlError> {
+        if let Some(i) = self.leases.position(backend) {
+            return Ok(i);
+        }
+        let Some(pool) = self.live.pool_for(
+            &self.proxy.pools,
+            backend,
+            &self.hello.user,
+            self.hello.backend_login.as_deref(),
+        ) else {
+            return Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: no backend named `{backend}`"),
+            ));
+        };
+        let mut lease = pool.acquire(self.found_rows()).await?;
+        self.prepare_backend(&mut lease).await?;
+        if backend != self.proxy.default_pool.name {
+            for stmt in &self.replay {
+                lease.query_drop_bytes(stmt).await.map_err(|e| {
+                    SqlError::new(
+                        errors::ER_UNKNOWN_ERROR,
+                        b"HY000",
+                        format!("idgate: replaying the session's SET on `{backend}` failed: {e}"),
+                    )
+                })?;
+            }
+        }
+        Ok(self.leases.push(Held::new(backend.to_string(), lease)))
     }
 }

@@ -43,6 +43,15 @@ impl Observed {
     }
 
     /// Rows read from the shards for a merge (also counted in `metrics`).
+    /// Who ran the statement being observed, and its rows so far, for the statement's log.
+    fn who<'a>(&self, user: &'a [u8], database: Option<&'a [u8]>) -> Who<'a> {
+        Who {
+            user,
+            database,
+            rows: self.rows,
+        }
+    }
+
     pub(super) fn merged(&mut self, metrics: &crate::admin::Metrics, rows: u64) {
         metrics.merged_rows.inc_by(rows);
         self.rows = rows;
@@ -134,7 +143,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let end = self.query(packet, scope).await;
         if self.obs.counted == 0 {
             let stmt = &packet[1..];
-            self.statement_done(stmt, StmtRoute::Relayed, sql::classify(stmt), t0.elapsed());
+            let who = self.obs.who(&self.hello.user, self.db.as_deref());
+            let (route, kind) = (StmtRoute::Relayed, sql::classify(stmt));
+            measured(
+                &self.proxy,
+                who,
+                || stmt.to_vec(),
+                route,
+                kind,
+                t0.elapsed(),
+            );
         }
         end
     }
@@ -158,7 +176,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.obs.rows = 0;
         let step = self.run_plan(stmt, plan, packet, more).await;
         self.obs.counted += 1;
-        self.statement_done(stmt, route, kind, t0.elapsed());
+        let who = self.obs.who(&self.hello.user, self.db.as_deref());
+        measured(
+            &self.proxy,
+            who,
+            || stmt.to_vec(),
+            route,
+            kind,
+            t0.elapsed(),
+        );
         step
     }
 
@@ -185,25 +211,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .map(|e| e.sql.clone())
                 .unwrap_or_else(|| b"(prepared statement; its text is on the backend)".to_vec())
         };
-        measured(&self.proxy, self.who(), text, route, kind, t0.elapsed());
+        let who = self.obs.who(&self.hello.user, self.db.as_deref());
+        measured(&self.proxy, who, text, route, kind, t0.elapsed());
         end
-    }
-
-    fn statement_done(
-        &mut self,
-        stmt: &[u8],
-        route: StmtRoute,
-        kind: StatementKind,
-        took: Duration,
-    ) {
-        measured(&self.proxy, self.who(), || stmt.to_vec(), route, kind, took);
-    }
-
-    fn who(&self) -> Who<'_> {
-        Who {
-            user: &self.hello.user,
-            database: self.db.as_deref(),
-            rows: self.obs.rows,
-        }
     }
 }

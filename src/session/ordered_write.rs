@@ -36,8 +36,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             max_bytes: 1 << 20,
             enough: Some(1),
         };
+        let route = Route::One(u.backend.clone());
         let fetched = self
-            .fetch_routed(sql.as_bytes(), Route::One(u.backend.clone()), limits, scope)
+            .cursor(scope)
+            .fetch_routed(sql.as_bytes(), route, limits)
             .await?;
         Ok(fetched.map(|f| !f.rows.is_empty()).map_err(SqlError::from))
     }

@@ -1,7 +1,7 @@
 //! COM_QUERY: statements about configured tables are rewritten and routed; sequence functions
 //! are answered by idgate; everything else reaches the default backend as the client's bytes.
 
-use mysql_common::constants::{ColumnFlags, ColumnType, StatusFlags};
+use mysql_common::constants::ColumnType;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
@@ -9,11 +9,10 @@ use crate::exec::primitives::table_list;
 use crate::exec::relay::{Adjust, Reply};
 use crate::exec::StatementScope;
 use crate::route::statement::{self, Caller, Plan, StatementContext};
-use crate::route::PlanContext;
+use crate::route::{explain, PlanContext};
 use crate::sql::{self, StatementKind};
 use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
-use crate::wire::packets;
 
 /// SET statements a session keeps for connections it takes later; older ones beyond this are
 /// dropped (a session that keeps setting new user variables would otherwise grow without bound).
@@ -28,6 +27,17 @@ pub(super) enum Step {
     /// The client got an error: later statements of a multi-statement query do not run.
     Failed,
     End(End),
+}
+
+impl From<Result<bool, End>> for Step {
+    /// A statement's run: `Ok(false)` when the client got an error.
+    fn from(r: Result<bool, End>) -> Step {
+        match r {
+            Ok(true) => Step::Ok,
+            Ok(false) => Step::Failed,
+            Err(end) => Step::End(end),
+        }
+    }
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
@@ -310,7 +320,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         match plan {
             Plan::KeyUpdate(boxed) => {
                 let (parts, rule) = *boxed;
-                self.run_key_update(stmt, &parts, &rule, more, scope).await
+                Step::from(self.key_update(stmt, &parts, &rule, more, scope).await)
             }
             Plan::Forward(kind) => {
                 // The other backends of a transaction end first; the default one answers.
@@ -362,10 +372,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 column,
             } => self.next_values(&generator, count, &column, more).await,
             Plan::ExplainRoute(r) => {
-                if self.explain_route(&stmt[r], more) {
-                    Step::Ok
-                } else {
-                    Step::Failed
+                match self.with_statement_context(|ctx| explain::explain(&stmt[r], ctx)) {
+                    Ok(rows) => {
+                        let status = self.status_with(more);
+                        let deprecate_eof = self.deprecate_eof();
+                        let rows = rows.iter().map(|r| r.as_slice());
+                        let names = explain::COLUMNS;
+                        self.writer
+                            .send_text_table(&names, rows, status, deprecate_eof);
+                        Step::Ok
+                    }
+                    Err(e) => {
+                        self.writer.send_error(&e);
+                        Step::Failed
+                    }
                 }
             }
             Plan::Subqueries(subs) => Box::pin(self.run_subqueries(stmt, &subs, more, scope)).await,
@@ -423,7 +443,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Plan::LoadData(boxed) => {
                 let (ld, rule) = *boxed;
                 // Boxed: a load's state is large and rare; every statement's future stays small.
-                Box::pin(self.run_load_data(ld, rule, more, scope)).await
+                match Box::pin(self.load_data(ld, &rule, more, scope)).await {
+                    Ok(Ok(())) => Step::Ok,
+                    Ok(Err(e)) => {
+                        self.writer.send_error(&e);
+                        Step::Failed
+                    }
+                    Err(end) => Step::End(end),
+                }
             }
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
@@ -436,14 +463,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 };
                 if matches!(a.body, sql::InsertBody::Select { .. }) {
                     let keys = global.as_deref();
-                    return self
-                        .run_insert_select(stmt, &a, &rule, keys, more, scope)
-                        .await;
+                    let run = Box::pin(self.insert_select(stmt, &a, &rule, keys, more, scope));
+                    return Step::from(run.await);
                 }
                 if let Some(keys) = global {
-                    return self
-                        .run_guarded_insert(stmt, &a, &rule, &keys, more, scope)
-                        .await;
+                    let flags = (more, false);
+                    let run = self.guarded_insert(stmt, &a, &rule, &keys, flags, scope);
+                    return Step::from(run.await);
                 }
                 let plan = match self.plan_insert(stmt, &a, &rule).await {
                     Ok(p) => p,
@@ -498,32 +524,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         let status = self.status_with(more);
-        self.write_single_value(column, first, status);
-        Step::Ok
-    }
-
-    /// A one-row, one-column result set with a BIGINT UNSIGNED value.
-    fn write_single_value(&mut self, column: &str, value: u64, status: StatusFlags) {
-        let ty = (ColumnType::MYSQL_TYPE_LONGLONG, 20);
-        self.write_unsigned(column, value, ty, status);
-    }
-
-    /// A one-row, one-column result set with an unsigned integer of the type and width `ty`.
-    pub(super) fn write_unsigned(
-        &mut self,
-        column: &str,
-        value: u64,
-        (ty, width): (ColumnType, u32),
-        status: StatusFlags,
-    ) {
-        let mut def = Vec::new();
-        let flags =
-            ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
-        packets::column_def(&mut def, column.as_bytes(), 63, width, ty, flags, 0);
-        let mut row = Vec::new();
-        packets::put_lenenc_str(&mut row, value.to_string().as_bytes());
         let deprecate_eof = self.deprecate_eof();
+        let ty = (ColumnType::MYSQL_TYPE_LONGLONG, 20);
         self.writer
-            .send_result_set(&[def], [row.as_slice()], 0, status, deprecate_eof);
+            .send_unsigned(column, first, ty, status, deprecate_eof);
+        Step::Ok
     }
 }

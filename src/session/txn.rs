@@ -1,8 +1,9 @@
 //! The client's transaction as the session sees it: whether one is open, idgate's answers to
 //! BEGIN/COMMIT/ROLLBACK when it commits with XA (each backend joins with `XA START` when the
 //! transaction first touches it, see `exec::conns`), and SAVEPOINTs, which reach every
-//! participant in both commit modes. The backends' side lives in `exec::conns`; here its
-//! outcomes become what the client hears.
+//! participant in both commit modes. The backends' side lives in `exec::conns` (COMMIT/ROLLBACK,
+//! or the commit protocol of `xa::commit`); here its outcomes are counted and become what the
+//! client hears.
 
 use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -14,6 +15,7 @@ use crate::exec::StatementScope;
 use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
+use crate::xa::commit::Ending;
 
 /// What the session keeps of the client's transaction (the backends' part, with gtrid and
 /// savepoints, is in `exec::SessionConns`).
@@ -215,5 +217,32 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some((action, name)) = sql::savepoint(stmt) {
             self.leases.note_savepoint(action, name);
         }
+    }
+
+    /// Ends the transaction on every participant. `Some`: what the client is to hear (the
+    /// transaction did not commit). Broken connections are dropped afterwards.
+    pub(super) async fn finish_participants(&mut self, commit: bool) -> Option<SqlError> {
+        let proxy = self.proxy.clone();
+        let done = self
+            .leases
+            .finish_participants(commit, proxy.xa.as_deref())
+            .await;
+        if let Some(ending) = done.xa_commit {
+            proxy
+                .metrics
+                .xa_commits
+                .inc(ending == Ending::TwoPhase, done.error.is_none());
+        }
+        done.error
+    }
+
+    /// Without XA: COMMIT or ROLLBACK on the connections that joined the client's transaction,
+    /// before the default backend gets the client's own statement. A failed COMMIT there rolls
+    /// back the rest and is what the client hears.
+    pub(super) async fn end_transaction(&mut self, commit: bool) -> Result<Option<SqlError>, End> {
+        self.leases
+            .end_joined(commit)
+            .await
+            .map_err(|e| self.backend_lost(e))
     }
 }

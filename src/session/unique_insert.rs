@@ -13,7 +13,6 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::bulk_write::BulkOk;
-use super::query::Step;
 use super::{End, Session};
 use crate::exec::primitives::{unique_insert_rows, unique_write};
 use crate::exec::StatementScope;
@@ -50,25 +49,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             ));
         }
         Ok(self.proxy.unique.keys_of(&schema, &a.table.name))
-    }
-
-    pub(super) async fn run_guarded_insert(
-        &mut self,
-        stmt: &[u8],
-        a: &InsertAnalysis,
-        rule: &TableRule,
-        keys: &[GlobalKey],
-        more: bool,
-        scope: StatementScope,
-    ) -> Step {
-        match self
-            .guarded_insert(stmt, a, rule, keys, (more, false), scope)
-            .await
-        {
-            Ok(true) => Step::Ok,
-            Ok(false) => Step::Failed,
-            Err(end) => Step::End(end),
-        }
     }
 
     /// `(more, always_info)`: more statements follow; the OK carries Records/Duplicates even

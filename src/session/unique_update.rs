@@ -7,7 +7,6 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::query::Step;
 use super::{End, Session};
 use crate::exec::primitives::{unique_key_update, unique_write};
 use crate::exec::StatementScope;
@@ -17,22 +16,9 @@ use crate::unique::GlobalKey;
 use crate::wire::errors::SqlError;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    pub(super) async fn run_key_update(
-        &mut self,
-        stmt: &[u8],
-        parts: &UpdateParts,
-        rule: &TableRule,
-        more: bool,
-        scope: StatementScope,
-    ) -> Step {
-        match self.key_update(stmt, parts, rule, more, scope).await {
-            Ok(true) => Step::Ok,
-            Ok(false) => Step::Failed,
-            Err(end) => Step::End(end),
-        }
-    }
-
-    async fn key_update(
+    /// Runs an UPDATE assigning a `unique: global` key's column (see the module's notes).
+    /// `Ok(false)`: the client got an error.
+    pub(super) async fn key_update(
         &mut self,
         stmt: &[u8],
         parts: &UpdateParts,

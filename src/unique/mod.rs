@@ -5,6 +5,7 @@
 //! consistent lookup vindexes do. A lookup entry whose row is gone is stale and harmless: a new
 //! row meeting it checks the shards for a real holder before it counts as a duplicate.
 
+pub mod after_ddl;
 pub mod lookup_table;
 pub mod row_values;
 pub mod start;

@@ -6,7 +6,7 @@
 use mysql_common::collations::{Collation, CollationId};
 use mysql_common::constants::ColumnType;
 
-use crate::exec::Fetched;
+use crate::exec::{Fetched, RelayCursor};
 use crate::sql::BoundRow;
 use crate::wire::errors::{self, SqlError};
 
@@ -191,4 +191,45 @@ fn charset_name(name: &str) -> Option<String> {
         && name != "unknown"
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
     .then(|| name.to_string())
+}
+
+/// Names the character set of every text column of `source` (from the collation id in its
+/// definition; ids idgate does not know are looked up on `default`, the default backend).
+pub async fn resolve_charsets<C: RelayCursor>(
+    c: &mut C,
+    default: &str,
+    source: &mut Source,
+) -> Result<Result<(), SqlError>, C::End> {
+    let unknown = source.name_charsets();
+    if unknown.is_empty() {
+        return Ok(Ok(()));
+    }
+    let ids: Vec<String> = unknown.iter().map(u16::to_string).collect();
+    let ids = ids.join(",");
+    let i = match c.connection(default).await? {
+        Ok(i) => i,
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut found: Vec<(u16, String)> = Vec::new();
+    for table in ["COLLATION_CHARACTER_SET_APPLICABILITY", "COLLATIONS"] {
+        let q = format!(
+            "SELECT ID, CHARACTER_SET_NAME FROM information_schema.{table} WHERE ID IN ({ids})"
+        );
+        // A server without an ID column there answers with an error: try the other table.
+        if let Ok(rows) = c.conn(i).query_rows(&q).await {
+            for r in rows {
+                let id = r.first().and_then(|v| v.as_deref());
+                let name = r.get(1).and_then(|v| v.as_deref());
+                let id = id.and_then(|v| std::str::from_utf8(v).ok()?.parse::<u16>().ok());
+                let name = name.and_then(|v| std::str::from_utf8(v).ok());
+                if let (Some(id), Some(name)) = (id, name) {
+                    found.push((id, name.to_string()));
+                }
+            }
+        }
+        if c.conn(i).broken {
+            return Ok(Err(malformed("the default backend was lost")));
+        }
+    }
+    Ok(source.name_found_charsets(&found))
 }
