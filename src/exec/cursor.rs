@@ -46,6 +46,15 @@ pub trait Cursor {
     /// run it as one statement.
     fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError>;
 
+    /// Runs `select` on `backend` alone (a question about that backend's own tables), within
+    /// the statement's transaction and limits, and keeps its answer.
+    fn fetch_on(
+        &mut self,
+        backend: &str,
+        select: &[u8],
+        limits: FetchLimits,
+    ) -> impl Future<Output = Result<Result<Fetched, SqlError>, Self::End>>;
+
     /// Runs `select` through idgate's routing, as a client's would run, and keeps its answer.
     fn fetch(
         &mut self,

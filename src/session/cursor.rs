@@ -56,6 +56,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R
         self.session.route_dml(stmt)
     }
 
+    async fn fetch_on(
+        &mut self,
+        backend: &str,
+        select: &[u8],
+        limits: FetchLimits,
+    ) -> Result<Result<Fetched, SqlError>, End> {
+        let route = Route::One(backend.to_string());
+        Ok(self
+            .fetch_routed(select, route, limits)
+            .await?
+            .map_err(SqlError::from))
+    }
+
     async fn fetch(
         &mut self,
         select: &[u8],

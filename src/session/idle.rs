@@ -5,10 +5,9 @@
 
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
-use super::Session;
+use crate::exec::Lease;
 
 pub struct IdleTimeout {
     /// The value a session starts with (and returns to after a reset).
@@ -55,19 +54,21 @@ impl IdleTimeout {
         self.current = self.initial;
         self.recheck = false;
     }
-}
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// After a SET naming wait_timeout: the session's value as the default backend now holds it
-    /// (it evaluated the expression, scope and clamping exactly as MariaDB does).
-    pub(super) async fn refresh_idle_timeout(&mut self) {
-        if !std::mem::take(&mut self.idle.recheck) {
+    /// A SET naming wait_timeout ran since the value was last read.
+    pub fn needs_refresh(&self) -> bool {
+        self.recheck
+    }
+
+    /// After a SET naming wait_timeout: the session's value as the default backend (`lease`)
+    /// now holds it (it evaluated the expression, scope and clamping exactly as MariaDB does).
+    pub async fn refresh(&mut self, lease: Option<&mut Lease>) {
+        if !std::mem::take(&mut self.recheck) {
             return;
         }
-        let Some(i) = self.leases.position(&self.proxy.default_pool.name) else {
+        let Some(lease) = lease else {
             return;
         };
-        let lease = self.leases.get_mut(i);
         match lease.query_rows("SELECT @@session.wait_timeout").await {
             Ok(rows) => {
                 let v = rows
@@ -78,7 +79,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     .and_then(|v| v.parse::<u64>().ok());
                 if let Some(s) = v {
                     debug!(wait_timeout = s, "session wait_timeout changed");
-                    self.idle.current = Duration::from_secs(s.max(1));
+                    self.current = Duration::from_secs(s.max(1));
                 }
             }
             Err(e) => {

@@ -7,10 +7,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
 use crate::exec::metadata::TableMeta;
+use crate::exec::primitives::generated_ids;
 use crate::exec::relay::{Adjust, Reply};
-use crate::idgen::NewIds;
 use crate::route::insert::{self, InsertPlan, RowId};
-use crate::route::{insert_ids, TableRule};
+use crate::route::TableRule;
 use crate::sql::InsertAnalysis;
 use crate::wire::errors::{self, SqlError};
 
@@ -118,7 +118,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             && (!meta.is_auto_increment(&rule.id_column) || self.no_auto_value_on_zero().await?);
         let mut ids = insert::row_ids(a, rule, &meta, &wants, zero_is_value)?;
         let first_generated = match &generator {
-            Some(g) => self.generate(g, rule, a, &meta, &mut ids).await?,
+            Some(g) => generated_ids::fill(g, rule, a, &meta, &mut ids).await?,
             None => None,
         };
         Ok(DecidedIds {
@@ -126,38 +126,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             ids,
             first_generated,
         })
-    }
-
-    /// Fills the `Generated` slots of `ids` from the generator; returns the first numeric id.
-    async fn generate(
-        &mut self,
-        g: &Arc<crate::idgen::Generator>,
-        rule: &TableRule,
-        a: &InsertAnalysis,
-        meta: &TableMeta,
-        ids: &mut [RowId],
-    ) -> Result<Option<u64>, SqlError> {
-        let slots = insert_ids::generated_slots(ids);
-        if slots.is_empty() {
-            return Ok(None);
-        }
-        let gen_err = |e: crate::idgen::IdGenError| {
-            err(errors::ER_UNKNOWN_ERROR, b"HY000", format!("idgate: {e}"))
-        };
-        let bias = match g.takes_bias() {
-            true => insert_ids::bias_values(a, rule, meta, &slots)?,
-            false => Vec::new(),
-        };
-        let new = g.next_ids(slots.len(), &bias).await.map_err(gen_err)?;
-        match &new {
-            NewIds::Uuids(out) => {
-                let binary = insert_ids::id_column_is_binary(rule, meta);
-                insert_ids::fill_uuids(ids, &slots, out, binary);
-            }
-            NewIds::Block(b) => insert_ids::fill_numeric(ids, &slots, b.iter()),
-            NewIds::Numbers(n) => insert_ids::fill_numeric(ids, &slots, n.iter().copied()),
-        }
-        Ok(new.first())
     }
 
     /// Runs a planned INSERT. `Ok(false)`: the client got an error.

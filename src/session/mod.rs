@@ -7,10 +7,8 @@
 
 mod admin_statement;
 mod backend_timeout;
-mod bulk_write;
 mod commands;
 mod cursor;
-mod database_ddl;
 mod dml;
 mod emulated;
 mod fetch;
@@ -24,7 +22,6 @@ mod local_infile;
 mod login;
 mod long_data;
 mod observe;
-mod ordered_write;
 mod prepared;
 mod query;
 pub mod registry;
@@ -242,7 +239,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             let mut packet = std::mem::take(&mut self.packet);
             // Only an idle session is interrupted by shutdown; a running command finishes.
-            self.refresh_idle_timeout().await;
+            if self.idle.needs_refresh() {
+                let default = self.leases.position(&self.proxy.default_pool.name);
+                let lease = default.map(|i| self.leases.get_mut(i));
+                self.idle.refresh(lease).await;
+            }
             let read = tokio::select! {
                 // A command already waiting is read without looking at the others.
                 biased;

@@ -5,7 +5,7 @@ use mysql_common::constants::ColumnType;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
-use crate::exec::primitives::table_list;
+use crate::exec::primitives::{ordered_write_check, table_list};
 use crate::exec::relay::{Adjust, Reply};
 use crate::exec::StatementScope;
 use crate::route::statement::{self, Caller, Plan, StatementContext};
@@ -396,7 +396,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 unique_id,
             } => {
                 if let Some(u) = unique_id {
-                    match self.is_unique_by_itself(&u, scope).await {
+                    match ordered_write_check::is_unique_by_itself(&mut self.cursor(scope), &u)
+                        .await
+                    {
                         Ok(Ok(true)) => {}
                         Ok(Ok(false)) => {
                             self.writer.send_error(&refusal);

@@ -1,14 +1,17 @@
-//! A write that spans several backends (`exec::primitives::sharded_write`), answered as one
-//! statement.
+//! Writes idgate makes on several backends, answered as one statement: a statement split over
+//! backends (`exec::primitives::sharded_write`), and the one OK of rows idgate wrote itself
+//! (LOAD DATA LOCAL, INSERT … SELECT, writes with unique-key lookups).
 
 use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
+use crate::exec::primitives::bulk_write::BulkOk;
 use crate::exec::primitives::sharded_write::{self, Answering, Outcome};
 use crate::exec::relay::Adjust;
 use crate::exec::StatementScope;
 use crate::route::InsertPlan;
+use crate::wire::packets;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Runs a statement split over several backends (`what` names it in a failed COMMIT's
@@ -55,5 +58,29 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         sharded_write::answer(&mut self.writer, &how, &answers);
         Ok(true)
+    }
+
+    /// Sends the statement's one OK; a generated first id becomes the session's
+    /// LAST_INSERT_ID(), as after an AUTO_INCREMENT insert.
+    pub(super) fn answer_bulk(&mut self, ok: &BulkOk, first_generated: Option<u64>, more: bool) {
+        if let Some(id) = first_generated {
+            self.last_insert_id = Some(id);
+            self.lid_sync = Some(id);
+        }
+        if self.in_transaction() {
+            self.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
+        }
+        let status = self.status_with(more);
+        let start = self.writer.begin();
+        packets::ok(
+            self.writer.payload(),
+            packets::OK_HEADER,
+            ok.affected,
+            ok.insert_id,
+            status,
+            ok.warnings,
+            &ok.info,
+        );
+        self.writer.end(start);
     }
 }

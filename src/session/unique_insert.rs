@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::bulk_write::BulkOk;
 use super::{End, Session};
+use crate::exec::primitives::bulk_write::BulkOk;
 use crate::exec::primitives::{unique_insert_rows, unique_write};
 use crate::exec::StatementScope;
 use crate::route::insert::{self, RowId};

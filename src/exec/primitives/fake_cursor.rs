@@ -107,6 +107,16 @@ impl Cursor for FakeCursor {
         self.plan(|ctx| self.plans.route(stmt, ctx, 0))
     }
 
+    async fn fetch_on(
+        &mut self,
+        backend: &str,
+        select: &[u8],
+        limits: FetchLimits,
+    ) -> Result<Result<Fetched, SqlError>, Ended> {
+        let on = format!("{backend}: {}", String::from_utf8_lossy(select));
+        self.fetch(on.as_bytes(), limits).await
+    }
+
     async fn fetch(
         &mut self,
         select: &[u8],
