@@ -155,6 +155,23 @@ pub trait RelayCursor {
         backend: &str,
     ) -> impl Future<Output = Result<Result<usize, SqlError>, Self::End>>;
 
+    /// `send_to_all`, telling the client when a connection could not be had (`Ok(None)`).
+    fn send_to_all_or_tell(
+        &mut self,
+        backends: &[String],
+        packet: &[u8],
+    ) -> impl Future<Output = Result<Option<Vec<usize>>, Self::End>> {
+        async move {
+            match self.send_to_all(backends, packet).await? {
+                Ok(idx) => Ok(Some(idx)),
+                Err(e) => {
+                    self.send_error(&e);
+                    Ok(None)
+                }
+            }
+        }
+    }
+
     /// The statement's connection to `backend`, leased if it holds none yet, joined to the
     /// client's transaction.
     fn joined(

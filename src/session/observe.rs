@@ -144,15 +144,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if self.obs.counted == 0 {
             let stmt = &packet[1..];
             let who = self.obs.who(&self.hello.user, self.db.as_deref());
-            let (route, kind) = (StmtRoute::Relayed, sql::classify(stmt));
-            measured(
-                &self.proxy,
-                who,
-                || stmt.to_vec(),
-                route,
-                kind,
-                t0.elapsed(),
-            );
+            let (route, kind, took) = (StmtRoute::Relayed, sql::classify(stmt), t0.elapsed());
+            measured(&self.proxy, who, || stmt.to_vec(), route, kind, took);
         }
         end
     }
@@ -176,15 +169,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.obs.rows = 0;
         let step = self.run_plan(stmt, plan, packet, more).await;
         self.obs.counted += 1;
-        let who = self.obs.who(&self.hello.user, self.db.as_deref());
-        measured(
-            &self.proxy,
-            who,
-            || stmt.to_vec(),
-            route,
-            kind,
+        let (who, took) = (
+            self.obs.who(&self.hello.user, self.db.as_deref()),
             t0.elapsed(),
         );
+        measured(&self.proxy, who, || stmt.to_vec(), route, kind, took);
         step
     }
 

@@ -15,12 +15,8 @@ pub async fn run<C: RelayCursor>(
     packet: &[u8],
     more: bool,
 ) -> Result<bool, C::End> {
-    let idx = match c.send_to_all(backends, packet).await? {
-        Ok(idx) => idx,
-        Err(e) => {
-            c.send_error(&e);
-            return Ok(false);
-        }
+    let Some(idx) = c.send_to_all_or_tell(backends, packet).await? else {
+        return Ok(false);
     };
     let add = if more {
         StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()

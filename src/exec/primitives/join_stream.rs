@@ -80,13 +80,9 @@ where
             }
         };
         let packet = crate::wire::command::query_packet(&bound);
-        let sent = c.send_to_all(&[default.to_string()], &packet).await?;
-        let idx = match sent {
-            Ok(idx) => idx,
-            Err(e) => {
-                c.send_error(&e);
-                return Ok(false);
-            }
+        let one = [default.to_string()];
+        let Some(idx) = c.send_to_all_or_tell(&one, &packet).await? else {
+            return Ok(false);
         };
         let end = {
             let (mut conns, mut client) = c.relay_parts(&idx);

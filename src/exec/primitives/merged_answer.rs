@@ -101,12 +101,8 @@ async fn run_once<C: RelayCursor>(
     binary: bool,
 ) -> Result<Option<bool>, C::End> {
     let packet = crate::wire::command::query_packet(run.sql);
-    let idx = match c.send_to_all(backends, &packet).await? {
-        Ok(idx) => idx,
-        Err(e) => {
-            c.send_error(&e);
-            return Ok(Some(false));
-        }
+    let Some(idx) = c.send_to_all_or_tell(backends, &packet).await? else {
+        return Ok(Some(false));
     };
     let status = c.status(more);
     let memory_limit = c.merge_memory_limit();

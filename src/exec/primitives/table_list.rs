@@ -23,12 +23,8 @@ pub async fn run<C: RelayCursor>(
     names: &[String],
     more: bool,
 ) -> Result<bool, C::End> {
-    let idx = match c.send_to_all(backends, packet).await? {
-        Ok(idx) => idx,
-        Err(e) => {
-            c.send_error(&e);
-            return Ok(false);
-        }
+    let Some(idx) = c.send_to_all_or_tell(backends, packet).await? else {
+        return Ok(false);
     };
     let mut answers = Vec::with_capacity(idx.len());
     for &i in &idx {
