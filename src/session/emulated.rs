@@ -396,11 +396,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
     ) -> Option<End> {
         let default = self.proxy.default_pool.name.clone();
-        let st = self.stmts.get(id)?;
+        let st = self.stmts.get_mut(id)?;
         let backend_id = st.backend_id;
-        let (sql, mut prepared_on) = match &st.emulated {
-            Some(e) => (e.sql.clone(), e.prepared_on.clone()),
-            None => (Vec::new(), Default::default()),
+        // Lent to the execution and given back (no copy per execution).
+        let (sql, mut prepared_on) = match st.emulated.as_mut() {
+            Some(e) => (
+                std::mem::take(&mut e.sql),
+                std::mem::take(&mut e.prepared_on),
+            ),
+            None => Default::default(),
         };
         let mut ids = StatementIds {
             sql: &sql,
@@ -409,6 +413,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let ran = prepared_select::run(&mut self.cursor(scope), &backends, &mut ids, values).await;
         if let Some(e) = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut()) {
+            e.sql = sql;
             e.prepared_on = prepared_on;
         }
         ran.err()
