@@ -47,18 +47,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         join_stream::run(&mut self.cursor(scope), stmt, shape, how).await
     }
 
-    /// Fetches every table's rows and gives `stmt` with each table replaced by a literal table
-    /// of them. `Ok(Err(_))`: the statement's answer is this error.
-    pub(super) async fn bind_join(
-        &mut self,
-        stmt: &[u8],
-        shape: &JoinShape,
-        scope: StatementScope,
-    ) -> Result<Result<Vec<u8>, SqlError>, End> {
-        let limits = self.gateway_limits();
-        join_bind::bind_join(&mut self.cursor(scope), stmt, shape, limits).await
-    }
-
     /// Runs a join in the gateway (see the module's notes).
     pub(super) async fn run_join(
         &mut self,
@@ -74,7 +62,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Err(end) => Step::End(end),
             };
         }
-        let bound = match self.bind_join(stmt, shape, scope).await {
+        let limits = self.gateway_limits();
+        let mut c = self.cursor(scope);
+        let bound = match join_bind::bind_join(&mut c, stmt, shape, limits).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
                 self.writer.send_error(&e);
@@ -100,7 +90,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if shape.row_wise {
             return self.stream_join(text, shape, true, false, scope).await;
         }
-        let bound = match self.bind_join(text, shape, scope).await? {
+        let limits = self.gateway_limits();
+        let mut c = self.cursor(scope);
+        let bound = match join_bind::bind_join(&mut c, text, shape, limits).await? {
             Ok(b) => b,
             Err(e) => {
                 self.writer.send_error(&e);

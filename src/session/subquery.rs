@@ -21,7 +21,6 @@ use crate::exec::primitives::subquery_bind::{self, unsupported};
 use crate::exec::StatementScope;
 use crate::route::{Plan, Route};
 use crate::sql::Subquery;
-use crate::wire::errors::SqlError;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Runs the inner queries, then the outer statement with their rows bound in.
@@ -32,7 +31,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         more: bool,
         scope: StatementScope,
     ) -> Step {
-        let bound = match self.bind_subqueries(stmt, subs, scope).await {
+        let limits = self.gateway_limits();
+        let mut c = self.cursor(scope);
+        let bound = match subquery_bind::bind_subqueries(&mut c, stmt, subs, limits).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
                 self.writer.send_error(&e);
@@ -60,7 +61,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         subs: &[Subquery],
         scope: StatementScope,
     ) -> Result<bool, End> {
-        let bound = match self.bind_subqueries(text, subs, scope).await? {
+        let limits = self.gateway_limits();
+        let mut c = self.cursor(scope);
+        let bound = match subquery_bind::bind_subqueries(&mut c, text, subs, limits).await? {
             Ok(b) => b,
             Err(e) => {
                 self.writer.send_error(&e);
@@ -85,18 +88,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Err(e) => return self.execute_join_or_refuse(&bound, e, scope).await,
         };
         merged_answer::run_binary(&mut self.cursor(scope), &backends, bound).await
-    }
-
-    /// Runs each inner query and gives `stmt` with their rows bound in. `Ok(Err(_))`: the
-    /// statement's answer is this error.
-    pub(super) async fn bind_subqueries(
-        &mut self,
-        stmt: &[u8],
-        subs: &[Subquery],
-        scope: StatementScope,
-    ) -> Result<Result<Vec<u8>, SqlError>, End> {
-        let limits = self.gateway_limits();
-        let mut cursor = self.cursor(scope);
-        subquery_bind::bind_subqueries(&mut cursor, stmt, subs, limits).await
     }
 }
