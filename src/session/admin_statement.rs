@@ -6,7 +6,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::query::Step;
 use super::{End, Session};
 use crate::admin::statements::{self, Answer};
-use crate::sql::{AdminStatement, KillUserName};
+use crate::sql::AdminStatement;
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
@@ -21,9 +21,54 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // idgate answered: the default backend's row counts are not this statement's.
         self.counts_elsewhere = true;
         match stmt {
-            AdminStatement::Kill { id, query } => return self.kill(id, query, more).await,
+            // `KILL [QUERY] id` with idgate's session ids.
+            AdminStatement::Kill { id, query } => {
+                if id == u64::from(self.registered.id()) && !query {
+                    // As MariaDB: a session that kills itself is told so, and its connection
+                    // closes.
+                    self.writer.send_error(&SqlError::new(
+                        ER_CONNECTION_KILLED,
+                        b"70100",
+                        "Connection was killed",
+                    ));
+                    return Step::End(End::Fatal("killed itself".into()));
+                }
+                return match crate::admin::kill::kill(&self.proxy, &self.hello.user, id, query)
+                    .await
+                {
+                    Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
+                    Err(e) => {
+                        self.writer.send_error(&e);
+                        Step::Failed
+                    }
+                };
+            }
+            // `KILL [QUERY] USER name`: the count of sessions killed as affected rows; a
+            // session that named its own user ends after that answer, as on MariaDB.
             AdminStatement::KillUser { user, query } => {
-                return self.kill_user(&user, query, more).await
+                let me = self.registered.id();
+                return match crate::admin::kill::kill_user(
+                    &self.proxy,
+                    &self.hello.user,
+                    me,
+                    &user,
+                    query,
+                )
+                .await
+                {
+                    Ok((killed, itself)) => {
+                        let status = self.status_with(more);
+                        self.writer.send_ok(killed, 0, status);
+                        if itself && !query {
+                            return Step::End(End::Fatal("killed itself".into()));
+                        }
+                        Step::Ok
+                    }
+                    Err(e) => {
+                        self.writer.send_error(&e);
+                        Step::Failed
+                    }
+                };
             }
             AdminStatement::KillQueryId { query_id } => {
                 let killed =
@@ -100,58 +145,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Step::Ok
             }
             Answer::Err(e) => {
-                self.writer.send_error(&e);
-                Step::Failed
-            }
-        }
-    }
-
-    /// `KILL [QUERY] id` with idgate's session ids.
-    async fn kill(&mut self, id: u64, query: bool, more: bool) -> Step {
-        if id == u64::from(self.registered.id()) && !query {
-            // As MariaDB: a session that kills itself is told so, and its connection closes.
-            self.writer.send_error(&SqlError::new(
-                ER_CONNECTION_KILLED,
-                b"70100",
-                "Connection was killed",
-            ));
-            return Step::End(End::Fatal("killed itself".into()));
-        }
-        match crate::admin::kill::kill(&self.proxy, &self.hello.user, id, query).await {
-            Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
-            Err(e) => {
-                self.writer.send_error(&e);
-                Step::Failed
-            }
-        }
-    }
-}
-
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// `KILL [QUERY] USER name`: the count of sessions killed as affected rows; a session that
-    /// named its own user in `KILL USER` ends after that answer, as on MariaDB.
-    async fn kill_user(&mut self, user: &KillUserName, query: bool, more: bool) -> Step {
-        let me = self.registered.id();
-        match crate::admin::kill::kill_user(&self.proxy, &self.hello.user, me, user, query).await {
-            Ok((killed, itself)) => {
-                let status = self.status_with(more);
-                let start = self.writer.begin();
-                packets::ok(
-                    self.writer.payload(),
-                    packets::OK_HEADER,
-                    killed,
-                    0,
-                    status,
-                    0,
-                    b"",
-                );
-                self.writer.end(start);
-                if itself && !query {
-                    return Step::End(End::Fatal("killed itself".into()));
-                }
-                Step::Ok
-            }
-            Err(e) => {
                 self.writer.send_error(&e);
                 Step::Failed
             }

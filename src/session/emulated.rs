@@ -300,7 +300,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // SELECT over placed tables through idgate.
             return self.run_text_statement(text).await;
         };
-        let global = match self.global_keys(&a) {
+        let global = match self.proxy.unique.keys_for_insert(self.db.as_deref(), &a) {
             Ok(g) => g,
             Err(e) => {
                 self.writer.send_error(&e);

@@ -456,7 +456,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Plan::Insert(boxed) => {
                 let (a, rule) = *boxed;
-                let global = match self.global_keys(&a) {
+                let global = match self.proxy.unique.keys_for_insert(self.db.as_deref(), &a) {
                     Ok(g) => g,
                     Err(e) => {
                         self.writer.send_error(&e);

@@ -8,8 +8,6 @@
 //! the holding rows and writes the row where it belongs. Any failure rolls the whole statement
 //! back, lookups included.
 
-use std::sync::Arc;
-
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
@@ -20,37 +18,9 @@ use crate::route::insert::{self, RowId};
 use crate::route::TableRule;
 use crate::sql::{self, InsertAnalysis, ER_NOT_SUPPORTED_YET};
 use crate::unique::{row_values, GlobalKey};
-use crate::wire::errors::{self, SqlError};
+use crate::wire::errors::SqlError;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// The global keys of the table an INSERT writes, if it has any; an error when its lookups
-    /// could not be made.
-    pub(super) fn global_keys(
-        &self,
-        a: &InsertAnalysis,
-    ) -> Result<Option<Arc<[GlobalKey]>>, SqlError> {
-        if self.proxy.unique.is_empty() {
-            return Ok(None);
-        }
-        let schema = match (&a.table.schema, &self.db) {
-            (Some(s), _) => s.clone(),
-            (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
-            (None, None) => return Ok(None),
-        };
-        if let Some(why) = self.proxy.unique.broken(&schema, &a.table.name) {
-            return Err(SqlError::new(
-                errors::ER_UNKNOWN_ERROR,
-                b"HY000",
-                format!(
-                    "idgate: the unique key lookups of `{}` could not be made ({why}); restart \
-                     idgate to make them before writing to it",
-                    a.table.name
-                ),
-            ));
-        }
-        Ok(self.proxy.unique.keys_of(&schema, &a.table.name))
-    }
-
     /// `(more, always_info)`: more statements follow; the OK carries Records/Duplicates even
     /// for one row (INSERT … SELECT).
     pub(super) async fn guarded_insert(

@@ -74,6 +74,35 @@ pub struct Lookups {
 }
 
 impl Lookups {
+    /// The global keys of the table an INSERT writes (`db`: the session's database), if it has
+    /// any; an error when its lookups could not be made.
+    pub fn keys_for_insert(
+        &self,
+        db: Option<&[u8]>,
+        a: &crate::sql::InsertAnalysis,
+    ) -> Result<Option<Arc<[GlobalKey]>>, crate::wire::errors::SqlError> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let schema = match (&a.table.schema, db) {
+            (Some(s), _) => s.clone(),
+            (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
+            (None, None) => return Ok(None),
+        };
+        if let Some(why) = self.broken(&schema, &a.table.name) {
+            return Err(crate::wire::errors::SqlError::new(
+                crate::wire::errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!(
+                    "idgate: the unique key lookups of `{}` could not be made ({why}); restart \
+                     idgate to make them before writing to it",
+                    a.table.name
+                ),
+            ));
+        }
+        Ok(self.keys_of(&schema, &a.table.name))
+    }
+
     pub fn keys_of(&self, schema: &str, table: &str) -> Option<Arc<[GlobalKey]>> {
         self.by_table
             .get(&(schema.to_string(), table.to_string()))
