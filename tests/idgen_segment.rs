@@ -145,8 +145,11 @@ async fn start_raised_moves_up_and_lowered_is_ignored() {
 async fn a_short_tail_is_wasted_and_large_blocks_get_a_dedicated_range() {
     let db = common::shared_db();
     let p = pool(&db.url());
+    // The standby range is fetched only at 90 % of the current one, so no background fetch
+    // moves max_id while the dedicated range is checked below.
     let cfg = SegmentConfig {
         dynamic_step: false,
+        preload_at: 0.9,
         ..seg("tail", 100)
     };
     let g = build(cfg, &p, Arc::new(SystemClock)).await;
