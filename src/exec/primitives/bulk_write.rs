@@ -34,11 +34,12 @@ pub struct BatchOk {
     pub items: u64,
 }
 
-/// How the write ended.
+/// How a write on several backends ended (`W`: what a kept write gives back; here every
+/// batch's OK, in the order they were read).
 #[derive(Debug)]
-pub enum Outcome {
-    /// Kept everywhere: every batch's OK, in the order they were read.
-    Written(Vec<BatchOk>),
+pub enum Outcome<W = Vec<BatchOk>> {
+    /// Kept everywhere.
+    Written(W),
     /// A backend refused a batch (its ERR packet, the first one); nothing was kept.
     Failed(Vec<u8>),
     /// idgate's own error for the client: a backend idgate could not lease (nothing was

@@ -9,24 +9,14 @@ use tokio::io::AsyncWrite;
 
 use crate::exec::collect::{merge_info, Collected};
 use crate::exec::cursor::WriteCursor;
-use crate::wire::errors::SqlError;
 use crate::wire::framing::PacketWriter;
 use crate::wire::packets;
 
 /// The savepoint a part sits behind inside the client's transaction.
 const SAVEPOINT: &str = "idgate_statement";
 
-/// How the write ended.
-#[derive(Debug)]
-pub enum Outcome {
-    /// Kept everywhere: each part's answer, in the order of the parts.
-    Written(Vec<Collected>),
-    /// A backend refused its part (its ERR packet, the first one); nothing was kept.
-    Failed(Vec<u8>),
-    /// idgate's own error for the client: a backend idgate could not lease (nothing was
-    /// written), or a COMMIT that failed after others committed.
-    Refused(SqlError),
-}
+/// How the write ended; a kept write gives each part's answer, in the order of the parts.
+pub type Outcome = super::bulk_write::Outcome<Vec<Collected>>;
 
 /// Writes each part `(backend, statement)`; `what` names the statement in a failed COMMIT's
 /// message.
