@@ -8,7 +8,6 @@ use super::{End, Session};
 use crate::admin::statements::{self, Answer};
 use crate::sql::AdminStatement;
 use crate::wire::errors::SqlError;
-use crate::wire::packets;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Answers `stmt`, which the client wrote as `text`.
@@ -131,17 +130,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Step::Ok
             }
             Answer::Ok(info) => {
-                let start = self.writer.begin();
-                packets::ok(
-                    self.writer.payload(),
-                    packets::OK_HEADER,
-                    0,
-                    0,
-                    status,
-                    0,
-                    info.as_bytes(),
-                );
-                self.writer.end(start);
+                self.writer.send_ok_with(0, 0, status, 0, info.as_bytes());
                 Step::Ok
             }
             Answer::Err(e) => {

@@ -16,7 +16,6 @@ use crate::route::PlanContext;
 pub(super) use crate::route::Route;
 use crate::sql::{DatabaseDdl, DatabaseVerb};
 use crate::wire::errors::SqlError;
-use crate::wire::packets;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// What planning needs from this session, for `f`.
@@ -149,17 +148,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     self.status = ok.status;
                 }
                 let status = self.status_with(more);
-                let start = self.writer.begin();
-                packets::ok(
-                    self.writer.payload(),
-                    packets::OK_HEADER,
-                    ok.affected_rows,
-                    ok.last_insert_id,
-                    status,
-                    ok.warnings,
-                    b"",
-                );
-                self.writer.end(start);
+                let (affected, id, warnings) = (ok.affected_rows, ok.last_insert_id, ok.warnings);
+                self.writer
+                    .send_ok_with(affected, id, status, warnings, b"");
                 Step::Ok
             }
             Ok(Err(e)) => {

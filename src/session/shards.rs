@@ -11,7 +11,6 @@ use crate::exec::primitives::sharded_write::{self, Answering, Outcome};
 use crate::exec::relay::Adjust;
 use crate::exec::StatementScope;
 use crate::route::InsertPlan;
-use crate::wire::packets;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Runs a statement split over several backends (`what` names it in a failed COMMIT's
@@ -71,16 +70,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
         }
         let status = self.status_with(more);
-        let start = self.writer.begin();
-        packets::ok(
-            self.writer.payload(),
-            packets::OK_HEADER,
-            ok.affected,
-            ok.insert_id,
-            status,
-            ok.warnings,
-            &ok.info,
-        );
-        self.writer.end(start);
+        self.writer
+            .send_ok_with(ok.affected, ok.insert_id, status, ok.warnings, &ok.info);
     }
 }

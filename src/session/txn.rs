@@ -14,7 +14,6 @@ use crate::exec::conns::{commits_implicitly, JoinError, Joined, SavepointError, 
 use crate::exec::StatementScope;
 use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
-use crate::wire::packets;
 use crate::xa::commit::Ending;
 
 /// What the session keeps of the client's transaction (the backends' part, with gtrid and
@@ -182,17 +181,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// An OK packet for a statement idgate answered itself.
     pub(super) fn ok_step(&mut self, more: bool) -> Option<Step> {
         let status = self.status_with(more);
-        let start = self.writer.begin();
-        packets::ok(
-            self.writer.payload(),
-            packets::OK_HEADER,
-            0,
-            0,
-            status,
-            0,
-            b"",
-        );
-        self.writer.end(start);
+        self.writer.send_ok(0, 0, status);
         Some(Step::Ok)
     }
 

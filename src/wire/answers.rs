@@ -18,6 +18,18 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
 
     /// An OK packet with `status` and no warnings or info.
     pub fn send_ok(&mut self, affected_rows: u64, last_insert_id: u64, status: StatusFlags) {
+        self.send_ok_with(affected_rows, last_insert_id, status, 0, b"");
+    }
+
+    /// An OK packet with warnings and an info text.
+    pub fn send_ok_with(
+        &mut self,
+        affected_rows: u64,
+        last_insert_id: u64,
+        status: StatusFlags,
+        warnings: u16,
+        info: &[u8],
+    ) {
         let start = self.begin();
         packets::ok(
             self.payload(),
@@ -25,8 +37,8 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
             affected_rows,
             last_insert_id,
             status,
-            0,
-            b"",
+            warnings,
+            info,
         );
         self.end(start);
     }

@@ -115,17 +115,7 @@ pub fn answer<W: AsyncWrite + Unpin>(
     } else {
         how.insert_id
     };
-    let start = writer.begin();
-    packets::ok(
-        writer.payload(),
-        packets::OK_HEADER,
-        affected,
-        insert_id,
-        how.status,
-        warnings,
-        &info,
-    );
-    writer.end(start);
+    writer.send_ok_with(affected, insert_id, how.status, warnings, &info);
 }
 
 /// RETURNING rows of several backends, put back in the statement's row order.
