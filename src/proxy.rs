@@ -29,6 +29,8 @@ pub struct Proxy {
     pub backend_names: Vec<String>,
     /// The default backend's version string plus `-idgate`, so drivers enable the same features.
     pub server_version: Vec<u8>,
+    /// The login choices the default backend honours, which idgate offers its clients.
+    pub backend_offers: crate::exec::backend::LoginFlags,
     /// The configured ID generators.
     pub idgen: IdGen,
     /// The configured tables and where their rows live: the configuration's, with the
@@ -69,6 +71,7 @@ impl Proxy {
     pub fn new(
         config: Config,
         backend_version: &[u8],
+        backend_offers: crate::exec::backend::LoginFlags,
         idgen: IdGen,
         xa: Option<Arc<crate::xa::Coordinator>>,
         tls: Option<crate::tls::server::Acceptors>,
@@ -118,6 +121,7 @@ impl Proxy {
             default_pool,
             backend_names,
             server_version,
+            backend_offers,
             sessions: Default::default(),
             reloads: Default::default(),
             migrations: Default::default(),

@@ -9,6 +9,7 @@ use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
 
 use crate::config::Config;
+use crate::exec::backend::LoginFlags;
 use crate::exec::BackendConn;
 use crate::proxy::Proxy;
 use crate::session;
@@ -40,13 +41,14 @@ pub enum StartError {
     Listener(#[from] crate::admin::ListenError),
 }
 
-/// Reads the default backend's version string, which idgate shows clients (with `-idgate`).
-async fn backend_version(config: &Config) -> Result<Vec<u8>, StartError> {
+/// Reads the default backend's version string, which idgate shows clients (with `-idgate`), and
+/// which of a client's login choices it honours (so idgate offers them).
+async fn backend_version(config: &Config) -> Result<(Vec<u8>, LoginFlags), StartError> {
     let name = &config.default_backend.value;
     let b = &config.backends[name].value;
     let timeout = Duration::from_millis(b.pool.acquire_timeout_ms.max(1000));
-    let conn = BackendConn::connect(name, b, false, timeout).await?;
-    let v = conn.server_version.clone();
+    let conn = BackendConn::connect(name, b, Default::default(), timeout).await?;
+    let v = (conn.server_version.clone(), conn.offers);
     conn.close().await;
     Ok(v)
 }
@@ -79,7 +81,7 @@ pub async fn run_with_file(
         Some((acceptors, rotating)) => (Some(acceptors), Some(rotating)),
         None => (None, None),
     };
-    let version = backend_version(&config).await?;
+    let (version, offers) = backend_version(&config).await?;
     let listener =
         TcpListener::bind(&config.listen)
             .await
@@ -99,7 +101,7 @@ pub async fn run_with_file(
     let xa = crate::proxy::start_xa(&config)
         .await
         .map_err(StartError::Xa)?;
-    let proxy = Proxy::new(config, &version, idgen, xa, tls, unique);
+    let proxy = Proxy::new(config, &version, offers, idgen, xa, tls, unique);
     if let Some(r) = rotating {
         proxy.tls_rotations.add(r.cert);
         if let Some(ca) = r.client_ca {

@@ -76,9 +76,10 @@ pub async fn survey(config: &Config) -> BTreeMap<String, Vec<HeldIds>> {
             continue;
         };
         let found = tokio::time::timeout(SURVEY_TIMEOUT, async {
-            let mut conn = BackendConn::connect(&backend, &cfg.value, false, SURVEY_TIMEOUT)
-                .await
-                .map_err(|e| e.to_string())?;
+            let mut conn =
+                BackendConn::connect(&backend, &cfg.value, Default::default(), SURVEY_TIMEOUT)
+                    .await
+                    .map_err(|e| e.to_string())?;
             let mut found = Vec::new();
             for w in &items {
                 let on = held_on(

@@ -378,7 +378,7 @@ fn backend_login_full_auth_and_sha256_password_over_rsa() {
             .block_on(BackendConn::connect(
                 "fake",
                 &backend(port, "u", "p4ss"),
-                false,
+                Default::default(),
                 Duration::from_secs(10),
             ))
             .unwrap_or_else(|e| panic!("login: {e}"));
@@ -388,7 +388,7 @@ fn backend_login_full_auth_and_sha256_password_over_rsa() {
         let wrong = rt.block_on(BackendConn::connect(
             "fake",
             &backend(port, "u", "nope"),
-            false,
+            Default::default(),
             Duration::from_secs(10),
         ));
         match wrong {

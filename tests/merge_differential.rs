@@ -536,7 +536,20 @@ fn merged_answers_are_byte_identical_in_both_protocols() {
     let s = setup();
     // Columns computed by expressions carry no table name, so MariaDB's own answer for `ref`
     // must match idgate's for the sharded tables byte for byte (classic EOF framing).
-    let (mut reference, mut through) = common::raw::direct_and_through(&s.dbs[0], &s.g);
+    // Also for a client that agreed on MariaDB's extended metadata and session tracking: its
+    // column definitions carry one more field, which idgate reads past and keeps.
+    let extended = idgate::exec::backend::LoginFlags {
+        extended_metadata: true,
+        session_track: true,
+        found_rows: false,
+    };
+    for flags in [Default::default(), extended] {
+        merged_answers_match(s, flags);
+    }
+}
+
+fn merged_answers_match(s: &Setup, flags: idgate::exec::backend::LoginFlags) {
+    let (mut reference, mut through) = common::raw::direct_and_through_with(&s.dbs[0], &s.g, flags);
     for sql in [
         "SELECT i + 0 AS k, COUNT(*), SUM(d), AVG(d), MIN(dt), MAX(ts), MIN(tm), SUM(f), AVG(b) \
          FROM T GROUP BY i ORDER BY k",

@@ -164,6 +164,8 @@ proptest! {
                 connection_id: 1,
                 collation: 45,
                 tls: false,
+                session_track: true,
+                extended_metadata: true,
             };
             let run = handshake::accept(&mut r, &mut w, &greeting, &users, "127.0.0.1", None);
             let out = tokio::time::timeout(Duration::from_secs(5), run).await;

@@ -7,6 +7,7 @@ mod common;
 
 use common::clients::*;
 
+use mysql::prelude::Queryable;
 use std::process::Command;
 use std::time::Duration;
 
@@ -23,13 +24,20 @@ fn assert_starts(transcript: &str, prefix: &str) {
     );
 }
 
+/// Then the same program over the compressed protocol (`useCompression`); one after the
+/// other, as both use the same tables.
 #[test]
 fn jdbc_connector_j() {
+    jdbc_connector_j_with("jdbc", "");
+    jdbc_connector_j_with("jdbc_compressed", "useCompression=true");
+}
+
+fn jdbc_connector_j_with(name: &str, options: &str) {
     let (java, classpath) = compile_java("Jdbc.java");
     let g = Idgate::start(common::shared_db());
     let t = differential(
         "real_clients",
-        "jdbc",
+        name,
         common::shared_db(),
         &g,
         CLIENT_TIMEOUT,
@@ -37,6 +45,7 @@ fn jdbc_connector_j() {
             let mut cmd = Command::new(&java);
             cmd.arg("-Dfile.encoding=UTF-8")
                 .arg("-Duser.timezone=UTC")
+                .arg(format!("-Didgate.test.options={options}"))
                 .arg("-cp")
                 .arg(&classpath)
                 .arg("Jdbc");
@@ -126,19 +135,26 @@ fn python_pymysql_and_sqlalchemy() {
     assert_starts(&t, "orm duplicate error (1062, ");
 }
 
+/// Then the same program over the compressed protocol (`compress=True`).
 #[test]
 fn python_mysql_connector() {
+    python_mysql_connector_with("py_connector", "");
+    python_mysql_connector_with("py_connector_compressed", "1");
+}
+
+fn python_mysql_connector_with(name: &str, compress: &str) {
     let python = require_tool("python3", "python3");
     require_python_modules("mysql.connector", "mysql-connector-python");
     let g = Idgate::start(common::shared_db());
     let t = differential(
         "real_clients",
-        "py_connector",
+        name,
         common::shared_db(),
         &g,
         CLIENT_TIMEOUT,
         |t| {
             let mut cmd = Command::new(&python);
+            cmd.env("CLIENT_COMPRESS", compress);
             cmd.arg(source_dir().join("py_connector.py"));
             client_args(&mut cmd, t);
             cmd
@@ -383,6 +399,66 @@ fn sysbench_oltp_read_write_has_no_errors() {
         );
     }
     sysbench(&g, "cleanup", &[]);
+}
+
+#[test]
+fn mysql_cli_shows_mariadb_extended_metadata() {
+    let g = Idgate::start(common::shared_db());
+    common::direct(common::shared_db())
+        .query_drop(
+            "CREATE OR REPLACE TABLE t_cli_ext (j JSON, p POINT, ip INET6); \
+             INSERT INTO t_cli_ext VALUES ('[1]', POINT(3, 4), '10::1')",
+        )
+        .unwrap();
+    let args = [
+        "-t",
+        "--column-type-info",
+        "-e",
+        "SELECT j, p, ip FROM t_cli_ext",
+    ];
+    let (r, difference) = mysql_cli(&g, "column-type-info", &args, true);
+    assert_eq!(difference, None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    for ty in [
+        "BLOB (format=json)",
+        "GEOMETRY (type=point)",
+        "STRING (type=inet6)",
+    ] {
+        assert!(r.stdout.contains(ty), "no `{ty}` in:\n{}", r.stdout);
+    }
+}
+
+/// The compressed protocol both ways: a 2 MB LOCAL INFILE the client sends in frames, an 8 MB
+/// row, many rows, and an error.
+#[test]
+fn mysql_cli_compressed() {
+    let g = Idgate::start(common::shared_db());
+    let dir = scratch_dir("real_clients", "compressed");
+    let file = dir.join("rows.tsv");
+    let rows: String = (0..40_000)
+        .map(|i| format!("{i}\t{}\n", "x".repeat(i % 97)))
+        .collect();
+    std::fs::write(&file, rows).unwrap();
+    let sql = format!(
+        "CREATE OR REPLACE TABLE t_cz (a INT, b TEXT); \
+         LOAD DATA LOCAL INFILE '{}' INTO TABLE t_cz; \
+         SELECT COUNT(*), SUM(LENGTH(b)) FROM t_cz; \
+         SELECT a, b FROM t_cz ORDER BY a; \
+         SELECT REPEAT('q', 8000000) = REPEAT('q', 8000000), REPEAT('r', 8000000); \
+         SELECT nosuch FROM t_cz",
+        file.display()
+    );
+    let args = [
+        "--compress",
+        "--local-infile=1",
+        "--max-allowed-packet=64M",
+        "-e",
+        &sql,
+    ];
+    let (r, difference) = mysql_cli(&g, "compressed", &args, true);
+    assert_eq!(difference, None, "idgate log:\n{}", g.log());
+    assert!(r.stdout.contains("40000\t1918902"), "{}", r.stdout);
+    assert!(r.stderr.contains("ERROR 1054"), "{}", r.stderr);
 }
 
 #[test]

@@ -124,7 +124,7 @@ fn backend_connect(cfg: &Backend) -> Result<BackendConn, BackendError> {
     rt().block_on(BackendConn::connect(
         "b",
         cfg,
-        false,
+        Default::default(),
         Duration::from_secs(10),
     ))
 }

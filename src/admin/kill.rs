@@ -237,7 +237,7 @@ pub(crate) async fn side_connection(
     else {
         return Ok(None);
     };
-    BackendConn::connect(backend, &cfg, false, limit)
+    BackendConn::connect(backend, &cfg, Default::default(), limit)
         .await
         .map(Some)
 }

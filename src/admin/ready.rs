@@ -108,7 +108,10 @@ impl Checker {
 pub async fn ping_backend(pool: Arc<BackendPool>, timeout: Duration) -> Result<String, String> {
     let t0 = Instant::now();
     let ping = async {
-        let mut lease = pool.acquire(false).await.map_err(|e| e.message)?;
+        let mut lease = pool
+            .acquire(Default::default())
+            .await
+            .map_err(|e| e.message)?;
         // Until the answer is read the connection's state is unknown: if the deadline cuts
         // the ping short, the pool must drop it rather than reuse it.
         lease.broken = true;

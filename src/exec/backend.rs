@@ -15,7 +15,10 @@ use crate::wire::auth::Secret;
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
 use crate::wire::packets;
 
+pub mod login_flags;
 mod tls;
+
+pub use login_flags::LoginFlags;
 
 /// utf8mb4_general_ci: what every pooled connection starts with; sessions that asked for another
 /// collation get `SET NAMES` when they take the connection.
@@ -77,7 +80,10 @@ pub struct BackendConn {
     writer: PacketWriter<NetWrite>,
     pub connection_id: u32,
     pub server_version: Vec<u8>,
-    pub found_rows: bool,
+    /// What the session's client chose at login that this connection logged in with too.
+    pub flags: LoginFlags,
+    /// The choices the server could have honoured (what idgate may offer its clients).
+    pub offers: LoginFlags,
     /// Collation of the connection as idgate last set it.
     pub collation: u8,
     /// Set when a response was not read to its end (or i/o failed): never reuse such a connection.
@@ -105,36 +111,15 @@ pub struct BackendConn {
     deadline: crate::limits::Deadline,
 }
 
-fn capabilities(found_rows: bool) -> CapabilityFlags {
-    use CapabilityFlags as C;
-    let mut c = C::CLIENT_LONG_PASSWORD
-        | C::CLIENT_LONG_FLAG
-        | C::CLIENT_PROTOCOL_41
-        | C::CLIENT_TRANSACTIONS
-        | C::CLIENT_SECURE_CONNECTION
-        | C::CLIENT_MULTI_STATEMENTS
-        | C::CLIENT_MULTI_RESULTS
-        | C::CLIENT_PS_MULTI_RESULTS
-        | C::CLIENT_PLUGIN_AUTH
-        | C::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
-        // The backend may ask for a LOCAL INFILE file; idgate passes the request on only to a
-        // client that agreed to send files, and otherwise answers with an empty file itself.
-        | C::CLIENT_LOCAL_FILES;
-    if found_rows {
-        c |= C::CLIENT_FOUND_ROWS;
-    }
-    c
-}
-
 impl BackendConn {
     pub async fn connect(
         name: &str,
         cfg: &Backend,
-        found_rows: bool,
+        flags: LoginFlags,
         timeout: Duration,
     ) -> Result<Self, BackendError> {
         let secret = Secret::Password(cfg.password.clone());
-        Self::connect_as(name, cfg, secret, found_rows, timeout).await
+        Self::connect_as(name, cfg, secret, flags, timeout).await
     }
 
     /// As [`BackendConn::connect`], logging in to `cfg.user` with `secret`.
@@ -142,10 +127,10 @@ impl BackendConn {
         name: &str,
         cfg: &Backend,
         secret: Secret,
-        found_rows: bool,
+        flags: LoginFlags,
         timeout: Duration,
     ) -> Result<Self, BackendError> {
-        let connecting = Self::connect_inner(name, cfg, secret, found_rows);
+        let connecting = Self::connect_inner(name, cfg, secret, flags);
         match tokio::time::timeout(timeout, connecting).await {
             Ok(r) => r,
             Err(_) => Err(BackendError::Timeout(name.to_string())),
@@ -156,7 +141,7 @@ impl BackendConn {
         name: &str,
         cfg: &Backend,
         secret: Secret,
-        found_rows: bool,
+        flags: LoginFlags,
     ) -> Result<Self, BackendError> {
         let addr = format!("{}:{}", cfg.host, cfg.port);
         let stream = TcpStream::connect(&addr)
@@ -174,13 +159,14 @@ impl BackendConn {
             writer: PacketWriter::new(NetWrite::Plain(w)),
             connection_id: 0,
             server_version: Vec::new(),
-            found_rows,
+            flags,
+            offers: LoginFlags::default(),
             collation: POOL_COLLATION,
             broken: false,
             last_used: Instant::now(),
             packet: Vec::new(),
             database: CurrentDb::None,
-            // Logged in with CLIENT_MULTI_STATEMENTS (see `capabilities`).
+            // Logged in with CLIENT_MULTI_STATEMENTS (see `LoginFlags::capabilities`).
             multi_statements: Some(true),
             pending: Default::default(),
             user: cfg.user.clone(),
@@ -216,6 +202,16 @@ impl BackendConn {
             .map_err(|e| BackendError::Protocol(format!("handshake: {e}")))?;
         self.connection_id = hs.connection_id();
         let server_caps = hs.capabilities();
+        self.offers = LoginFlags::offered_by(server_caps, hs.mariadb_ext_capabilities());
+        if let Some(missing) = self
+            .flags
+            .unsupported(server_caps, hs.mariadb_ext_capabilities())
+        {
+            return Err(login_err(format!(
+                "the server does not offer {missing}, which idgate offered its client because \
+                 the default backend does; give every backend the same server version"
+            )));
+        }
         self.server_version = hs.server_version_ref().to_vec();
         let nonce = hs.nonce();
         self.nonce = nonce.clone();
@@ -247,13 +243,14 @@ impl BackendConn {
         let data = auth.first_answer().map_err(login_err)?;
 
         // HandshakeResponse41, written out so the collation is ours.
-        let caps = capabilities(self.found_rows) | tls;
+        let caps = self.flags.capabilities() | tls;
         let start = self.writer.begin();
         let b = self.writer.payload();
         b.extend_from_slice(&caps.bits().to_le_bytes());
         b.extend_from_slice(&(1u32 << 30).to_le_bytes());
         b.push(POOL_COLLATION);
-        b.extend_from_slice(&[0; 23]);
+        b.extend_from_slice(&[0; 19]);
+        b.extend_from_slice(&self.flags.mariadb().bits().to_le_bytes());
         b.extend_from_slice(cfg.user.as_bytes());
         b.push(0);
         packets::put_lenenc_str(b, &data);

@@ -23,9 +23,14 @@ impl AccountSource for UserTable {
     fn load(&self) -> Loading<'_> {
         Box::pin(async move {
             let read = async {
-                let mut c = BackendConn::connect(&self.backend, &self.cfg, false, READ_TIMEOUT)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let mut c = BackendConn::connect(
+                    &self.backend,
+                    &self.cfg,
+                    Default::default(),
+                    READ_TIMEOUT,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
                 let rows = c.query_rows(ACCOUNTS).await.map_err(|e| {
                     format!(
                         "{e}; idgate's account on backend `{}` needs SELECT on mysql.user",

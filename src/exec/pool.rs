@@ -10,7 +10,8 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::backend::{BackendConn, BackendError, CurrentDb};
+use super::backend::login_flags::KINDS;
+use super::backend::{BackendConn, BackendError, CurrentDb, LoginFlags};
 use super::pool_limits::PoolLimits;
 use crate::config::Backend;
 use crate::wire::auth::Secret;
@@ -22,8 +23,8 @@ pub struct BackendPool {
     cfg: ArcSwap<Backend>,
     /// The cap and acquire timeout, shared with the pools of users' own accounts here.
     limits: Arc<PoolLimits>,
-    /// Idle connections, by CLIENT_FOUND_ROWS (the flag is fixed at login).
-    idle: [Mutex<Vec<BackendConn>>; 2],
+    /// Idle connections, by the client's choices they logged in with (`LoginFlags::index`).
+    idle: [Mutex<Vec<BackendConn>>; KINDS],
     /// Waits, acquire times and failures, shared with the pools of users' accounts here.
     pub stats: Arc<super::pool_stats::PoolStats>,
     /// What an account read from the backend logs in with (over `cfg.password`).
@@ -85,7 +86,7 @@ impl BackendPool {
             name: name.to_string(),
             cfg: ArcSwap::from_pointee(cfg.clone()),
             limits: PoolLimits::new(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms),
-            idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
+            idle: Default::default(),
             stats: Default::default(),
             secret: None,
         })
@@ -111,7 +112,7 @@ impl BackendPool {
             name: self.name.clone(),
             cfg: ArcSwap::from_pointee(cfg),
             limits: self.limits.clone(),
-            idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
+            idle: Default::default(),
             stats: self.stats.clone(),
             secret,
         })
@@ -148,18 +149,18 @@ impl BackendPool {
         self.limits.acquire_timeout()
     }
 
-    fn idle_list(&self, found_rows: bool) -> &Mutex<Vec<BackendConn>> {
-        &self.idle[found_rows as usize]
+    fn idle_list(&self, flags: LoginFlags) -> &Mutex<Vec<BackendConn>> {
+        &self.idle[flags.index()]
     }
 
     /// Resets a returned connection and offers it again; a backend that does not answer within
     /// the acquire timeout loses the connection instead of holding a pool slot forever.
     async fn give_back(&self, conn: BackendConn) {
-        let found_rows = conn.found_rows;
+        let flags = conn.flags;
         if let Ok(Some(conn)) =
             tokio::time::timeout(self.acquire_timeout(), Self::reset(conn)).await
         {
-            if let Ok(mut idle) = self.idle_list(found_rows).lock() {
+            if let Ok(mut idle) = self.idle_list(flags).lock() {
                 idle.push(conn);
             }
         }
@@ -189,16 +190,16 @@ impl BackendPool {
     }
 
     /// Takes a connection, opening one if none is idle; waits at most `acquire_timeout` for a slot.
-    pub async fn acquire(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
+    pub async fn acquire(self: &Arc<Self>, flags: LoginFlags) -> Result<Lease, SqlError> {
         let t0 = std::time::Instant::now();
-        let lease = self.acquire_untimed(found_rows).await;
+        let lease = self.acquire_untimed(flags).await;
         if lease.is_ok() {
             self.stats.acquire.observe(t0.elapsed());
         }
         lease
     }
 
-    async fn acquire_untimed(self: &Arc<Self>, found_rows: bool) -> Result<Lease, SqlError> {
+    async fn acquire_untimed(self: &Arc<Self>, flags: LoginFlags) -> Result<Lease, SqlError> {
         let waiting = self.stats.waiting();
         let permit = tokio::time::timeout(
             self.acquire_timeout(),
@@ -209,11 +210,7 @@ impl BackendPool {
         .map_err(|_| self.exhausted())?;
         drop(waiting);
         loop {
-            let idle = self
-                .idle_list(found_rows)
-                .lock()
-                .ok()
-                .and_then(|mut l| l.pop());
+            let idle = self.idle_list(flags).lock().ok().and_then(|mut l| l.pop());
             let Some(mut conn) = idle else { break };
             // Reset again as it is taken: the reset when the last session left copied the
             // global variables of that moment, and a new session must start from the globals as
@@ -233,7 +230,7 @@ impl BackendPool {
             .clone()
             .unwrap_or_else(|| Secret::Password(cfg.password.clone()));
         let timeout = self.acquire_timeout();
-        let conn = BackendConn::connect_as(&self.name, &cfg, secret, found_rows, timeout)
+        let conn = BackendConn::connect_as(&self.name, &cfg, secret, flags, timeout)
             .await
             .map_err(|e| {
                 self.stats
@@ -310,8 +307,9 @@ impl BackendPool {
         let cfg = self.cfg.load_full();
         for _ in 0..cfg.pool.min_connections {
             let conn =
-                BackendConn::connect(&self.name, &cfg, false, self.acquire_timeout()).await?;
-            if let Ok(mut idle) = self.idle_list(false).lock() {
+                BackendConn::connect(&self.name, &cfg, Default::default(), self.acquire_timeout())
+                    .await?;
+            if let Ok(mut idle) = self.idle_list(LoginFlags::default()).lock() {
                 idle.push(conn);
             }
         }

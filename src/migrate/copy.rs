@@ -93,9 +93,14 @@ impl CopyTask<'_> {
     /// Copies every row after `after` (hex primary key values, comma-separated); returns the
     /// snapshot's position.
     pub async fn run(&self, writer: &mut Writer, after: Option<&str>) -> Result<String, String> {
-        let mut conn = BackendConn::connect(self.source, self.source_cfg, false, READ_TIMEOUT)
-            .await
-            .map_err(|e| e.to_string())?;
+        let mut conn = BackendConn::connect(
+            self.source,
+            self.source_cfg,
+            Default::default(),
+            READ_TIMEOUT,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         let r = self.copy(&mut conn, writer, after).await;
         conn.close().await;
         r

@@ -119,7 +119,7 @@ pub async fn install(
     if !possible(to, source) {
         return Err(format!("no fence can be written for `{source}`"));
     }
-    let mut c = BackendConn::connect(source, cfg, false, LOCK_WAIT * 2)
+    let mut c = BackendConn::connect(source, cfg, Default::default(), LOCK_WAIT * 2)
         .await
         .map_err(|e| e.to_string())?;
     let r = async {
@@ -146,7 +146,7 @@ pub async fn install(
 
 /// Takes the fence off `source`.
 pub async fn remove(source: &str, cfg: &Backend, schema: &str, table: &str) -> Result<(), String> {
-    let mut c = BackendConn::connect(source, cfg, false, LOCK_WAIT * 2)
+    let mut c = BackendConn::connect(source, cfg, Default::default(), LOCK_WAIT * 2)
         .await
         .map_err(|e| e.to_string())?;
     let r = drop_on(&mut c, schema, table).await;

@@ -41,7 +41,7 @@ pub fn kept_on(spec: &Spec) -> Vec<String> {
 }
 
 async fn connect(backend: &str, cfg: &Backend) -> Result<BackendConn, String> {
-    let mut c = BackendConn::connect(backend, cfg, false, LOCK_WAIT * 2)
+    let mut c = BackendConn::connect(backend, cfg, Default::default(), LOCK_WAIT * 2)
         .await
         .map_err(|e| e.to_string())?;
     let set = format!("SET SESSION lock_wait_timeout = {}", LOCK_WAIT.as_secs());

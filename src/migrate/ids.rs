@@ -27,7 +27,7 @@ pub async fn highest(
             .backends
             .get(b)
             .ok_or_else(|| format!("backend `{b}` is not configured"))?;
-        let mut c = BackendConn::connect(b, &cfg.value, false, READ_TIMEOUT)
+        let mut c = BackendConn::connect(b, &cfg.value, Default::default(), READ_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?;
         let sql = format!(

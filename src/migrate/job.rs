@@ -334,7 +334,7 @@ pub async fn cleanup(spec: &Spec) -> Result<(), String> {
         } else {
             format!("DELETE FROM {table}")
         };
-        let mut c = BackendConn::connect(backend, cfg, false, CONNECT_TIMEOUT)
+        let mut c = BackendConn::connect(backend, cfg, Default::default(), CONNECT_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?;
         let r = exec(&mut c, &sql).await;
@@ -469,7 +469,8 @@ impl StreamTask {
 
     /// The source's own server id (a replica's must differ).
     async fn server_id(&self, cfg: &Backend) -> u32 {
-        let Ok(mut c) = BackendConn::connect(&self.source, cfg, false, CONNECT_TIMEOUT).await
+        let Ok(mut c) =
+            BackendConn::connect(&self.source, cfg, Default::default(), CONNECT_TIMEOUT).await
         else {
             return 0;
         };

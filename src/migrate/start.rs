@@ -74,9 +74,14 @@ async fn connect(proxy: &Proxy, backend: &str) -> Result<BackendConn, String> {
         .backends
         .get(backend)
         .ok_or_else(|| format!("backend `{backend}` is not configured"))?;
-    BackendConn::connect(backend, &cfg.value, false, source::CHECK_TIMEOUT)
-        .await
-        .map_err(|e| e.to_string())
+    BackendConn::connect(
+        backend,
+        &cfg.value,
+        Default::default(),
+        source::CHECK_TIMEOUT,
+    )
+    .await
+    .map_err(|e| e.to_string())
 }
 
 /// MySQL's ER_NO_SUCH_TABLE.

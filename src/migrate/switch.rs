@@ -262,7 +262,7 @@ async fn reverse_positions(spec: &Spec) -> Result<Vec<(String, String)>, String>
     let mut out = Vec::new();
     for b in spec.target.backends() {
         let cfg = spec.backends.get(b).ok_or("backend not configured")?;
-        let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
+        let mut c = BackendConn::connect(b, cfg, Default::default(), CONNECT_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?;
         let checked = super::source::check_binlog(&mut c, b).await;
@@ -316,7 +316,7 @@ pub async fn complete(spec: &Spec) -> Result<String, String> {
     for s in &spec.sources {
         let cfg = spec.backends.get(s).ok_or("source not configured")?;
         super::fence::remove(s, cfg, &spec.schema, &spec.table).await?;
-        let mut c = BackendConn::connect(s, cfg, false, CONNECT_TIMEOUT)
+        let mut c = BackendConn::connect(s, cfg, Default::default(), CONNECT_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?;
         let r = if spec.target.backends().contains(s) {
@@ -468,7 +468,7 @@ pub async fn reverse(
         super::job::cleanup(forward).await?;
         for b in back.sources.iter().filter(|b| forward.sources.contains(b)) {
             let cfg = back.backends.get(b).ok_or("backend not configured")?;
-            let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
+            let mut c = BackendConn::connect(b, cfg, Default::default(), CONNECT_TIMEOUT)
                 .await
                 .map_err(|e| e.to_string())?;
             let r = prune(&mut c, back, b, &back.table).await;
@@ -582,7 +582,7 @@ async fn refence(forward: &Spec) {
 async fn raise_auto_increment(back: &Spec, top: u64) -> Result<(), String> {
     for b in back.target.backends() {
         let cfg = back.backends.get(b).ok_or("backend not configured")?;
-        let mut c = BackendConn::connect(b, cfg, false, CONNECT_TIMEOUT)
+        let mut c = BackendConn::connect(b, cfg, Default::default(), CONNECT_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?;
         let r = exec(

@@ -113,7 +113,7 @@ async fn connect(spec: &Spec, backend: &str) -> Result<BackendConn, String> {
         .backends
         .get(backend)
         .ok_or_else(|| format!("backend `{backend}` is not configured"))?;
-    let mut c = BackendConn::connect(backend, cfg, false, CONNECT_TIMEOUT)
+    let mut c = BackendConn::connect(backend, cfg, Default::default(), CONNECT_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
     super::writer::exec(

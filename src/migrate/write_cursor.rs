@@ -60,7 +60,7 @@ impl<'a> MoveCursor<'a> {
             .backends
             .get(backend)
             .ok_or_else(|| format!("backend `{backend}` is not configured"))?;
-        let mut c = BackendConn::connect(backend, cfg, false, WRITE_TIMEOUT)
+        let mut c = BackendConn::connect(backend, cfg, Default::default(), WRITE_TIMEOUT)
             .await
             .map_err(|e| format!("writing to backend `{backend}`: {e}"))?;
         exec(&mut c, SESSION_SETUP).await?;

@@ -66,14 +66,13 @@ fn bound_column(def: &[u8]) -> Option<BoundColumn> {
             name = s.to_vec();
         }
     }
-    // 0x0c, charset (2), length (4), type (1), flags (2), decimals (1)
-    let f = rest.get(..11)?;
+    let f = packets::column_fixed_fields(def)?;
     Some(BoundColumn {
         name,
-        charset: u16::from_le_bytes([f[1], f[2]]),
-        ty: ColumnType::try_from(f[7]).ok()?,
-        flags: ColumnFlags::from_bits_truncate(u16::from_le_bytes([f[8], f[9]])),
-        decimals: f[10],
+        charset: u16::from_le_bytes([f[0], f[1]]),
+        ty: ColumnType::try_from(f[6]).ok()?,
+        flags: ColumnFlags::from_bits_truncate(u16::from_le_bytes([f[7], f[8]])),
+        decimals: f[9],
     })
 }
 

@@ -141,6 +141,8 @@ pub async fn run(
         connection_id,
         collation: crate::exec::backend::POOL_COLLATION,
         tls: proxy.tls.is_some(),
+        session_track: proxy.backend_offers.session_track,
+        extended_metadata: proxy.backend_offers.extended_metadata,
     };
     let (hello, slot) = match login::login(
         &proxy,
@@ -156,6 +158,9 @@ pub async fn run(
         Err(end) => return end,
     };
     reader.set_limit(limit);
+    writer.extended_metadata = hello
+        .mariadb
+        .contains(mysql_common::constants::MariadbCapabilities::MARIADB_CLIENT_EXTENDED_METADATA);
     let span = tracing::info_span!(
         "session",
         conn = connection_id,
@@ -221,6 +226,14 @@ pub async fn run(
         .send_ok(0, 0, StatusFlags::from_bits_retain(s.status));
     if s.writer.flush().await.is_err() {
         return End::ClientGone;
+    }
+    if s.hello
+        .capabilities
+        .contains(mysql_common::constants::CapabilityFlags::CLIENT_COMPRESS)
+    {
+        // From the first command on, as MariaDB (and its clients) switch after the login's OK.
+        crate::tls::stream::compress(s.reader.stream_mut(), s.writer.stream_mut(), limit);
+        s.reader.set_compressed();
     }
     s.serve().await
 }
@@ -316,10 +329,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     && crate::sql::mentions(sql, b"LOCAL")))
     }
 
-    fn found_rows(&self) -> bool {
-        self.hello
-            .capabilities
-            .contains(mysql_common::constants::CapabilityFlags::CLIENT_FOUND_ROWS)
+    /// What the client chose at login that its backend connections must log in with too.
+    fn login_flags(&self) -> crate::exec::backend::LoginFlags {
+        crate::exec::backend::LoginFlags::of_client(self.hello.capabilities, self.hello.mariadb)
     }
 
     /// The session's connection to the default backend, taken on first use.
@@ -420,7 +432,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 format!("idgate: no backend named `{backend}`"),
             ));
         };
-        let mut lease = pool.acquire(self.found_rows()).await?;
+        let mut lease = pool.acquire(self.login_flags()).await?;
         self.prepare_backend(&mut lease).await?;
         if backend != self.proxy.default_pool.name {
             for stmt in &self.replay {

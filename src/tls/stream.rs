@@ -1,4 +1,5 @@
-//! A connection's read and write halves, plain TCP or TLS. Plain halves are tokio's owned TCP
+//! A connection's read and write halves, plain TCP or TLS, either of them carrying compressed
+//! frames once a client asked for CLIENT_COMPRESS. Plain halves are tokio's owned TCP
 //! halves (no lock between them); only a TLS stream, which reads and writes one shared state, is
 //! split with a lock. Sessions and backend connections are one type either way, so the code
 //! above is compiled once.
@@ -13,9 +14,12 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector, TlsStream};
 
+use crate::wire::compressed::{self, CompressedRead, CompressedWrite};
+
 pub enum NetRead {
     Plain(OwnedReadHalf),
     Tls(ReadHalf<TlsStream<TcpStream>>),
+    Compressed(Box<CompressedRead<NetRead>>),
     /// Only while the connection is being switched to TLS (or after that failed).
     Detached,
 }
@@ -23,6 +27,7 @@ pub enum NetRead {
 pub enum NetWrite {
     Plain(OwnedWriteHalf),
     Tls(WriteHalf<TlsStream<TcpStream>>),
+    Compressed(Box<CompressedWrite<NetWrite>>),
     Detached,
 }
 
@@ -42,6 +47,7 @@ impl AsyncRead for NetRead {
         match self.get_mut() {
             NetRead::Plain(s) => Pin::new(s).poll_read(cx, buf),
             NetRead::Tls(s) => Pin::new(s).poll_read(cx, buf),
+            NetRead::Compressed(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
             NetRead::Detached => Poll::Ready(Err(detached())),
         }
     }
@@ -56,6 +62,7 @@ impl AsyncWrite for NetWrite {
         match self.get_mut() {
             NetWrite::Plain(s) => Pin::new(s).poll_write(cx, buf),
             NetWrite::Tls(s) => Pin::new(s).poll_write(cx, buf),
+            NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
             NetWrite::Detached => Poll::Ready(Err(detached())),
         }
     }
@@ -68,6 +75,7 @@ impl AsyncWrite for NetWrite {
         match self.get_mut() {
             NetWrite::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             NetWrite::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
             NetWrite::Detached => Poll::Ready(Err(detached())),
         }
     }
@@ -76,6 +84,7 @@ impl AsyncWrite for NetWrite {
         match self {
             NetWrite::Plain(s) => s.is_write_vectored(),
             NetWrite::Tls(s) => s.is_write_vectored(),
+            NetWrite::Compressed(_) => false,
             NetWrite::Detached => false,
         }
     }
@@ -84,6 +93,7 @@ impl AsyncWrite for NetWrite {
         match self.get_mut() {
             NetWrite::Plain(s) => Pin::new(s).poll_flush(cx),
             NetWrite::Tls(s) => Pin::new(s).poll_flush(cx),
+            NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_flush(cx),
             NetWrite::Detached => Poll::Ready(Err(detached())),
         }
     }
@@ -92,6 +102,7 @@ impl AsyncWrite for NetWrite {
         match self.get_mut() {
             NetWrite::Plain(s) => Pin::new(s).poll_shutdown(cx),
             NetWrite::Tls(s) => Pin::new(s).poll_shutdown(cx),
+            NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
             NetWrite::Detached => Poll::Ready(Ok(())),
         }
     }
@@ -99,7 +110,11 @@ impl AsyncWrite for NetWrite {
 
 impl NetRead {
     pub fn is_tls(&self) -> bool {
-        matches!(self, NetRead::Tls(_))
+        match self {
+            NetRead::Tls(_) => true,
+            NetRead::Compressed(c) => c.get_ref().is_tls(),
+            _ => false,
+        }
     }
 }
 
@@ -114,6 +129,18 @@ fn take_tcp(r: &mut NetRead, w: &mut NetWrite) -> io::Result<TcpStream> {
             .map_err(|_| io::Error::other("read and write halves of different sockets")),
         _ => Err(io::Error::other("the connection is not plain TCP")),
     }
+}
+
+/// Puts compressed frames under both halves (after the login's OK, as MariaDB does); `limit`
+/// bounds a frame. Nothing may be buffered above the read half.
+pub fn compress(r: &mut NetRead, w: &mut NetWrite, limit: usize) {
+    let (cr, cw) = compressed::wrap(
+        std::mem::replace(r, NetRead::Detached),
+        std::mem::replace(w, NetWrite::Detached),
+        limit,
+    );
+    *r = NetRead::Compressed(Box::new(cr));
+    *w = NetWrite::Compressed(Box::new(cw));
 }
 
 fn put_tls(r: &mut NetRead, w: &mut NetWrite, tls: TlsStream<TcpStream>) {

@@ -45,9 +45,10 @@ pub async fn prepare(config: &Config) -> Result<Lookups, String> {
                 continue;
             };
             let keys = bounded(SURVEY_TIMEOUT, async {
-                let mut conn = BackendConn::connect(shard, &cfg.value, false, SURVEY_TIMEOUT)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let mut conn =
+                    BackendConn::connect(shard, &cfg.value, Default::default(), SURVEY_TIMEOUT)
+                        .await
+                        .map_err(|e| e.to_string())?;
                 let keys = unique_keys_on(&mut conn, rule.schema.as_deref(), &rule.name).await;
                 conn.close().await;
                 keys
@@ -190,7 +191,7 @@ async fn connect(config: &Config, backend: &str) -> Result<BackendConn, String> 
         .backends
         .get(backend)
         .ok_or_else(|| format!("backend `{backend}` is not configured"))?;
-    let mut c = BackendConn::connect(backend, &cfg.value, false, SURVEY_TIMEOUT)
+    let mut c = BackendConn::connect(backend, &cfg.value, Default::default(), SURVEY_TIMEOUT)
         .await
         .map_err(|e| format!("backend `{backend}`: {e}"))?;
     c.query_drop("SET NAMES utf8mb4")

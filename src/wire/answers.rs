@@ -57,7 +57,13 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         packets::put_lenenc_int(&mut count, columns.len() as u64);
         self.write(&count);
         for c in columns {
-            self.write(c);
+            if self.extended_metadata && !packets::has_extended_metadata(c) {
+                let start = self.begin();
+                packets::add_extended_metadata(c, self.payload());
+                self.end(start);
+            } else {
+                self.write(c);
+            }
         }
         if !deprecate_eof {
             let start = self.begin();

@@ -31,11 +31,25 @@ pub enum FrameError {
     OutOfOrder { expected: u8, got: u8 },
 }
 
+/// Whether a packet numbered `got` breaks the sequence `seq` expects (never over compressed
+/// frames, where the sequence continues from it).
+fn out_of_order(seq: &mut u8, compressed: bool, got: u8) -> bool {
+    if compressed {
+        *seq = got;
+        return false;
+    }
+    got != *seq
+}
+
 pub struct PacketReader<R> {
     inner: BufReader<R>,
     /// Sequence id the next packet from the peer must carry.
     pub seq: u8,
     limit: usize,
+    /// Compressed frames underneath (CLIENT_COMPRESS): packets' sequence ids are not checked,
+    /// as MariaDB does not (clients renumber them with each frame), and `closed` does not watch
+    /// (it would decode the client's next command early and restart the frames' numbering).
+    compressed: bool,
 }
 
 impl<R: AsyncRead + Unpin> PacketReader<R> {
@@ -44,7 +58,13 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
             inner: BufReader::with_capacity(64 * 1024, inner),
             seq: 0,
             limit,
+            compressed: false,
         }
+    }
+
+    /// The stream underneath now carries compressed frames (see `compressed`).
+    pub fn set_compressed(&mut self) {
+        self.compressed = true;
     }
 
     pub fn set_limit(&mut self, limit: usize) {
@@ -56,6 +76,9 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
     /// next `read`, at most the buffer's capacity), it never resolves. Cancel-safe.
     pub async fn closed(&mut self) {
         use tokio::io::AsyncBufReadExt;
+        if self.compressed {
+            std::future::pending::<()>().await;
+        }
         if let Ok(bytes) = self.inner.fill_buf().await {
             if !bytes.is_empty() {
                 std::future::pending::<()>().await;
@@ -96,7 +119,7 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
             }
             first = false;
             let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
-            if header[3] != self.seq {
+            if out_of_order(&mut self.seq, self.compressed, header[3]) {
                 return Err(FrameError::OutOfOrder {
                     expected: self.seq,
                     got: header[3],
@@ -153,7 +176,7 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         if *total + len > self.limit {
             return Ok(None);
         }
-        if header[3] != self.seq {
+        if out_of_order(&mut self.seq, self.compressed, header[3]) {
             return Err(FrameError::OutOfOrder {
                 expected: self.seq,
                 got: header[3],
@@ -185,7 +208,7 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
             });
         }
         let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
-        if header[3] != self.seq {
+        if out_of_order(&mut self.seq, self.compressed, header[3]) {
             return Err(FrameError::OutOfOrder {
                 expected: self.seq,
                 got: header[3],
@@ -240,6 +263,9 @@ pub struct PacketWriter<W> {
     timeout: Option<crate::limits::Deadline>,
     /// Counts every ERR packet written (a client connection's writer; see `count_errors`).
     errors: Option<std::sync::Arc<crate::admin::client_errors::ClientErrors>>,
+    /// The peer agreed on MariaDB's extended column metadata: the column definitions idgate
+    /// writes itself carry the (empty) field too.
+    pub extended_metadata: bool,
 }
 
 impl<W: AsyncWrite + Unpin> PacketWriter<W> {
@@ -250,6 +276,7 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
             seq: 0,
             timeout: None,
             errors: None,
+            extended_metadata: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! (`auth::conversation`: plugin switch, caching_sha2 fast and full paths), and the same again
 //! for COM_CHANGE_USER.
 
-use mysql_common::constants::{CapabilityFlags, StatusFlags};
+use mysql_common::constants::{CapabilityFlags, MariadbCapabilities, StatusFlags};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::HandshakeResponse;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -20,14 +20,17 @@ use crate::tls::{NetRead, NetWrite};
 
 /// What idgate offers. LOCAL_FILES lets the default backend ask the client for a LOAD DATA
 /// LOCAL file, which idgate carries across without reading any file itself. SSL is added when
-/// TLS is configured (see `ServerGreeting::tls`). Not offered: SESSION_TRACK and the MariaDB extended capabilities (bulk execute): idgate would have
-/// to interpret them rather than relay.
+/// TLS is configured (see `ServerGreeting::tls`). COMPRESS: frames between the client and idgate
+/// (`wire::compressed`; backends are spoken to plainly). SESSION_TRACK and MariaDB's extended metadata
+/// when the backends offer them (see `ServerGreeting::capabilities`). Not offered: MariaDB's
+/// bulk execute and metadata caching, which idgate would have to interpret rather than relay.
 pub fn server_capabilities() -> CapabilityFlags {
     use CapabilityFlags as C;
     C::CLIENT_LONG_PASSWORD
         | C::CLIENT_FOUND_ROWS
         | C::CLIENT_LONG_FLAG
         | C::CLIENT_CONNECT_WITH_DB
+        | C::CLIENT_COMPRESS
         | C::CLIENT_ODBC
         | C::CLIENT_LOCAL_FILES
         | C::CLIENT_IGNORE_SPACE
@@ -53,6 +56,9 @@ pub struct ClientHello {
     pub capabilities: CapabilityFlags,
     pub collation: u8,
     pub scramble: [u8; 20],
+    /// The MariaDB capabilities agreed on (read only from a client that did not say
+    /// CLIENT_MYSQL, as MariaDB reads them).
+    pub mariadb: MariadbCapabilities,
     /// The connection runs over TLS (full authentication may send the password in clear).
     pub secure: bool,
     /// The client certificate presented in the TLS handshake.
@@ -67,6 +73,44 @@ pub struct ServerGreeting<'a> {
     pub collation: u8,
     /// TLS is configured: offer CLIENT_SSL.
     pub tls: bool,
+    /// The backends offer CLIENT_SESSION_TRACK: offer it too (their OK packets are relayed).
+    pub session_track: bool,
+    /// The backends are MariaDB servers sending extended column metadata: say so as MariaDB
+    /// does (CLIENT_MYSQL clear, MARIADB_CLIENT_EXTENDED_METADATA among its capabilities).
+    pub extended_metadata: bool,
+}
+
+impl ServerGreeting<'_> {
+    /// What idgate offers this client, before TLS.
+    pub fn capabilities(&self) -> CapabilityFlags {
+        let mut caps = server_capabilities();
+        caps.set(CapabilityFlags::CLIENT_SESSION_TRACK, self.session_track);
+        caps.set(
+            CapabilityFlags::CLIENT_LONG_PASSWORD,
+            !self.extended_metadata,
+        );
+        caps
+    }
+
+    pub fn mariadb(&self) -> MariadbCapabilities {
+        if self.extended_metadata {
+            MariadbCapabilities::MARIADB_CLIENT_EXTENDED_METADATA
+        } else {
+            MariadbCapabilities::empty()
+        }
+    }
+
+    /// The MariaDB capabilities agreed with a client that answered `caps` and `mariadb`.
+    fn agreed_mariadb(
+        &self,
+        caps: CapabilityFlags,
+        mariadb: MariadbCapabilities,
+    ) -> MariadbCapabilities {
+        if caps.contains(CapabilityFlags::CLIENT_LONG_PASSWORD) || !self.extended_metadata {
+            return MariadbCapabilities::empty();
+        }
+        mariadb & self.mariadb()
+    }
 }
 
 fn write_greeting<W: AsyncWrite + Unpin>(
@@ -75,7 +119,7 @@ fn write_greeting<W: AsyncWrite + Unpin>(
     scramble: &[u8; 20],
     plugin: Plugin,
 ) {
-    let mut caps = server_capabilities().bits();
+    let mut caps = g.capabilities().bits();
     if g.tls {
         caps |= CapabilityFlags::CLIENT_SSL.bits();
     }
@@ -92,7 +136,8 @@ fn write_greeting<W: AsyncWrite + Unpin>(
     b.extend_from_slice(&StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits().to_le_bytes());
     b.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
     b.push(21);
-    b.extend_from_slice(&[0; 10]);
+    b.extend_from_slice(&[0; 6]);
+    b.extend_from_slice(&g.mariadb().bits().to_le_bytes());
     b.extend_from_slice(&scramble[8..]);
     b.push(0);
     b.extend_from_slice(plugin.name());
@@ -135,7 +180,8 @@ pub async fn accept(
     let Ok(resp) = parsed else {
         return refuse(w, errors::malformed("handshake response")).await;
     };
-    let capabilities = resp.capabilities() & server_capabilities();
+    let mariadb = greeting.agreed_mariadb(resp.capabilities(), resp.mariadb_ext_capabilities());
+    let capabilities = resp.capabilities() & greeting.capabilities();
     if !capabilities.contains(CapabilityFlags::CLIENT_PROTOCOL_41) {
         let e = SqlError::new(
             errors::ER_NOT_SUPPORTED_AUTH_MODE,
@@ -188,6 +234,7 @@ pub async fn accept(
         capabilities,
         collation,
         scramble,
+        mariadb,
         secure,
         peer: transport.peer,
         backend_login: backend_login.map(std::sync::Arc::new),

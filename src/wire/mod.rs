@@ -5,6 +5,7 @@
 pub mod answers;
 pub mod auth;
 pub mod command;
+pub mod compressed;
 pub mod errors;
 pub mod framing;
 pub mod handshake;

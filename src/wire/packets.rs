@@ -72,8 +72,9 @@ pub fn text_row(mut p: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
     Some(row)
 }
 
-/// OK packet as written for a client without CLIENT_SESSION_TRACK (idgate never offers it).
-/// A non-empty `info` text goes out length-encoded, as MariaDB's net_send_ok writes it.
+/// An OK packet idgate writes itself. A non-empty `info` text goes out length-encoded, as
+/// MariaDB's net_send_ok writes it. It carries no session-state changes, so it never says
+/// SERVER_SESSION_STATE_CHANGED (a backend's status may, for the state it sent along).
 pub fn ok(
     buf: &mut Vec<u8>,
     header: u8,
@@ -86,7 +87,7 @@ pub fn ok(
     buf.push(header);
     put_lenenc_int(buf, affected_rows);
     put_lenenc_int(buf, last_insert_id);
-    buf.extend_from_slice(&status.bits().to_le_bytes());
+    buf.extend_from_slice(&without_state_change(status).bits().to_le_bytes());
     buf.extend_from_slice(&warnings.to_le_bytes());
     if !info.is_empty() {
         put_lenenc_str(buf, info);
@@ -96,7 +97,13 @@ pub fn ok(
 pub fn eof(buf: &mut Vec<u8>, warnings: u16, status: StatusFlags) {
     buf.push(EOF_HEADER);
     buf.extend_from_slice(&warnings.to_le_bytes());
-    buf.extend_from_slice(&status.bits().to_le_bytes());
+    buf.extend_from_slice(&without_state_change(status).bits().to_le_bytes());
+}
+
+/// `status` without SERVER_SESSION_STATE_CHANGED, which only the packet that carries the
+/// changes may say.
+pub fn without_state_change(status: StatusFlags) -> StatusFlags {
+    status - StatusFlags::SERVER_SESSION_STATE_CHANGED
 }
 
 /// The packet that ends a result set: an EOF, or for CLIENT_DEPRECATE_EOF clients an OK packet
@@ -130,6 +137,35 @@ pub fn column_def(
     buf.extend_from_slice(&flags.bits().to_le_bytes());
     buf.push(decimals);
     buf.extend_from_slice(&[0, 0]);
+}
+
+/// The fixed-length fields of a result set's column definition: charset (2), length (4),
+/// type (1), flags (2), decimals (1). They end the packet (after the 0x0c that counts them and
+/// before two filler bytes) whether or not MariaDB's extended metadata precedes them.
+pub fn column_fixed_fields(def: &[u8]) -> Option<&[u8]> {
+    let at = def.len().checked_sub(13)?;
+    (def[at] == 0x0c).then(|| &def[at + 1..at + 11])
+}
+
+/// Whether a result set's column definition carries MariaDB's extended metadata: more than the
+/// six names and the fixed-length fields.
+pub fn has_extended_metadata(def: &[u8]) -> bool {
+    let mut rest = def;
+    for _ in 0..6 {
+        if get_lenenc_str(&mut rest).is_none() {
+            return false;
+        }
+    }
+    rest.len() > 13
+}
+
+/// `def` (without extended metadata) with an empty extended metadata field, for a client that
+/// agreed on MARIADB_CLIENT_EXTENDED_METADATA.
+pub fn add_extended_metadata(def: &[u8], out: &mut Vec<u8>) {
+    let names = def.len().saturating_sub(13);
+    out.extend_from_slice(&def[..names]);
+    out.push(0);
+    out.extend_from_slice(&def[names..]);
 }
 
 pub fn err(buf: &mut Vec<u8>, code: u16, sqlstate: &[u8; 5], message: &[u8]) {
@@ -189,26 +225,32 @@ pub fn ok_info(p: &[u8]) -> &[u8] {
     }
     let raw = rest.get(4..).unwrap_or_default();
     let mut text = raw;
+    // Session-state changes (CLIENT_SESSION_TRACK) may follow the text.
     match get_lenenc_int(&mut text) {
-        Some(n) if n == text.len() as u64 => text,
+        Some(n) if n <= text.len() as u64 => &text[..n as usize],
         _ => raw,
     }
 }
 
-/// Rewrites an OK packet with another insert id and/or extra status flags, keeping the rest.
+/// Rewrites an OK packet with another insert id and/or extra status flags, keeping the rest
+/// (info text and session-state changes) byte for byte.
 pub fn patch_ok(p: &[u8], insert_id: Option<u64>, add_status: u16, out: &mut Vec<u8>) -> bool {
     let Some(o) = parse_ok(p) else {
         return false;
     };
-    ok(
-        out,
-        p[0],
-        o.affected_rows,
-        insert_id.unwrap_or(o.last_insert_id),
-        StatusFlags::from_bits_retain(o.status | add_status),
-        o.warnings,
-        ok_info(p),
-    );
+    let mut rest = &p[1..];
+    let (Some(_), Some(_)) = (get_lenenc_int(&mut rest), get_lenenc_int(&mut rest)) else {
+        return false;
+    };
+    let Some(tail) = rest.get(4..) else {
+        return false;
+    };
+    out.push(p[0]);
+    put_lenenc_int(out, o.affected_rows);
+    put_lenenc_int(out, insert_id.unwrap_or(o.last_insert_id));
+    out.extend_from_slice(&(o.status | add_status).to_le_bytes());
+    out.extend_from_slice(&o.warnings.to_le_bytes());
+    out.extend_from_slice(tail);
     true
 }
 

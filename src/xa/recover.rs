@@ -83,7 +83,8 @@ impl Coordinator {
         // Branches still prepared after this pass (left, or failed to finish).
         let mut remaining: HashSet<Vec<u8>> = HashSet::new();
         for (name, cfg) in &self.backends {
-            let conn = BackendConn::connect(name, cfg, false, Duration::from_secs(5)).await;
+            let conn =
+                BackendConn::connect(name, cfg, Default::default(), Duration::from_secs(5)).await;
             let mut conn = match conn {
                 Ok(c) => c,
                 Err(e) => {

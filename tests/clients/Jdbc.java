@@ -25,6 +25,11 @@ public class Jdbc {
     static String host, port, user, password, database;
 
     static Connection open(String options) throws SQLException {
+        // Options every connection of a run takes (e.g. useCompression=true).
+        String common = System.getProperty("idgate.test.options", "");
+        if (!common.isEmpty()) {
+            options = options.isEmpty() ? common : options + "&" + common;
+        }
         String url = "jdbc:mariadb://" + host + ":" + port + "/" + database + (options.isEmpty() ? "" : "?" + options);
         return DriverManager.getConnection(url, user, password);
     }

@@ -9,6 +9,7 @@ Usage: py_connector.py HOST PORT USER PASSWORD DATABASE
 
 import datetime
 import decimal
+import os
 import sys
 import traceback
 
@@ -38,6 +39,8 @@ def main():
         conn = mysql.connector.connect(
             host=host, port=int(port), user=user, password=password, database=database,
             charset="utf8mb4", collation="utf8mb4_general_ci", autocommit=True,
+            # CLIENT_COMPRESS=1: the same run over the compressed protocol.
+            compress=os.environ.get("CLIENT_COMPRESS") == "1",
         )
         run(conn)
         conn.close()

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use idgate::config::{Backend, PoolSettings};
+use idgate::exec::backend::LoginFlags;
 use idgate::exec::relay::{self, Client, Reply};
 use idgate::exec::BackendConn;
 use idgate::wire::framing::PacketWriter;
@@ -35,12 +36,23 @@ pub fn connect_backend(
     password: &str,
     db: &str,
 ) -> BackendConn {
+    connect_backend_with(rt, port, (user, password), db, LoginFlags::default())
+}
+
+/// As [`connect_backend`], logging in with the capabilities `flags` ask for.
+pub fn connect_backend_with(
+    rt: &tokio::runtime::Runtime,
+    port: u16,
+    (user, password): (&str, &str),
+    db: &str,
+    flags: LoginFlags,
+) -> BackendConn {
     let cfg = Backend::new("127.0.0.1", port, user, password);
     let mut conn = rt
         .block_on(BackendConn::connect(
             "raw",
             &cfg,
-            false,
+            flags,
             Duration::from_secs(10),
         ))
         .unwrap_or_else(|e| panic!("raw connect to {port}: {e}"));
@@ -57,14 +69,27 @@ pub fn connect_backend(
 /// Raw connections to MariaDB directly (as the test user) and through idgate (as the app user),
 /// both to the test database, for byte-for-byte comparisons of answers.
 pub fn direct_and_through(db: &super::MariaDb, g: &super::Idgate) -> (Raw, Raw) {
+    direct_and_through_with(db, g, LoginFlags::default())
+}
+
+/// As [`direct_and_through`], both logged in with the capabilities `flags` ask for.
+pub fn direct_and_through_with(
+    db: &super::MariaDb,
+    g: &super::Idgate,
+    flags: LoginFlags,
+) -> (Raw, Raw) {
+    let app = (
+        super::idgate_proc::APP_USER,
+        super::idgate_proc::APP_PASSWORD,
+    );
     (
-        Raw::connect(db.port, super::USER, super::PASSWORD, super::DATABASE),
-        Raw::connect(
-            g.port,
-            super::idgate_proc::APP_USER,
-            super::idgate_proc::APP_PASSWORD,
+        Raw::connect_with(
+            db.port,
+            (super::USER, super::PASSWORD),
             super::DATABASE,
+            flags,
         ),
+        Raw::connect_with(g.port, app, super::DATABASE, flags),
     )
 }
 
@@ -79,11 +104,15 @@ pub fn show(packets: &[Vec<u8>]) -> String {
 
 impl Raw {
     pub fn connect(port: u16, user: &str, password: &str, db: &str) -> Raw {
+        Raw::connect_with(port, (user, password), db, LoginFlags::default())
+    }
+
+    pub fn connect_with(port: u16, account: (&str, &str), db: &str, flags: LoginFlags) -> Raw {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let conn = connect_backend(&rt, port, user, password, db);
+        let conn = connect_backend_with(&rt, port, account, db, flags);
         Raw { conn, rt }
     }
 

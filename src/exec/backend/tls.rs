@@ -4,7 +4,7 @@
 use mysql_common::constants::CapabilityFlags;
 use tokio_rustls::TlsConnector;
 
-use super::{capabilities, BackendConn, BackendError, POOL_COLLATION};
+use super::{BackendConn, BackendError, POOL_COLLATION};
 use crate::config::{Backend, BackendTlsMode};
 use crate::tls::stream;
 
@@ -38,13 +38,14 @@ impl BackendConn {
             )));
         }
         let server_name = crate::tls::backend::server_name(&cfg.host, mode).map_err(fail)?;
-        let caps = capabilities(self.found_rows) | CapabilityFlags::CLIENT_SSL;
+        let caps = self.flags.capabilities() | CapabilityFlags::CLIENT_SSL;
         let start = self.writer.begin();
         let b = self.writer.payload();
         b.extend_from_slice(&caps.bits().to_le_bytes());
         b.extend_from_slice(&(1u32 << 30).to_le_bytes());
         b.push(POOL_COLLATION);
-        b.extend_from_slice(&[0; 23]);
+        b.extend_from_slice(&[0; 19]);
+        b.extend_from_slice(&self.flags.mariadb().bits().to_le_bytes());
         self.writer.end(start);
         self.writer.flush().await?;
         if self.reader.buffered() != 0 {

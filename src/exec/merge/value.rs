@@ -20,20 +20,12 @@ pub struct ColumnInfo {
 
 /// The fixed fields of a column definition packet.
 pub fn column_info(def: &[u8]) -> Option<ColumnInfo> {
-    let mut rest = def;
-    for _ in 0..6 {
-        let len = packets::get_lenenc_int(&mut rest)? as usize;
-        rest = rest.get(len..)?;
-    }
-    // 0x0c, charset (2), length (4), type (1), flags (2), decimals (1)
-    let charset = u16::from_le_bytes([*rest.get(1)?, *rest.get(2)?]);
-    let ty = ColumnType::try_from(*rest.get(7)?).ok()?;
-    let flags = ColumnFlags::from_bits_truncate(u16::from_le_bytes([*rest.get(8)?, *rest.get(9)?]));
+    let f = packets::column_fixed_fields(def)?;
     Some(ColumnInfo {
-        ty,
-        charset,
-        flags,
-        decimals: *rest.get(10)?,
+        ty: ColumnType::try_from(f[6]).ok()?,
+        charset: u16::from_le_bytes([f[0], f[1]]),
+        flags: ColumnFlags::from_bits_truncate(u16::from_le_bytes([f[7], f[8]])),
+        decimals: f[9],
     })
 }
 

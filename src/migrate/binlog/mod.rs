@@ -66,7 +66,7 @@ pub async fn open(
 
 /// `backend`'s binlog position now (`@@gtid_binlog_pos`).
 pub async fn position_now(backend: &str, cfg: &Backend) -> Result<Position, String> {
-    let mut c = crate::exec::BackendConn::connect(backend, cfg, false, OPEN_TIMEOUT)
+    let mut c = crate::exec::BackendConn::connect(backend, cfg, Default::default(), OPEN_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
     let r = crate::migrate::source::rows(&mut c, "SELECT @@global.gtid_binlog_pos").await;
