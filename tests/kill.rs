@@ -234,6 +234,46 @@ fn connection_id_and_processlist_show_the_ids_kill_takes() {
         prepared_columns(&mut me),
         prepared_columns(&mut common::direct(db))
     );
+    // A prepared SHOW PROCESSLIST lists the sessions under idgate's ids too, described as
+    // MariaDB describes it.
+    let stmt = me.prep("SHOW PROCESSLIST").unwrap();
+    for _ in 0..2 {
+        let rows: Vec<(u64, String, Option<String>)> = me
+            .exec_map(&stmt, (), |r: mysql::Row| {
+                let (id, user, info) = (r.get(0), r.get(1), r.get(7));
+                (id.unwrap(), user.unwrap(), info.unwrap())
+            })
+            .unwrap();
+        assert!(
+            rows.iter().any(|(id, _, info)| *id == u64::from(my_id)
+                && info.as_deref() == Some("SHOW PROCESSLIST")),
+            "{rows:?}"
+        );
+    }
+    let prepared_list = |c: &mut mysql::Conn| {
+        let stmt = c.prep("SHOW FULL PROCESSLIST").unwrap();
+        let r = c.exec_iter(&stmt, ()).unwrap();
+        let cols: Vec<String> = r
+            .columns()
+            .as_ref()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:?} {:?} {}",
+                    c.name_str(),
+                    c.column_type(),
+                    c.flags(),
+                    c.decimals()
+                )
+            })
+            .collect();
+        drop(r);
+        cols
+    };
+    assert_eq!(
+        prepared_list(&mut me),
+        prepared_list(&mut common::direct(db))
+    );
     // Described as MariaDB describes it.
     let mut direct = common::direct(db);
     for sql in [
@@ -291,6 +331,46 @@ fn connection_id_and_processlist_show_the_ids_kill_takes() {
     assert!(full.iter().all(|r| r.1 == APP_USER), "{full:?}");
     let ids = |rows: &[Process]| rows.iter().map(|r| r.0).collect::<Vec<_>>();
     assert_eq!(ids(&full), ids(&short));
+    // information_schema.PROCESSLIST shows the same sessions under the same ids (the ones KILL
+    // takes), the busy one with its statement and its backend thread's query id, and it can be
+    // filtered, aliased and qualified as the table it stands for.
+    type Listed = (u64, String, String, Option<String>, u64);
+    let listed: Vec<Listed> = me
+        .query(
+            "SELECT ID, USER, COMMAND, INFO, QUERY_ID FROM information_schema.PROCESSLIST \
+             ORDER BY ID",
+        )
+        .unwrap();
+    let mut want = ids(&full);
+    want.sort_unstable();
+    assert_eq!(listed.iter().map(|r| r.0).collect::<Vec<_>>(), want);
+    let b = listed.iter().find(|r| r.0 == u64::from(busy)).unwrap();
+    assert_eq!(
+        (b.2.as_str(), b.3.as_deref()),
+        ("Query", Some(sql)),
+        "{b:?}"
+    );
+    assert!(b.4 > 0, "{b:?}");
+    let mine = listed.iter().find(|r| r.0 == u64::from(my_id)).unwrap();
+    assert!(
+        mine.3
+            .as_deref()
+            .is_some_and(|i| i.contains("information_schema.PROCESSLIST")),
+        "{mine:?}"
+    );
+    let qualified: Option<(String, i64)> = me
+        .query_first(format!(
+            "SELECT information_schema.processlist.STATE, `information_schema`.`processlist`.TIME \
+             >= 0 FROM information_schema.processlist WHERE processlist.ID = {busy}"
+        ))
+        .unwrap();
+    assert_eq!(qualified, Some(("User sleep".to_string(), 1)));
+    let aliased: Option<String> = me
+        .query_first(format!(
+            "SELECT p.USER FROM information_schema.PROCESSLIST AS p WHERE p.ID = {busy}"
+        ))
+        .unwrap();
+    assert_eq!(aliased.as_deref(), Some(APP_USER));
     // Another user sees its own sessions only, as on MariaDB without PROCESS.
     let other = mysql::OptsBuilder::new()
         .ip_or_hostname(Some("127.0.0.1"))

@@ -18,6 +18,7 @@ mod metrics_live;
 mod metrics_migrate;
 pub mod outcomes;
 pub mod processlist;
+pub mod processlist_table;
 pub mod ready;
 pub mod resp;
 pub mod result_set;

@@ -18,7 +18,7 @@ use crate::wire::packets;
 
 /// The whole look at the backends (connections included) may take this long; past it busy
 /// sessions show without State and Info.
-const BACKEND_LOOK: Duration = Duration::from_secs(3);
+pub(super) const BACKEND_LOOK: Duration = Duration::from_secs(3);
 
 /// MariaDB's PROCESS_LIST_WIDTH: Info is cut to this many characters without FULL.
 const INFO_WIDTH: usize = 100;
@@ -35,10 +35,13 @@ pub struct Caller<'a> {
 
 /// What a backend says one of its threads is doing.
 #[derive(Debug, Clone, Default)]
-struct Activity {
-    state: Option<String>,
-    info: Option<String>,
-    progress: Option<String>,
+pub(super) struct Activity {
+    pub state: Option<String>,
+    pub info: Option<String>,
+    pub progress: Option<String>,
+    pub sleeping: bool,
+    /// TIME_MS, STAGE, MAX_STAGE, MEMORY_USED, MAX_MEMORY_USED, EXAMINED_ROWS, QUERY_ID, TID.
+    pub figures: Vec<Option<String>>,
 }
 
 pub async fn answer(proxy: &Arc<Proxy>, caller: Caller<'_>, full: bool) -> ResultSet {
@@ -55,7 +58,7 @@ pub async fn answer(proxy: &Arc<Proxy>, caller: Caller<'_>, full: bool) -> Resul
         .filter(|r| r.command != "Sleep" && r.id != caller.session)
         .map(|r| r.id)
         .collect();
-    let activity = tokio::time::timeout(BACKEND_LOOK, activity(proxy, &busy))
+    let activity = tokio::time::timeout(BACKEND_LOOK, activity(proxy, &busy, true))
         .await
         .unwrap_or_default();
     let mut rs = ResultSet {
@@ -67,7 +70,7 @@ pub async fn answer(proxy: &Arc<Proxy>, caller: Caller<'_>, full: bool) -> Resul
             Activity {
                 state: Some("starting".into()),
                 info: Some(String::from_utf8_lossy(caller.statement).into_owned()),
-                progress: None,
+                ..Default::default()
             }
         } else {
             activity.get(&r.id).cloned().unwrap_or_default()
@@ -94,8 +97,13 @@ pub async fn answer(proxy: &Arc<Proxy>, caller: Caller<'_>, full: bool) -> Resul
     rs
 }
 
-/// For each of `sessions`, what the first of its backend threads that is not sleeping runs.
-async fn activity(proxy: &Arc<Proxy>, sessions: &[u32]) -> HashMap<u32, Activity> {
+/// For each of `sessions`, what the first of its backend threads that is not sleeping runs
+/// (`busy_only`: only such threads; otherwise a sleeping one when none is busy).
+pub(super) async fn activity(
+    proxy: &Arc<Proxy>,
+    sessions: &[u32],
+    busy_only: bool,
+) -> HashMap<u32, Activity> {
     // Backend -> its threads, and each thread's session.
     let mut threads: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
     for &id in sessions {
@@ -109,12 +117,15 @@ async fn activity(proxy: &Arc<Proxy>, sessions: &[u32]) -> HashMap<u32, Activity
     }
     let mut out = HashMap::new();
     for (backend, list) in threads {
-        let Ok(found) = backend_threads(proxy, &backend, &list).await else {
+        let Ok(found) = backend_threads(proxy, &backend, &list, busy_only).await else {
             continue;
         };
         for (thread, session) in list {
             if let Some(a) = found.get(&thread) {
-                out.entry(session).or_insert_with(|| a.clone());
+                let kept: &mut Activity = out.entry(session).or_insert_with(|| a.clone());
+                if kept.sleeping && !a.sleeping {
+                    *kept = a.clone();
+                }
             }
         }
     }
@@ -127,11 +138,18 @@ async fn backend_threads(
     proxy: &Proxy,
     backend: &str,
     list: &[(u32, u32)],
+    busy_only: bool,
 ) -> Result<HashMap<u32, Activity>, crate::exec::BackendError> {
     let ids: Vec<String> = list.iter().map(|(t, _)| t.to_string()).collect();
     let sql = format!(
-        "SELECT ID, STATE, INFO, PROGRESS FROM information_schema.PROCESSLIST \
-         WHERE COMMAND <> 'Sleep' AND ID IN ({})",
+        "SELECT ID, STATE, INFO, PROGRESS, COMMAND = 'Sleep', TIME_MS, STAGE, MAX_STAGE, \
+         MEMORY_USED, MAX_MEMORY_USED, EXAMINED_ROWS, QUERY_ID, TID \
+         FROM information_schema.PROCESSLIST WHERE {}ID IN ({})",
+        if busy_only {
+            "COMMAND <> 'Sleep' AND "
+        } else {
+            ""
+        },
         ids.join(",")
     );
     let Some(mut c) = super::kill::side_connection(proxy, backend, BACKEND_LOOK).await? else {
@@ -148,6 +166,8 @@ async fn backend_threads(
                 state: value(r.get(1)?),
                 info: value(r.get(2)?),
                 progress: value(r.get(3)?),
+                sleeping: value(r.get(4)?).as_deref() == Some("1"),
+                figures: r.get(5..)?.iter().map(value).collect(),
             };
             Some((id, a))
         })

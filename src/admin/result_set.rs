@@ -64,6 +64,22 @@ impl ResultSet {
         }
     }
 
+    /// The rows in the binary protocol (a prepared statement's answer), by the columns' types.
+    pub fn binary_rows(&self) -> Result<Vec<Vec<u8>>, String> {
+        let infos = self
+            .columns
+            .iter()
+            .map(|c| crate::exec::merge::column_info(c).ok_or("a malformed column definition"))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.rows
+            .iter()
+            .map(|r| {
+                let values = packets::text_row(r).ok_or("a malformed row")?;
+                crate::exec::merge::binary_row(&values, &infos)
+            })
+            .collect()
+    }
+
     /// One row; `None` is SQL NULL.
     pub fn row(&mut self, values: &[Option<String>]) {
         let mut r = Vec::new();
@@ -139,5 +155,14 @@ mod tests {
         rs.row(&[text("x"), None]);
         assert_eq!(rs.rows[0], [1, b'x', 0xfb]);
         assert_eq!(rs.columns.len(), 2);
+    }
+
+    #[test]
+    fn rows_in_the_binary_protocol() {
+        let mut rs = ResultSet::new(&[("a", Col::Text(10)), ("b", Col::UInt), ("c", Col::UInt)]);
+        rs.row(&[text("x"), None, num(258)]);
+        // Header, NULL bitmap (column 1, offset by 2: bit 3), the text, then 258 as 8 bytes.
+        let want = [0, 0b1000, 1, b'x', 2, 1, 0, 0, 0, 0, 0, 0];
+        assert_eq!(rs.binary_rows().unwrap(), vec![want.to_vec()]);
     }
 }

@@ -61,7 +61,9 @@ pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStat
         AdminStatement::Kill { .. }
         | AdminStatement::KillUser { .. }
         | AdminStatement::KillQueryId { .. } => Answer::Err(super::kill::unsupported("KILL here")),
-        AdminStatement::ProcessList { .. } | AdminStatement::ConnectionId { .. } => {
+        AdminStatement::ProcessList { .. }
+        | AdminStatement::ConnectionId { .. }
+        | AdminStatement::ProcessListQuery { .. } => {
             Answer::Err(super::kill::unsupported("a session's statement here"))
         }
         AdminStatement::KillUnsupported(form) => Answer::Err(super::kill::unsupported(form)),

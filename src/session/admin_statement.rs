@@ -81,6 +81,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     }
                 };
             }
+            AdminStatement::ProcessListQuery { tables } => {
+                return self.processlist_query(text, &tables, more).await;
+            }
             AdminStatement::ConnectionId { column } => {
                 // idgate's id of this session, in the column MariaDB describes (INT UNSIGNED,
                 // 10 wide).
@@ -137,6 +140,43 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.writer.send_error(&e);
                 Step::Failed
             }
+        }
+    }
+    /// A SELECT reading `information_schema.PROCESSLIST`: run on the default backend with
+    /// idgate's sessions in the table's place (`admin::processlist_table`).
+    async fn processlist_query(
+        &mut self,
+        text: &[u8],
+        tables: &[std::ops::Range<usize>],
+        more: bool,
+    ) -> Step {
+        let caller = crate::admin::processlist::Caller {
+            user: &self.hello.user,
+            session: self.registered.id(),
+            statement: text,
+            collation: u16::from(self.hello.collation),
+        };
+        let rewritten =
+            match crate::admin::processlist_table::rewrite(&self.proxy, caller, text, tables).await
+            {
+                Ok(sql) => sql,
+                Err(e) => {
+                    self.writer
+                        .send_error(&SqlError::new(e.code, e.state, e.message));
+                    return Step::Failed;
+                }
+            };
+        let adj = crate::exec::relay::Adjust {
+            more_results: more,
+            ..Default::default()
+        };
+        let packet = crate::wire::command::query_packet(&rewritten);
+        let scope = self.statement_scope(&rewritten, crate::sql::StatementKind::Select);
+        let reply = crate::exec::relay::Reply::Results;
+        match self.forward_with(&packet, reply, None, adj, scope).await {
+            Ok(true) => Step::Ok,
+            Ok(false) => Step::Failed,
+            Err(end) => Step::End(end),
         }
     }
 }

@@ -52,10 +52,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Marks statement `id` for idgate to execute when it concerns a configured table.
     pub(super) fn mark_emulated(&mut self, id: u32, stmt: &[u8]) {
-        if let Some(sql::AdminStatement::ConnectionId { .. }) = sql::admin_statement(stmt) {
+        let about_connections = match sql::admin_statement(stmt) {
+            Some(sql::AdminStatement::ConnectionId { .. }) => Some(EmulatedKind::ConnectionId),
+            Some(sql::AdminStatement::ProcessList { .. }) => Some(EmulatedKind::ProcessList),
+            _ => None,
+        };
+        if let Some(kind) = about_connections {
             if let Some(st) = self.stmts.get_mut(id) {
                 st.emulated = Some(Box::new(Emulated {
-                    kind: EmulatedKind::ConnectionId,
+                    kind,
                     prepared_on: Default::default(),
                     sql: stmt.to_vec(),
                     insert: None,
@@ -184,19 +189,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
     ) -> Option<End> {
         let kind = self.stmts.get(id).and_then(|st| st.emulated.as_ref())?.kind;
-        if kind == EmulatedKind::ConnectionId {
+        if matches!(kind, EmulatedKind::ConnectionId | EmulatedKind::ProcessList) {
             let sql = self
                 .stmts
                 .get(id)
                 .and_then(|st| st.emulated.as_ref())?
                 .sql
                 .clone();
-            if let Some(sql::AdminStatement::ConnectionId { column }) = sql::admin_statement(&sql) {
-                let status = self.status_with(false);
-                let (id, deprecate_eof) = (self.registered.id(), self.deprecate_eof());
-                self.writer
-                    .send_unsigned_int_binary(&column, id, status, deprecate_eof);
-            }
+            self.answer_about_connections(&sql).await;
             return None;
         }
         let charset =
@@ -271,7 +271,47 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.execute_routed_select(id, &text, &values, scope).await
             }
             // Answered above, before any parameter.
-            (EmulatedKind::ConnectionId, _) => None,
+            (EmulatedKind::ConnectionId | EmulatedKind::ProcessList, _) => None,
+        }
+    }
+
+    /// A prepared `SELECT CONNECTION_ID()` or `SHOW PROCESSLIST`, answered in the binary
+    /// protocol with idgate's ids, as the text statements are.
+    async fn answer_about_connections(&mut self, sql: &[u8]) {
+        let status = self.status_with(false);
+        let deprecate_eof = self.deprecate_eof();
+        match sql::admin_statement(sql) {
+            Some(sql::AdminStatement::ConnectionId { column }) => {
+                let id = self.registered.id();
+                self.writer
+                    .send_unsigned_int_binary(&column, id, status, deprecate_eof);
+            }
+            Some(sql::AdminStatement::ProcessList { full }) => {
+                let caller = crate::admin::processlist::Caller {
+                    user: &self.hello.user,
+                    session: self.registered.id(),
+                    statement: sql,
+                    collation: u16::from(self.hello.collation),
+                };
+                let rs = crate::admin::processlist::answer(&self.proxy, caller, full).await;
+                match rs.binary_rows() {
+                    Ok(rows) => self.writer.send_result_set(
+                        &rs.columns,
+                        rows.iter().map(Vec::as_slice),
+                        0,
+                        status,
+                        deprecate_eof,
+                    ),
+                    Err(e) => self.writer.send_error(&SqlError::new(
+                        crate::wire::errors::ER_UNKNOWN_ERROR,
+                        b"HY000",
+                        format!(
+                            "idgate: cannot write the process list in the binary protocol: {e}"
+                        ),
+                    )),
+                }
+            }
+            _ => {}
         }
     }
 

@@ -52,6 +52,8 @@ pub enum EmulatedKind {
     /// `SELECT CONNECTION_ID()`: answered with idgate's id of the session, as in the text
     /// protocol, not the id of the backend connection that prepared it.
     ConnectionId,
+    /// `SHOW [FULL] PROCESSLIST`: idgate's sessions under idgate's ids, as in the text protocol.
+    ProcessList,
 }
 
 #[derive(Debug, Clone)]

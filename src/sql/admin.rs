@@ -47,6 +47,11 @@ pub enum AdminStatement {
     ConnectionId {
         column: String,
     },
+    /// A SELECT reading `information_schema.PROCESSLIST`: run with idgate's sessions in its
+    /// place (the byte ranges naming it), so its ids are the ones KILL takes.
+    ProcessListQuery {
+        tables: Vec<std::ops::Range<usize>>,
+    },
 }
 
 /// Whose sessions `KILL USER` names.
@@ -67,7 +72,14 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
         return Some(kill(&mut words));
     }
     if is(first, b"SELECT") {
-        // One more word for SELECTs, and a look only when it is the function's name.
+        // One more word for SELECTs, and a look only when it is the function's name or the
+        // statement names the process list.
+        if super::words::mentions(stmt, b"PROCESSLIST") {
+            let tables = super::words::processlist_tables(stmt);
+            if !tables.is_empty() {
+                return Some(AdminStatement::ProcessListQuery { tables });
+            }
+        }
         if !is(words.next()?, b"CONNECTION_ID") {
             return None;
         }
@@ -362,5 +374,15 @@ mod tests {
         );
         assert_eq!(admin_statement(b"SELECT CONNECTION_ID() + 1"), None);
         assert_eq!(admin_statement(b"SELECT 1"), None);
+        assert_eq!(
+            admin_statement(b"SELECT ID FROM information_schema.`PROCESSLIST` WHERE ID > 1"),
+            Some(ProcessListQuery {
+                tables: std::iter::once(15..47).collect()
+            })
+        );
+        assert_eq!(
+            admin_statement(b"SELECT 'information_schema.PROCESSLIST', processlist FROM t"),
+            None
+        );
     }
 }

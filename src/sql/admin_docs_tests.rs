@@ -51,6 +51,7 @@ fn kind(stmt: &str) -> Option<&'static str> {
         AdminStatement::KillUser { .. } => "KILL USER",
         AdminStatement::ProcessList { .. } => "SHOW PROCESSLIST",
         AdminStatement::ConnectionId { .. } => "CONNECTION_ID()",
+        AdminStatement::ProcessListQuery { .. } => "information_schema.PROCESSLIST",
     })
 }
 
@@ -79,6 +80,7 @@ const ALL: &[&str] = &[
     "KILL USER",
     "SHOW PROCESSLIST",
     "CONNECTION_ID()",
+    "information_schema.PROCESSLIST",
 ];
 
 #[test]

@@ -301,6 +301,25 @@ pub fn mentions(stmt: &[u8], needle: &[u8]) -> bool {
             .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
+/// The byte ranges of `stmt` naming `information_schema.PROCESSLIST` (either name backticked,
+/// any case; a name inside a string or a comment does not count).
+pub fn processlist_tables(stmt: &[u8]) -> Vec<Range<usize>> {
+    let tokens: Vec<(Range<usize>, Token)> = Tokens::new(stmt).collect();
+    let is_name = |t: &Token, n: &str| {
+        t.name()
+            .is_some_and(|x| x.eq_ignore_ascii_case(n.as_bytes()))
+    };
+    tokens
+        .windows(3)
+        .filter(|w| {
+            is_name(&w[0].1, "information_schema")
+                && w[1].1 == Token::Punct(b'.')
+                && is_name(&w[2].1, "PROCESSLIST")
+        })
+        .map(|w| w[0].0.start..w[2].0.end)
+        .collect()
+}
+
 /// The statement after `EXPLAIN ROUTE`, if `stmt` is one.
 pub fn explain_route_target(stmt: &[u8]) -> Option<&[u8]> {
     let mut t = Tokens::new(stmt);
