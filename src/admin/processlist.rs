@@ -40,6 +40,8 @@ pub(super) struct Activity {
     pub info: Option<String>,
     pub progress: Option<String>,
     pub sleeping: bool,
+    /// The backend whose thread this is.
+    pub backend: String,
     /// TIME_MS, STAGE, MAX_STAGE, MEMORY_USED, MAX_MEMORY_USED, EXAMINED_ROWS, QUERY_ID, TID.
     pub figures: Vec<Option<String>>,
 }
@@ -167,6 +169,7 @@ async fn backend_threads(
                 info: value(r.get(2)?),
                 progress: value(r.get(3)?),
                 sleeping: value(r.get(4)?).as_deref() == Some("1"),
+                backend: backend.to_string(),
                 figures: r.get(5..)?.iter().map(value).collect(),
             };
             Some((id, a))

@@ -1,8 +1,10 @@
 //! `information_schema.PROCESSLIST` read through idgate: a SELECT naming it runs on the default
 //! backend with idgate's sessions in its place, as a literal table named `PROCESSLIST` (a CTE),
 //! so the ids a tool reads there are the ones `KILL` takes, as in `SHOW PROCESSLIST`. Each row's
-//! figures (memory, examined rows, query id, the thread's TID) are those of the backend thread
-//! the session holds, a busy one first; a session holding none shows zeros. As on MariaDB
+//! figures (memory, examined rows, the thread's TID) are those of the backend thread the session
+//! holds, a busy one first; a session holding none shows zeros. QUERY_ID is shown only from a
+//! thread on the default backend, whose query ids are the ones `KILL QUERY ID` takes (another
+//! backend's could name another session's statement there). As on MariaDB
 //! without the PROCESS right, a user sees its own user's sessions; an idgate admin every one.
 
 use std::ops::Range;
@@ -124,12 +126,12 @@ async fn rows(proxy: &Arc<Proxy>, caller: &Caller<'_>) -> Vec<BoundRow> {
                 a.state = None;
                 a.info = None;
             }
-            row(&r, a)
+            row(&r, a, &proxy.default_pool.name)
         })
         .collect()
 }
 
-fn row(r: &crate::session::registry::Row, a: Activity) -> BoundRow {
+fn row(r: &crate::session::registry::Row, a: Activity, default_backend: &str) -> BoundRow {
     let text = |s: &str| Some(s.as_bytes().to_vec());
     let figure = |i: usize, or: &str| {
         a.figures
@@ -160,7 +162,11 @@ fn row(r: &crate::session::registry::Row, a: Activity) -> BoundRow {
         figure(3, "0"),
         figure(4, "0"),
         figure(5, "0"),
-        figure(6, "0"),
+        if a.backend == default_backend {
+            figure(6, "0")
+        } else {
+            text("0")
+        },
         a.info.as_deref().and_then(text),
         figure(7, "0"),
     ]
@@ -181,7 +187,7 @@ mod tests {
             time_s: 3,
             in_transaction: false,
         };
-        let row = row(&r, Activity::default());
+        let row = row(&r, Activity::default(), "b0");
         assert_eq!(row.len(), COLUMNS.len());
         let shown: Vec<Option<&str>> = row
             .iter()
@@ -210,6 +216,28 @@ mod tests {
                 Some("0"),
             ]
         );
+    }
+
+    #[test]
+    fn a_query_id_is_shown_only_from_the_default_backend() {
+        let r = crate::session::registry::Row {
+            id: 9,
+            user: "app".into(),
+            host: "h".into(),
+            db: None,
+            command: "Query",
+            time_s: 0,
+            in_transaction: false,
+        };
+        let figures: Vec<Option<String>> = (1..=8).map(|i| Some(i.to_string())).collect();
+        let on = |backend: &str| Activity {
+            backend: backend.into(),
+            figures: figures.clone(),
+            ..Default::default()
+        };
+        let query_id = |row: BoundRow| row[15].clone().unwrap();
+        assert_eq!(query_id(row(&r, on("b0"), "b0")), b"7");
+        assert_eq!(query_id(row(&r, on("shard1"), "b0")), b"0");
     }
 
     #[test]
