@@ -371,6 +371,19 @@ fn connection_id_and_processlist_show_the_ids_kill_takes() {
         ))
         .unwrap();
     assert_eq!(aliased.as_deref(), Some(APP_USER));
+    // CONNECTION_ID() there is the session's idgate id too, and a select item keeps its name.
+    let own = me
+        .query_iter("SELECT ID, CONNECTION_ID() FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
+        .unwrap();
+    let names: Vec<String> = own
+        .columns()
+        .as_ref()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
+    let rows: Vec<(u64, u64)> = own.map(|r| mysql::from_row(r.unwrap())).collect();
+    assert_eq!(names, ["ID", "CONNECTION_ID()"]);
+    assert_eq!(rows, [(u64::from(my_id), u64::from(my_id))]);
     // Another user sees its own sessions only, as on MariaDB without PROCESS.
     let other = mysql::OptsBuilder::new()
         .ip_or_hostname(Some("127.0.0.1"))

@@ -71,8 +71,10 @@ pub async fn rewrite(
     let rows = rows(proxy, &caller).await;
     let table = crate::sql::render_derived(&columns(), &rows)?;
     let name = cte_name(stmt, tables);
-    let parts: Vec<(Range<usize>, Vec<u8>)> =
+    let mut parts: Vec<(Range<usize>, Vec<u8>)> =
         tables.iter().map(|r| (r.clone(), name.clone())).collect();
+    parts.extend(connection_ids(stmt, caller.session));
+    parts.sort_by_key(|(r, _)| r.start);
     let mut out = b"WITH ".to_vec();
     out.extend_from_slice(&name);
     out.extend_from_slice(b" AS ");
@@ -80,6 +82,25 @@ pub async fn rewrite(
     out.push(b' ');
     out.extend_from_slice(&crate::sql::splice(stmt, &parts));
     Ok(out)
+}
+
+/// `CONNECTION_ID()` in such a statement is idgate's id of the session, the one its table
+/// shows (the backend would answer its own thread's); a select item keeps the name it had.
+fn connection_ids(stmt: &[u8], session: u32) -> Vec<(Range<usize>, Vec<u8>)> {
+    crate::sql::connection_id_calls(stmt)
+        .into_iter()
+        .map(|(r, item)| {
+            let mut text = session.to_string().into_bytes();
+            if item {
+                text.extend_from_slice(b" AS ");
+                text.extend_from_slice(
+                    &crate::route::quote_ident(&String::from_utf8_lossy(&stmt[r.clone()]))
+                        .into_bytes(),
+                );
+            }
+            (r, text)
+        })
+        .collect()
 }
 
 /// The table's name as the statement first spells it (`processlist`, `PROCESSLIST`), backticked:
@@ -216,6 +237,22 @@ mod tests {
                 Some("0"),
             ]
         );
+    }
+
+    #[test]
+    fn connection_id_is_the_sessions_and_a_select_item_keeps_its_name() {
+        let stmt =
+            b"SELECT connection_id(), ID = CONNECTION_ID ( ) FROM t WHERE ID=CONNECTION_ID()";
+        let parts = connection_ids(stmt, 42);
+        let texts: Vec<&[u8]> = parts.iter().map(|(_, t)| t.as_slice()).collect();
+        assert_eq!(texts, [&b"42 AS `connection_id()`"[..], b"42", b"42"]);
+        let spliced = crate::sql::splice(stmt, &parts);
+        assert_eq!(
+            spliced,
+            b"SELECT 42 AS `connection_id()`, ID = 42 FROM t WHERE ID=42".to_vec()
+        );
+        // A column or a string of that name is not a call.
+        assert!(connection_ids(b"SELECT t.CONNECTION_ID, 'CONNECTION_ID()' FROM t", 1).is_empty());
     }
 
     #[test]

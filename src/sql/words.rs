@@ -320,6 +320,31 @@ pub fn processlist_tables(stmt: &[u8]) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// The `CONNECTION_ID()` calls of `stmt`: each call's byte range, and whether it is a whole
+/// select item without an alias (`SELECT CONNECTION_ID(), …`, named by its own text).
+pub fn connection_id_calls(stmt: &[u8]) -> Vec<(Range<usize>, bool)> {
+    let tokens: Vec<(Range<usize>, Token)> = Tokens::new(stmt).collect();
+    let mut out = Vec::new();
+    for (i, w) in tokens.windows(3).enumerate() {
+        let call = w[0].1.is_word("CONNECTION_ID")
+            && w[1].1 == Token::Punct(b'(')
+            && w[2].1 == Token::Punct(b')')
+            && (i == 0 || tokens[i - 1].1 != Token::Punct(b'.'));
+        if !call {
+            continue;
+        }
+        let before = i.checked_sub(1).map(|j| tokens[j].1);
+        let after = tokens.get(i + 3).map(|t| t.1);
+        let item_start = matches!(before, Some(t) if t.is_word("SELECT") || t.is_word("DISTINCT") || t == Token::Punct(b','));
+        let item_end = match after {
+            None => true,
+            Some(t) => t == Token::Punct(b',') || t == Token::Punct(b';') || t.is_word("FROM"),
+        };
+        out.push((w[0].0.start..w[2].0.end, item_start && item_end));
+    }
+    out
+}
+
 /// The statement after `EXPLAIN ROUTE`, if `stmt` is one.
 pub fn explain_route_target(stmt: &[u8]) -> Option<&[u8]> {
     let mut t = Tokens::new(stmt);
