@@ -89,7 +89,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 // 10 wide).
                 let status = self.status_with(more);
                 let id = u64::from(self.registered.id());
-                let deprecate_eof = self.deprecate_eof();
+                let deprecate_eof = self.hello.deprecate_eof();
                 let ty = (ColumnType::MYSQL_TYPE_LONG, 10);
                 self.writer
                     .send_unsigned(&column, id, ty, status, deprecate_eof);
@@ -122,7 +122,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let status = self.status_with(more);
         match answer {
             Answer::Rows(rs) => {
-                let deprecate_eof = self.deprecate_eof();
+                let deprecate_eof = self.hello.deprecate_eof();
                 self.writer.send_result_set(
                     &rs.columns,
                     rs.rows.iter().map(Vec::as_slice),

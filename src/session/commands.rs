@@ -141,8 +141,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.join_transaction(i, scope).await?;
         }
         let client_stmt_id = adj.client_stmt_id;
-        let deprecate_eof = self.deprecate_eof();
-        let local_files = self.local_files();
+        let deprecate_eof = self.hello.deprecate_eof();
+        let local_files = self.hello.local_files();
         let sync = if self.leases.held_mut()[i].backend == self.proxy.default_pool.name {
             self.lid_sync.take()
         } else {
@@ -294,7 +294,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .send_error(&crate::admin::statements::not_preparable());
             return None;
         }
-        if self.prepared_count_exceeded() {
+        if let Err(e) = self
+            .stmts
+            .refuse_past(self.live.config.max_prepared_stmt_count)
+        {
+            self.writer.send_error(&e);
             return None;
         }
         let id = self.stmts.next_id();
@@ -341,7 +345,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return None; // SEND_LONG_DATA and CLOSE have no answer, even for unknown ids
         };
         match kind {
-            StmtCommand::SendLongData if !self.long_data_fits(client_id, packet) => {
+            StmtCommand::SendLongData
+                if !self.stmts.long_data_fits(
+                    client_id,
+                    packet,
+                    self.live.config.max_packet_size,
+                ) =>
+            {
                 return None;
             }
             StmtCommand::Execute => {

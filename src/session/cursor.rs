@@ -6,7 +6,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::fetch::{FetchLimits, Fetched};
 use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
-use crate::exec::primitives::GatewayLimits;
 use crate::exec::relay::Client;
 use crate::exec::{
     BackendConn, BackendError, Cursor, LoadCursor, RelayCursor, StatementScope, WriteCursor,
@@ -289,7 +288,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for SessionCursor<
     }
 
     fn client(&mut self) -> Client<'_, W> {
-        let deprecate_eof = self.session.deprecate_eof();
+        let deprecate_eof = self.session.hello.deprecate_eof();
         Client {
             writer: &mut self.session.writer,
             deprecate_eof,
@@ -298,7 +297,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for SessionCursor<
 
     fn relay_parts(&mut self, conns: &[usize]) -> (Vec<&mut BackendConn>, Client<'_, W>) {
         let s = &mut *self.session;
-        let deprecate_eof = s.deprecate_eof();
+        let deprecate_eof = s.hello.deprecate_eof();
         let client = Client {
             writer: &mut s.writer,
             deprecate_eof,
@@ -335,14 +334,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for SessionCursor<
 const LOCAL_INFILE: u8 = 0xfb;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// The session's bounds on what gateway primitives read into memory.
-    pub(super) fn gateway_limits(&self) -> GatewayLimits {
-        GatewayLimits {
-            max_rows: self.live.config.max_subquery_rows,
-            max_bytes: self.live.config.merge_memory_limit,
-        }
-    }
-
     /// The cursor for a statement of `scope`.
     pub(super) fn cursor(&mut self, scope: StatementScope) -> SessionCursor<'_, R, W> {
         SessionCursor {

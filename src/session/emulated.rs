@@ -279,7 +279,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// protocol with idgate's ids, as the text statements are.
     async fn answer_about_connections(&mut self, sql: &[u8]) {
         let status = self.status_with(false);
-        let deprecate_eof = self.deprecate_eof();
+        let deprecate_eof = self.hello.deprecate_eof();
         match sql::admin_statement(sql) {
             Some(sql::AdminStatement::ConnectionId { column }) => {
                 let id = self.registered.id();

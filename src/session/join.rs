@@ -42,7 +42,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             binary,
             more,
             default: &default,
-            limits: self.gateway_limits(),
+            limits: crate::exec::primitives::GatewayLimits::from(&*self.live.config),
         };
         join_stream::run(&mut self.cursor(scope), stmt, shape, how).await
     }
@@ -62,7 +62,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Err(end) => Step::End(end),
             };
         }
-        let limits = self.gateway_limits();
+        let limits = crate::exec::primitives::GatewayLimits::from(&*self.live.config);
         let mut c = self.cursor(scope);
         let bound = match join_bind::bind_join(&mut c, stmt, shape, limits).await {
             Ok(Ok(b)) => b,
@@ -90,7 +90,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if shape.row_wise {
             return self.stream_join(text, shape, true, false, scope).await;
         }
-        let limits = self.gateway_limits();
+        let limits = crate::exec::primitives::GatewayLimits::from(&*self.live.config);
         let mut c = self.cursor(scope);
         let bound = match join_bind::bind_join(&mut c, text, shape, limits).await? {
             Ok(b) => b,

@@ -37,34 +37,6 @@ pub fn too_long(limit: u64) -> SqlError {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// Counts a SEND_LONG_DATA packet; `false`: past the cap, drop it.
-    pub(super) fn long_data_fits(&mut self, client_id: u32, packet: &[u8]) -> bool {
-        let limit = self.live.config.max_packet_size;
-        let Some(st) = self.stmts.get_mut(client_id) else {
-            return true;
-        };
-        let Some(p) = packet.get(5..7) else {
-            return true;
-        };
-        let param = u16::from_le_bytes([p[0], p[1]]);
-        let len = packet.len().saturating_sub(7) as u64;
-        let tally = &mut st.long_data;
-        if tally.overflowed {
-            return false;
-        }
-        let total = tally.bytes.entry(param).or_default();
-        *total = total.saturating_add(len);
-        if *total > limit {
-            tally.overflowed = true;
-            if let Some(e) = st.emulated.as_mut() {
-                // Whatever was kept is of no use any more.
-                e.bound.long_data.clear();
-            }
-            return false;
-        }
-        true
-    }
-
     /// At EXECUTE: `Some` when the statement's long data went past the cap. The error is sent
     /// and the backend's half-received data is discarded (COM_STMT_RESET), as MariaDB forgets
     /// it after the failed execution.
@@ -96,20 +68,48 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.writer.send_error(&too_long(limit));
         Some(None)
     }
+}
 
-    /// COM_STMT_PREPARE past `max_prepared_stmt_count` gets MariaDB's ERROR 1461.
-    pub(super) fn prepared_count_exceeded(&mut self) -> bool {
-        let max = self.live.config.max_prepared_stmt_count;
-        if self.stmts.len() < max {
+impl super::prepared::Statements {
+    /// Counts a SEND_LONG_DATA packet against `limit` bytes per parameter; `false`: past the
+    /// cap, drop it.
+    pub fn long_data_fits(&mut self, client_id: u32, packet: &[u8], limit: u64) -> bool {
+        let Some(st) = self.get_mut(client_id) else {
+            return true;
+        };
+        let Some(p) = packet.get(5..7) else {
+            return true;
+        };
+        let param = u16::from_le_bytes([p[0], p[1]]);
+        let len = packet.len().saturating_sub(7) as u64;
+        let tally = &mut st.long_data;
+        if tally.overflowed {
             return false;
         }
-        self.writer.send_error(&SqlError::new(
+        let total = tally.bytes.entry(param).or_default();
+        *total = total.saturating_add(len);
+        if *total > limit {
+            tally.overflowed = true;
+            if let Some(e) = st.emulated.as_mut() {
+                // Whatever was kept is of no use any more.
+                e.bound.long_data.clear();
+            }
+            return false;
+        }
+        true
+    }
+
+    /// COM_STMT_PREPARE past `max` statements gets MariaDB's ERROR 1461.
+    pub fn refuse_past(&self, max: usize) -> Result<(), SqlError> {
+        if self.len() < max {
+            return Ok(());
+        }
+        Err(SqlError::new(
             errors::ER_MAX_PREPARED_STMT_COUNT_REACHED,
             b"42000",
             format!(
                 "Can't create more than max_prepared_stmt_count statements (current value: {max}); close statements the session no longer uses (idgate counts them per session)"
             ),
-        ));
-        true
+        ))
     }
 }

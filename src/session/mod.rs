@@ -304,34 +304,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         s
     }
 
-    fn deprecate_eof(&self) -> bool {
-        self.hello
-            .capabilities
-            .contains(mysql_common::constants::CapabilityFlags::CLIENT_DEPRECATE_EOF)
-    }
-
-    /// The client announced CLIENT_LOCAL_FILES: it may be asked for a file.
-    pub(super) fn local_files(&self) -> bool {
-        self.hello
-            .capabilities
-            .contains(mysql_common::constants::CapabilityFlags::CLIENT_LOCAL_FILES)
-    }
-
     /// A query that may need planning because this client cannot send files and the query
     /// might be a `LOAD … LOCAL` (a cheap look, refined by planning).
     pub(super) fn may_refuse_local_load(&self, sql: &[u8]) -> bool {
         // A single statement is one by its leading words; only a multi-statement query needs
         // the look through its text.
-        !self.local_files()
+        !self.hello.local_files()
             && (crate::sql::is_load_local(sql)
                 || (self.multi_statements
                     && sql.contains(&b';')
                     && crate::sql::mentions(sql, b"LOCAL")))
-    }
-
-    /// What the client chose at login that its backend connections must log in with too.
-    fn login_flags(&self) -> crate::exec::backend::LoginFlags {
-        crate::exec::backend::LoginFlags::of_client(self.hello.capabilities, self.hello.mariadb)
     }
 
     /// The session's connection to the default backend, taken on first use.
@@ -432,7 +414,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 format!("idgate: no backend named `{backend}`"),
             ));
         };
-        let mut lease = pool.acquire(self.login_flags()).await?;
+        let mut lease = pool
+            .acquire(crate::exec::backend::LoginFlags::of_client(
+                self.hello.capabilities,
+                self.hello.mariadb,
+            ))
+            .await?;
         self.prepare_backend(&mut lease).await?;
         if backend != self.proxy.default_pool.name {
             for stmt in &self.replay {

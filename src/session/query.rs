@@ -149,7 +149,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             default_backend: &self.proxy.default_pool.name,
             backends: &self.proxy.backend_names,
             generators: !self.proxy.idgen.is_empty(),
-            local_files: self.local_files(),
+            local_files: self.hello.local_files(),
             caller: self.live.user(&self.hello.user).map(|user| Caller {
                 user,
                 host: &self.peer_host,
@@ -178,7 +178,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let db = self.db.clone();
         let user = self.live.user(&self.hello.user).cloned();
         let host = self.peer_host.clone();
-        let local_files = self.local_files();
+        let local_files = self.hello.local_files();
         let generation = proxy.plan_generation();
         let planned = tokio::task::spawn_blocking(move || {
             let db = db.as_deref().map(String::from_utf8_lossy);
@@ -375,7 +375,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 match self.with_statement_context(|ctx| explain::explain(&stmt[r], ctx)) {
                     Ok(rows) => {
                         let status = self.status_with(more);
-                        let deprecate_eof = self.deprecate_eof();
+                        let deprecate_eof = self.hello.deprecate_eof();
                         let rows = rows.iter().map(|r| r.as_slice());
                         let names = explain::COLUMNS;
                         self.writer
@@ -526,7 +526,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         let status = self.status_with(more);
-        let deprecate_eof = self.deprecate_eof();
+        let deprecate_eof = self.hello.deprecate_eof();
         let ty = (ColumnType::MYSQL_TYPE_LONGLONG, 20);
         self.writer
             .send_unsigned(column, first, ty, status, deprecate_eof);

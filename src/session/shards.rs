@@ -53,7 +53,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             insert_id: adj.insert_id.unwrap_or(0),
             insert_id_needs_rows: adj.insert_id.is_some() && adj.insert_id_needs_rows,
             status: self.status_with(adj.more_results),
-            deprecate_eof: self.deprecate_eof(),
+            deprecate_eof: self.hello.deprecate_eof(),
         };
         sharded_write::answer(&mut self.writer, &how, &answers);
         Ok(true)

@@ -31,7 +31,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         more: bool,
         scope: StatementScope,
     ) -> Step {
-        let limits = self.gateway_limits();
+        let limits = crate::exec::primitives::GatewayLimits::from(&*self.live.config);
         let mut c = self.cursor(scope);
         let bound = match subquery_bind::bind_subqueries(&mut c, stmt, subs, limits).await {
             Ok(Ok(b)) => b,
@@ -61,7 +61,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         subs: &[Subquery],
         scope: StatementScope,
     ) -> Result<bool, End> {
-        let limits = self.gateway_limits();
+        let limits = crate::exec::primitives::GatewayLimits::from(&*self.live.config);
         let mut c = self.cursor(scope);
         let bound = match subquery_bind::bind_subqueries(&mut c, text, subs, limits).await? {
             Ok(b) => b,

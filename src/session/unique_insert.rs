@@ -94,7 +94,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.status |= mysql_common::constants::StatusFlags::SERVER_STATUS_IN_TRANS.bits();
             }
             let status = self.status_with(more);
-            let deprecate_eof = self.deprecate_eof();
+            let deprecate_eof = self.hello.deprecate_eof();
             self.writer.send_result_set(
                 columns,
                 rows.iter().map(Vec::as_slice),

@@ -67,6 +67,20 @@ pub struct ClientHello {
     pub backend_login: Option<std::sync::Arc<BackendLogin>>,
 }
 
+impl ClientHello {
+    /// The client reads an OK packet, not an EOF, at the end of a result set.
+    pub fn deprecate_eof(&self) -> bool {
+        self.capabilities
+            .contains(CapabilityFlags::CLIENT_DEPRECATE_EOF)
+    }
+
+    /// The client announced CLIENT_LOCAL_FILES: it may be asked for a file.
+    pub fn local_files(&self) -> bool {
+        self.capabilities
+            .contains(CapabilityFlags::CLIENT_LOCAL_FILES)
+    }
+}
+
 pub struct ServerGreeting<'a> {
     pub version: &'a [u8],
     pub connection_id: u32,

@@ -33,6 +33,15 @@ pub struct GatewayLimits {
     pub max_bytes: u64,
 }
 
+impl From<&crate::config::Config> for GatewayLimits {
+    fn from(c: &crate::config::Config) -> Self {
+        GatewayLimits {
+            max_rows: c.max_subquery_rows,
+            max_bytes: c.merge_memory_limit,
+        }
+    }
+}
+
 #[cfg(test)]
 mod bulk_write_tests;
 #[cfg(test)]
