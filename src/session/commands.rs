@@ -136,7 +136,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         adj: Adjust,
         scope: StatementScope,
     ) -> Result<bool, End> {
-        if self.xa_mode() {
+        if self.proxy.xa.is_some() {
             // Every connection a transaction touches joins it, the default backend's too.
             self.join_transaction(i, scope).await?;
         }
@@ -387,10 +387,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return self.execute_emulated(client_id, packet, scope).await
                 }
                 StmtCommand::SendLongData => {
-                    self.store_long_data(client_id, packet);
+                    self.stmts.store_long_data(client_id, packet);
                     return None;
                 }
-                StmtCommand::Reset => self.clear_long_data(client_id),
+                StmtCommand::Reset => self.stmts.clear_long_data(client_id),
                 _ => {}
             }
         }

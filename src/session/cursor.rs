@@ -105,7 +105,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<
                 s.join_transaction(i, self.scope).await?;
             }
         }
-        let xa_auto = !in_txn && s.xa_mode();
+        let xa_auto = !in_txn && s.proxy.xa.is_some();
         let begin = if in_txn {
             vec![Some(format!("SAVEPOINT {savepoint}").into_bytes()); conns.len()]
         } else if xa_auto {

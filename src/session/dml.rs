@@ -144,7 +144,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     }
                 }
                 self.proxy.metadata.clear();
-                if !self.xa_mode() && ok.status != 0 {
+                if self.proxy.xa.is_none() && ok.status != 0 {
                     self.status = ok.status;
                 }
                 let status = self.status_with(more);

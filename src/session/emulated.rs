@@ -162,26 +162,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    pub(super) fn store_long_data(&mut self, id: u32, packet: &[u8]) {
-        let Some(e) = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut()) else {
-            return;
-        };
-        if let Some(param) = packet.get(5..7) {
-            let param = u16::from_le_bytes([param[0], param[1]]);
-            e.bound
-                .long_data
-                .entry(param)
-                .or_default()
-                .extend_from_slice(packet.get(7..).unwrap_or_default());
-        }
-    }
-
-    pub(super) fn clear_long_data(&mut self, id: u32) {
-        if let Some(e) = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut()) {
-            e.bound.long_data.clear();
-        }
-    }
-
     pub(super) async fn execute_emulated(
         &mut self,
         id: u32,

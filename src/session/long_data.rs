@@ -62,7 +62,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
         } else {
-            self.clear_long_data(client_id);
+            self.stmts.clear_long_data(client_id);
         }
         let limit = self.live.config.max_packet_size;
         self.writer.send_error(&too_long(limit));
@@ -111,5 +111,26 @@ impl super::prepared::Statements {
                 "Can't create more than max_prepared_stmt_count statements (current value: {max}); close statements the session no longer uses (idgate counts them per session)"
             ),
         ))
+    }
+
+    /// Keeps a SEND_LONG_DATA chunk of a statement idgate executes itself.
+    pub fn store_long_data(&mut self, id: u32, packet: &[u8]) {
+        let Some(e) = self.get_mut(id).and_then(|st| st.emulated.as_mut()) else {
+            return;
+        };
+        if let Some(param) = packet.get(5..7) {
+            let param = u16::from_le_bytes([param[0], param[1]]);
+            e.bound
+                .long_data
+                .entry(param)
+                .or_default()
+                .extend_from_slice(packet.get(7..).unwrap_or_default());
+        }
+    }
+
+    pub fn clear_long_data(&mut self, id: u32) {
+        if let Some(e) = self.get_mut(id).and_then(|st| st.emulated.as_mut()) {
+            e.bound.long_data.clear();
+        }
     }
 }

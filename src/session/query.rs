@@ -79,7 +79,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // Transaction statements are idgate's in XA mode, and whenever another backend joined
         // the client's transaction: such a batch runs one by one.
         let joined = self.leases.any_joined();
-        let txn_control = (self.xa_mode() || joined)
+        let txn_control = (self.proxy.xa.is_some() || joined)
             && plans.iter().any(|p| {
                 matches!(
                     p,
@@ -307,7 +307,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         let kind = plan.kind().unwrap_or_else(|| sql::classify(stmt));
         let scope = self.statement_scope(stmt, kind);
-        if self.xa_mode() {
+        if self.proxy.xa.is_some() {
             if let Some(step) = self.xa_step(stmt, kind, more).await {
                 return step;
             }

@@ -25,11 +25,6 @@ pub struct Txn {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    pub(super) fn xa_mode(&self) -> bool {
-        self.proxy.xa.is_some()
-    }
-
-    /// True while the client has a transaction open (BEGIN, or autocommit off).
     /// Waits while `stmt` names a table being switched to a new placement (`migrate::hold`);
     /// false when the client got an error instead. A statement of an open transaction goes
     /// on: the switch waits for the transaction to end.
@@ -50,11 +45,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// True while the client has a transaction open (BEGIN, or autocommit off).
     pub(super) fn in_transaction(&self) -> bool {
         let s = StatusFlags::from_bits_retain(self.status);
         // XA mode: idgate answers BEGIN itself and keeps the transaction open until COMMIT, even
         // if a backend rolled its own part back (a deadlock there).
-        let open = if self.xa_mode() {
+        let open = if self.proxy.xa.is_some() {
             self.txn.explicit
         } else {
             s.contains(StatusFlags::SERVER_STATUS_IN_TRANS)
@@ -64,7 +60,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// The scope of `stmt` (of `kind`), decided before it runs.
     pub(super) fn statement_scope(&self, stmt: &[u8], kind: StatementKind) -> StatementScope {
-        StatementScope::of_statement(stmt, kind, self.xa_mode(), self.in_transaction())
+        StatementScope::of_statement(stmt, kind, self.proxy.xa.is_some(), self.in_transaction())
     }
 
     /// In a client transaction, makes held connection `i` part of it for a statement of
