@@ -8,6 +8,7 @@
 pub mod backend;
 pub mod backend_accounts;
 pub mod backend_auth;
+pub mod backend_setup;
 pub mod capture;
 pub mod client_watch;
 pub mod collect;

@@ -471,7 +471,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Some(d) => CurrentDb::Named(d.clone()),
                     None => CurrentDb::Unknown,
                 };
-            } else if let Err(e) = self.prepare_backend(&mut h.lease).await {
+            } else if let Err(e) = self.setup().prepare(&mut h.lease).await {
                 warn!(backend = %h.backend, error = %e, "could not follow the session's database");
                 h.lease.broken = true;
             }
@@ -498,7 +498,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut failed = None;
         for h in all.held_mut().iter_mut().filter(|h| h.backend != default) {
             h.leave_txn();
-            if let Err(e) = self.reset_lease(&mut h.lease).await {
+            if let Err(e) = self.setup().reset(&mut h.lease).await {
                 failed = Some(e);
                 break;
             }
@@ -509,29 +509,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         Some(End::Fatal(e.message))
     }
 
-    /// COM_RESET_CONNECTION on one held connection, then the session's collation and database.
-    async fn reset_lease(&self, lease: &mut crate::exec::Lease) -> Result<(), SqlError> {
-        let reset = [Com::COM_RESET_CONNECTION as u8];
-        match lease.simple_command(&reset).await {
-            Ok(packets::OK_HEADER) => {
-                lease.collation = crate::exec::backend::POOL_COLLATION;
-                self.prepare_backend(lease).await
-            }
-            Ok(_) => {
-                let (code, state, msg) = packets::parse_err(&lease.packet);
-                Err(SqlError::new(code, &state, String::from_utf8_lossy(msg)))
-            }
-            Err(e) => {
-                lease.broken = true;
-                Err(SqlError::new(
-                    errors::CR_SERVER_LOST,
-                    b"HY000",
-                    format!("idgate: {e}"),
-                ))
-            }
-        }
-    }
-
     /// COM_RESET_CONNECTION put the default backend back to its login collation; restore the
     /// client's (the database is kept by the reset).
     async fn after_backend_reset(&mut self) -> Option<End> {
@@ -540,7 +517,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         held.lease.collation = crate::exec::backend::POOL_COLLATION;
         held.leave_txn();
         // The reset keeps the database, as on MySQL; only the collation needs restoring.
-        let r = self.set_collation(&mut held.lease).await;
+        let r = self.setup().set_collation(&mut held.lease).await;
         self.leases.push(held);
         match r {
             Ok(()) => None,
@@ -620,7 +597,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             h.leave_txn();
             // The new user gets exactly the database it asked for (a USE may have moved it).
             h.lease.database = CurrentDb::Unknown;
-            if let Err(e) = self.reset_lease(&mut h.lease).await {
+            if let Err(e) = self.setup().reset(&mut h.lease).await {
                 failed = Some(e);
                 break;
             }
@@ -663,7 +640,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut failed = None;
         for h in all.held_mut() {
             h.leave_txn();
-            if let Err(e) = self.reset_lease(&mut h.lease).await {
+            if let Err(e) = self.setup().reset(&mut h.lease).await {
                 failed = Some(e);
                 break;
             }

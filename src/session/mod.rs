@@ -37,7 +37,6 @@ use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
-use crate::exec::backend::CurrentDb;
 use crate::exec::conns::Held;
 use crate::exec::Lease;
 use crate::proxy::Proxy;
@@ -45,7 +44,6 @@ use crate::tls::{NetRead, NetWrite};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::framing::{FrameError, PacketReader, PacketWriter};
 use crate::wire::handshake::{ClientHello, ServerGreeting};
-use crate::wire::packets;
 
 pub struct Session<R, W> {
     reader: PacketReader<R>,
@@ -323,77 +321,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         Ok(self.leases.get_mut(i))
     }
 
-    /// Brings a fresh (or freshly reset) backend connection to the session's database and
-    /// collation. A pooled connection may still have an earlier session's database selected:
-    /// it is switched, or cleared when this session has none.
-    async fn prepare_backend(&self, lease: &mut Lease) -> Result<(), SqlError> {
-        self.select_db(lease).await?;
-        self.set_collation(lease).await?;
-        if self
-            .hello
-            .capabilities
-            .contains(mysql_common::constants::CapabilityFlags::CLIENT_IGNORE_SPACE)
-        {
-            // MariaDB turns IGNORE_SPACE on for a client that announced it (`COUNT (*)` then
-            // parses); a pooled connection logged in without it, so it is turned on here.
-            lease
-                .query_drop("SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',IGNORE_SPACE')")
-                .await
-                .map_err(|e| {
-                    SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}"))
-                })?;
+    /// What a backend connection of this session must match (database, collation, parsing).
+    fn setup(&self) -> crate::exec::backend_setup::SessionSetup<'_> {
+        crate::exec::backend_setup::SessionSetup {
+            db: self.db.as_deref(),
+            collation: self.hello.collation,
+            ignore_space: self
+                .hello
+                .capabilities
+                .contains(mysql_common::constants::CapabilityFlags::CLIENT_IGNORE_SPACE),
+            multi_statements: self.multi_statements,
         }
-        // The backend must parse the client's packets with the client's powers: a client without
-        // multi-statements never gets a second statement run, whoever sends it.
-        lease
-            .set_multi_statements(self.multi_statements)
-            .await
-            .map_err(|e| SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}")))
-    }
-
-    async fn select_db(&self, lease: &mut Lease) -> Result<(), SqlError> {
-        let lost = |e: crate::exec::BackendError| {
-            SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}"))
-        };
-        match (&self.db, &lease.database) {
-            (Some(db), CurrentDb::Named(cur)) if cur == db => {}
-            (Some(db), _) => {
-                let mut cmd = vec![mysql_common::constants::Command::COM_INIT_DB as u8];
-                cmd.extend_from_slice(db);
-                let first = lease.simple_command(&cmd).await.map_err(lost)?;
-                if first == packets::ERR_HEADER {
-                    let (code, state, msg) = packets::parse_err(&lease.packet);
-                    return Err(SqlError::new(code, &state, String::from_utf8_lossy(msg)));
-                }
-                lease.database = CurrentDb::Named(db.clone());
-            }
-            (None, CurrentDb::None) => {}
-            (None, _) => lease.change_user_no_db().await.map_err(lost)?,
-        }
-        Ok(())
-    }
-
-    /// Gives the connection the client's collation (a pooled one starts with utf8mb4_general_ci).
-    async fn set_collation(&self, lease: &mut Lease) -> Result<(), SqlError> {
-        let lost = |e: crate::exec::BackendError| {
-            SqlError::new(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}"))
-        };
-        if lease.collation != self.hello.collation {
-            let c =
-                mysql_common::collations::Collation::resolve((self.hello.collation as u16).into());
-            if c.id() != mysql_common::collations::CollationId::UNKNOWN_COLLATION_ID {
-                let exact = format!("SET NAMES '{}' COLLATE '{}'", c.charset(), c.collation());
-                if lease.query_drop(&exact).await.is_err() {
-                    // MariaDB lacks some MySQL 8 collations (utf8mb4_0900_ai_ci): keep the charset.
-                    lease
-                        .query_drop(&format!("SET NAMES '{}'", c.charset()))
-                        .await
-                        .map_err(lost)?;
-                }
-            }
-            lease.collation = self.hello.collation;
-        }
-        Ok(())
     }
 
     /// The index of the session's connection to `backend`, taking one from its pool (and giving it
@@ -420,7 +358,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.hello.mariadb,
             ))
             .await?;
-        self.prepare_backend(&mut lease).await?;
+        self.setup().prepare(&mut lease).await?;
         if backend != self.proxy.default_pool.name {
             for stmt in &self.replay {
                 lease.query_drop_bytes(stmt).await.map_err(|e| {

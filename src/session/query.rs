@@ -60,7 +60,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if ranges.len() > 1 && !self.multi_statements {
             // A client without CLIENT_MULTI_STATEMENTS gets exactly what MariaDB answers: the
             // packet goes whole to the default backend, whose connection has multi-statements off
-            // as the client does (`prepare_backend`). MariaDB refuses it with its own 1064 and runs
+            // as the client does (`SessionSetup::prepare`). MariaDB refuses it with its own 1064 and runs
             // none of it, or runs it as the one statement it is (a compound `BEGIN … END`).
             return self.forward(packet, Reply::Results, scope).await.err();
         }
