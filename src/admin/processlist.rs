@@ -46,15 +46,20 @@ pub(super) struct Activity {
     pub figures: Vec<Option<String>>,
 }
 
-pub async fn answer(proxy: &Arc<Proxy>, caller: Caller<'_>, full: bool) -> ResultSet {
-    let admin = proxy.user(caller.user).is_some_and(|u| u.admin);
-    let me = String::from_utf8_lossy(caller.user);
-    let rows: Vec<Row> = proxy
+/// The sessions `user` may see: its own user's, or every one for an idgate admin.
+pub(super) fn visible_to(proxy: &Proxy, user: &[u8]) -> Vec<Row> {
+    let admin = proxy.user(user).is_some_and(|u| u.admin);
+    let me = String::from_utf8_lossy(user);
+    proxy
         .sessions
         .rows()
         .into_iter()
         .filter(|r| admin || r.user == me)
-        .collect();
+        .collect()
+}
+
+pub async fn answer(proxy: &Arc<Proxy>, caller: Caller<'_>, full: bool) -> ResultSet {
+    let rows = visible_to(proxy, caller.user);
     let busy: Vec<u32> = rows
         .iter()
         .filter(|r| r.command != "Sleep" && r.id != caller.session)

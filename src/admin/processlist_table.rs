@@ -120,14 +120,7 @@ fn cte_name(stmt: &[u8], tables: &[Range<usize>]) -> Vec<u8> {
 }
 
 async fn rows(proxy: &Arc<Proxy>, caller: &Caller<'_>) -> Vec<BoundRow> {
-    let admin = proxy.user(caller.user).is_some_and(|u| u.admin);
-    let me = String::from_utf8_lossy(caller.user);
-    let sessions: Vec<_> = proxy
-        .sessions
-        .rows()
-        .into_iter()
-        .filter(|r| admin || r.user == me)
-        .collect();
+    let sessions = super::processlist::visible_to(proxy, caller.user);
     let ids: Vec<u32> = sessions.iter().map(|r| r.id).collect();
     let found = tokio::time::timeout(
         super::processlist::BACKEND_LOOK,
