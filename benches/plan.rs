@@ -46,13 +46,13 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let literals = idgate::sql::shape(black_box(stmt)).slots;
                 let plan = planner::plan(stmt, &literals, &ctx).unwrap();
-                plan.bind(stmt, &literals).unwrap()
+                plan.bind(stmt, &literals, true).unwrap()
             })
         });
         let cache = PlanCache::new(1024);
-        cache.route(stmt, &ctx, 0).unwrap();
+        cache.route(stmt, &ctx, 0, true).unwrap();
         g.bench_function(format!("{name}/cached"), |b| {
-            b.iter(|| cache.route(black_box(stmt), &ctx, 0).unwrap())
+            b.iter(|| cache.route(black_box(stmt), &ctx, 0, true).unwrap())
         });
     }
     // The relay path's look for idgate's own statements: a SELECT is compared as far as its

@@ -20,11 +20,18 @@ const USERS: &str = "CREATE TABLE users (id BIGINT PRIMARY KEY AUTO_INCREMENT, \
                      UNIQUE KEY email (email))";
 
 fn tables() -> String {
+    tables_over(2)
+}
+
+/// The tables sharded by id mod `n` over shard0 … shard{n-1}.
+fn tables_over(n: usize) -> String {
+    let shards: Vec<String> = (0..n).map(|i| format!("shard{i}")).collect();
     let mut y = String::from("generators:\n  seq:\n    kind: segment\n    step: 100\ntables:\n");
     for t in ["friends", "users"] {
         y.push_str(&format!(
             "  {t}:\n    generator: seq\n    unique: global\n    sharding:\n      \
-             columns: [id]\n      algorithm: mod\n      shards: [shard0, shard1]\n"
+             columns: [id]\n      algorithm: mod\n      shards: [{}]\n",
+            shards.join(", ")
         ));
     }
     y
@@ -71,7 +78,7 @@ fn rows(c: &mut mysql::Conn, table: &str) -> Vec<String> {
 struct Both {
     _one: MariaDb,
     direct: mysql::Conn,
-    _shards: [MariaDb; 2],
+    shards: Vec<MariaDb>,
     g: Idgate,
     through: mysql::Conn,
 }
@@ -82,9 +89,14 @@ fn start() -> Both {
 
 /// `yaml` goes before the tables (e.g. `transactions: {commit: best_effort}`).
 fn start_in(yaml: &str) -> Both {
+    start_over(yaml, 2)
+}
+
+/// [`start_in`] with the tables over `n` shards.
+fn start_over(yaml: &str, n: usize) -> Both {
     let one = common::start_db();
     let mut direct = common::direct(&one);
-    let shards = [common::start_db(), common::start_db()];
+    let shards: Vec<MariaDb> = (0..n).map(|_| common::start_db()).collect();
     for sql in [FRIENDS, USERS] {
         direct.query_drop(sql).unwrap();
         for s in &shards {
@@ -98,18 +110,16 @@ fn start_in(yaml: &str) -> Both {
     common::direct(&shards[1])
         .query_drop("INSERT INTO users (id, email) VALUES (1, 'old@x')")
         .unwrap();
+    let names: Vec<String> = (0..n).map(|i| format!("shard{i}")).collect();
+    let backends: Vec<(&str, &MariaDb)> = names.iter().map(String::as_str).zip(&shards).collect();
     let g = Idgate::start_with(|port| {
-        idgate_proc::config_for(
-            port,
-            &[("shard0", &shards[0]), ("shard1", &shards[1])],
-            &format!("{yaml}{}", tables()),
-        )
+        idgate_proc::config_for(port, &backends, &format!("{yaml}{}", tables_over(n)))
     });
     let through = g.conn();
     Both {
         _one: one,
         direct,
-        _shards: shards,
+        shards,
         g,
         through,
     }
@@ -264,7 +274,7 @@ fn insert_select_into_a_table_with_global_keys_answers_as_one_server() {
     ];
     for sql in source {
         b.direct.query_drop(sql).unwrap();
-        common::direct(&b._shards[0]).query_drop(sql).unwrap();
+        common::direct(&b.shards[0]).query_drop(sql).unwrap();
     }
     for sql in [
         "INSERT INTO friends (a, b, note) SELECT a, b, note FROM src WHERE note = 's1'",
@@ -521,6 +531,20 @@ fn the_lookup_of_a_table_with_rows_is_filled_page_by_page_from_every_shard() {
         .unwrap()
         .unwrap();
     assert_eq!(n, 25_000);
+    // Each value names the shard its row is on.
+    let owners: Vec<(String, u64)> = common::direct(&shards[0])
+        .query(format!(
+            "SELECT idgate_owner, COUNT(*) FROM idgate_unique.`{db}__users__email` \
+             GROUP BY idgate_owner ORDER BY 1"
+        ))
+        .unwrap();
+    assert_eq!(
+        owners,
+        [
+            ("shard0".to_string(), 12_500),
+            ("shard1".to_string(), 12_500)
+        ]
+    );
     // Values from the last pages of either shard are held.
     for v in [24_999, 25_000, 3, 2] {
         assert_eq!(
@@ -533,6 +557,153 @@ fn the_lookup_of_a_table_with_rows_is_filled_page_by_page_from_every_shard() {
     }
     c.query_drop("INSERT INTO users (email) VALUES ('fresh@x')")
         .unwrap();
+}
+
+/// The rows of `users` whose `email` is `value`, through idgate; the same read as a prepared
+/// statement (binary protocol) must give the same.
+fn emails_through(c: &mut mysql::Conn, value: &str) -> Vec<(u64, String)> {
+    let text: Vec<(u64, String)> = c
+        .query(format!(
+            "SELECT id, email FROM users WHERE email = '{value}'"
+        ))
+        .unwrap();
+    let prepared: Vec<(u64, String)> = c
+        .exec("SELECT id, email FROM users WHERE email = ?", (value,))
+        .unwrap();
+    assert_eq!(prepared, text, "{value}");
+    text
+}
+
+/// The shard holding the row with `email`, read on the shards directly.
+fn shard_holding(b: &Both, email: &str) -> usize {
+    let on: Vec<usize> = (0..b.shards.len())
+        .filter(|&i| {
+            common::direct(&b.shards[i])
+                .query_first::<u64, _>(format!("SELECT id FROM users WHERE email = '{email}'"))
+                .unwrap()
+                .is_some()
+        })
+        .collect();
+    assert_eq!(on.len(), 1, "{email} on {on:?}");
+    on[0]
+}
+
+/// Writes a second row with `email` straight onto a shard that does not hold it, behind
+/// idgate's back: a statement sent to every shard sees both, one the lookup sends to the
+/// owner sees one.
+fn plant_twin(b: &Both, email: &str, id: u64) {
+    let other = (shard_holding(b, email) + 1) % b.shards.len();
+    common::direct(&b.shards[other])
+        .query_drop(format!(
+            "INSERT INTO users (id, email) VALUES ({id}, '{email}')"
+        ))
+        .unwrap();
+}
+
+#[test]
+fn a_key_value_is_read_on_the_shard_its_lookup_names() {
+    // Over two shards idgate asks both at once; the lookup picks one of three or more.
+    let mut b = start_over("", 3);
+    for e in ["a@x", "b@x", "c@x", "d@x"] {
+        same(&mut b, &format!("INSERT INTO users (email) VALUES ('{e}')"));
+    }
+    // As one server answers, in the shapes ORMs send (the collation is case-insensitive).
+    for sql in [
+        "SELECT email FROM users WHERE email = 'A@x'",
+        "SELECT email FROM users WHERE email = 'a@x' LIMIT 21",
+        "SELECT email FROM users WHERE email = 'b@x' ORDER BY id LIMIT 1",
+        "SELECT email, COUNT(*) FROM users WHERE email = 'c@x' GROUP BY email",
+        "SELECT email FROM users WHERE email = 'nobody@x'",
+        "SELECT COUNT(*) FROM users WHERE email = 'nobody@x'",
+        "SELECT a, b FROM friends WHERE a = 1 AND b = 2",
+    ] {
+        let want: Vec<mysql::Row> = b.direct.query(sql).unwrap();
+        let got: Vec<mysql::Row> = b.through.query(sql).unwrap();
+        assert_eq!(
+            format!(
+                "{:?}",
+                got.into_iter().map(mysql::Row::unwrap).collect::<Vec<_>>()
+            ),
+            format!(
+                "{:?}",
+                want.into_iter().map(mysql::Row::unwrap).collect::<Vec<_>>()
+            ),
+            "{sql}"
+        );
+    }
+    // Values written through idgate, and the row that was there at start, are read on their
+    // owner's shard alone: a twin planted on the other shard is not seen by `=`.
+    for (e, id) in [("a@x", 900_001), ("old@x", 900_002)] {
+        plant_twin(&b, e, id);
+        assert_eq!(emails_through(&mut b.through, e).len(), 1, "{e}");
+        let all: Vec<u64> = b
+            .through
+            .query(format!("SELECT id FROM users WHERE email LIKE '{e}'"))
+            .unwrap();
+        assert_eq!(all.len(), 2, "{e}: LIKE reads every shard");
+    }
+    // A value moved by an UPDATE of the key names the row's shard.
+    b.through
+        .query_drop("UPDATE users SET email = 'moved@x' WHERE email = 'b@x'")
+        .unwrap();
+    plant_twin(&b, "moved@x", 900_003);
+    assert_eq!(emails_through(&mut b.through, "moved@x").len(), 1);
+    // A deleted row's value taken again names the new row's shard.
+    b.through
+        .query_drop("DELETE FROM users WHERE email = 'c@x'")
+        .unwrap();
+    for i in 0..3 {
+        // New ids land on both shards: the value's new row is wherever its id put it.
+        b.through
+            .query_drop(format!("INSERT INTO users (email) VALUES ('f{i}@x')"))
+            .unwrap();
+    }
+    b.through
+        .query_drop("INSERT INTO users (email) VALUES ('c@x')")
+        .unwrap();
+    plant_twin(&b, "c@x", 900_004);
+    assert_eq!(emails_through(&mut b.through, "c@x").len(), 1);
+    // An owner without the row (it moved behind idgate's back) is a hint only: every shard
+    // answers then.
+    let home = shard_holding(&b, "d@x");
+    let id: u64 = common::direct(&b.shards[home])
+        .query_first("SELECT id FROM users WHERE email = 'd@x'")
+        .unwrap()
+        .unwrap();
+    common::direct(&b.shards[home])
+        .query_drop("DELETE FROM users WHERE email = 'd@x'")
+        .unwrap();
+    common::direct(&b.shards[(home + 1) % 3])
+        .query_drop(format!(
+            "INSERT INTO users (id, email) VALUES ({id}, 'd@x')"
+        ))
+        .unwrap();
+    assert_eq!(
+        emails_through(&mut b.through, "d@x"),
+        [(id, "d@x".to_string())]
+    );
+    assert!(emails_through(&mut b.through, "nobody@x").is_empty());
+    // In a transaction, the session's own uncommitted row is found; after ROLLBACK it is gone.
+    for c in [&mut b.direct, &mut b.through] {
+        c.query_drop("BEGIN").unwrap();
+        c.query_drop("INSERT INTO users (email) VALUES ('t@x')")
+            .unwrap();
+        assert_eq!(emails_through(c, "t@x").len(), 1);
+        c.query_drop("ROLLBACK").unwrap();
+        assert!(emails_through(c, "t@x").is_empty());
+    }
+    // EXPLAIN ROUTE shows the lookup's read first.
+    let plan: Vec<(String, String, String)> = b
+        .through
+        .query("EXPLAIN ROUTE SELECT * FROM users WHERE email = 'a@x'")
+        .unwrap();
+    assert!(
+        plan[0]
+            .1
+            .starts_with("SELECT idgate_owner FROM `idgate_unique`."),
+        "{plan:?}"
+    );
+    assert_eq!(plan.len(), 2 + 3, "{plan:?}");
 }
 
 #[test]

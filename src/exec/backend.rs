@@ -562,9 +562,9 @@ impl BackendConn {
     /// Runs a query for idgate's own use and returns its text rows (NULL as `None`).
     pub async fn query_rows(
         &mut self,
-        sql: &str,
+        sql: &(impl AsRef<[u8]> + ?Sized),
     ) -> Result<Vec<Vec<Option<Vec<u8>>>>, BackendError> {
-        self.write_command(&crate::wire::command::query_packet(sql.as_bytes()));
+        self.write_command(&crate::wire::command::query_packet(sql.as_ref()));
         self.flush().await?;
         self.read().await?;
         if packets::is_err(&self.packet) {

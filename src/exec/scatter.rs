@@ -128,3 +128,92 @@ async fn relay_one<W: AsyncWrite + Unpin>(
         }
     }
 }
+
+/// Relays `be`'s answer to the SELECT just sent on it when it holds a row. `Ok(None)`: it held
+/// none, or was an OK (`SELECT … INTO`); it was read to its end and nothing was written, so
+/// another route can answer. An error is relayed.
+pub async fn relay_if_rows<W: AsyncWrite + Unpin>(
+    be: &mut BackendConn,
+    client: &mut Client<'_, W>,
+    add_status: u16,
+) -> Result<Option<Relayed>, BackendError> {
+    let r = relay_rows_of_one(be, client, add_status).await;
+    if r.is_err() {
+        be.broken = true;
+    }
+    r
+}
+
+async fn relay_rows_of_one<W: AsyncWrite + Unpin>(
+    be: &mut BackendConn,
+    client: &mut Client<'_, W>,
+    add_status: u16,
+) -> Result<Option<Relayed>, BackendError> {
+    let failed = |client: &mut Client<'_, W>, err: &[u8]| {
+        client.writer.write(err);
+        Some(Relayed {
+            error: true,
+            ..Relayed::default()
+        })
+    };
+    be.read().await?;
+    if packets::is_err(&be.packet) {
+        return Ok(failed(client, &be.packet));
+    }
+    if be.packet.first() == Some(&packets::OK_HEADER) {
+        return Ok(None);
+    }
+    let mut p = &be.packet[..];
+    let columns = packets::get_lenenc_int(&mut p).ok_or_else(|| protocol("column count"))?;
+    // The header waits until a row shows the answer is this shard's.
+    let mut head = Vec::with_capacity((columns as usize).min(4096) + 2); // n from the backend
+    head.push(be.packet.clone());
+    for _ in 0..columns {
+        be.read().await?;
+        head.push(be.packet.clone());
+    }
+    be.read().await?; // EOF after the column definitions
+    if !client.deprecate_eof {
+        head.push(be.packet.clone());
+    }
+    be.read().await?;
+    if packets::is_eof(&be.packet) {
+        return Ok(None);
+    }
+    if packets::is_err(&be.packet) {
+        return Ok(failed(client, &be.packet));
+    }
+    for h in &head {
+        client.writer.write(h);
+    }
+    loop {
+        client.writer.write(&be.packet);
+        client
+            .writer
+            .maybe_flush()
+            .await
+            .map_err(BackendError::ClientGone)?;
+        be.read().await?;
+        if packets::is_err(&be.packet) {
+            return Ok(failed(client, &be.packet));
+        }
+        if packets::is_eof(&be.packet) {
+            let (warnings, status) = packets::parse_eof(&be.packet);
+            let status = StatusFlags::from_bits_retain(
+                (status.bits() & !StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()) | add_status,
+            );
+            let start = client.writer.begin();
+            packets::terminator(
+                client.writer.payload(),
+                client.deprecate_eof,
+                warnings,
+                status,
+            );
+            client.writer.end(start);
+            return Ok(Some(Relayed {
+                status: status.bits(),
+                ..Relayed::default()
+            }));
+        }
+    }
+}

@@ -148,14 +148,17 @@ impl PlanCache {
     }
 
     /// The route of `stmt`: its shape's plan bound to its literals. `Ok(None)`: it runs where
-    /// it would without idgate's tables.
+    /// it would without idgate's tables. `by_key`: a SELECT a lookup may send to one shard gets
+    /// [`Route::ByKey`] (for the client's own statements; idgate's internal reads take the
+    /// general route).
     pub fn route(
         &self,
         stmt: &[u8],
         ctx: &PlanContext,
         generation: u64,
+        by_key: bool,
     ) -> Result<Option<Route>, SqlError> {
         let (plan, literals) = self.plan_for(stmt, ctx, generation)?;
-        plan.bind(stmt, &literals)
+        plan.bind(stmt, &literals, by_key)
     }
 }

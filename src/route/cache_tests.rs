@@ -22,7 +22,10 @@ fn a_shape_is_planned_once_and_bound_per_statement() {
     let cache = PlanCache::new(8);
     for (id, shard) in [(1, "s1"), (2, "s0"), (3, "s1"), (40, "s0")] {
         let stmt = format!("SELECT * FROM orders WHERE id = {id}");
-        assert_eq!(one(cache.route(stmt.as_bytes(), &ctx, 0).unwrap()), shard);
+        assert_eq!(
+            one(cache.route(stmt.as_bytes(), &ctx, 0, false).unwrap()),
+            shard
+        );
     }
     let s = cache.stats();
     assert_eq!((s.hits, s.misses, s.entries), (3, 1, 1));
@@ -32,10 +35,10 @@ fn a_shape_is_planned_once_and_bound_per_statement() {
         tables: &t,
     };
     cache
-        .route(b"SELECT * FROM orders WHERE id = 5", &other_db, 0)
+        .route(b"SELECT * FROM orders WHERE id = 5", &other_db, 0, false)
         .unwrap();
     cache
-        .route(b"SELECT * FROM orders WHERE id = 5", &ctx, 1)
+        .route(b"SELECT * FROM orders WHERE id = 5", &ctx, 1, false)
         .unwrap();
     let s = cache.stats();
     assert_eq!((s.hits, s.misses, s.entries), (3, 3, 3));
@@ -51,7 +54,7 @@ fn a_changed_fixed_literal_is_planned_again() {
     let cache = PlanCache::new(8);
     let run = |item: &str| {
         let stmt = format!("SELECT id, {item} FROM orders WHERE k > 1 ORDER BY id LIMIT 10");
-        match cache.route(stmt.as_bytes(), &ctx, 0).unwrap() {
+        match cache.route(stmt.as_bytes(), &ctx, 0, false).unwrap() {
             Some(Route::Merge(_, m)) => m.shard_sql,
             other => panic!("a merge, not {other:?}"),
         }
@@ -76,7 +79,7 @@ fn pages_of_a_shape_hit_one_plan() {
     let cache = PlanCache::new(8);
     let page = |o: u64, n: u64| {
         let stmt = format!("SELECT id FROM orders WHERE k > 1 ORDER BY id LIMIT {n} OFFSET {o}");
-        match cache.route(stmt.as_bytes(), &ctx, 0).unwrap() {
+        match cache.route(stmt.as_bytes(), &ctx, 0, false).unwrap() {
             Some(Route::Merge(_, m)) => (m.offset, m.limit, m.shard_sql),
             other => panic!("a merge, not {other:?}"),
         }
@@ -104,7 +107,7 @@ fn the_least_recently_used_plan_goes_first() {
         tables: &t,
     };
     let cache = PlanCache::new(2);
-    let run = |stmt: &str| cache.route(stmt.as_bytes(), &ctx, 0).unwrap();
+    let run = |stmt: &str| cache.route(stmt.as_bytes(), &ctx, 0, false).unwrap();
     run("SELECT a FROM orders WHERE id = 1");
     run("SELECT b FROM orders WHERE id = 1");
     run("SELECT a FROM orders WHERE id = 2"); // a is now the most recent
@@ -127,7 +130,7 @@ fn size_zero_plans_every_statement() {
     let cache = PlanCache::new(0);
     for id in [1, 2] {
         let stmt = format!("SELECT * FROM orders WHERE id = {id}");
-        cache.route(stmt.as_bytes(), &ctx, 0).unwrap();
+        cache.route(stmt.as_bytes(), &ctx, 0, false).unwrap();
     }
     assert_eq!(cache.stats(), Default::default());
 }
@@ -145,6 +148,9 @@ fn long_statements_are_not_kept() {
         .collect();
     let stmt = format!("SELECT * FROM orders WHERE id IN ({})", ids.join(", "));
     assert!(stmt.len() > super::cache::MAX_KEPT_STATEMENT);
-    assert_eq!(one(cache.route(stmt.as_bytes(), &ctx, 0).unwrap()), "s0");
+    assert_eq!(
+        one(cache.route(stmt.as_bytes(), &ctx, 0, false).unwrap()),
+        "s0"
+    );
     assert_eq!(cache.stats(), Default::default());
 }

@@ -92,43 +92,72 @@ fn rows(stmt: &[u8], ctx: &StatementContext) -> Result<Vec<Row>, SqlError> {
                 _ => ctx.route(stmt).map(|_| Vec::new()),
             }
         }
-        _ => Ok(match ctx.route(stmt)? {
-            None => vec![row(ctx.default_backend, "none")],
-            Some(Route::One(b)) => vec![row(&b, "none")],
-            Some(Route::Concat(bs)) => bs.iter().map(|b| row(b, "rows concatenated")).collect(),
-            Some(Route::Write {
-                backends,
-                broadcast,
-            }) => {
-                let merge = if broadcast {
-                    "every backend; first backend's counts"
-                } else {
-                    "affected rows summed; all-or-nothing in autocommit"
-                };
-                backends.iter().map(|b| row(b, merge)).collect()
-            }
-            Some(Route::Everywhere(bs)) => bs
-                .iter()
-                .map(|b| row(b, "run on every backend in turn"))
-                .collect(),
-            Some(Route::Merge(bs, bound)) => {
-                // The statement the shards would get now: without weights once the plan's
-                // keys showed no string.
-                let (merge, shard_sql) = match &bound.lean {
-                    Some((plan, sql)) => (
-                        format!(
-                            "{} (no collation weights: no key was a string)",
-                            plan.describe_page(bound.offset, bound.limit)
-                        ),
-                        text(sql),
+        _ => Ok(route_rows(
+            ctx.route_by_key(stmt)?,
+            &sql_text,
+            ctx.default_backend,
+        )),
+    }
+}
+
+/// The rows of a routed statement (`sql_text`) or of one run where it would without idgate.
+fn route_rows(route: Option<Route>, sql_text: &str, default_backend: &str) -> Vec<Row> {
+    let row = |b: &str, merge: &str| [b.to_string(), sql_text.to_string(), merge.to_string()];
+    match route {
+        None => vec![row(default_backend, "none")],
+        Some(Route::One(b)) => vec![row(&b, "none")],
+        Some(Route::Concat(bs)) => bs.iter().map(|b| row(b, "rows concatenated")).collect(),
+        Some(Route::Write {
+            backends,
+            broadcast,
+        }) => {
+            let merge = if broadcast {
+                "every backend; first backend's counts"
+            } else {
+                "affected rows summed; all-or-nothing in autocommit"
+            };
+            backends.iter().map(|b| row(b, merge)).collect()
+        }
+        Some(Route::Everywhere(bs)) => bs
+            .iter()
+            .map(|b| row(b, "run on every backend in turn"))
+            .collect(),
+        Some(Route::Merge(bs, bound)) => {
+            // The statement the shards would get now: without weights once the plan's
+            // keys showed no string.
+            let (merge, shard_sql) = match &bound.lean {
+                Some((plan, sql)) => (
+                    format!(
+                        "{} (no collation weights: no key was a string)",
+                        plan.describe_page(bound.offset, bound.limit)
                     ),
-                    None => (bound.describe(), text(&bound.shard_sql)),
-                };
-                bs.iter()
-                    .map(|b| [b.clone(), shard_sql.clone(), merge.clone()])
-                    .collect()
-            }
-        }),
+                    text(sql),
+                ),
+                None => (bound.describe(), text(&bound.shard_sql)),
+            };
+            bs.iter()
+                .map(|b| [b.clone(), shard_sql.clone(), merge.clone()])
+                .collect()
+        }
+        Some(Route::ByKey(k)) => {
+            let mut out = vec![
+                [
+                    k.lookup.clone(),
+                    text(&k.owner_sql),
+                    "the key's lookup names the shard holding its row".to_string(),
+                ],
+                row(
+                    &format!("that shard (one of {})", k.shards.join(", ")),
+                    "its rows are the answer; with none, the rows below run",
+                ),
+            ];
+            out.extend(
+                route_rows(Some(k.otherwise), sql_text, default_backend)
+                    .into_iter()
+                    .map(|[b, q, m]| [b, q, format!("when that shard has no row: {m}")]),
+            );
+            out
+        }
     }
 }
 

@@ -85,6 +85,8 @@ mod join_plan_correlated_tests;
 #[cfg(test)]
 mod join_plan_tests;
 #[cfg(test)]
+mod key_probe_tests;
+#[cfg(test)]
 mod placement_invariant_tests;
 #[cfg(test)]
 mod planner_tests;

@@ -76,6 +76,7 @@ fn sent(stmt: &str, p: &Plan) -> Option<Vec<(String, Vec<u8>)>> {
         Plan::Routed(Route::One(b), _) => all(std::slice::from_ref(b)),
         Plan::Routed(Route::Concat(bs) | Route::Everywhere(bs), _) => all(bs),
         Plan::Routed(Route::Write { backends, .. }, _) => all(backends),
+        Plan::Routed(Route::ByKey(k), _) => all(&k.shards),
         Plan::Routed(Route::Merge(bs, m), _) => bs
             .iter()
             .map(|b| (b.clone(), m.shard_sql.clone()))

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use super::colocate::{check_colocated, default_only_table, rule_for};
 use super::ddl::ddl_backends;
 use super::plan::{
-    unsupported, Fill, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan, Term,
+    unsupported, Fill, KeyProbe, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan,
+    Term,
 };
 use super::{Placement, TableRule};
 use crate::route::MergePlan;
@@ -119,7 +120,54 @@ pub fn plan(
             rule.name
         )));
     }
-    Ok(sharded(stmt, literals, &a, rule))
+    let probes = probes(ctx, &a, &rule);
+    let mut plan = sharded(stmt, literals, &a, rule);
+    if let ShapeKind::Sharded(p) = &mut plan.kind {
+        p.probes = probes
+            .into_iter()
+            .filter_map(|key| {
+                let terms = key
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let (_, terms) = p
+                            .keys
+                            .iter()
+                            .find(|(k, _)| k.eq_ignore_ascii_case(&c.name))?;
+                        match terms.as_slice() {
+                            [t] => Some(t.clone()),
+                            _ => None,
+                        }
+                    })
+                    .collect::<Option<Vec<Term>>>()?;
+                Some(KeyProbe { key, terms })
+            })
+            .collect();
+    }
+    Ok(plan)
+}
+
+/// The keys held through lookups that may send `a` to one shard: a SELECT of the table alone
+/// (no join, no subquery) whose rows are its answer as they are, so the one row a whole key
+/// can match is all of it (an aggregate without GROUP BY answers even when nothing matches).
+fn probes(ctx: &PlanContext, a: &DmlAnalysis, rule: &TableRule) -> Vec<crate::unique::GlobalKey> {
+    let Some(target) = a.target.as_ref() else {
+        return Vec::new();
+    };
+    let alone = a.kind == DmlKind::Select
+        && a.from.len() == 1
+        && a.relations.len() == 1
+        && a.subqueries.is_empty()
+        && !a.implicit_group;
+    let schema = target.schema.as_deref().or(ctx.db);
+    match (alone, schema) {
+        (true, Some(schema)) => ctx
+            .tables
+            .global_keys(schema, &target.name, rule)
+            .map(|k| k.to_vec())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
 }
 
 fn whole(kind: ShapeKind) -> ShapePlan {
@@ -209,6 +257,7 @@ fn sharded(
             keys,
             merge,
             needs_merge: a.needs_merge,
+            probes: Vec::new(),
         })),
         fixed,
     }

@@ -43,7 +43,7 @@ fn bound(tables: &Tables, planned: &str, stmt: &str) -> Result<Option<Route>, St
     let plan = plan_of(tables, planned);
     let literals = sql::shape(stmt.as_bytes()).slots;
     assert!(plan.holds_for(stmt.as_bytes(), &literals));
-    plan.bind(stmt.as_bytes(), &literals)
+    plan.bind(stmt.as_bytes(), &literals, false)
         .map_err(|e| e.to_string())
 }
 
@@ -52,6 +52,7 @@ fn backends(r: &Route) -> Vec<String> {
         Route::One(b) => vec![b.clone()],
         Route::Concat(bs) | Route::Everywhere(bs) | Route::Write { backends: bs, .. } => bs.clone(),
         Route::Merge(bs, _) => bs.clone(),
+        Route::ByKey(k) => k.shards.clone(),
     }
 }
 
@@ -197,7 +198,7 @@ fn merges_bind_the_where_literals_into_the_shard_sql() {
     // The same as planning the statement itself.
     let direct = plan_of(&t, stmt);
     let Ok(Some(Route::Merge(_, d))) =
-        direct.bind(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots)
+        direct.bind(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots, false)
     else {
         panic!("a merge")
     };
@@ -216,7 +217,7 @@ fn page_pair(t: &Tables, planned: &str, stmt: &str) -> (BoundMerge, BoundMerge) 
     };
     let direct = plan_of(t, stmt);
     let Ok(Some(Route::Merge(_, fresh))) =
-        direct.bind(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots)
+        direct.bind(stmt.as_bytes(), &sql::shape(stmt.as_bytes()).slots, false)
     else {
         panic!("a merge for {stmt}")
     };
@@ -492,7 +493,7 @@ fn a_kept_merge_leaves_weights_out_once_its_keys_showed_no_strings() {
     let t = tables();
     let stmt = "SELECT id, note FROM orders WHERE note > 'a' ORDER BY note, id LIMIT 5";
     let plan = plan_of(&t, stmt);
-    let bind = |s: &str| match plan.bind(s.as_bytes(), &sql::shape(s.as_bytes()).slots) {
+    let bind = |s: &str| match plan.bind(s.as_bytes(), &sql::shape(s.as_bytes()).slots, false) {
         Ok(Some(Route::Merge(_, b))) => b,
         other => panic!("{s}: {other:?}"),
     };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use mysql_common::value::Value;
 
-use super::plan::{ShapeKind, Term};
+use super::plan::{through_lookup, Route, ShapeKind, Term};
 use super::{ShapePlan, ShardValue};
 use crate::sql::DmlKind;
 
@@ -47,6 +47,41 @@ impl PreparedSelect {
             literals,
             generation,
         })
+    }
+
+    /// `otherwise` (this execution's route over several shards) through the lookup of a key
+    /// held across shards that the WHERE gives whole, from literals or `values` (strings bound
+    /// as `_charset X'…'`, as the bound text has them); unchanged when none does, or the
+    /// configuration changed since PREPARE.
+    pub fn by_key(
+        &self,
+        sql: &[u8],
+        values: &[Value],
+        charset: &str,
+        generation: u64,
+        otherwise: Route,
+    ) -> Route {
+        let ShapeKind::Sharded(p) = &self.plan.kind else {
+            return otherwise;
+        };
+        if self.generation != generation || p.probes.is_empty() {
+            return otherwise;
+        }
+        let literal = |t: &Term| match t {
+            Term::Placeholder(i) => {
+                let v = values.get(*i)?;
+                let mut text = Vec::new();
+                crate::sql::push_literal(
+                    &mut text,
+                    v,
+                    mysql_common::constants::ColumnType::MYSQL_TYPE_VAR_STRING,
+                    charset,
+                );
+                Some((bound_key(v)?, text))
+            }
+            _ => t.literal_text(sql, &self.literals),
+        };
+        through_lookup(&p.probes, &literal, otherwise)
     }
 
     /// The one shard that owns every row this execution of `sql` (the prepared text, with

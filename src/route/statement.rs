@@ -114,7 +114,12 @@ pub struct StatementContext<'a> {
 impl StatementContext<'_> {
     /// The plan kept for `stmt`'s shape, bound to its literals. `Ok(None)`: forward it.
     pub fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
-        self.plans.route(stmt, &self.tables, self.generation)
+        self.plans.route(stmt, &self.tables, self.generation, false)
+    }
+
+    /// [`StatementContext::route`] for the client's own statement: a lookup may pick its shard.
+    pub fn route_by_key(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
+        self.plans.route(stmt, &self.tables, self.generation, true)
     }
 
     /// MariaDB's refusal of NEXTVAL on a sequence the user may not write, for a generator the
@@ -206,7 +211,7 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
                     return plan;
                 }
             }
-            match ctx.route(stmt) {
+            match ctx.route_by_key(stmt) {
                 Ok(Some(route)) => Plan::Routed(route, kind),
                 Ok(None) => Plan::Forward(kind),
                 Err(e) => subquery_plan(stmt, &ctx.tables)

@@ -118,6 +118,21 @@ impl Tables {
         }
     }
 
+    /// The keys of `rule`'s table (named `spelled` in `schema`) held through lookups.
+    pub fn global_keys(
+        &self,
+        schema: &str,
+        spelled: &str,
+        rule: &TableRule,
+    ) -> Option<Arc<[crate::unique::GlobalKey]>> {
+        match (&self.lookups, rule.unique) {
+            (Some(l), Some(UniqueScope::Global)) if !l.is_empty() => l
+                .keys_of(schema, spelled)
+                .or_else(|| l.keys_of(schema, &rule.name)),
+            _ => None,
+        }
+    }
+
     /// The cheap pre-filter: could `stmt` be about a configured table at all?
     pub fn mentioned_in(&self, stmt: &[u8]) -> bool {
         self.names

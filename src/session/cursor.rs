@@ -52,7 +52,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R
     }
 
     fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
-        self.session.route_dml(stmt)
+        self.session.route_dml(stmt, false)
     }
 
     async fn fetch_on(
@@ -73,7 +73,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R
         select: &[u8],
         limits: FetchLimits,
     ) -> Result<Result<Fetched, SqlError>, End> {
-        let route = match self.session.route_dml(select) {
+        let route = match self.session.route_dml(select, false) {
             Ok(Some(r)) => r,
             Ok(None) => Route::One(self.session.proxy.default_pool.name.clone()),
             Err(e) => return Ok(Err(e)),

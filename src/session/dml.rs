@@ -8,7 +8,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::query::Step;
 use super::{End, Session};
-use crate::exec::primitives::{concatenated_answer, database_ddl, ddl_everywhere, merged_answer};
+use crate::exec::primitives::{
+    concatenated_answer, database_ddl, ddl_everywhere, key_owner_answer, merged_answer,
+};
 use crate::exec::relay::{Adjust, Reply};
 use crate::exec::StatementScope;
 use crate::route::InsertPlan;
@@ -30,10 +32,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Routes a statement that names a configured table (planned once per statement shape).
-    /// `Ok(None)`: forward it as it is.
-    pub(super) fn route_dml(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
+    /// `Ok(None)`: forward it as it is. `by_key`: the client's own SELECT, which a lookup may
+    /// send to one shard ([`Route::ByKey`]).
+    pub(super) fn route_dml(&self, stmt: &[u8], by_key: bool) -> Result<Option<Route>, SqlError> {
         let generation = self.proxy.plan_generation();
-        self.with_plan_context(|ctx| self.proxy.plans.route(stmt, ctx, generation))
+        self.with_plan_context(|ctx| self.proxy.plans.route(stmt, ctx, generation, by_key))
     }
 
     /// Runs a routed statement. `Ok(false)`: the client got an error.
@@ -83,6 +86,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Route::Merge(backends, merge) => {
                 merged_answer::run(&mut self.cursor(scope), &backends, &merge, more, false).await
+            }
+            Route::ByKey(k) => {
+                key_owner_answer::run(&mut self.cursor(scope), &k, packet, more).await
             }
         }
     }

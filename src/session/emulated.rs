@@ -18,9 +18,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::dml::Route;
 use super::prepared::{Emulated, EmulatedKind};
 use super::{End, Session};
-use crate::exec::primitives::merged_answer;
 use crate::exec::primitives::prepared_select::{self, StatementIds};
+use crate::exec::primitives::{key_owner_answer, merged_answer};
 use crate::exec::StatementScope;
+use crate::route::plan::ByKey;
 use crate::route::{self, Plan};
 use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
@@ -125,7 +126,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 let planned =
                     self.with_plan_context(|ctx| self.proxy.plans.plan_for(stmt, ctx, generation));
                 if let Ok((plan, literals)) = &planned {
-                    if matches!(plan.bind(stmt, literals), Ok(None)) {
+                    if matches!(plan.bind(stmt, literals, false), Ok(None)) {
                         return;
                     }
                 }
@@ -220,7 +221,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.obs
                 .took_route(crate::admin::statement_metrics::StmtRoute::SingleShard);
             return self
-                .execute_select_on(id, vec![backend], &values, scope)
+                .execute_select_on(id, Ok(vec![backend]), &values, scope)
                 .await;
         }
         let bound = {
@@ -248,7 +249,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             (EmulatedKind::Insert, Some(a)) => self.run_bound_insert(&text, a, scope).await,
             (EmulatedKind::Insert | EmulatedKind::Write, _) => self.run_text_statement(&text).await,
             (EmulatedKind::Select, _) => {
-                self.execute_routed_select(id, &text, &values, scope).await
+                self.execute_routed_select(id, &text, (&values, &charset), scope)
+                    .await
             }
             // Answered above, before any parameter.
             (EmulatedKind::ConnectionId | EmulatedKind::ProcessList, _) => None,
@@ -353,10 +355,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         id: u32,
         text: &[u8],
-        values: &[Value],
+        (values, charset): (&[Value], &str),
         scope: StatementScope,
     ) -> Option<End> {
-        let route = self.route_dml(text);
+        let mut route = self.route_dml(text, true);
+        if let Ok(Some(r @ (Route::Concat(_) | Route::Merge(..)))) = route {
+            // Strings are bound as `_charset X'…'`, which the text route does not read as a
+            // key's value: the prepared plan reads the bound values themselves.
+            let generation = self.proxy.plan_generation();
+            route = Ok(Some(
+                match self.stmts.get(id).and_then(|st| st.emulated.as_ref()) {
+                    Some(e) => match e.select.as_deref() {
+                        Some(p) => p.by_key(&e.sql, values, charset, generation, r),
+                        None => r,
+                    },
+                    None => r,
+                },
+            ));
+        }
         if let Err(e) = &route {
             // Subqueries over sharded tables: run first, bound in, then the outer statement.
             if let Some(Plan::Subqueries(subs)) =
@@ -398,20 +414,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     .await
                     .err();
             }
+            Ok(Some(Route::ByKey(k))) => {
+                return self.execute_select_on(id, Err(k), values, scope).await;
+            }
             Err(e) => {
                 self.writer.send_error(&e);
                 return None;
             }
         };
-        self.execute_select_on(id, backends, values, scope).await
+        self.execute_select_on(id, Ok(backends), values, scope)
+            .await
     }
 
-    /// Executes prepared SELECT `id` on `backends` (preparing it there first) and relays the
-    /// rows in the binary protocol.
+    /// Executes prepared SELECT `id` on `backends` (preparing it there first), or on the shard
+    /// a lookup names (`Err`), and relays the rows in the binary protocol.
     async fn execute_select_on(
         &mut self,
         id: u32,
-        backends: Vec<String>,
+        backends: Result<Vec<String>, Box<ByKey>>,
         values: &[Value],
         scope: StatementScope,
     ) -> Option<End> {
@@ -431,7 +451,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             default: (&default, backend_id),
             prepared_on: &mut prepared_on,
         };
-        let ran = prepared_select::run(&mut self.cursor(scope), &backends, &mut ids, values).await;
+        let c = &mut self.cursor(scope);
+        let ran = match backends {
+            Ok(bs) => prepared_select::run(c, &bs, &mut ids, values).await,
+            Err(k) => key_owner_answer::run_prepared(c, &k, &mut ids, values).await,
+        };
         if let Some(e) = self.stmts.get_mut(id).and_then(|st| st.emulated.as_mut()) {
             e.sql = sql;
             e.prepared_on = prepared_on;

@@ -94,7 +94,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> SessionCursor<'_, R, W> {
                 let packet = crate::wire::command::query_packet(&m.shard_sql);
                 (bs, packet, Some(m))
             }
-            Route::Write { .. } | Route::Everywhere(_) => return Ok(Err(FetchError::NotASelect)),
+            // ByKey: never here, internal reads take the general route.
+            Route::Write { .. } | Route::Everywhere(_) | Route::ByKey(_) => {
+                return Ok(Err(FetchError::NotASelect))
+            }
         };
         let mut idx = Vec::with_capacity(backends.len());
         for b in &backends {

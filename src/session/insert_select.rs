@@ -216,7 +216,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 ));
                 return Ok(None);
             }
-            match self.route_dml(query) {
+            match self.route_dml(query, false) {
                 Ok(r) => r,
                 Err(e) => {
                     self.writer.send_error(&e);
@@ -229,7 +229,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let route = match route {
             None => Route::One(self.proxy.default_pool.name.clone()),
             Some(r @ (Route::One(_) | Route::Concat(_) | Route::Merge(..))) => r,
-            Some(Route::Write { .. } | Route::Everywhere(_)) => {
+            // ByKey: never here, internal reads take the general route.
+            Some(Route::Write { .. } | Route::Everywhere(_) | Route::ByKey(_)) => {
                 self.writer.send_error(&unsupported(
                     "the query of INSERT ... SELECT must be a SELECT".into(),
                 ));

@@ -126,6 +126,7 @@ pub(super) fn dml_route(r: &Route) -> StmtRoute {
         Route::One(_) => StmtRoute::SingleShard,
         Route::Concat(_) | Route::Write { .. } | Route::Everywhere(_) => StmtRoute::Scatter,
         Route::Merge(..) => StmtRoute::Merged,
+        Route::ByKey(_) => StmtRoute::SingleShard,
     }
 }
 

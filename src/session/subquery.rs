@@ -70,14 +70,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
         };
-        let backends = match self.route_dml(&bound) {
+        let backends = match self.route_dml(&bound, false) {
             Ok(Some(Route::Merge(bs, m))) => {
                 return merged_answer::run(&mut self.cursor(scope), &bs, &m, false, true).await;
             }
             Ok(Some(Route::One(b))) => vec![b],
             Ok(Some(Route::Concat(bs))) => bs,
             Ok(None) => vec![self.proxy.default_pool.name.clone()],
-            Ok(Some(Route::Write { .. } | Route::Everywhere(_))) => {
+            // ByKey: never here, internal reads take the general route.
+            Ok(Some(Route::Write { .. } | Route::Everywhere(_) | Route::ByKey(_))) => {
                 self.writer.send_error(&unsupported(
                     "a prepared statement with subqueries over sharded tables must be a SELECT"
                         .into(),

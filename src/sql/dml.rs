@@ -74,6 +74,9 @@ pub struct DmlAnalysis {
     /// Why answers from several shards cannot be merged (UPDATE/DELETE with ORDER BY or LIMIT,
     /// UNION).
     pub needs_merge: Option<&'static str>,
+    /// A SELECT of aggregates (or with HAVING) without GROUP BY: it answers with one row even
+    /// when no row matches.
+    pub implicit_group: bool,
     /// Columns an UPDATE assigns.
     pub assigned: Vec<String>,
     /// The tables of the statement's own FROM and joins (a SELECT's), or its target.
@@ -321,6 +324,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         target: None,
         keys: Vec::new(),
         needs_merge: None,
+        implicit_group: false,
         assigned: Vec::new(),
         merge_of: None,
         from: Vec::new(),
@@ -342,6 +346,8 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                     a.equal_columns = equalities(&s.from, &a.from, selection);
                     let grouped =
                         !matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty());
+                    a.implicit_group =
+                        !grouped && (s.having.is_some() || has_aggregate(&s.projection));
                     let merged = q.order_by.is_some()
                         || q.limit_clause.is_some()
                         || grouped

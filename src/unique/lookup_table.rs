@@ -1,7 +1,8 @@
 //! A global key's lookup table: one row per key value the table's rows hold, in the database
 //! `idgate_unique` of the lookup backend, with the key's own columns (same types, charsets and
-//! collations, so values compare as on the shards) and the key's own name. The statements
-//! idgate runs on it and, to check a duplicate, on the shards.
+//! collations, so values compare as on the shards) and the key's own name, and the shard that
+//! holds the row (`idgate_owner`, a hint: `WHERE key = value` goes to that shard first). The
+//! statements idgate runs on it and, to check a duplicate, on the shards.
 
 use super::{GlobalKey, KeyColumn};
 use crate::route::quote_ident;
@@ -48,6 +49,18 @@ fn key_part(c: &KeyColumn) -> String {
     }
 }
 
+/// The owner column: NULL (unknown) in lookups filled before idgate kept owners.
+const OWNER_COLUMN: &str = "idgate_owner VARBINARY(255) NULL DEFAULT NULL";
+
+/// A shard's name as the owner column's value (NULL for a name longer than the column).
+fn owner_literal(shard: &str) -> String {
+    if shard.len() > 255 {
+        return "NULL".into();
+    }
+    let hex: String = shard.bytes().map(|b| format!("{b:02X}")).collect();
+    format!("X'{hex}'")
+}
+
 /// `CREATE TABLE IF NOT EXISTS` for the lookup table. `idgate_flip` changes on every claim of
 /// an existing value, so the backend reports it as updated (2 rows) whatever the client flags.
 pub fn create_sql(k: &GlobalKey) -> String {
@@ -59,40 +72,85 @@ pub fn create_sql(k: &GlobalKey) -> String {
         format!("UNIQUE KEY {}", quote_ident(&k.name))
     };
     format!(
-        "CREATE TABLE IF NOT EXISTS {} ({}, idgate_flip TINYINT NOT NULL DEFAULT 0, {key} ({})) \
-         ENGINE=InnoDB",
+        "CREATE TABLE IF NOT EXISTS {} ({}, idgate_flip TINYINT NOT NULL DEFAULT 0, \
+         {OWNER_COLUMN}, {key} ({})) ENGINE=InnoDB",
         k.lookup,
         cols.join(", "),
         parts.join(", ")
     )
 }
 
-/// Claims one key value (SQL expressions, one per key column) in the lookup table: 1 affected
-/// row when the value is new, 2 when it was there; either way the entry stays locked until the
+/// Adds the owner column to a lookup table made before idgate kept owners.
+pub fn add_owner_sql(k: &GlobalKey) -> String {
+    format!(
+        "ALTER TABLE {} ADD COLUMN IF NOT EXISTS {OWNER_COLUMN}",
+        k.lookup
+    )
+}
+
+/// Claims one key value (SQL expressions, one per key column) for a row on shard `owner`: 1
+/// affected row when the value is new, 2 when it was there (its owner unchanged: `own_sql`
+/// moves it once the row takes the value); either way the entry stays locked until the
 /// statement's transaction ends, so two sessions claiming one value take turns.
-pub fn claim_sql(k: &GlobalKey, values: &[String]) -> String {
+pub fn claim_sql(k: &GlobalKey, values: &[String], owner: &str) -> String {
     let cols: Vec<String> = k.columns.iter().map(|c| quote_ident(&c.name)).collect();
     format!(
-        "INSERT INTO {} ({}, idgate_flip) VALUES ({}, 0) \
+        "INSERT INTO {} ({}, idgate_flip, idgate_owner) VALUES ({}, 0, {}) \
          ON DUPLICATE KEY UPDATE idgate_flip = 1 - idgate_flip",
         k.lookup,
         cols.join(", "),
-        values.join(", ")
+        values.join(", "),
+        owner_literal(owner)
     )
+}
+
+/// Run on the lookup backend: the row on shard `owner` now holds the value.
+pub fn own_sql(k: &GlobalKey, values: &[String], owner: &str) -> String {
+    format!(
+        "UPDATE {} SET idgate_owner = {} WHERE {}",
+        k.lookup,
+        owner_literal(owner),
+        holds(k, values)
+    )
+}
+
+/// Run on the lookup backend: the shard whose row holds the value (SQL text in the client's
+/// character set, one per key column), as last recorded; two rows back mean the value does not
+/// name one entry.
+pub fn owner_sql(k: &GlobalKey, values: &[&[u8]]) -> Vec<u8> {
+    let mut sql = format!("SELECT idgate_owner FROM {} WHERE ", k.lookup).into_bytes();
+    sql.extend(holds_bytes(k, values));
+    sql.extend_from_slice(b" LIMIT 2");
+    sql
 }
 
 /// The condition "this row holds the key value", as the shard's unique index compares it.
 fn holds(k: &GlobalKey, values: &[String]) -> String {
-    let conds: Vec<String> = k
-        .columns
-        .iter()
-        .zip(values)
-        .map(|(c, v)| match c.sub_part {
-            Some(n) => format!("LEFT({}, {n}) = LEFT({v}, {n})", quote_ident(&c.name)),
-            None => format!("{} = {v}", quote_ident(&c.name)),
-        })
-        .collect();
-    conds.join(" AND ")
+    let v: Vec<&[u8]> = values.iter().map(|s| s.as_bytes()).collect();
+    String::from_utf8_lossy(&holds_bytes(k, &v)).into_owned()
+}
+
+/// [`holds`] for values as the client wrote them (in its character set, not always UTF-8).
+fn holds_bytes(k: &GlobalKey, values: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, (c, v)) in k.columns.iter().zip(values).enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b" AND ");
+        }
+        let col = quote_ident(&c.name);
+        match c.sub_part {
+            Some(n) => {
+                out.extend(format!("LEFT({col}, {n}) = LEFT(").into_bytes());
+                out.extend_from_slice(v);
+                out.extend(format!(", {n})").into_bytes());
+            }
+            None => {
+                out.extend(format!("{col} = ").into_bytes());
+                out.extend_from_slice(v);
+            }
+        }
+    }
+    out
 }
 
 fn table(k: &GlobalKey) -> String {
@@ -145,13 +203,17 @@ pub fn values_sql(k: &GlobalKey, after: Option<&[String]>, limit: usize) -> Stri
     )
 }
 
-/// Adds key values (SQL expressions, a row per key value) to the lookup; a value already there
-/// fails the statement with 1062.
-pub fn fill_sql(k: &GlobalKey, rows: &[Vec<String>]) -> String {
+/// Adds key values (SQL expressions, a row per key value) of rows on shard `owner` to the
+/// lookup; a value already there fails the statement with 1062.
+pub fn fill_sql(k: &GlobalKey, rows: &[Vec<String>], owner: &str) -> String {
     let cols: Vec<String> = k.columns.iter().map(|c| quote_ident(&c.name)).collect();
-    let values: Vec<String> = rows.iter().map(|r| format!("({})", r.join(", "))).collect();
+    let owner = owner_literal(owner);
+    let values: Vec<String> = rows
+        .iter()
+        .map(|r| format!("({}, {owner})", r.join(", ")))
+        .collect();
     format!(
-        "INSERT INTO {} ({}) VALUES {}",
+        "INSERT INTO {} ({}, idgate_owner) VALUES {}",
         k.lookup,
         cols.join(", "),
         values.join(", ")
@@ -208,11 +270,22 @@ mod tests {
             create_sql(&k),
             "CREATE TABLE IF NOT EXISTS `idgate_unique`.`app__users__email` (`tenant` int(11) \
              NOT NULL, `email` varchar(80) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT \
-             NULL, idgate_flip TINYINT NOT NULL DEFAULT 0, UNIQUE KEY `email` (`tenant`, \
-             `email`(20))) ENGINE=InnoDB"
+             NULL, idgate_flip TINYINT NOT NULL DEFAULT 0, idgate_owner VARBINARY(255) NULL \
+             DEFAULT NULL, UNIQUE KEY `email` (`tenant`, `email`(20))) ENGINE=InnoDB"
         );
         let v = ["7".to_string(), "'a@x'".to_string()];
-        assert!(claim_sql(&k, &v).contains("VALUES (7, 'a@x', 0)"));
+        assert!(claim_sql(&k, &v, "s1").contains("VALUES (7, 'a@x', 0, X'7331')"));
+        assert_eq!(
+            String::from_utf8(owner_sql(&k, &[b"7", b"'a@x'"])).unwrap(),
+            "SELECT idgate_owner FROM `idgate_unique`.`app__users__email` WHERE `tenant` = 7 AND \
+             LEFT(`email`, 20) = LEFT('a@x', 20) LIMIT 2"
+        );
+        assert!(own_sql(&k, &v, &"s".repeat(256)).contains("SET idgate_owner = NULL WHERE"));
+        assert_eq!(
+            fill_sql(&k, &[v.to_vec()], "s1"),
+            "INSERT INTO `idgate_unique`.`app__users__email` (`tenant`, `email`, idgate_owner) \
+             VALUES (7, 'a@x', X'7331')"
+        );
         assert_eq!(
             holder_sql(&k, &v),
             "SELECT 1 FROM `app`.`users` WHERE `tenant` = 7 AND LEFT(`email`, 20) = \

@@ -44,6 +44,25 @@ pub struct KeyColumn {
     pub default: Option<String>,
 }
 
+impl KeyColumn {
+    /// An integer column: `= 5` matches one value of it.
+    pub fn is_integer(&self) -> bool {
+        let t = self.column_type.to_ascii_lowercase();
+        ["tinyint", "smallint", "mediumint", "int", "bigint"]
+            .iter()
+            .any(|n| {
+                t.strip_prefix(n)
+                    .is_some_and(|r| r.is_empty() || r.starts_with(['(', ' ']))
+            })
+    }
+
+    /// A character column: `= 'text'` matches one value of it, compared by its collation (an
+    /// integer would compare as a number, matching '5' and '05' alike).
+    pub fn is_text(&self) -> bool {
+        self.charset.is_some()
+    }
+}
+
 /// A unique key held across the shards through a lookup table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GlobalKey {

@@ -214,6 +214,7 @@ async fn fill(config: &Config, rule: &TableRule, k: &GlobalKey) -> Result<(), St
             lookup_table::DATABASE
         ),
         lookup_table::create_sql(k),
+        lookup_table::add_owner_sql(k),
         "START TRANSACTION".to_string(),
     ] {
         lc.query_drop(&sql).await.map_err(at)?;
@@ -254,7 +255,10 @@ async fn fill(config: &Config, rule: &TableRule, k: &GlobalKey) -> Result<(), St
                 })
                 .collect();
             for batch in literals.chunks(FILL_BATCH) {
-                if let Err(e) = lc.query_drop(&lookup_table::fill_sql(k, batch)).await {
+                if let Err(e) = lc
+                    .query_drop(&lookup_table::fill_sql(k, batch, shard))
+                    .await
+                {
                     let _ = lc.query_drop("ROLLBACK").await;
                     return Err(format!(
                         "table `{}`.`{}` already holds rows with the same value of unique key \

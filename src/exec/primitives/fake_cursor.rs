@@ -104,7 +104,7 @@ impl Cursor for FakeCursor {
     }
 
     fn route(&self, stmt: &[u8]) -> Result<Option<Route>, SqlError> {
-        self.plan(|ctx| self.plans.route(stmt, ctx, 0))
+        self.plan(|ctx| self.plans.route(stmt, ctx, 0, false))
     }
 
     async fn fetch_on(

@@ -31,13 +31,62 @@ pub async fn run<C: RelayCursor>(
     ids: &mut StatementIds<'_>,
     values: &[Value],
 ) -> Result<bool, C::End> {
+    let Some(idx) = execute_on(c, backends, ids, values).await? else {
+        return Ok(false);
+    };
+    let relayed = {
+        let (mut conns, mut client) = c.relay_parts(&idx);
+        match conns.as_mut_slice() {
+            [one] => relay::relay(one, &mut client, Reply::Results, Adjust::default()).await,
+            _ => scatter::relay_concat(&mut conns, &mut client, 0).await,
+        }
+    };
+    match relayed {
+        Ok(r) => Ok(!r.error),
+        Err(e) => Err(c.failed(e)),
+    }
+}
+
+/// Executes the statement on `backend` alone and relays its answer when it holds a row.
+/// `Ok(None)`: it held none, and the client was told nothing.
+pub async fn run_if_rows<C: RelayCursor>(
+    c: &mut C,
+    backend: &str,
+    ids: &mut StatementIds<'_>,
+    values: &[Value],
+) -> Result<Option<bool>, C::End> {
+    let backends = [backend.to_string()];
+    let Some(idx) = execute_on(c, &backends, ids, values).await? else {
+        return Ok(Some(false));
+    };
+    let relayed = {
+        let (mut conns, mut client) = c.relay_parts(&idx);
+        match conns.first_mut() {
+            Some(be) => scatter::relay_if_rows(be, &mut client, 0).await,
+            None => Ok(None),
+        }
+    };
+    match relayed {
+        Ok(r) => Ok(r.map(|r| !r.error)),
+        Err(e) => Err(c.failed(e)),
+    }
+}
+
+/// Sends the execution to each of `backends`, preparing the statement there first where
+/// needed; the connections to read the answers from. `Ok(None)`: the client got an error.
+async fn execute_on<C: RelayCursor>(
+    c: &mut C,
+    backends: &[String],
+    ids: &mut StatementIds<'_>,
+    values: &[Value],
+) -> Result<Option<Vec<usize>>, C::End> {
     let mut idx = Vec::with_capacity(backends.len());
     for b in backends {
         let i = match c.joined(b).await? {
             Ok(i) => i,
             Err(e) => {
                 c.send_error(&e);
-                return Ok(false);
+                return Ok(None);
             }
         };
         // Prepared everywhere before any execution is written: a failed prepare must not leave
@@ -46,7 +95,7 @@ pub async fn run<C: RelayCursor>(
             Ok(Ok(s)) => idx.push((i, s)),
             Ok(Err(e)) => {
                 c.send_error(&e);
-                return Ok(false);
+                return Ok(None);
             }
             Err(e) => return Err(c.failed(e)),
         }
@@ -63,17 +112,7 @@ pub async fn run<C: RelayCursor>(
             return Err(c.failed(e));
         }
     }
-    let relayed = {
-        let (mut conns, mut client) = c.relay_parts(&idx);
-        match conns.as_mut_slice() {
-            [one] => relay::relay(one, &mut client, Reply::Results, Adjust::default()).await,
-            _ => scatter::relay_concat(&mut conns, &mut client, 0).await,
-        }
-    };
-    match relayed {
-        Ok(r) => Ok(!r.error),
-        Err(e) => Err(c.failed(e)),
-    }
+    Ok(Some(idx))
 }
 
 /// The statement's id on `backend` (connection `i`), preparing it there first if needed.

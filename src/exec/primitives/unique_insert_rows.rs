@@ -5,7 +5,8 @@
 //! is checked on the shards for a row that holds it (an entry whose row is gone is stale and
 //! taken over). A row whose key is held goes to the shard holding it, which answers exactly as
 //! one server would: 1062 for a plain INSERT, a warning for IGNORE, the update for ON DUPLICATE
-//! KEY UPDATE. REPLACE deletes the holding rows and writes the row where it belongs.
+//! KEY UPDATE. REPLACE deletes the holding rows and writes the row where it belongs. Each entry
+//! names the shard holding its row, so `WHERE key = value` goes there.
 
 use super::unique_write::{affected, Failure, UniqueWrite};
 use crate::exec::collect::Collected;
@@ -49,6 +50,8 @@ pub async fn write_rows<C: WriteCursor>(
     for (r, (own, sql)) in rows.iter().enumerate() {
         // (key, shard holding a row with the row's value of that key)
         let mut held: Vec<(usize, String)> = Vec::new();
+        // Keys whose value had an entry already: it names this row's shard once the row is in.
+        let mut existing: Vec<usize> = Vec::new();
         for (ki, k) in keys.iter().enumerate() {
             let Some(vals) = values
                 .get(r)
@@ -58,7 +61,11 @@ pub async fn write_rows<C: WriteCursor>(
                 continue;
             };
             let claimed = match conns
-                .collect_one(c, &k.backend, lookup_table::claim_sql(k, vals).into_bytes())
+                .collect_one(
+                    c,
+                    &k.backend,
+                    lookup_table::claim_sql(k, vals, own).into_bytes(),
+                )
                 .await?
             {
                 Ok(c) => c,
@@ -67,7 +74,7 @@ pub async fn write_rows<C: WriteCursor>(
             match affected(&claimed) {
                 Err(f) => return Ok(Err(f)),
                 Ok(1) => continue, // a new value: no row holds it
-                Ok(_) => {}
+                Ok(_) => existing.push(ki),
             }
             for shard in rule.backends() {
                 match conns
@@ -150,6 +157,23 @@ pub async fn write_rows<C: WriteCursor>(
                     rule.name
                 ),
             ))));
+        }
+        if written && target == *own {
+            for &ki in &existing {
+                let vals = values[r][ki].as_deref().unwrap_or_default();
+                let sql = lookup_table::own_sql(&keys[ki], vals, own);
+                match conns
+                    .collect_one(c, &keys[ki].backend, sql.into_bytes())
+                    .await?
+                {
+                    Ok(out) => {
+                        if let Err(f) = affected(&out) {
+                            return Ok(Err(f));
+                        }
+                    }
+                    Err(f) => return Ok(Err(f)),
+                }
+            }
         }
         t.affected += n + deleted;
         t.warnings = t.warnings.saturating_add(warnings);

@@ -35,12 +35,17 @@ pub async fn update_row<C: WriteCursor>(
         condition.map_or(String::new(), |c| format!(" WHERE {c}"))
     );
     let mut matched: Vec<Vec<Option<Vec<u8>>>> = Vec::new();
+    // The shard of the last row read: with one row, where its new values live.
+    let mut home = "";
     for shard in rule.backends() {
         match conns
             .collect_one(c, shard, select.clone().into_bytes())
             .await?
         {
             Ok(Collected::Rows { rows, .. }) => {
+                if !rows.is_empty() {
+                    home = shard;
+                }
                 matched.extend(rows.iter().filter_map(|r| packets::text_row(r)))
             }
             Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
@@ -152,7 +157,11 @@ pub async fn update_row<C: WriteCursor>(
                 continue;
             };
             let claimed = match conns
-                .collect_one(c, &k.backend, lookup_table::claim_sql(k, &new).into_bytes())
+                .collect_one(
+                    c,
+                    &k.backend,
+                    lookup_table::claim_sql(k, &new, home).into_bytes(),
+                )
                 .await?
             {
                 Ok(c) => c,
@@ -170,23 +179,36 @@ pub async fn update_row<C: WriteCursor>(
             }
             // Claimed before: by this row (the value does not change), by a row gone since,
             // or by another row, which makes this a duplicate.
-            let Some(cond) = condition else {
-                continue; // no WHERE: the one row of the table is this one
-            };
-            for shard in rule.backends() {
-                let sql = lookup_table::other_holder_sql(k, &new, cond);
-                match conns.collect_one(c, shard, sql.into_bytes()).await? {
-                    Ok(Collected::Rows { rows, .. }) if !rows.is_empty() => {
-                        return Ok(Err(Failure::Sql(SqlError::new(
-                            1062,
-                            b"23000",
-                            format!("Duplicate entry '{}' for key '{}'", entry.join("-"), k.name),
-                        ))));
+            if let Some(cond) = condition {
+                for shard in rule.backends() {
+                    let sql = lookup_table::other_holder_sql(k, &new, cond);
+                    match conns.collect_one(c, shard, sql.into_bytes()).await? {
+                        Ok(Collected::Rows { rows, .. }) if !rows.is_empty() => {
+                            return Ok(Err(Failure::Sql(SqlError::new(
+                                1062,
+                                b"23000",
+                                format!(
+                                    "Duplicate entry '{}' for key '{}'",
+                                    entry.join("-"),
+                                    k.name
+                                ),
+                            ))));
+                        }
+                        Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
+                        Ok(_) => {}
+                        Err(f) => return Ok(Err(f)),
                     }
-                    Ok(Collected::Err(p)) => return Ok(Err(Failure::Packet(p))),
-                    Ok(_) => {}
-                    Err(f) => return Ok(Err(f)),
                 }
+            }
+            // No other row holds it: this one does, on its shard.
+            let sql = lookup_table::own_sql(k, &new, home);
+            match conns.collect_one(c, &k.backend, sql.into_bytes()).await? {
+                Ok(out) => {
+                    if let Err(f) = affected(&out) {
+                        return Ok(Err(f));
+                    }
+                }
+                Err(f) => return Ok(Err(f)),
             }
         }
     }

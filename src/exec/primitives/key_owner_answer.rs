@@ -1,0 +1,120 @@
+//! A SELECT whose WHERE gives a whole unique key held through a lookup (`unique: global`): the
+//! lookup names the shard holding the key's row, and that shard alone runs the statement. The
+//! owner is a hint: an entry whose row is gone, moved or not yet visible names a shard without
+//! the row, and then the statement runs where it would without the lookup (every shard), so
+//! the answer is always the one every shard together gives. A key matches at most one row, so
+//! a shard that has it has all of them.
+
+use mysql_common::constants::StatusFlags;
+use mysql_common::value::Value;
+
+use crate::exec::primitives::prepared_select::{self, StatementIds};
+use crate::exec::primitives::{concatenated_answer, merged_answer};
+use crate::exec::{scatter, BackendError, RelayCursor};
+use crate::route::plan::{ByKey, Route};
+use crate::wire::errors::{SqlError, ER_UNKNOWN_ERROR};
+
+/// Answers `packet` (the client's SELECT) on the owner's shard, or by `k.otherwise`.
+/// `Ok(false)`: the client got an error.
+pub async fn run<C: RelayCursor>(
+    c: &mut C,
+    k: &ByKey,
+    packet: &[u8],
+    more: bool,
+) -> Result<bool, C::End> {
+    if let Some(owner) = owner(c, k).await? {
+        let idx = match c.send_to_all(std::slice::from_ref(&owner), packet).await? {
+            Ok(idx) => idx,
+            Err(e) => {
+                c.send_error(&e);
+                return Ok(false);
+            }
+        };
+        let add = if more {
+            StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()
+        } else {
+            0
+        };
+        let relayed = {
+            let (mut conns, mut client) = c.relay_parts(&idx);
+            match conns.first_mut() {
+                Some(be) => scatter::relay_if_rows(be, &mut client, add).await,
+                None => Ok(None),
+            }
+        };
+        match relayed {
+            Ok(Some(r)) => return Ok(!r.error),
+            Ok(None) => {}
+            Err(e) => return Err(c.failed(e)),
+        }
+    }
+    match &k.otherwise {
+        Route::Concat(bs) => concatenated_answer::run(c, bs, packet, more).await,
+        Route::Merge(bs, m) => merged_answer::run(c, bs, m, more, false).await,
+        other => {
+            c.send_error(&cannot_fall_back(other));
+            Ok(false)
+        }
+    }
+}
+
+/// The shard the lookup names, when it names one of the table's shards. A lookup backend that
+/// cannot be reached, or refuses the read, names none: every shard answers instead. The read
+/// joins the client's transaction: it sees the session's own claims, and a connection that read
+/// outside a transaction could not join it later.
+async fn owner<C: RelayCursor>(c: &mut C, k: &ByKey) -> Result<Option<String>, C::End> {
+    let Ok(i) = c.joined(&k.lookup).await? else {
+        return Ok(None);
+    };
+    let rows = match c.conn(i).query_rows(&k.owner_sql).await {
+        Ok(rows) => rows,
+        Err(BackendError::Server { .. }) => return Ok(None),
+        Err(e) => {
+            c.conn(i).broken = true;
+            return Err(c.failed(e));
+        }
+    };
+    let [row] = rows.as_slice() else {
+        return Ok(None);
+    };
+    let Some(Some(name)) = row.first() else {
+        return Ok(None);
+    };
+    Ok(k.shards
+        .iter()
+        .find(|s| s.as_bytes() == name.as_slice())
+        .cloned())
+}
+
+/// [`run`] for a prepared SELECT executed in the binary protocol (`ids`, `values`: the statement
+/// and the client's parameters).
+pub async fn run_prepared<C: RelayCursor>(
+    c: &mut C,
+    k: &ByKey,
+    ids: &mut StatementIds<'_>,
+    values: &[Value],
+) -> Result<bool, C::End> {
+    if let Some(owner) = owner(c, k).await? {
+        if let Some(ok) = prepared_select::run_if_rows(c, &owner, ids, values).await? {
+            return Ok(ok);
+        }
+    }
+    match &k.otherwise {
+        Route::Concat(bs) => prepared_select::run(c, bs, ids, values).await,
+        // The parameters are bound into the text: the shards run it as a text query and the
+        // merged rows are written in the binary protocol.
+        Route::Merge(bs, m) => merged_answer::run(c, bs, m, false, true).await,
+        other => {
+            c.send_error(&cannot_fall_back(other));
+            Ok(false)
+        }
+    }
+}
+
+fn cannot_fall_back(other: &Route) -> SqlError {
+    SqlError::new(
+        ER_UNKNOWN_ERROR,
+        b"HY000",
+        format!("idgate: a lookup's route cannot fall back to {other:?}"),
+    )
+}
