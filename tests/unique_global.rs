@@ -706,6 +706,47 @@ fn a_key_value_is_read_on_the_shard_its_lookup_names() {
     assert_eq!(plan.len(), 2 + 3, "{plan:?}");
 }
 
+/// An answer's error code and message (`None`: not an error).
+fn raw_error(packets: &[Vec<u8>]) -> Option<(u16, String)> {
+    let p = packets.first()?;
+    (p.first() == Some(&0xff)).then(|| {
+        (
+            u16::from_le_bytes([p[1], p[2]]),
+            String::from_utf8_lossy(&p[9..]).into_owned(),
+        )
+    })
+}
+
+#[test]
+fn a_client_in_latin1_meets_duplicates_as_one_server() {
+    // Bytes that are not UTF-8 (é, è, É and ê in latin1): the lookup must see them as the
+    // shards do, in the client's character set.
+    let b = start();
+    let (mut direct, mut through) = common::raw::direct_and_through(&b._one, &b.g);
+    let script: [&[u8]; 8] = [
+        b"SET NAMES latin1",
+        b"INSERT INTO users (email) VALUES ('\xe9@x')",
+        b"INSERT INTO users (email) VALUES ('\xe9@x')",
+        b"INSERT INTO users (email) VALUES ('\xe8@x')",
+        b"INSERT INTO users (email) VALUES ('\xc9@X')",
+        b"UPDATE users SET email = '\xea@x' WHERE email = '\xe8@x'",
+        b"INSERT INTO users (email) VALUES ('\xea@x')",
+        b"INSERT INTO users (email) VALUES ('\xe8@x')",
+    ];
+    for sql in script {
+        let want = raw_error(&direct.query(sql));
+        let got = raw_error(&through.query(sql));
+        assert_eq!(got, want, "{}", String::from_utf8_lossy(sql));
+    }
+    // utf8mb4_general_ci takes é, è and ê for e: one row is left, as on one server.
+    let mut c = b.g.conn();
+    let emails: Vec<String> = c.query("SELECT email FROM users ORDER BY email").unwrap();
+    assert_eq!(emails, ["ê@x", "old@x"]);
+    let mut one = common::direct(&b._one);
+    let want: Vec<String> = one.query("SELECT email FROM users ORDER BY email").unwrap();
+    assert_eq!(emails, want);
+}
+
 #[test]
 fn an_orm_meets_integrity_errors_where_one_server_raises_them() {
     use common::clients::{

@@ -12,7 +12,7 @@ use crate::exec::primitives::{unique_key_update, unique_write};
 use crate::exec::StatementScope;
 use crate::route::TableRule;
 use crate::sql::UpdateParts;
-use crate::unique::GlobalKey;
+use crate::unique::{GlobalKey, KeyColumn};
 use crate::wire::errors::SqlError;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
@@ -51,10 +51,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             .filter(|k| k.columns.iter().any(|c| assigned(&c.name).is_some()))
             .collect();
         // Every column of those keys, as the row holds it now.
-        let mut read: Vec<String> = Vec::new();
+        let mut read: Vec<KeyColumn> = Vec::new();
         for c in keys.iter().flat_map(|k| &k.columns) {
-            if !read.iter().any(|r| r.eq_ignore_ascii_case(&c.name)) {
-                read.push(c.name.clone());
+            if !read.iter().any(|r| r.name.eq_ignore_ascii_case(&c.name)) {
+                read.push(c.clone());
             }
         }
         let backends = keys.iter().map(|k| k.backend.as_str());
@@ -66,21 +66,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
         };
-        let condition = parts
-            .condition
-            .as_ref()
-            .and_then(|r| stmt.get(r.clone()))
-            .map(|c| String::from_utf8_lossy(c).into_owned());
+        let condition = parts.condition.as_ref().and_then(|r| stmt.get(r.clone()));
         let outcome = unique_key_update::update_row(
-            &mut c,
-            &mut conns,
-            stmt,
-            parts,
-            rule,
-            &schema,
-            &keys,
-            &read,
-            condition.as_deref(),
+            &mut c, &mut conns, stmt, parts, rule, &schema, &keys, &read, condition,
         )
         .await?;
         let ok = match conns.close(&mut c, outcome, "UPDATE").await? {

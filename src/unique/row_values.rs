@@ -7,9 +7,9 @@ use crate::route::insert::value_of;
 use crate::sql::{InsertAnalysis, ValueKind, ER_NOT_SUPPORTED_YET};
 use crate::wire::errors::SqlError;
 
-/// Per row, per key: the key's values (one per column), or `None` when one of them is NULL (a
-/// unique key never meets NULL values).
-pub type RowKeys = Vec<Vec<Option<Vec<String>>>>;
+/// Per row, per key: the key's values (one per column, SQL text as the client wrote it, in its
+/// character set), or `None` when one of them is NULL (a unique key never meets NULL values).
+pub type RowKeys = Vec<Vec<Option<Vec<Vec<u8>>>>>;
 
 /// Reads every row's key values; refuses values it cannot know before the row is written.
 pub fn row_keys(
@@ -29,12 +29,9 @@ pub fn row_keys(
                             Some(v) => match &v.kind {
                                 ValueKind::Null => None,
                                 ValueKind::Default => default_of(k, c)?,
-                                ValueKind::Int(_) | ValueKind::Str(_) => Some(
-                                    String::from_utf8_lossy(
-                                        stmt.get(v.span.clone()).unwrap_or_default(),
-                                    )
-                                    .into_owned(),
-                                ),
+                                ValueKind::Int(_) | ValueKind::Str(_) => {
+                                    Some(stmt.get(v.span.clone()).unwrap_or_default().to_vec())
+                                }
                                 ValueKind::Placeholder(_) | ValueKind::Other => {
                                     return Err(refusal(
                                         k,
@@ -59,7 +56,7 @@ pub fn row_keys(
 }
 
 /// The column's default as SQL text; `None` for NULL.
-fn default_of(k: &GlobalKey, c: &super::KeyColumn) -> Result<Option<String>, SqlError> {
+fn default_of(k: &GlobalKey, c: &super::KeyColumn) -> Result<Option<Vec<u8>>, SqlError> {
     match c.default.as_deref() {
         Some(d) if d.eq_ignore_ascii_case("NULL") => Ok(None),
         Some(d)
@@ -68,7 +65,7 @@ fn default_of(k: &GlobalKey, c: &super::KeyColumn) -> Result<Option<String>, Sql
                     && d.bytes()
                         .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'.'))) =>
         {
-            Ok(Some(d.to_string()))
+            Ok(Some(d.as_bytes().to_vec()))
         }
         Some(_) => Err(refusal(
             k,

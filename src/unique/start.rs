@@ -236,29 +236,27 @@ async fn fill(config: &Config, rule: &TableRule, k: &GlobalKey) -> Result<(), St
     for shard in rule.backends() {
         let mut sc = connect(config, shard).await?;
         // Page by page in key order, so a large table never sits in memory whole.
-        let mut after: Option<Vec<String>> = None;
+        let mut after: Option<Vec<Vec<u8>>> = None;
         loop {
             let rows = sc
                 .query_rows(&lookup_table::values_sql(k, after.as_deref(), FILL_PAGE))
                 .await
                 .map_err(at)?;
-            let literals: Vec<Vec<String>> = rows
+            let literals: Vec<Vec<Vec<u8>>> = rows
                 .iter()
                 .map(|row| {
                     k.columns
                         .iter()
                         .zip(row)
                         .map(|(c, v)| {
-                            lookup_table::literal_from_text(c, v.as_deref().unwrap_or_default())
+                            lookup_table::literal_from_read(c, v.as_deref().unwrap_or_default())
                         })
                         .collect()
                 })
                 .collect();
             for batch in literals.chunks(FILL_BATCH) {
-                if let Err(e) = lc
-                    .query_drop(&lookup_table::fill_sql(k, batch, shard))
-                    .await
-                {
+                let fill = lookup_table::fill_sql(k, batch, shard);
+                if let Err(e) = lc.query_drop_bytes(&fill).await {
                     let _ = lc.query_drop("ROLLBACK").await;
                     return Err(format!(
                         "table `{}`.`{}` already holds rows with the same value of unique key \

@@ -61,11 +61,7 @@ pub async fn write_rows<C: WriteCursor>(
                 continue;
             };
             let claimed = match conns
-                .collect_one(
-                    c,
-                    &k.backend,
-                    lookup_table::claim_sql(k, vals, own).into_bytes(),
-                )
+                .collect_one(c, &k.backend, lookup_table::claim_sql(k, vals, own))
                 .await?
             {
                 Ok(c) => c,
@@ -78,7 +74,7 @@ pub async fn write_rows<C: WriteCursor>(
             }
             for shard in rule.backends() {
                 match conns
-                    .collect_one(c, shard, lookup_table::holder_sql(k, vals).into_bytes())
+                    .collect_one(c, shard, lookup_table::holder_sql(k, vals))
                     .await?
                 {
                     Err(f) => return Ok(Err(f)),
@@ -101,11 +97,7 @@ pub async fn write_rows<C: WriteCursor>(
                 }
                 let vals = values[r][*ki].as_deref().unwrap_or_default();
                 let out = match conns
-                    .collect_one(
-                        c,
-                        shard,
-                        lookup_table::delete_holder_sql(&keys[*ki], vals).into_bytes(),
-                    )
+                    .collect_one(c, shard, lookup_table::delete_holder_sql(&keys[*ki], vals))
                     .await?
                 {
                     Ok(c) => c,
@@ -162,10 +154,7 @@ pub async fn write_rows<C: WriteCursor>(
             for &ki in &existing {
                 let vals = values[r][ki].as_deref().unwrap_or_default();
                 let sql = lookup_table::own_sql(&keys[ki], vals, own);
-                match conns
-                    .collect_one(c, &keys[ki].backend, sql.into_bytes())
-                    .await?
-                {
+                match conns.collect_one(c, &keys[ki].backend, sql).await? {
                     Ok(out) => {
                         if let Err(f) = affected(&out) {
                             return Ok(Err(f));

@@ -10,7 +10,7 @@ use crate::exec::cursor::WriteCursor;
 use crate::route::quote_ident;
 use crate::route::TableRule;
 use crate::sql::{UpdateParts, ValueKind, ER_NOT_SUPPORTED_YET};
-use crate::unique::{lookup_table, GlobalKey};
+use crate::unique::{lookup_table, GlobalKey, KeyColumn};
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
@@ -24,24 +24,23 @@ pub async fn update_row<C: WriteCursor>(
     rule: &TableRule,
     schema: &str,
     keys: &[&GlobalKey],
-    read: &[String],
-    condition: Option<&str>,
+    read: &[KeyColumn],
+    condition: Option<&[u8]>,
 ) -> Result<Result<BulkOk, Failure>, C::End> {
     let table = format!("{}.{}", quote_ident(schema), quote_ident(&rule.name));
-    let cols: Vec<String> = read.iter().map(|c| quote_ident(c)).collect();
-    let select = format!(
-        "SELECT {} FROM {table}{} LIMIT 2 FOR UPDATE",
-        cols.join(", "),
-        condition.map_or(String::new(), |c| format!(" WHERE {c}"))
-    );
+    let cols: Vec<String> = read.iter().map(lookup_table::read_expr).collect();
+    // The condition as the client wrote it, in its character set.
+    let mut select = format!("SELECT {} FROM {table}", cols.join(", ")).into_bytes();
+    if let Some(cond) = condition {
+        select.extend_from_slice(b" WHERE ");
+        select.extend_from_slice(cond);
+    }
+    select.extend_from_slice(b" LIMIT 2 FOR UPDATE");
     let mut matched: Vec<Vec<Option<Vec<u8>>>> = Vec::new();
     // The shard of the last row read: with one row, where its new values live.
     let mut home = "";
     for shard in rule.backends() {
-        match conns
-            .collect_one(c, shard, select.clone().into_bytes())
-            .await?
-        {
+        match conns.collect_one(c, shard, select.clone()).await? {
             Ok(Collected::Rows { rows, .. }) => {
                 if !rows.is_empty() {
                     home = shard;
@@ -98,22 +97,22 @@ pub async fn update_row<C: WriteCursor>(
             ))));
         }
     }
-    let mut released: Vec<(&GlobalKey, Vec<String>)> = Vec::new();
+    let mut released: Vec<(&GlobalKey, Vec<Vec<u8>>)> = Vec::new();
     if let (Some(row), 1) = (matched.first(), matched.len()) {
         let now = |name: &str| {
             read.iter()
-                .position(|r| r.eq_ignore_ascii_case(name))
+                .position(|r| r.name.eq_ignore_ascii_case(name))
                 .and_then(|i| row.get(i).cloned().flatten())
         };
         for k in keys {
             // The key's value after the UPDATE: the assigned literal, or what the row holds.
-            let mut new: Option<Vec<String>> = Some(Vec::new());
+            let mut new: Option<Vec<Vec<u8>>> = Some(Vec::new());
             let mut entry: Vec<String> = Vec::new();
-            let mut old: Option<Vec<String>> = Some(Vec::new());
+            let mut old: Option<Vec<Vec<u8>>> = Some(Vec::new());
             for c in &k.columns {
                 let before = now(&c.name);
                 match (&before, old.as_mut()) {
-                    (Some(v), Some(o)) => o.push(lookup_table::literal_from_text(c, v)),
+                    (Some(v), Some(o)) => o.push(lookup_table::literal_from_read(c, v)),
                     _ => old = None,
                 }
                 let a = parts
@@ -122,24 +121,22 @@ pub async fn update_row<C: WriteCursor>(
                     .find(|a| a.column.eq_ignore_ascii_case(&c.name));
                 let (sql, shown) = match a.map(|a| (&a.kind, a)) {
                     Some((ValueKind::Null, _)) => (None, String::new()),
+                    // The assigned literal as the client wrote it, in its character set.
                     Some((ValueKind::Str(b), a)) => (
-                        stmt.get(a.at.clone())
-                            .map(|t| String::from_utf8_lossy(t).into_owned()),
+                        stmt.get(a.at.clone()).map(<[u8]>::to_vec),
                         String::from_utf8_lossy(b).into_owned(),
                     ),
-                    Some((ValueKind::Int(i), a)) => (
-                        stmt.get(a.at.clone())
-                            .map(|t| String::from_utf8_lossy(t).into_owned()),
-                        i.to_string(),
-                    ),
+                    Some((ValueKind::Int(i), a)) => {
+                        (stmt.get(a.at.clone()).map(<[u8]>::to_vec), i.to_string())
+                    }
                     Some(_) => (None, String::new()),
                     None => (
                         before
                             .as_ref()
-                            .map(|v| lookup_table::literal_from_text(c, v)),
+                            .map(|v| lookup_table::literal_from_read(c, v)),
                         before
                             .as_ref()
-                            .map(|v| String::from_utf8_lossy(v).into_owned())
+                            .map(|v| lookup_table::shown_from_read(c, v))
                             .unwrap_or_default(),
                     ),
                 };
@@ -157,11 +154,7 @@ pub async fn update_row<C: WriteCursor>(
                 continue;
             };
             let claimed = match conns
-                .collect_one(
-                    c,
-                    &k.backend,
-                    lookup_table::claim_sql(k, &new, home).into_bytes(),
-                )
+                .collect_one(c, &k.backend, lookup_table::claim_sql(k, &new, home))
                 .await?
             {
                 Ok(c) => c,
@@ -182,7 +175,7 @@ pub async fn update_row<C: WriteCursor>(
             if let Some(cond) = condition {
                 for shard in rule.backends() {
                     let sql = lookup_table::other_holder_sql(k, &new, cond);
-                    match conns.collect_one(c, shard, sql.into_bytes()).await? {
+                    match conns.collect_one(c, shard, sql).await? {
                         Ok(Collected::Rows { rows, .. }) if !rows.is_empty() => {
                             return Ok(Err(Failure::Sql(SqlError::new(
                                 1062,
@@ -202,7 +195,7 @@ pub async fn update_row<C: WriteCursor>(
             }
             // No other row holds it: this one does, on its shard.
             let sql = lookup_table::own_sql(k, &new, home);
-            match conns.collect_one(c, &k.backend, sql.into_bytes()).await? {
+            match conns.collect_one(c, &k.backend, sql).await? {
                 Ok(out) => {
                     if let Err(f) = affected(&out) {
                         return Ok(Err(f));
@@ -237,7 +230,7 @@ pub async fn update_row<C: WriteCursor>(
     ok.info = merge_info(&refs);
     for (k, o) in released {
         let sql = lookup_table::release_sql(k, &o);
-        match conns.collect_one(c, &k.backend, sql.into_bytes()).await? {
+        match conns.collect_one(c, &k.backend, sql).await? {
             Ok(c) => {
                 if let Err(f) = affected(&c) {
                     return Ok(Err(f));
