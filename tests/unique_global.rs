@@ -399,7 +399,8 @@ fn shapes_the_lookup_cannot_follow_are_refused_and_existing_duplicates_keep_idga
         .query_drop("INSERT INTO friends (a, b) VALUES (1, 2), (3, 2)")
         .unwrap();
     for sql in [
-        "INSERT INTO users (email) VALUES (CONCAT('a', '@x'))",
+        // A value that depends on when it is evaluated.
+        "INSERT INTO users (email) VALUES (CONCAT(NOW(), '@x'))",
         "INSERT INTO users (email) VALUES ('z@x') ON DUPLICATE KEY UPDATE email = 'w@x'",
         // Part of a key: the row could end with a value nobody claimed.
         "INSERT INTO friends (a, b) VALUES (1, 2) ON DUPLICATE KEY UPDATE a = VALUES(a)",
@@ -704,6 +705,63 @@ fn a_key_value_is_read_on_the_shard_its_lookup_names() {
         "{plan:?}"
     );
     assert_eq!(plan.len(), 2 + 3, "{plan:?}");
+}
+
+#[test]
+fn key_values_given_as_expressions_are_claimed_as_the_row_holds_them() {
+    let mut b = start();
+    for sql in [
+        "INSERT INTO users (email) VALUES (LOWER('Ex@X'))",
+        "INSERT INTO users (email) VALUES ('ex@x')",
+        "INSERT INTO users (email) VALUES (CONCAT('e', 'x@x'))",
+        "INSERT IGNORE INTO users (email) VALUES (CONCAT('e', 'x@x')), (REVERSE('x@ye'))",
+        "INSERT INTO friends (a, b, note) VALUES (1 + 1, 40, 'x'), (2, 40, 'y')",
+        "INSERT INTO friends (a, b, note) VALUES (ABS(-7), 40, 'x')",
+        "REPLACE INTO friends (a, b, note) VALUES (3 + 4, 40, 'replaced')",
+        "INSERT INTO users SET email = UPPER('set@x')",
+    ] {
+        same(&mut b, sql);
+    }
+    assert_eq!(rows(&mut b.through, "users"), rows(&mut b.direct, "users"));
+    assert_eq!(
+        rows(&mut b.through, "friends"),
+        rows(&mut b.direct, "friends")
+    );
+    // A random value is evaluated once: the row holds the value its lookup claimed.
+    b.through
+        .query_drop("INSERT INTO users (email) VALUES (CONCAT('u-', UUID(), '@x'))")
+        .unwrap();
+    let made: String = b
+        .through
+        .query_first("SELECT email FROM users WHERE email LIKE 'u-%'")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        outcome(
+            &mut b.through,
+            &format!("INSERT INTO users (email) VALUES ('{made}')")
+        ),
+        format!("err 1062 Duplicate entry '{made}' for key 'email'")
+    );
+    // Values tied to the moment or the row are refused, saying why.
+    for (sql, why) in [
+        (
+            "INSERT INTO users (email) VALUES (CONCAT(NOW(), '@x'))",
+            "`NOW`",
+        ),
+        (
+            "INSERT INTO users (email) VALUES (CONCAT(@who, '@x'))",
+            "a variable",
+        ),
+        (
+            "INSERT INTO friends (a, b) VALUES (5, a + 1)",
+            "a column of the row",
+        ),
+    ] {
+        let (code, msg) = common::answers::error_of(&mut b.through, sql);
+        assert_eq!(code, 1235, "{sql}: {msg}");
+        assert!(msg.contains(why), "{sql}: {msg}");
+    }
 }
 
 /// An answer's error code and message (`None`: not an error).

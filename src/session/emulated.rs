@@ -336,7 +336,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         if let Some(keys) = global {
             return self
-                .guarded_insert(text, &a, &rule, &keys, (false, false), scope)
+                .guarded_insert(text, &a, &rule, &keys, (false, false, false), scope)
                 .await
                 .err();
         }

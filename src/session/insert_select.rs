@@ -151,7 +151,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         };
         // INSERT … SELECT reports Records/Duplicates even for one row.
-        self.guarded_insert(&text, &values, rule, keys, (more, true), scope)
+        self.guarded_insert(&text, &values, rule, keys, (more, true, true), scope)
             .await
     }
 

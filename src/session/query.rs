@@ -469,7 +469,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return Step::from(run.await);
                 }
                 if let Some(keys) = global {
-                    let flags = (more, false);
+                    let flags = (more, false, false);
                     let run = self.guarded_insert(stmt, &a, &rule, &keys, flags, scope);
                     return Step::from(run.await);
                 }

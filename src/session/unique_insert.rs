@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
 use crate::exec::primitives::bulk_write::BulkOk;
-use crate::exec::primitives::{unique_insert_rows, unique_write};
+use crate::exec::primitives::{key_expressions, unique_insert_rows, unique_write};
 use crate::exec::StatementScope;
 use crate::route::insert::{self, RowId};
 use crate::route::TableRule;
@@ -21,20 +21,58 @@ use crate::unique::{row_values, GlobalKey};
 use crate::wire::errors::SqlError;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// `(more, always_info)`: more statements follow; the OK carries Records/Duplicates even
-    /// for one row (INSERT … SELECT).
+    /// `(more, always_info, evaluated)`: more statements follow; the OK carries
+    /// Records/Duplicates even for one row (INSERT … SELECT); the key columns' expressions were
+    /// evaluated into literals already.
     pub(super) async fn guarded_insert(
         &mut self,
         stmt: &[u8],
         a: &InsertAnalysis,
         rule: &TableRule,
         keys: &[GlobalKey],
-        (more, always_info): (bool, bool),
+        (more, always_info, evaluated): (bool, bool, bool),
         scope: StatementScope,
     ) -> Result<bool, End> {
         if let Err(e) = refuse_shapes(stmt, a, keys) {
             self.writer.send_error(&e);
             return Ok(false);
+        }
+        if !evaluated {
+            // Key values given as expressions: evaluated first, then the statement again with
+            // their literals (a table whose columns cannot be read is refused below, as before).
+            let schema = a.table.schema.clone().or_else(|| {
+                let db = self.db.as_deref()?;
+                Some(String::from_utf8_lossy(db).into_owned())
+            });
+            let meta = match schema {
+                Some(s) => self.table_meta(rule, &s, &a.table.name).await.ok(),
+                None => None,
+            };
+            let rows = match &a.body {
+                sql::InsertBody::Values { rows } => rows.len(),
+                _ => 1,
+            };
+            let spans = meta.map_or_else(Vec::new, |m| key_expressions::spans(a, &m, keys, rows));
+            if let (false, Some(k)) = (spans.is_empty(), keys.first()) {
+                let c = &mut self.cursor(scope);
+                let text = match key_expressions::evaluate(c, &k.backend, stmt, a, &spans).await? {
+                    Ok(text) => text,
+                    Err(e) => {
+                        self.writer.send_error(&e);
+                        return Ok(false);
+                    }
+                };
+                let a = match sql::analyze_insert(&text) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        self.writer.send_error(&e.into());
+                        return Ok(false);
+                    }
+                };
+                let flags = (more, always_info, true);
+                let run = Box::pin(self.guarded_insert(&text, &a, rule, keys, flags, scope));
+                return run.await;
+            }
         }
         let decided = match self.decide_ids(stmt, a, rule).await {
             Ok(d) => d,
@@ -57,7 +95,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return Ok(false);
             }
         };
-        let values = match row_values::row_keys(stmt, a, &decided.meta, keys, rows.len()) {
+        let values = match row_values::row_keys(stmt, a, &decided.meta, keys, rows.len(), evaluated)
+        {
             Ok(v) => v,
             Err(e) => {
                 self.writer.send_error(&e);

@@ -12,12 +12,15 @@ use crate::wire::errors::SqlError;
 pub type RowKeys = Vec<Vec<Option<Vec<Vec<u8>>>>>;
 
 /// Reads every row's key values; refuses values it cannot know before the row is written.
+/// `evaluated`: the statement's key expressions were evaluated first and written as the
+/// literals they gave (`exec::primitives::key_expressions`), so an expression there is one.
 pub fn row_keys(
     stmt: &[u8],
     a: &InsertAnalysis,
     meta: &TableMeta,
     keys: &[GlobalKey],
     rows: usize,
+    evaluated: bool,
 ) -> Result<RowKeys, SqlError> {
     (0..rows)
         .map(|row| {
@@ -30,6 +33,9 @@ pub fn row_keys(
                                 ValueKind::Null => None,
                                 ValueKind::Default => default_of(k, c)?,
                                 ValueKind::Int(_) | ValueKind::Str(_) => {
+                                    Some(stmt.get(v.span.clone()).unwrap_or_default().to_vec())
+                                }
+                                ValueKind::Other if evaluated => {
                                     Some(stmt.get(v.span.clone()).unwrap_or_default().to_vec())
                                 }
                                 ValueKind::Placeholder(_) | ValueKind::Other => {

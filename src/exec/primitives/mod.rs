@@ -12,6 +12,7 @@ pub mod insert_source;
 pub mod join_batch_relay;
 pub mod join_bind;
 pub mod join_stream;
+pub mod key_expressions;
 pub mod key_owner_answer;
 pub mod load_data;
 pub mod load_rows;
