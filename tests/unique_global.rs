@@ -684,6 +684,53 @@ fn a_key_value_is_read_on_the_shard_its_lookup_names() {
         [(id, "d@x".to_string())]
     );
     assert!(emails_through(&mut b.through, "nobody@x").is_empty());
+    // UPDATE and DELETE by a whole key change the owner's row alone (a twin planted behind
+    // idgate's back stays as it was), and answer as one server.
+    for sql in [
+        "INSERT INTO friends (a, b, note) VALUES (1, 2, 'first'), (3, 4, 'second')",
+        "UPDATE friends SET note = 'again' WHERE a = 1 AND b = 2",
+        "UPDATE friends SET note = 'again' WHERE a = 1 AND b = 2",
+        "UPDATE friends SET note = 'none' WHERE a = 9 AND b = 9",
+        "DELETE FROM friends WHERE a = 9 AND b = 9",
+    ] {
+        same(&mut b, sql);
+    }
+    let id: u64 = b
+        .through
+        .query_first("SELECT id FROM friends WHERE a = 1 AND b = 2")
+        .unwrap()
+        .unwrap();
+    let home = (0..3)
+        .find(|&i| {
+            common::direct(&b.shards[i])
+                .query_first::<u64, _>(format!("SELECT id FROM friends WHERE id = {id}"))
+                .unwrap()
+                .is_some()
+        })
+        .unwrap();
+    common::direct(&b.shards[(home + 1) % 3])
+        .query_drop("INSERT INTO friends (id, a, b, note) VALUES (900100, 1, 2, 'twin')")
+        .unwrap();
+    assert_eq!(
+        outcome(
+            &mut b.through,
+            "UPDATE friends SET note = 'owner' WHERE a = 1 AND b = 2"
+        ),
+        "ok affected=1 info=\"Rows matched: 1  Changed: 1  Warnings: 0\" warnings=0"
+    );
+    assert_eq!(
+        outcome(&mut b.through, "DELETE FROM friends WHERE a = 1 AND b = 2"),
+        "ok affected=1 info=\"\" warnings=0"
+    );
+    let twin: Vec<String> = common::direct(&b.shards[(home + 1) % 3])
+        .query("SELECT note FROM friends WHERE a = 1 AND b = 2")
+        .unwrap();
+    assert_eq!(twin, ["twin"]);
+    // An owner without the row: every shard is asked ('d@x' moved behind idgate's back).
+    assert_eq!(
+        outcome(&mut b.through, "DELETE FROM users WHERE email = 'd@x'"),
+        "ok affected=1 info=\"\" warnings=0"
+    );
     // In a transaction, the session's own uncommitted row is found; after ROLLBACK it is gone.
     for c in [&mut b.direct, &mut b.through] {
         c.query_drop("BEGIN").unwrap();
@@ -693,6 +740,7 @@ fn a_key_value_is_read_on_the_shard_its_lookup_names() {
         c.query_drop("ROLLBACK").unwrap();
         assert!(emails_through(c, "t@x").is_empty());
     }
+    assert!(emails_through(&mut b.through, "d@x").is_empty());
     // EXPLAIN ROUTE shows the lookup's read first.
     let plan: Vec<(String, String, String)> = b
         .through

@@ -152,14 +152,10 @@ fn statements_a_lookup_cannot_answer_alone_take_the_general_route() {
             "{stmt}: {r:?}"
         );
     }
-    // The sharding key decides first; writes and idgate's own reads never use the lookup.
+    // The sharding key decides first; idgate's own reads never use the lookup.
     assert!(matches!(
         route("SELECT * FROM users WHERE id = 4 AND email = 'a@x'"),
         Route::One(b) if b == "s1"
-    ));
-    assert!(matches!(
-        route("DELETE FROM users WHERE email = 'a@x'"),
-        Route::Write { .. }
     ));
     let stmt = "SELECT * FROM users WHERE email = 'a@x'";
     assert!(matches!(route_as(stmt, stmt, false), Route::Concat(_)));
@@ -168,6 +164,25 @@ fn statements_a_lookup_cannot_answer_alone_take_the_general_route() {
     assert!(matches!(
         route_over(&two, stmt, stmt, true),
         Route::Concat(bs) if bs.len() == 2
+    ));
+}
+
+#[test]
+fn updates_and_deletes_of_a_whole_key_read_its_owner_first() {
+    for stmt in [
+        "DELETE FROM users WHERE email = 'a@x'",
+        "UPDATE users SET note = 'n' WHERE a = 1 AND b = 2",
+    ] {
+        let (_, otherwise) = by_key(route(stmt));
+        assert!(
+            matches!(otherwise, Route::Write { ref backends, broadcast: false } if backends.len() == 3),
+            "{stmt}"
+        );
+    }
+    // Several rows, or the order of rows, are not one key's.
+    assert!(matches!(
+        route("DELETE FROM users WHERE email IN ('a@x', 'b@x')"),
+        Route::Write { .. }
     ));
 }
 

@@ -39,8 +39,9 @@ pub enum Route {
     /// A SELECT on several shards whose answers merge (ORDER BY, LIMIT, GROUP BY, aggregates,
     /// HAVING, DISTINCT): each shard runs `shard_sql`.
     Merge(Vec<String>, Box<BoundMerge>),
-    /// A SELECT whose WHERE gives a whole unique key held through a lookup: the shard the
-    /// lookup names runs it; its rows are the answer, and when it has none `otherwise` runs.
+    /// A SELECT, UPDATE or DELETE whose WHERE gives a whole unique key held through a lookup:
+    /// the shard the lookup names runs it; its rows (or the row it changed) are the answer, and
+    /// when it has none `otherwise` runs.
     ByKey(Box<ByKey>),
 }
 
@@ -52,7 +53,7 @@ pub struct ByKey {
     pub owner_sql: Vec<u8>,
     /// The table's shards: an owner that is not one of them is not followed.
     pub shards: Vec<String>,
-    /// The route without the lookup (a concatenation or a merge over every shard).
+    /// The route without the lookup (a concatenation, a merge or a write over every shard).
     pub otherwise: Route,
 }
 
@@ -105,12 +106,17 @@ impl KeyProbe {
 /// four the lookup gave 1.42x at 8 threads.
 pub const LOOKUP_MIN_SHARDS: usize = 3;
 
-/// `otherwise` (a concatenation or merge over the shards) through the lookup of the first of
-/// `probes` whose values `literal` gives; unchanged when none, or when it reaches fewer than
-/// [`LOOKUP_MIN_SHARDS`].
+/// `otherwise` (a concatenation, merge or write over the shards) through the lookup of the
+/// first of `probes` whose values `literal` gives; unchanged when none, or when it reaches
+/// fewer than [`LOOKUP_MIN_SHARDS`].
 pub fn through_lookup(probes: &[KeyProbe], literal: TermLiteral, otherwise: Route) -> Route {
     let shards = match &otherwise {
-        Route::Concat(bs) | Route::Merge(bs, _) if bs.len() >= LOOKUP_MIN_SHARDS => bs.clone(),
+        Route::Concat(bs)
+        | Route::Merge(bs, _)
+        | Route::Write {
+            backends: bs,
+            broadcast: false,
+        } if bs.len() >= LOOKUP_MIN_SHARDS => bs.clone(),
         _ => return otherwise,
     };
     match probes.iter().find_map(|k| Some((k, k.owner_sql(literal)?))) {
@@ -456,12 +462,12 @@ impl ShapePlan {
                 targets.len()
             )));
         }
-        Ok(Some(match p.kind {
-            DmlKind::Select => by_key(Route::Concat(targets)),
+        Ok(Some(by_key(match p.kind {
+            DmlKind::Select => Route::Concat(targets),
             _ => Route::Write {
                 backends: targets,
                 broadcast: false,
             },
-        }))
+        })))
     }
 }

@@ -147,14 +147,15 @@ pub fn plan(
     Ok(plan)
 }
 
-/// The keys held through lookups that may send `a` to one shard: a SELECT of the table alone
-/// (no join, no subquery) whose rows are its answer as they are, so the one row a whole key
-/// can match is all of it (an aggregate without GROUP BY answers even when nothing matches).
+/// The keys held through lookups that may send `a` to one shard: a SELECT, UPDATE or DELETE
+/// of the table alone (no join, no subquery), so the one row a whole key can match is all it
+/// reads or changes; a SELECT's rows must be its answer as they are (an aggregate without
+/// GROUP BY answers even when nothing matches).
 fn probes(ctx: &PlanContext, a: &DmlAnalysis, rule: &TableRule) -> Vec<crate::unique::GlobalKey> {
     let Some(target) = a.target.as_ref() else {
         return Vec::new();
     };
-    let alone = a.kind == DmlKind::Select
+    let alone = matches!(a.kind, DmlKind::Select | DmlKind::Update | DmlKind::Delete)
         && a.from.len() == 1
         && a.relations.len() == 1
         && a.subqueries.is_empty()

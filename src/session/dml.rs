@@ -68,7 +68,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     first_generated: None,
                     lid_backend: None,
                 };
-                self.run_on_shards(&plan, adj, "statement", scope).await
+                let ran = self.run_on_shards(&plan, adj, ("statement", false), scope);
+                Ok(ran.await?.unwrap_or(true))
             }
             Route::Concat(backends) => {
                 concatenated_answer::run(&mut self.cursor(scope), &backends, packet, more).await
@@ -88,7 +89,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 merged_answer::run(&mut self.cursor(scope), &backends, &merge, more, false).await
             }
             Route::ByKey(k) => {
-                key_owner_answer::run(&mut self.cursor(scope), &k, packet, more).await
+                let Route::Write { .. } = k.otherwise else {
+                    return key_owner_answer::run(&mut self.cursor(scope), &k, packet, more).await;
+                };
+                // An UPDATE or DELETE: on the owner's shard when it holds the row, else on
+                // every shard.
+                if let Some(owner) = key_owner_answer::owner(&mut self.cursor(scope), &k).await? {
+                    let plan = InsertPlan {
+                        parts: vec![(owner, stmt.to_vec(), Vec::new())],
+                        broadcast: false,
+                        insert_id: 0,
+                        first_generated: None,
+                        lid_backend: None,
+                    };
+                    let ran = self.run_on_shards(&plan, adj, ("statement", true), scope);
+                    if let Some(ok) = ran.await? {
+                        return Ok(ok);
+                    }
+                }
+                Box::pin(self.run_routed(stmt, packet, k.otherwise, more, scope)).await
             }
         }
     }

@@ -164,7 +164,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.relay_on(i, &packet, Reply::Results, None, adj, scope)
                 .await?
         } else {
-            self.run_on_shards(&plan, adj, "INSERT", scope).await?
+            let ran = self.run_on_shards(&plan, adj, ("INSERT", false), scope);
+            ran.await?.unwrap_or(true)
         };
         if let Some(id) = plan.first_generated {
             let on_default =

@@ -6,7 +6,9 @@ use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
+use crate::exec::collect::Collected;
 use crate::exec::primitives::bulk_write::BulkOk;
+use crate::exec::primitives::key_owner_answer;
 use crate::exec::primitives::sharded_write::{self, Answering, Outcome};
 use crate::exec::relay::Adjust;
 use crate::exec::StatementScope;
@@ -14,14 +16,16 @@ use crate::route::InsertPlan;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Runs a statement split over several backends (`what` names it in a failed COMMIT's
-    /// message). `Ok(false)`: the client got an error.
+    /// message). `Ok(Some(false))`: the client got an error. `if_matched`: an UPDATE or DELETE
+    /// on the one shard a lookup named, answered only when it matched a row (`Ok(None)`: it
+    /// matched none, changed nothing, and the client was told nothing).
     pub(super) async fn run_on_shards(
         &mut self,
         plan: &InsertPlan,
         adj: Adjust,
-        what: &str,
+        (what, if_matched): (&str, bool),
         scope: StatementScope,
-    ) -> Result<bool, End> {
+    ) -> Result<Option<bool>, End> {
         let parts: Vec<(&str, &[u8])> = plan
             .parts
             .iter()
@@ -31,13 +35,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Outcome::Written(answers) => answers,
             Outcome::Failed(e) => {
                 self.writer.write(&e);
-                return Ok(false);
+                return Ok(Some(false));
             }
             Outcome::Refused(e) => {
                 self.writer.send_error(&e);
-                return Ok(false);
+                return Ok(Some(false));
             }
         };
+        if if_matched {
+            if let [Collected::Ok(ok)] = answers.as_slice() {
+                if key_owner_answer::matched(ok) == 0 {
+                    return Ok(None);
+                }
+            }
+        }
         // A write inside the client's transaction (BEGIN or autocommit=0) leaves it open, as
         // MariaDB reports; Connector/J skips ROLLBACK when the flag says no transaction.
         if self.in_transaction() {
@@ -56,7 +67,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             deprecate_eof: self.hello.deprecate_eof(),
         };
         sharded_write::answer(&mut self.writer, &how, &answers);
-        Ok(true)
+        Ok(Some(true))
     }
 
     /// Sends the statement's one OK; a generated first id becomes the session's

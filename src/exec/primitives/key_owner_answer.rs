@@ -1,9 +1,9 @@
-//! A SELECT whose WHERE gives a whole unique key held through a lookup (`unique: global`): the
-//! lookup names the shard holding the key's row, and that shard alone runs the statement. The
-//! owner is a hint: an entry whose row is gone, moved or not yet visible names a shard without
-//! the row, and then the statement runs where it would without the lookup (every shard), so
-//! the answer is always the one every shard together gives. A key matches at most one row, so
-//! a shard that has it has all of them.
+//! A SELECT, UPDATE or DELETE whose WHERE gives a whole unique key held through a lookup
+//! (`unique: global`): the lookup names the shard holding the key's row, and that shard alone
+//! runs the statement. The owner is a hint: an entry whose row is gone, moved or not yet visible
+//! names a shard without the row, and then the statement runs where it would without the lookup
+//! (every shard), so the answer is always the one every shard together gives. A key matches at
+//! most one row, so a shard that has it has all of them.
 
 use mysql_common::constants::StatusFlags;
 use mysql_common::value::Value;
@@ -13,6 +13,7 @@ use crate::exec::primitives::{concatenated_answer, merged_answer};
 use crate::exec::{scatter, BackendError, RelayCursor};
 use crate::route::plan::{ByKey, Route};
 use crate::wire::errors::{SqlError, ER_UNKNOWN_ERROR};
+use crate::wire::packets;
 
 /// Answers `packet` (the client's SELECT) on the owner's shard, or by `k.otherwise`.
 /// `Ok(false)`: the client got an error.
@@ -62,7 +63,7 @@ pub async fn run<C: RelayCursor>(
 /// cannot be reached, or refuses the read, names none: every shard answers instead. The read
 /// joins the client's transaction: it sees the session's own claims, and a connection that read
 /// outside a transaction could not join it later.
-async fn owner<C: RelayCursor>(c: &mut C, k: &ByKey) -> Result<Option<String>, C::End> {
+pub async fn owner<C: RelayCursor>(c: &mut C, k: &ByKey) -> Result<Option<String>, C::End> {
     let Ok(i) = c.joined(&k.lookup).await? else {
         return Ok(None);
     };
@@ -84,6 +85,17 @@ async fn owner<C: RelayCursor>(c: &mut C, k: &ByKey) -> Result<Option<String>, C
         .iter()
         .find(|s| s.as_bytes() == name.as_slice())
         .cloned())
+}
+
+/// The rows an UPDATE or DELETE matched, from its OK: an UPDATE's `Rows matched` (a row set
+/// to the values it had is matched, not changed), else the affected rows.
+pub fn matched(ok: &[u8]) -> u64 {
+    let info = String::from_utf8_lossy(packets::ok_info(ok)).into_owned();
+    let from_info = info
+        .strip_prefix("Rows matched: ")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok());
+    from_info.unwrap_or_else(|| packets::parse_ok(ok).map_or(0, |o| o.affected_rows))
 }
 
 /// [`run`] for a prepared SELECT executed in the binary protocol (`ids`, `values`: the statement
