@@ -56,6 +56,27 @@ pub async fn relay_concat<W: AsyncWrite + Unpin>(
         out.error = true;
         return Ok(out);
     }
+    out.status = terminate(client, warnings, status, add_status);
+    Ok(out)
+}
+
+/// The status flag saying more results follow, when `more`.
+pub fn more_results(more: bool) -> u16 {
+    if more {
+        StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()
+    } else {
+        0
+    }
+}
+
+/// Writes the end of a result set with the backends' `status` (their MORE_RESULTS replaced by
+/// `add_status`'s); the status sent.
+fn terminate<W: AsyncWrite + Unpin>(
+    client: &mut Client<'_, W>,
+    warnings: u16,
+    status: u16,
+    add_status: u16,
+) -> u16 {
     let status = StatusFlags::from_bits_retain(
         (status & !StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()) | add_status,
     );
@@ -67,8 +88,7 @@ pub async fn relay_concat<W: AsyncWrite + Unpin>(
         status,
     );
     client.writer.end(start);
-    out.status = status.bits();
-    Ok(out)
+    status.bits()
 }
 
 async fn relay_one<W: AsyncWrite + Unpin>(
@@ -119,14 +139,22 @@ async fn relay_one<W: AsyncWrite + Unpin>(
             return Ok(());
         }
         if failed.is_none() {
-            client.writer.write(&be.packet);
-            client
-                .writer
-                .maybe_flush()
-                .await
-                .map_err(BackendError::ClientGone)?;
+            pass_row(client, &be.packet).await?;
         }
     }
+}
+
+/// Writes one row to the client, sending what is buffered once there is enough.
+async fn pass_row<W: AsyncWrite + Unpin>(
+    client: &mut Client<'_, W>,
+    row: &[u8],
+) -> Result<(), BackendError> {
+    client.writer.write(row);
+    client
+        .writer
+        .maybe_flush()
+        .await
+        .map_err(BackendError::ClientGone)
 }
 
 /// Relays `be`'s answer to the SELECT just sent on it when it holds a row. `Ok(None)`: it held
@@ -187,31 +215,15 @@ async fn relay_rows_of_one<W: AsyncWrite + Unpin>(
         client.writer.write(h);
     }
     loop {
-        client.writer.write(&be.packet);
-        client
-            .writer
-            .maybe_flush()
-            .await
-            .map_err(BackendError::ClientGone)?;
+        pass_row(client, &be.packet).await?;
         be.read().await?;
         if packets::is_err(&be.packet) {
             return Ok(failed(client, &be.packet));
         }
         if packets::is_eof(&be.packet) {
             let (warnings, status) = packets::parse_eof(&be.packet);
-            let status = StatusFlags::from_bits_retain(
-                (status.bits() & !StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()) | add_status,
-            );
-            let start = client.writer.begin();
-            packets::terminator(
-                client.writer.payload(),
-                client.deprecate_eof,
-                warnings,
-                status,
-            );
-            client.writer.end(start);
             return Ok(Some(Relayed {
-                status: status.bits(),
+                status: terminate(client, warnings, status.bits(), add_status),
                 ..Relayed::default()
             }));
         }

@@ -2,8 +2,6 @@
 //! several shards): sent to all of them, their answers relayed to the client as one, in the
 //! order the backends are given.
 
-use mysql_common::constants::StatusFlags;
-
 use crate::exec::scatter;
 use crate::exec::RelayCursor;
 
@@ -18,14 +16,9 @@ pub async fn run<C: RelayCursor>(
     let Some(idx) = c.send_to_all_or_tell(backends, packet).await? else {
         return Ok(false);
     };
-    let add = if more {
-        StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()
-    } else {
-        0
-    };
     let relayed = {
         let (mut conns, mut client) = c.relay_parts(&idx);
-        scatter::relay_concat(&mut conns, &mut client, add).await
+        scatter::relay_concat(&mut conns, &mut client, scatter::more_results(more)).await
     };
     match relayed {
         Ok(r) => Ok(!r.error),

@@ -5,7 +5,6 @@
 //! (every shard), so the answer is always the one every shard together gives. A key matches at
 //! most one row, so a shard that has it has all of them.
 
-use mysql_common::constants::StatusFlags;
 use mysql_common::value::Value;
 
 use crate::exec::primitives::prepared_select::{self, StatementIds};
@@ -24,22 +23,15 @@ pub async fn run<C: RelayCursor>(
     more: bool,
 ) -> Result<bool, C::End> {
     if let Some(owner) = owner(c, k).await? {
-        let idx = match c.send_to_all(std::slice::from_ref(&owner), packet).await? {
-            Ok(idx) => idx,
-            Err(e) => {
-                c.send_error(&e);
-                return Ok(false);
-            }
-        };
-        let add = if more {
-            StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits()
-        } else {
-            0
+        let Some(idx) = c.send_to_all_or_tell(&[owner], packet).await? else {
+            return Ok(false);
         };
         let relayed = {
             let (mut conns, mut client) = c.relay_parts(&idx);
             match conns.first_mut() {
-                Some(be) => scatter::relay_if_rows(be, &mut client, add).await,
+                Some(be) => {
+                    scatter::relay_if_rows(be, &mut client, scatter::more_results(more)).await
+                }
                 None => Ok(None),
             }
         };
