@@ -110,6 +110,9 @@ pub const LOOKUP_MIN_SHARDS: usize = 3;
 /// first of `probes` whose values `literal` gives; unchanged when none, or when it reaches
 /// fewer than [`LOOKUP_MIN_SHARDS`].
 pub fn through_lookup(probes: &[KeyProbe], literal: TermLiteral, otherwise: Route) -> Route {
+    if probes.is_empty() {
+        return otherwise;
+    }
     let shards = match &otherwise {
         Route::Concat(bs)
         | Route::Merge(bs, _)
