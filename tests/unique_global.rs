@@ -753,6 +753,14 @@ fn a_key_value_is_read_on_the_shard_its_lookup_names() {
         "{plan:?}"
     );
     assert_eq!(plan.len(), 2 + 3, "{plan:?}");
+    let plan: Vec<(String, String, String)> = b
+        .through
+        .query("EXPLAIN ROUTE DELETE FROM users WHERE email = 'a@x'")
+        .unwrap();
+    assert!(
+        plan[1].2.starts_with("its counts are the answer"),
+        "{plan:?}"
+    );
 }
 
 #[test]

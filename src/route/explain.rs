@@ -140,6 +140,13 @@ fn route_rows(route: Option<Route>, sql_text: &str, default_backend: &str) -> Ve
                 .collect()
         }
         Some(Route::ByKey(k)) => {
+            let there = match k.otherwise {
+                Route::Write { .. } => {
+                    "its counts are the answer when it matched the row; else \
+                                        the rows below run"
+                }
+                _ => "its rows are the answer; with none, the rows below run",
+            };
             let mut out = vec![
                 [
                     k.lookup.clone(),
@@ -148,7 +155,7 @@ fn route_rows(route: Option<Route>, sql_text: &str, default_backend: &str) -> Ve
                 ],
                 row(
                     &format!("that shard (one of {})", k.shards.join(", ")),
-                    "its rows are the answer; with none, the rows below run",
+                    there,
                 ),
             ];
             out.extend(
