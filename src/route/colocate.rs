@@ -75,7 +75,7 @@ pub fn placed_alike(a: &TableRule, b: &TableRule) -> bool {
 }
 
 /// What idgate does with the joins refused here in a SELECT, text or prepared (the session runs
-/// such joins in the gateway; `session/join.rs`).
+/// such joins in the gateway; `session/statement/join.rs`).
 const GATEWAY_ONLY: &str =
     "except in a SELECT joining plain tables (idgate runs that join in the gateway)";
 

@@ -4,18 +4,15 @@
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
-use super::local_infile::{self, CarryError};
-use super::prepared::Statement;
+use super::forward::write_command;
+use super::long_data::too_long;
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
-use crate::exec::client_watch;
-use crate::exec::relay::{self, Adjust, Client, Reply};
-use crate::exec::{BackendError, StatementScope};
+use crate::exec::relay::{Adjust, Reply};
+use crate::exec::StatementScope;
 use crate::wire::command::{self, Command, StmtCommand};
 use crate::wire::errors::{self, SqlError};
-use crate::wire::framing::FrameError;
 use crate::wire::handshake;
-use crate::wire::packets;
 use mysql_common::constants::Command as Com;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
@@ -84,198 +81,36 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    /// Sends `packet` to the backend as it is and relays the answer. `Ok(false)`: the client
-    /// got an error.
-    pub(super) async fn forward(
+    /// At EXECUTE: `Some` when the statement's long data went past the cap. The error is sent
+    /// and the backend's half-received data is discarded (COM_STMT_RESET), as MariaDB forgets
+    /// it after the failed execution.
+    pub(super) async fn refuse_overflowed_long_data(
         &mut self,
-        packet: &[u8],
-        reply: Reply,
-        scope: StatementScope,
-    ) -> Result<bool, End> {
-        self.forward_with(packet, reply, None, Adjust::default(), scope)
-            .await
-    }
-
-    /// Relays `packet` to the default backend, optionally with a statement id patched in
-    /// (bytes 1..5), and the answer to the client adjusted as `adj` says.
-    pub(super) async fn forward_with(
-        &mut self,
-        packet: &[u8],
-        reply: Reply,
-        backend_stmt_id: Option<u32>,
-        adj: Adjust,
-        scope: StatementScope,
-    ) -> Result<bool, End> {
-        // The connection is almost always held already: no copy of the name then.
-        let held = self.leases.position(&self.proxy.default_pool.name);
-        let i = match held {
-            Some(i) => i,
-            None => {
-                let proxy = self.proxy.clone();
-                match self.lease_index(&proxy.default_pool.name).await {
-                    Ok(i) => i,
-                    Err(e) => {
-                        self.writer.send_error(&e);
-                        return Ok(false);
-                    }
+        client_id: u32,
+        backend_id: u32,
+        emulated: bool,
+    ) -> Option<Option<End>> {
+        let st = self.stmts.get_mut(client_id)?;
+        if !st.long_data.overflowed {
+            st.long_data.clear();
+            return None;
+        }
+        st.long_data.clear();
+        if !emulated {
+            if let Some(i) = self.leases.position(&self.proxy.default_pool.name) {
+                let mut reset = vec![mysql_common::constants::Command::COM_STMT_RESET as u8];
+                reset.extend_from_slice(&backend_id.to_le_bytes());
+                let be = self.leases.get_mut(i);
+                if let Err(e) = be.simple_command(&reset).await {
+                    return Some(Some(self.backend_lost(e)));
                 }
             }
-        };
-        self.relay_on(i, packet, reply, backend_stmt_id, adj, scope)
-            .await
-    }
-
-    /// Sends `packet` on held connection `i` and relays the answer (a statement of `scope`).
-    /// `Ok(false)`: the answer was an error.
-    pub(super) async fn relay_on(
-        &mut self,
-        i: usize,
-        packet: &[u8],
-        reply: Reply,
-        backend_stmt_id: Option<u32>,
-        adj: Adjust,
-        scope: StatementScope,
-    ) -> Result<bool, End> {
-        if self.proxy.xa.is_some() {
-            // Every connection a transaction touches joins it, the default backend's too.
-            self.join_transaction(i, scope).await?;
-        }
-        let client_stmt_id = adj.client_stmt_id;
-        let deprecate_eof = self.hello.deprecate_eof();
-        let local_files = self.hello.local_files();
-        let sync = if self.leases.held_mut()[i].backend == self.proxy.default_pool.name {
-            self.lid_sync.take()
         } else {
-            None
-        };
-        let be = self.leases.get_mut(i);
-        if let Some(id) = sync {
-            // Pipelined ahead of the client's command: no extra round trip.
-            let set =
-                command::query_packet(format!("SET @@SESSION.last_insert_id = {id}").as_bytes());
-            be.write_command(&set);
+            self.stmts.clear_long_data(client_id);
         }
-        write_command(be, packet, backend_stmt_id);
-        if let Err(e) = be.flush().await {
-            return Err(self.backend_lost(e));
-        }
-        if sync.is_some() {
-            match be.read().await {
-                Ok(()) if be.packet.first() == Some(&packets::OK_HEADER) => {}
-                Ok(()) => warn!("could not carry LAST_INSERT_ID() over to the default backend"),
-                Err(e) => return Err(self.backend_lost(e)),
-            }
-            be.next_response();
-        }
-        let mut client = Client {
-            writer: &mut self.writer,
-            deprecate_eof,
-        };
-        let adj = Adjust {
-            local_infile: true,
-            cursor_requested: Adjust::asks_for_cursor(packet),
-            ..adj
-        };
-        // Pinned where it is made: the watch then moves a pointer, not the relay's state.
-        let relayed = {
-            let relaying = std::pin::pin!(relay::relay(be, &mut client, reply, adj));
-            client_watch::unless_client_leaves(&mut self.reader, relaying).await
-        };
-        let Some(mut relayed) = relayed else {
-            return Err(self.client_left_mid_statement(i));
-        };
-        let be = self.leases.get_mut(i);
-        let mut client = Client {
-            writer: &mut self.writer,
-            deprecate_eof,
-        };
-        while let Ok(r) = &relayed {
-            if !r.file_request {
-                break;
-            }
-            let prepared_load_local = packet.get(1..5).is_some_and(|id| {
-                let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
-                self.stmts.get(id).is_some_and(|st| st.load_local)
-            });
-            let may_ask = local_infile::may_ask_for_file(local_files, packet, prepared_load_local);
-            let carried = if may_ask {
-                let mut buf = Vec::new();
-                let t = std::time::Duration::from_secs(self.live.config.net_read_timeout);
-                local_infile::carry_file(&mut self.reader, client.writer, be, &mut buf, t).await
-            } else {
-                be.decline_file().await.map_err(CarryError::Backend)
-            };
-            relayed = match carried {
-                Ok(()) if !may_ask => {
-                    // The backend loaded an empty file: its answer (0 rows) would tell the
-                    // client its load succeeded. The client gets MariaDB's own refusal instead.
-                    return match local_infile::drain_declined(be, reply, adj).await {
-                        Ok(status) => {
-                            self.status = status;
-                            self.writer
-                                .send_error(&crate::route::local_infile_disabled());
-                            Ok(false)
-                        }
-                        Err(e) => Err(self.backend_lost(e)),
-                    };
-                }
-                Ok(()) => relay::relay(be, &mut client, reply, adj).await,
-                Err(CarryError::Backend(e)) => Err(e),
-                Err(CarryError::Client(FrameError::TooLarge { limit, .. })) => {
-                    // As MySQL does: report it and close; the backend connection, left
-                    // mid-file, is closed with the session.
-                    self.writer.send_error(&errors::packet_too_large(limit));
-                    return Err(End::Fatal("file packet too large".into()));
-                }
-                Err(CarryError::Client(_)) => return Err(End::ClientGone),
-            };
-        }
-        match relayed {
-            Ok(r) => {
-                if r.status != 0 || r.ok.is_some() {
-                    self.status = r.status;
-                }
-                self.obs.relayed(&r);
-                if let Some((backend_id, _, _)) = r.prepared {
-                    if let Some(id) = client_stmt_id {
-                        self.stmts.insert(
-                            id,
-                            Statement {
-                                backend_id,
-                                kind: crate::sql::classify(packet.get(1..).unwrap_or_default()),
-                                emulated: None,
-                                long_data: Default::default(),
-                                load_local: crate::sql::is_load_local(
-                                    packet.get(1..).unwrap_or_default(),
-                                ),
-                                relayed_text: Some(packet.get(1..).unwrap_or_default().into()),
-                                generation: self.proxy.tables_generation(),
-                            },
-                        );
-                    }
-                }
-                Ok(!r.error)
-            }
-            Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
-            Err(e) => Err(self.backend_lost(e)),
-        }
-    }
-
-    /// The backend connection failed mid-command: its session state is gone, so tell the client
-    /// and end the session (as a direct connection would end).
-    pub(super) fn backend_lost(&mut self, e: BackendError) -> End {
-        if let BackendError::QueryTimeout { backend, ms } = &e {
-            return self.backend_timed_out(&backend.clone(), *ms);
-        }
-        warn!(error = %e, "backend connection lost");
-        self.leases.clear();
-        let name = self.proxy.default_pool.name.clone();
-        self.writer.send_error(&SqlError::new(
-            errors::CR_SERVER_LOST,
-            b"HY000",
-            format!("Lost connection to backend `{name}` during query ({e}); reconnect and retry"),
-        ));
-        End::Fatal(e.to_string())
+        let limit = self.live.config.max_packet_size;
+        self.writer.send_error(&too_long(limit));
+        Some(None)
     }
 
     async fn prepare(&mut self, packet: &[u8], scope: StatementScope) -> Option<End> {
@@ -384,7 +219,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if emulated {
             match kind {
                 StmtCommand::Execute => {
-                    return self.execute_emulated(client_id, packet, scope).await
+                    return self.cursor(scope).execute_emulated(client_id, packet).await
                 }
                 StmtCommand::SendLongData => {
                     self.stmts.store_long_data(client_id, packet);
@@ -649,20 +484,4 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.status = mysql_common::constants::StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits();
         failed.map(|e| End::Fatal(e.message))
     }
-}
-
-/// Writes `packet` as a new command on `be`, with the backend's statement id patched in.
-pub(super) fn write_command(
-    be: &mut crate::exec::Lease,
-    packet: &[u8],
-    backend_stmt_id: Option<u32>,
-) {
-    let start = be.begin_command();
-    let buf = be.command_buf();
-    buf.extend_from_slice(packet);
-    if let Some(id) = backend_stmt_id {
-        let at = start + 4 + 1;
-        buf[at..at + 4].copy_from_slice(&id.to_le_bytes());
-    }
-    be.end_command(start);
 }

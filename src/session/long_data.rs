@@ -5,9 +5,6 @@
 
 use std::collections::HashMap;
 
-use tokio::io::{AsyncRead, AsyncWrite};
-
-use super::{End, Session};
 use crate::wire::errors::{self, SqlError};
 
 /// Long-data bytes per parameter since the statement last executed or was reset.
@@ -15,7 +12,7 @@ use crate::wire::errors::{self, SqlError};
 pub struct LongDataTally {
     bytes: HashMap<u16, u64>,
     /// A parameter went past the cap: the next EXECUTE fails.
-    overflowed: bool,
+    pub(super) overflowed: bool,
 }
 
 impl LongDataTally {
@@ -34,40 +31,6 @@ pub fn too_long(limit: u64) -> SqlError {
             "Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes (idgate's max_packet_size, {limit})"
         ),
     )
-}
-
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// At EXECUTE: `Some` when the statement's long data went past the cap. The error is sent
-    /// and the backend's half-received data is discarded (COM_STMT_RESET), as MariaDB forgets
-    /// it after the failed execution.
-    pub(super) async fn refuse_overflowed_long_data(
-        &mut self,
-        client_id: u32,
-        backend_id: u32,
-        emulated: bool,
-    ) -> Option<Option<End>> {
-        let st = self.stmts.get_mut(client_id)?;
-        if !st.long_data.overflowed {
-            st.long_data.clear();
-            return None;
-        }
-        st.long_data.clear();
-        if !emulated {
-            if let Some(i) = self.leases.position(&self.proxy.default_pool.name) {
-                let mut reset = vec![mysql_common::constants::Command::COM_STMT_RESET as u8];
-                reset.extend_from_slice(&backend_id.to_le_bytes());
-                let be = self.leases.get_mut(i);
-                if let Err(e) = be.simple_command(&reset).await {
-                    return Some(Some(self.backend_lost(e)));
-                }
-            }
-        } else {
-            self.stmts.clear_long_data(client_id);
-        }
-        let limit = self.live.config.max_packet_size;
-        self.writer.send_error(&too_long(limit));
-        Some(None)
-    }
 }
 
 impl super::prepared::Statements {

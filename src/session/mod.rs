@@ -3,21 +3,15 @@
 //! It keeps state and dispatches; it must not scan SQL text (that is `sql`'s), decide where
 //! a statement goes (that is `route`'s) or drive the backends' part in the client's transaction
 //! (joining, savepoints, COMMIT/ROLLBACK: that is `exec::conns`'). What one statement decides
-//! (its `StatementScope`) is passed down the paths that run it, not kept in a field.
+//! (its `StatementScope`) is passed down the paths that run it, not kept in a field: a
+//! statement idgate runs itself runs through a `statement::StatementExec`, which holds the
+//! session and that scope for the statement's length.
 
 mod admin_statement;
-mod backend_timeout;
 mod commands;
-mod cursor;
-mod dml;
 mod emulated;
-mod fetch;
-mod fetch_charset;
+mod forward;
 mod idle;
-mod insert;
-mod insert_select;
-mod join;
-mod load_data;
 mod local_infile;
 mod login;
 mod long_data;
@@ -25,11 +19,8 @@ mod observe;
 mod prepared;
 mod query;
 pub mod registry;
-mod shards;
-mod subquery;
+mod statement;
 mod txn;
-mod unique_insert;
-mod unique_update;
 
 use std::sync::Arc;
 
@@ -38,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
 use crate::exec::conns::Held;
-use crate::exec::Lease;
+use crate::exec::{Lease, StatementScope};
 use crate::proxy::Proxy;
 use crate::tls::{NetRead, NetWrite};
 use crate::wire::errors::{self, SqlError};
@@ -336,6 +327,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// The index of the session's connection to `backend`, taking one from its pool (and giving it
     /// the session's collation, database and earlier SET statements) on first use.
+    /// The cursor for a statement of `scope`.
+    fn cursor(&mut self, scope: StatementScope) -> statement::StatementExec<'_, R, W> {
+        statement::StatementExec {
+            session: self,
+            scope,
+        }
+    }
+
     pub(super) async fn lease_index(&mut self, backend: &str) -> Result<usize, SqlError> {
         if let Some(i) = self.leases.position(backend) {
             return Ok(i);

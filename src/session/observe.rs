@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::dml::Route;
 use super::query::Step;
 use super::{End, Session};
 use crate::admin::slow_log::{self, SlowStatement};
@@ -16,6 +15,7 @@ use crate::admin::statement_metrics::StmtRoute;
 use crate::exec::relay::Relayed;
 use crate::exec::StatementScope;
 use crate::route::Plan;
+use crate::route::Route;
 use crate::sql::{self, StatementKind};
 use crate::wire::command::StmtCommand;
 

@@ -1,15 +1,13 @@
 //! COM_QUERY: statements about configured tables are rewritten and routed; sequence functions
 //! are answered by idgate; everything else reaches the default backend as the client's bytes.
 
-use mysql_common::constants::ColumnType;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{End, Session};
-use crate::exec::primitives::{ordered_write_check, table_list};
-use crate::exec::relay::{Adjust, Reply};
+use crate::exec::relay::Reply;
 use crate::exec::StatementScope;
 use crate::route::statement::{self, Caller, Plan, StatementContext};
-use crate::route::{explain, PlanContext};
+use crate::route::{PlanContext, Route};
 use crate::sql::{self, StatementKind};
 use crate::wire::command::query_packet;
 use crate::wire::errors::{self, SqlError};
@@ -132,6 +130,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// What planning needs from this session, for `f`.
+    pub(super) fn with_plan_context<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T {
+        let db = self.db.as_deref().map(String::from_utf8_lossy);
+        let tables = self.proxy.tables.load();
+        let ctx = PlanContext {
+            db: db.as_deref(),
+            tables: &tables,
+        };
+        f(&ctx)
+    }
+
+    /// Routes a statement that names a configured table (planned once per statement shape).
+    /// `Ok(None)`: forward it as it is. `by_key`: the client's own SELECT, which a lookup may
+    /// send to one shard ([`Route::ByKey`]).
+    pub(super) fn route_dml(&self, stmt: &[u8], by_key: bool) -> Result<Option<Route>, SqlError> {
+        let generation = self.proxy.plan_generation();
+        self.with_plan_context(|ctx| self.proxy.plans.route(stmt, ctx, generation, by_key))
+    }
+
     /// What planning a statement needs from this session, for `f`.
     pub(super) fn with_statement_context<T>(&self, f: impl FnOnce(&StatementContext) -> T) -> T {
         let db = self.db.as_deref().map(String::from_utf8_lossy);
@@ -210,7 +227,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Carries a USE or SET that ran on the default backend over to the session's other
     /// connections, so every shard sees the same session state.
-    async fn propagate_session_state(&mut self) {
+    pub(super) async fn propagate_session_state(&mut self) {
         if std::mem::take(&mut self.pending_follow_db) {
             self.follow_db().await;
         }
@@ -235,7 +252,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Bookkeeping after a statement ran on the default backend.
-    fn after_forward(&mut self, stmt: &[u8], kind: StatementKind) {
+    pub(super) fn after_forward(&mut self, stmt: &[u8], kind: StatementKind) {
         match kind {
             StatementKind::Set => {
                 self.idle.note_set(stmt);
@@ -282,7 +299,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let default = &self.proxy.default_pool.name;
         let counts_elsewhere = match &plan {
             Plan::Forward(_) | Plan::Refuse(_) => false,
-            Plan::Routed(super::dml::Route::One(b), _) => b != default,
+            Plan::Routed(crate::route::Route::One(b), _) => b != default,
             Plan::Insert(boxed) => !matches!(
                 &boxed.1.placement,
                 crate::route::Placement::Single { backend } if backend == default
@@ -317,219 +334,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return step;
             }
         }
-        match plan {
-            Plan::KeyUpdate(boxed) => {
-                let (parts, rule) = *boxed;
-                Step::from(self.key_update(stmt, &parts, &rule, more, scope).await)
-            }
-            Plan::Forward(kind) => {
-                // The other backends of a transaction end first; the default one answers.
-                if matches!(kind, StatementKind::Commit | StatementKind::Rollback) {
-                    match self.end_transaction(kind == StatementKind::Commit).await {
-                        Ok(None) => {}
-                        Ok(Some(e)) => {
-                            // A part could not commit: roll back the default backend too.
-                            if let Some(i) = self.leases.position(&self.proxy.default_pool.name) {
-                                if let Err(err) =
-                                    self.leases.get_mut(i).query_drop("ROLLBACK").await
-                                {
-                                    return Step::End(self.backend_lost(err));
-                                }
-                            }
-                            self.writer.send_error(&e);
-                            return Step::Failed;
-                        }
-                        Err(end) => return Step::End(end),
-                    }
-                }
-                let adj = Adjust {
-                    more_results: more,
-                    ..Adjust::default()
-                };
-                match self
-                    .forward_with(packet, Reply::Results, None, adj, scope)
-                    .await
-                {
-                    Ok(true) => {}
-                    Ok(false) => return Step::Failed,
-                    Err(end) => return Step::End(end),
-                }
-                if kind == StatementKind::Savepoint {
-                    self.track_savepoint(stmt);
-                }
-                self.after_forward(stmt, kind);
-                self.propagate_session_state().await;
-                Step::Ok
-            }
-            Plan::Refuse(e) => {
-                self.writer.send_error(&e);
-                Step::Failed
-            }
-            Plan::Admin(a) => self.admin_statement(a, stmt, more).await,
-            Plan::NextValues {
-                generator,
-                count,
-                column,
-            } => self.next_values(&generator, count, &column, more).await,
-            Plan::ExplainRoute(r) => {
-                match self.with_statement_context(|ctx| explain::explain(&stmt[r], ctx)) {
-                    Ok(rows) => {
-                        let status = self.status_with(more);
-                        let deprecate_eof = self.hello.deprecate_eof();
-                        let rows = rows.iter().map(|r| r.as_slice());
-                        let names = explain::COLUMNS;
-                        self.writer
-                            .send_text_table(&names, rows, status, deprecate_eof);
-                        Step::Ok
-                    }
-                    Err(e) => {
-                        self.writer.send_error(&e);
-                        Step::Failed
-                    }
-                }
-            }
-            Plan::Subqueries(subs) => Box::pin(self.run_subqueries(stmt, &subs, more, scope)).await,
-            Plan::Join(shape) => Box::pin(self.run_join(stmt, &shape, more, scope)).await,
-            Plan::Lifted {
-                sql,
-                refusal,
-                unique_id,
-            } => {
-                if let Some(u) = unique_id {
-                    match ordered_write_check::is_unique_by_itself(&mut self.cursor(scope), &u)
-                        .await
-                    {
-                        Ok(Ok(true)) => {}
-                        Ok(Ok(false)) => {
-                            self.writer.send_error(&refusal);
-                            return Step::Failed;
-                        }
-                        Ok(Err(e)) => {
-                            self.writer.send_error(&e);
-                            return Step::Failed;
-                        }
-                        Err(end) => return Step::End(end),
-                    }
-                }
-                // The lifted statement reads a derived table over shards: its subquery runs
-                // first. Anything else it turned out to be keeps the original refusal.
-                match self.plan(sql.as_bytes()) {
-                    Plan::Subqueries(subs) => {
-                        Box::pin(self.run_subqueries(sql.as_bytes(), &subs, more, scope)).await
-                    }
-                    _ => {
-                        self.writer.send_error(&refusal);
-                        Step::Failed
-                    }
-                }
-            }
-            Plan::Routed(route, _) => match self.run_routed(stmt, packet, route, more, scope).await
-            {
-                Ok(true) => Step::Ok,
-                Ok(false) => Step::Failed,
-                Err(end) => Step::End(end),
-            },
-            Plan::Database { ddl, backends } => {
-                self.run_database_ddl(packet, &ddl, &backends, more, scope)
-                    .await
-            }
-            Plan::ListTables { backends, names } => {
-                let mut all = vec![self.proxy.default_pool.name.clone()];
-                all.extend(backends);
-                match table_list::run(&mut self.cursor(scope), packet, &all, &names, more).await {
-                    Ok(true) => Step::Ok,
-                    Ok(false) => Step::Failed,
-                    Err(end) => Step::End(end),
-                }
-            }
-            Plan::LoadData(boxed) => {
-                let (ld, rule) = *boxed;
-                // Boxed: a load's state is large and rare; every statement's future stays small.
-                match Box::pin(self.load_data(ld, &rule, more, scope)).await {
-                    Ok(Ok(())) => Step::Ok,
-                    Ok(Err(e)) => {
-                        self.writer.send_error(&e);
-                        Step::Failed
-                    }
-                    Err(end) => Step::End(end),
-                }
-            }
-            Plan::Insert(boxed) => {
-                let (a, rule) = *boxed;
-                let global = match self.proxy.unique.keys_for_insert(self.db.as_deref(), &a) {
-                    Ok(g) => g,
-                    Err(e) => {
-                        self.writer.send_error(&e);
-                        return Step::Failed;
-                    }
-                };
-                if matches!(a.body, sql::InsertBody::Select { .. }) {
-                    let keys = global.as_deref();
-                    let run = Box::pin(self.insert_select(stmt, &a, &rule, keys, more, scope));
-                    return Step::from(run.await);
-                }
-                if let Some(keys) = global {
-                    let flags = (more, false, false);
-                    let run = self.guarded_insert(stmt, &a, &rule, &keys, flags, scope);
-                    return Step::from(run.await);
-                }
-                let plan = match self.plan_insert(stmt, &a, &rule).await {
-                    Ok(p) => p,
-                    Err(e) => {
-                        self.writer.send_error(&e);
-                        return Step::Failed;
-                    }
-                };
-                match self.run_insert(plan, more, scope).await {
-                    Ok(true) => Step::Ok,
-                    Ok(false) => Step::Failed,
-                    Err(end) => Step::End(end),
-                }
-            }
-        }
-    }
-
-    /// `SELECT NEXTVAL(gen)` / `SELECT NEXT n VALUES FROM gen`: the first id of a contiguous block.
-    async fn next_values(&mut self, generator: &str, count: u64, column: &str, more: bool) -> Step {
-        let g = match self.proxy.idgen.get(generator) {
-            Ok(g) => g.clone(),
-            Err(_) => {
-                self.writer.send_error(&SqlError::new(
-                    1146,
-                    b"42S02",
-                    format!(
-                        "Unknown sequence '{generator}': name a generator from idgate's config"
-                    ),
-                ));
-                return Step::Failed;
-            }
-        };
-        let first = match g.kind() {
-            "segment" | "snowflake" => match g.next_block(count).await {
-                Ok(b) => b.first,
-                Err(e) => {
-                    self.writer.send_error(&SqlError::new(
-                        errors::ER_UNKNOWN_ERROR,
-                        b"HY000",
-                        format!("idgate: {e}"),
-                    ));
-                    return Step::Failed;
-                }
-            },
-            kind => {
-                self.writer.send_error(&SqlError::new(
-                    errors::ER_UNKNOWN_ERROR,
-                    b"HY000",
-                    format!("Generator '{generator}' is {kind}: its ids depend on the row, so NEXTVAL cannot hand them out"),
-                ));
-                return Step::Failed;
-            }
-        };
-        let status = self.status_with(more);
-        let deprecate_eof = self.hello.deprecate_eof();
-        let ty = (ColumnType::MYSQL_TYPE_LONGLONG, 20);
-        self.writer
-            .send_unsigned(column, first, ty, status, deprecate_eof);
-        Step::Ok
+        self.cursor(scope)
+            .execute_plan(stmt, plan, packet, more)
+            .await
     }
 }

@@ -7,15 +7,15 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::primitives::{unique_key_update, unique_write};
-use crate::exec::StatementScope;
 use crate::route::TableRule;
+use crate::session::End;
 use crate::sql::UpdateParts;
 use crate::unique::{GlobalKey, KeyColumn};
 use crate::wire::errors::SqlError;
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// Runs an UPDATE assigning a `unique: global` key's column (see the module's notes).
     /// `Ok(false)`: the client got an error.
     pub(super) async fn key_update(
@@ -24,18 +24,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         parts: &UpdateParts,
         rule: &TableRule,
         more: bool,
-        scope: StatementScope,
     ) -> Result<bool, End> {
-        let schema = match (&parts.table.schema, &self.db) {
+        let schema = match (&parts.table.schema, &self.session.db) {
             (Some(s), _) => s.clone(),
             (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
             (None, None) => {
-                self.writer
-                    .send_error(&SqlError::new(1046, b"3D000", "No database selected"));
+                self.session.writer.send_error(&SqlError::new(
+                    1046,
+                    b"3D000",
+                    "No database selected",
+                ));
                 return Ok(false);
             }
         };
         let all = self
+            .session
             .proxy
             .unique
             .keys_of(&schema, &parts.table.name)
@@ -58,23 +61,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
         }
         let backends = keys.iter().map(|k| k.backend.as_str());
-        let mut c = self.cursor(scope);
-        let mut conns = match unique_write::open(&mut c, backends, rule.backends()).await? {
+        let mut conns = match unique_write::open(self, backends, rule.backends()).await? {
             Ok(w) => w,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
         let condition = parts.condition.as_ref().and_then(|r| stmt.get(r.clone()));
         let outcome = unique_key_update::update_row(
-            &mut c, &mut conns, stmt, parts, rule, &schema, &keys, &read, condition,
+            self, &mut conns, stmt, parts, rule, &schema, &keys, &read, condition,
         )
         .await?;
-        let ok = match conns.close(&mut c, outcome, "UPDATE").await? {
+        let ok = match conns.close(self, outcome, "UPDATE").await? {
             Ok(ok) => ok,
             Err(f) => {
-                f.send(&mut self.writer);
+                f.send(&mut self.session.writer);
                 return Ok(false);
             }
         };

@@ -5,16 +5,16 @@
 use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::collect::Collected;
 use crate::exec::primitives::bulk_write::BulkOk;
 use crate::exec::primitives::key_owner_answer;
 use crate::exec::primitives::sharded_write::{self, Answering, Outcome};
 use crate::exec::relay::Adjust;
-use crate::exec::StatementScope;
 use crate::route::InsertPlan;
+use crate::session::End;
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// Runs a statement split over several backends (`what` names it in a failed COMMIT's
     /// message). `Ok(Some(false))`: the client got an error. `if_matched`: an UPDATE or DELETE
     /// on the one shard a lookup named, answered only when it matched a row (`Ok(None)`: it
@@ -24,21 +24,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         plan: &InsertPlan,
         adj: Adjust,
         (what, if_matched): (&str, bool),
-        scope: StatementScope,
     ) -> Result<Option<bool>, End> {
         let parts: Vec<(&str, &[u8])> = plan
             .parts
             .iter()
             .map(|(b, sql, _)| (b.as_str(), sql.as_slice()))
             .collect();
-        let answers = match sharded_write::write(&mut self.cursor(scope), &parts, what).await? {
+        let answers = match sharded_write::write(self, &parts, what).await? {
             Outcome::Written(answers) => answers,
             Outcome::Failed(e) => {
-                self.writer.write(&e);
+                self.session.writer.write(&e);
                 return Ok(Some(false));
             }
             Outcome::Refused(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(Some(false));
             }
         };
@@ -51,8 +50,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         // A write inside the client's transaction (BEGIN or autocommit=0) leaves it open, as
         // MariaDB reports; Connector/J skips ROLLBACK when the flag says no transaction.
-        if self.in_transaction() {
-            self.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
+        if self.session.in_transaction() {
+            self.session.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
         }
         let how = Answering {
             rows_of_parts: plan
@@ -63,10 +62,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             broadcast: plan.broadcast,
             insert_id: adj.insert_id.unwrap_or(0),
             insert_id_needs_rows: adj.insert_id.is_some() && adj.insert_id_needs_rows,
-            status: self.status_with(adj.more_results),
-            deprecate_eof: self.hello.deprecate_eof(),
+            status: self.session.status_with(adj.more_results),
+            deprecate_eof: self.session.hello.deprecate_eof(),
         };
-        sharded_write::answer(&mut self.writer, &how, &answers);
+        sharded_write::answer(&mut self.session.writer, &how, &answers);
         Ok(Some(true))
     }
 
@@ -74,14 +73,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// LAST_INSERT_ID(), as after an AUTO_INCREMENT insert.
     pub(super) fn answer_bulk(&mut self, ok: &BulkOk, first_generated: Option<u64>, more: bool) {
         if let Some(id) = first_generated {
-            self.last_insert_id = Some(id);
-            self.lid_sync = Some(id);
+            self.session.last_insert_id = Some(id);
+            self.session.lid_sync = Some(id);
         }
-        if self.in_transaction() {
-            self.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
+        if self.session.in_transaction() {
+            self.session.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();
         }
-        let status = self.status_with(more);
-        self.writer
+        let status = self.session.status_with(more);
+        self.session
+            .writer
             .send_ok_with(ok.affected, ok.insert_id, status, ok.warnings, &ok.info);
     }
 }

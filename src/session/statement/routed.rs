@@ -6,39 +6,18 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::query::Step;
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::primitives::{
     concatenated_answer, database_ddl, ddl_everywhere, key_owner_answer, merged_answer,
 };
 use crate::exec::relay::{Adjust, Reply};
-use crate::exec::StatementScope;
 use crate::route::InsertPlan;
-use crate::route::PlanContext;
-pub(super) use crate::route::Route;
+use crate::route::Route;
+use crate::session::query::Step;
+use crate::session::End;
 use crate::sql::{DatabaseDdl, DatabaseVerb};
-use crate::wire::errors::SqlError;
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// What planning needs from this session, for `f`.
-    pub(super) fn with_plan_context<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T {
-        let db = self.db.as_deref().map(String::from_utf8_lossy);
-        let tables = self.proxy.tables.load();
-        let ctx = PlanContext {
-            db: db.as_deref(),
-            tables: &tables,
-        };
-        f(&ctx)
-    }
-
-    /// Routes a statement that names a configured table (planned once per statement shape).
-    /// `Ok(None)`: forward it as it is. `by_key`: the client's own SELECT, which a lookup may
-    /// send to one shard ([`Route::ByKey`]).
-    pub(super) fn route_dml(&self, stmt: &[u8], by_key: bool) -> Result<Option<Route>, SqlError> {
-        let generation = self.proxy.plan_generation();
-        self.with_plan_context(|ctx| self.proxy.plans.route(stmt, ctx, generation, by_key))
-    }
-
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// Runs a routed statement. `Ok(false)`: the client got an error.
     pub(super) async fn run_routed(
         &mut self,
@@ -46,14 +25,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         route: Route,
         more: bool,
-        scope: StatementScope,
     ) -> Result<bool, End> {
         let adj = Adjust {
             more_results: more,
             ..Adjust::default()
         };
         match route {
-            Route::One(backend) => self.run_one(&backend, packet, adj, scope).await,
+            Route::One(backend) => self.run_one(&backend, packet, adj).await,
             Route::Write {
                 backends,
                 broadcast,
@@ -68,33 +46,33 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     first_generated: None,
                     lid_backend: None,
                 };
-                let ran = self.run_on_shards(&plan, adj, ("statement", false), scope);
+                let ran = self.run_on_shards(&plan, adj, ("statement", false));
                 Ok(ran.await?.unwrap_or(true))
             }
             Route::Concat(backends) => {
-                concatenated_answer::run(&mut self.cursor(scope), &backends, packet, more).await
+                concatenated_answer::run(self, &backends, packet, more).await
             }
             Route::Everywhere(backends) => {
-                let ok = self.run_everywhere(&backends, packet, adj, scope).await?;
-                if ok && self.proxy.tables.load().has_global_unique() {
-                    let p = &self.proxy;
+                let ok = self.run_everywhere(&backends, packet, adj).await?;
+                if ok && self.session.proxy.tables.load().has_global_unique() {
+                    let p = &self.session.proxy;
                     let tables = p.tables.load_full();
-                    let db = self.db.as_deref();
+                    let db = self.session.db.as_deref();
                     crate::unique::after_ddl::after_ddl(&p.config, &tables, &p.unique, db, stmt)
                         .await;
                 }
                 Ok(ok)
             }
             Route::Merge(backends, merge) => {
-                merged_answer::run(&mut self.cursor(scope), &backends, &merge, more, false).await
+                merged_answer::run(self, &backends, &merge, more, false).await
             }
             Route::ByKey(k) => {
                 let Route::Write { .. } = k.otherwise else {
-                    return key_owner_answer::run(&mut self.cursor(scope), &k, packet, more).await;
+                    return key_owner_answer::run(self, &k, packet, more).await;
                 };
                 // An UPDATE or DELETE: on the owner's shard when it holds the row, else on
                 // every shard.
-                if let Some(owner) = key_owner_answer::owner(&mut self.cursor(scope), &k).await? {
+                if let Some(owner) = key_owner_answer::owner(self, &k).await? {
                     let plan = InsertPlan {
                         parts: vec![(owner, stmt.to_vec(), Vec::new())],
                         broadcast: false,
@@ -102,33 +80,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         first_generated: None,
                         lid_backend: None,
                     };
-                    let ran = self.run_on_shards(&plan, adj, ("statement", true), scope);
+                    let ran = self.run_on_shards(&plan, adj, ("statement", true));
                     if let Some(ok) = ran.await? {
                         return Ok(ok);
                     }
                 }
-                Box::pin(self.run_routed(stmt, packet, k.otherwise, more, scope)).await
+                Box::pin(self.run_routed(stmt, packet, k.otherwise, more)).await
             }
         }
     }
 
     /// Relays the statement on one backend (joining the client's transaction first).
-    async fn run_one(
-        &mut self,
-        backend: &str,
-        packet: &[u8],
-        adj: Adjust,
-        scope: StatementScope,
-    ) -> Result<bool, End> {
-        let i = match self.lease_index(backend).await {
+    async fn run_one(&mut self, backend: &str, packet: &[u8], adj: Adjust) -> Result<bool, End> {
+        let i = match self.session.lease_index(backend).await {
             Ok(i) => i,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
-        self.join_transaction(i, scope).await?;
-        self.relay_on(i, packet, Reply::Results, None, adj, scope)
+        self.session.join_transaction(i, self.scope).await?;
+        self.session
+            .relay_on(i, packet, Reply::Results, None, adj, self.scope)
             .await
     }
 
@@ -139,16 +112,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backends: &[String],
         packet: &[u8],
         adj: Adjust,
-        scope: StatementScope,
     ) -> Result<bool, End> {
         let Some((first, rest)) = backends.split_first() else {
             return Ok(true);
         };
-        if !ddl_everywhere::run_on(&mut self.cursor(scope), rest, packet).await? {
+        if !ddl_everywhere::run_on(self, rest, packet).await? {
             return Ok(false);
         }
-        self.proxy.metadata.clear();
-        self.run_one(first, packet, adj, scope).await
+        self.session.proxy.metadata.clear();
+        self.run_one(first, packet, adj).await
     }
 
     /// Runs the database statement on `backends` (the default one first).
@@ -158,28 +130,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         ddl: &DatabaseDdl,
         backends: &[String],
         more: bool,
-        scope: StatementScope,
     ) -> Step {
-        match database_ddl::run(&mut self.cursor(scope), packet, ddl, backends).await {
+        match database_ddl::run(self, packet, ddl, backends).await {
             Ok(Ok(ok)) => {
                 if let Some(name) = ddl.name.as_deref() {
                     // As on MariaDB, dropping the current database leaves none selected.
-                    if ddl.verb == DatabaseVerb::Drop && self.db.as_deref() == Some(name) {
-                        self.db = None;
+                    if ddl.verb == DatabaseVerb::Drop && self.session.db.as_deref() == Some(name) {
+                        self.session.db = None;
                     }
                 }
-                self.proxy.metadata.clear();
-                if self.proxy.xa.is_none() && ok.status != 0 {
-                    self.status = ok.status;
+                self.session.proxy.metadata.clear();
+                if self.session.proxy.xa.is_none() && ok.status != 0 {
+                    self.session.status = ok.status;
                 }
-                let status = self.status_with(more);
+                let status = self.session.status_with(more);
                 let (affected, id, warnings) = (ok.affected_rows, ok.last_insert_id, ok.warnings);
-                self.writer
+                self.session
+                    .writer
                     .send_ok_with(affected, id, status, warnings, b"");
                 Step::Ok
             }
             Ok(Err(e)) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 Step::Failed
             }
             Err(end) => Step::End(end),

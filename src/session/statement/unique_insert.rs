@@ -10,17 +10,17 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::primitives::bulk_write::BulkOk;
 use crate::exec::primitives::{key_expressions, unique_insert_rows, unique_write};
-use crate::exec::StatementScope;
 use crate::route::insert::{self, RowId};
 use crate::route::TableRule;
+use crate::session::End;
 use crate::sql::{self, InsertAnalysis, ER_NOT_SUPPORTED_YET};
 use crate::unique::{row_values, GlobalKey};
 use crate::wire::errors::SqlError;
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// `(more, always_info, evaluated)`: more statements follow; the OK carries
     /// Records/Duplicates even for one row (INSERT … SELECT); the key columns' expressions were
     /// evaluated into literals already.
@@ -31,17 +31,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rule: &TableRule,
         keys: &[GlobalKey],
         (more, always_info, evaluated): (bool, bool, bool),
-        scope: StatementScope,
     ) -> Result<bool, End> {
         if let Err(e) = refuse_shapes(stmt, a, keys) {
-            self.writer.send_error(&e);
+            self.session.writer.send_error(&e);
             return Ok(false);
         }
         if !evaluated {
             // Key values given as expressions: evaluated first, then the statement again with
             // their literals (a table whose columns cannot be read is refused below, as before).
             let schema = a.table.schema.clone().or_else(|| {
-                let db = self.db.as_deref()?;
+                let db = self.session.db.as_deref()?;
                 Some(String::from_utf8_lossy(db).into_owned())
             });
             let meta = match schema {
@@ -54,30 +53,30 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             };
             let spans = meta.map_or_else(Vec::new, |m| key_expressions::spans(a, &m, keys, rows));
             if let (false, Some(k)) = (spans.is_empty(), keys.first()) {
-                let c = &mut self.cursor(scope);
-                let text = match key_expressions::evaluate(c, &k.backend, stmt, a, &spans).await? {
-                    Ok(text) => text,
-                    Err(e) => {
-                        self.writer.send_error(&e);
-                        return Ok(false);
-                    }
-                };
+                let text =
+                    match key_expressions::evaluate(self, &k.backend, stmt, a, &spans).await? {
+                        Ok(text) => text,
+                        Err(e) => {
+                            self.session.writer.send_error(&e);
+                            return Ok(false);
+                        }
+                    };
                 let a = match sql::analyze_insert(&text) {
                     Ok(a) => a,
                     Err(e) => {
-                        self.writer.send_error(&e.into());
+                        self.session.writer.send_error(&e.into());
                         return Ok(false);
                     }
                 };
                 let flags = (more, always_info, true);
-                let run = Box::pin(self.guarded_insert(&text, &a, rule, keys, flags, scope));
+                let run = Box::pin(self.guarded_insert(&text, &a, rule, keys, flags));
                 return run.await;
             }
         }
         let decided = match self.decide_ids(stmt, a, rule).await {
             Ok(d) => d,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -91,7 +90,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         ) {
             Ok(r) => r,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
@@ -99,42 +98,42 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         {
             Ok(v) => v,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
         let backends = keys.iter().map(|k| k.backend.as_str());
-        let mut c = self.cursor(scope);
-        let mut conns = match unique_write::open(&mut c, backends, rule.backends()).await? {
+        let mut conns = match unique_write::open(self, backends, rule.backends()).await? {
             Ok(w) => w,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
         let ids = &decided.ids;
         let outcome =
-            unique_insert_rows::write_rows(&mut c, &mut conns, a, rule, keys, &rows, &values, ids)
+            unique_insert_rows::write_rows(self, &mut conns, a, rule, keys, &rows, &values, ids)
                 .await?;
-        let tally = match conns.close(&mut c, outcome, "INSERT").await? {
+        let tally = match conns.close(self, outcome, "INSERT").await? {
             Ok(t) => t,
             Err(f) => {
-                f.send(&mut self.writer);
+                f.send(&mut self.session.writer);
                 return Ok(false);
             }
         };
         if let Some((columns, rows)) = &tally.returned {
             // RETURNING: the written rows, as one server returns them.
             if let Some(id) = tally.first_written {
-                self.last_insert_id = Some(id);
-                self.lid_sync = Some(id);
+                self.session.last_insert_id = Some(id);
+                self.session.lid_sync = Some(id);
             }
-            if self.in_transaction() {
-                self.status |= mysql_common::constants::StatusFlags::SERVER_STATUS_IN_TRANS.bits();
+            if self.session.in_transaction() {
+                self.session.status |=
+                    mysql_common::constants::StatusFlags::SERVER_STATUS_IN_TRANS.bits();
             }
-            let status = self.status_with(more);
-            let deprecate_eof = self.hello.deprecate_eof();
-            self.writer.send_result_set(
+            let status = self.session.status_with(more);
+            let deprecate_eof = self.session.hello.deprecate_eof();
+            self.session.writer.send_result_set(
                 columns,
                 rows.iter().map(Vec::as_slice),
                 tally.warnings,

@@ -4,13 +4,13 @@
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::fetch::{FetchLimits, Fetched};
-use super::{End, Session};
 use crate::exec::collect::{collect, Collected};
 use crate::exec::relay::Client;
 use crate::exec::{
     BackendConn, BackendError, Cursor, LoadCursor, RelayCursor, StatementScope, WriteCursor,
 };
 use crate::route::{PlanContext, Route};
+use crate::session::{End, Session};
 use crate::wire::command::query_packet;
 use crate::wire::errors;
 use crate::wire::errors::SqlError;
@@ -22,7 +22,7 @@ use std::time::Duration;
 /// is: in the client's transaction each part sits behind a savepoint; otherwise each backend
 /// gets a transaction of its own (an XA branch in XA mode), committed only if every part
 /// succeeded.
-pub(super) struct BulkTxn {
+pub(in crate::session) struct BulkTxn {
     /// Inside the client's transaction: a savepoint on each backend.
     in_txn: bool,
     /// Autocommit in XA mode: one XA branch per backend, committed with two-phase commit.
@@ -39,12 +39,12 @@ impl BulkTxn {
 
 /// The cursor gateway primitives run through for one statement of the session: its
 /// connections, its transaction and `scope`, its planning context.
-pub(super) struct SessionCursor<'a, R, W> {
-    pub(super) session: &'a mut Session<R, W>,
-    pub(super) scope: StatementScope,
+pub(in crate::session) struct StatementExec<'a, R, W> {
+    pub(in crate::session) session: &'a mut Session<R, W>,
+    pub(in crate::session) scope: StatementScope,
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for StatementExec<'_, R, W> {
     type End = End;
 
     fn plan<T>(&self, f: impl FnOnce(&PlanContext) -> T) -> T {
@@ -85,7 +85,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for SessionCursor<'_, R
     }
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<'_, R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for StatementExec<'_, R, W> {
     type End = End;
     type Txn = BulkTxn;
 
@@ -201,7 +201,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for SessionCursor<
     }
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LoadCursor for SessionCursor<'_, R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LoadCursor for StatementExec<'_, R, W> {
     fn conn(&mut self, conn: usize) -> &mut BackendConn {
         self.session.leases.get_mut(conn)
     }
@@ -241,7 +241,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LoadCursor for SessionCursor<'
     }
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for SessionCursor<'_, R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for StatementExec<'_, R, W> {
     type End = End;
     type Client = W;
 
@@ -332,13 +332,3 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for SessionCursor<
 
 /// The local-infile request byte: idgate asking the client for its file.
 const LOCAL_INFILE: u8 = 0xfb;
-
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// The cursor for a statement of `scope`.
-    pub(super) fn cursor(&mut self, scope: StatementScope) -> SessionCursor<'_, R, W> {
-        SessionCursor {
-            session: self,
-            scope,
-        }
-    }
-}

@@ -14,41 +14,39 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::query::Step;
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::primitives::merged_answer;
 use crate::exec::primitives::subquery_bind::{self, unsupported};
-use crate::exec::StatementScope;
 use crate::route::{Plan, Route};
+use crate::session::query::Step;
+use crate::session::End;
 use crate::sql::Subquery;
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// Runs the inner queries, then the outer statement with their rows bound in.
     pub(super) async fn run_subqueries(
         &mut self,
         stmt: &[u8],
         subs: &[Subquery],
         more: bool,
-        scope: StatementScope,
     ) -> Step {
-        let limits = crate::exec::primitives::GatewayLimits::from(&*self.live.config);
-        let mut c = self.cursor(scope);
-        let bound = match subquery_bind::bind_subqueries(&mut c, stmt, subs, limits).await {
+        let limits = crate::exec::primitives::GatewayLimits::from(&*self.session.live.config);
+        let bound = match subquery_bind::bind_subqueries(self, stmt, subs, limits).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Step::Failed;
             }
             Err(end) => return Step::End(end),
         };
-        let plan = match self.plan(&bound) {
+        let plan = match self.session.plan(&bound) {
             Plan::Subqueries(_) => Plan::Refuse(unsupported(
                 "a subquery over sharded tables idgate could not bind".into(),
             )),
             p => p,
         };
         let packet = crate::wire::command::query_packet(&bound);
-        self.run_plan(&bound, plan, &packet, more).await
+        self.session.run_plan(&bound, plan, &packet, more).await
     }
 
     /// An execution of a prepared SELECT with subqueries over sharded tables, its parameters
@@ -59,35 +57,33 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         text: &[u8],
         subs: &[Subquery],
-        scope: StatementScope,
     ) -> Result<bool, End> {
-        let limits = crate::exec::primitives::GatewayLimits::from(&*self.live.config);
-        let mut c = self.cursor(scope);
-        let bound = match subquery_bind::bind_subqueries(&mut c, text, subs, limits).await? {
+        let limits = crate::exec::primitives::GatewayLimits::from(&*self.session.live.config);
+        let bound = match subquery_bind::bind_subqueries(self, text, subs, limits).await? {
             Ok(b) => b,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
-        let backends = match self.route_dml(&bound, false) {
+        let backends = match self.session.route_dml(&bound, false) {
             Ok(Some(Route::Merge(bs, m))) => {
-                return merged_answer::run(&mut self.cursor(scope), &bs, &m, false, true).await;
+                return merged_answer::run(self, &bs, &m, false, true).await;
             }
             Ok(Some(Route::One(b))) => vec![b],
             Ok(Some(Route::Concat(bs))) => bs,
-            Ok(None) => vec![self.proxy.default_pool.name.clone()],
+            Ok(None) => vec![self.session.proxy.default_pool.name.clone()],
             // ByKey: never here, internal reads take the general route.
             Ok(Some(Route::Write { .. } | Route::Everywhere(_) | Route::ByKey(_))) => {
-                self.writer.send_error(&unsupported(
+                self.session.writer.send_error(&unsupported(
                     "a prepared statement with subqueries over sharded tables must be a SELECT"
                         .into(),
                 ));
                 return Ok(false);
             }
             // A join of tables not placed alike, its subqueries bound: run in the gateway.
-            Err(e) => return self.execute_join_or_refuse(&bound, e, scope).await,
+            Err(e) => return self.execute_join_or_refuse(&bound, e).await,
         };
-        merged_answer::run_binary(&mut self.cursor(scope), &backends, bound).await
+        merged_answer::run_binary(self, &backends, bound).await
     }
 }

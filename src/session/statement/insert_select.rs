@@ -5,15 +5,15 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::dml::Route;
 use super::fetch::FetchLimits;
 use super::fetch::{FetchError, Fetched};
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::primitives::bulk_write::BulkOk;
 use crate::exec::primitives::insert_select::{self, failed, Target, Written};
 use crate::exec::primitives::insert_source::{self, malformed, too_large, Source};
-use crate::exec::StatementScope;
+use crate::route::Route;
 use crate::route::TableRule;
+use crate::session::End;
 use crate::sql::{self, InsertAnalysis, InsertBody, StatementKind};
 use crate::unique::GlobalKey;
 use crate::wire::errors::SqlError;
@@ -35,7 +35,7 @@ fn unsupported(msg: String) -> SqlError {
     SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg)
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// Runs `INSERT … SELECT` (`a`'s body is a query) into `rule`'s table. `Ok(false)`: the
     /// client got an error.
     pub(super) async fn insert_select(
@@ -45,7 +45,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         rule: &TableRule,
         keys: Option<&[GlobalKey]>,
         more: bool,
-        scope: StatementScope,
     ) -> Result<bool, End> {
         let InsertBody::Select { query } = &a.body else {
             return Ok(false);
@@ -58,16 +57,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let target = match target {
             Ok(t) => t,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
         // Every source row is read before anything is written (the source may be the target).
-        let Some(source) = self.read_source(query, scope).await? else {
+        let Some(source) = self.read_source(query).await? else {
             return Ok(false);
         };
         if source.columns.len() != target.columns.len() {
-            self.writer.send_error(&SqlError::new(
+            self.session.writer.send_error(&SqlError::new(
                 1136,
                 b"21S01",
                 "Column count doesn't match value count at row 1",
@@ -77,7 +76,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some(keys) = keys {
             let (target, source) = (&target, &source);
             return self
-                .insert_select_guarded(a, rule, keys, target, source, more, scope)
+                .insert_select_guarded(a, rule, keys, target, source, more)
                 .await;
         }
         let planned = match insert_select::source_ids(rule, &target, &source).await {
@@ -87,19 +86,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let (ids, shares) = match planned {
             Ok(p) => p,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
-        let written = insert_select::write_rows(
-            &mut self.cursor(scope),
-            a,
-            rule,
-            &target,
-            (&source, &ids),
-            &shares,
-        )
-        .await?;
+        let written =
+            insert_select::write_rows(self, a, rule, &target, (&source, &ids), &shares).await?;
         match written {
             Written::Done {
                 ok,
@@ -109,11 +101,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Ok(true)
             }
             Written::Failed(e) => {
-                self.writer.write(&e);
+                self.session.writer.write(&e);
                 Ok(false)
             }
             Written::Refused(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 Ok(false)
             }
         }
@@ -130,7 +122,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         target: &Target,
         source: &Source,
         more: bool,
-        scope: StatementScope,
     ) -> Result<bool, End> {
         if source.rows.is_empty() {
             let ok = BulkOk {
@@ -146,12 +137,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let values = match sql::analyze_insert(&text) {
             Ok(v) => v,
             Err(e) => {
-                self.writer.send_error(&SqlError::from(e));
+                self.session.writer.send_error(&SqlError::from(e));
                 return Ok(false);
             }
         };
         // INSERT … SELECT reports Records/Duplicates even for one row.
-        self.guarded_insert(&text, &values, rule, keys, (more, true, true), scope)
+        self.guarded_insert(&text, &values, rule, keys, (more, true, true))
             .await
     }
 
@@ -161,7 +152,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         a: &InsertAnalysis,
         rule: &TableRule,
     ) -> Result<Target, SqlError> {
-        let schema = match (&a.table.schema, &self.db) {
+        let schema = match (&a.table.schema, &self.session.db) {
             (Some(s), _) => s.clone(),
             (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
             (None, None) => return Err(SqlError::new(1046, b"3D000", "No database selected")),
@@ -173,7 +164,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let generator = match &rule.generator {
             Some(g) => Some(
-                self.proxy
+                self.session
+                    .proxy
                     .idgen
                     .get(g)
                     .cloned()
@@ -202,24 +194,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Reads the SELECT's whole answer, routed as the same SELECT alone would be. `None`: the
     /// client got an error (the connections stay in step).
-    async fn read_source(
-        &mut self,
-        query: &[u8],
-        scope: StatementScope,
-    ) -> Result<Option<Source>, End> {
-        let route = if self.proxy.tables.load().placed_mentioned_in(query) {
+    async fn read_source(&mut self, query: &[u8]) -> Result<Option<Source>, End> {
+        let route = if self.session.proxy.tables.load().placed_mentioned_in(query) {
             if sql::classify(query) != StatementKind::Select {
-                self.writer.send_error(&unsupported(
+                self.session.writer.send_error(&unsupported(
                     "the query of INSERT ... SELECT into a placed table must be a plain SELECT \
                      when it reads sharded or broadcast tables; write it as SELECT ... FROM"
                         .into(),
                 ));
                 return Ok(None);
             }
-            match self.route_dml(query, false) {
+            match self.session.route_dml(query, false) {
                 Ok(r) => r,
                 Err(e) => {
-                    self.writer.send_error(&e);
+                    self.session.writer.send_error(&e);
                     return Ok(None);
                 }
             }
@@ -227,11 +215,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             None
         };
         let route = match route {
-            None => Route::One(self.proxy.default_pool.name.clone()),
+            None => Route::One(self.session.proxy.default_pool.name.clone()),
             Some(r @ (Route::One(_) | Route::Concat(_) | Route::Merge(..))) => r,
             // ByKey: never here, internal reads take the general route.
             Some(Route::Write { .. } | Route::Everywhere(_) | Route::ByKey(_)) => {
-                self.writer.send_error(&unsupported(
+                self.session.writer.send_error(&unsupported(
                     "the query of INSERT ... SELECT must be a SELECT".into(),
                 ));
                 return Ok(None);
@@ -244,21 +232,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             enough: None,
         };
         let got = self
-            .cursor(scope)
+            .session
+            .cursor(self.scope)
             .fetch_routed(query, route, limits)
             .await?;
         let source = match source_of(got) {
             Ok(s) => s,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(None);
             }
         };
         let mut source = source;
-        let default = self.proxy.default_pool.name.clone();
-        let mut c = self.cursor(scope);
-        if let Err(e) = insert_source::resolve_charsets(&mut c, &default, &mut source).await? {
-            self.writer.send_error(&e);
+        let default = self.session.proxy.default_pool.name.clone();
+        if let Err(e) = insert_source::resolve_charsets(self, &default, &mut source).await? {
+            self.session.writer.send_error(&e);
             return Ok(None);
         }
         Ok(Some(source))

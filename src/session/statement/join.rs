@@ -17,17 +17,17 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::query::Step;
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::primitives::join_stream::{self, Streaming};
 use crate::exec::primitives::{join_bind, merged_answer};
-use crate::exec::StatementScope;
 use crate::route::JoinShape;
 use crate::route::{self, Plan};
+use crate::session::query::Step;
+use crate::session::End;
 use crate::sql::StatementKind;
 use crate::wire::errors::SqlError;
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// A row-wise join a batch of driving rows at a time (`exec::primitives::join_stream`).
     async fn stream_join(
         &mut self,
@@ -35,39 +35,31 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         shape: &JoinShape,
         binary: bool,
         more: bool,
-        scope: StatementScope,
     ) -> Result<bool, End> {
-        let default = self.proxy.default_pool.name.clone();
+        let default = self.session.proxy.default_pool.name.clone();
         let how = Streaming {
             binary,
             more,
             default: &default,
-            limits: crate::exec::primitives::GatewayLimits::from(&*self.live.config),
+            limits: crate::exec::primitives::GatewayLimits::from(&*self.session.live.config),
         };
-        join_stream::run(&mut self.cursor(scope), stmt, shape, how).await
+        join_stream::run(self, stmt, shape, how).await
     }
 
     /// Runs a join in the gateway (see the module's notes).
-    pub(super) async fn run_join(
-        &mut self,
-        stmt: &[u8],
-        shape: &JoinShape,
-        more: bool,
-        scope: StatementScope,
-    ) -> Step {
+    pub(super) async fn run_join(&mut self, stmt: &[u8], shape: &JoinShape, more: bool) -> Step {
         if shape.row_wise {
-            return match self.stream_join(stmt, shape, false, more, scope).await {
+            return match self.stream_join(stmt, shape, false, more).await {
                 Ok(true) => Step::Ok,
                 Ok(false) => Step::Failed,
                 Err(end) => Step::End(end),
             };
         }
-        let limits = crate::exec::primitives::GatewayLimits::from(&*self.live.config);
-        let mut c = self.cursor(scope);
-        let bound = match join_bind::bind_join(&mut c, stmt, shape, limits).await {
+        let limits = crate::exec::primitives::GatewayLimits::from(&*self.session.live.config);
+        let bound = match join_bind::bind_join(self, stmt, shape, limits).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Step::Failed;
             }
             Err(end) => return Step::End(end),
@@ -76,7 +68,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // backend runs it as written.
         let plan = Plan::Forward(StatementKind::Select);
         let packet = crate::wire::command::query_packet(&bound);
-        self.run_plan(&bound, plan, &packet, more).await
+        self.session.run_plan(&bound, plan, &packet, more).await
     }
 
     /// An execution of a prepared join, its parameters bound into `text`: run in the gateway
@@ -85,22 +77,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         text: &[u8],
         shape: &JoinShape,
-        scope: StatementScope,
     ) -> Result<bool, End> {
         if shape.row_wise {
-            return self.stream_join(text, shape, true, false, scope).await;
+            return self.stream_join(text, shape, true, false).await;
         }
-        let limits = crate::exec::primitives::GatewayLimits::from(&*self.live.config);
-        let mut c = self.cursor(scope);
-        let bound = match join_bind::bind_join(&mut c, text, shape, limits).await? {
+        let limits = crate::exec::primitives::GatewayLimits::from(&*self.session.live.config);
+        let bound = match join_bind::bind_join(self, text, shape, limits).await? {
             Ok(b) => b,
             Err(e) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
-        let default = self.proxy.default_pool.name.clone();
-        merged_answer::run_binary(&mut self.cursor(scope), &[default], bound).await
+        let default = self.session.proxy.default_pool.name.clone();
+        merged_answer::run_binary(self, &[default], bound).await
     }
 
     /// An execution of a prepared SELECT (bound into `text`) the planner refused with
@@ -109,16 +99,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         text: &[u8],
         refusal: SqlError,
-        scope: StatementScope,
     ) -> Result<bool, End> {
-        match self.with_plan_context(|ctx| route::join_plan(text, &refusal, ctx)) {
-            Some(Plan::Join(shape)) => self.execute_join(text, &shape, scope).await,
+        match self
+            .session
+            .with_plan_context(|ctx| route::join_plan(text, &refusal, ctx))
+        {
+            Some(Plan::Join(shape)) => self.execute_join(text, &shape).await,
             Some(Plan::Refuse(e)) => {
-                self.writer.send_error(&e);
+                self.session.writer.send_error(&e);
                 Ok(false)
             }
             _ => {
-                self.writer.send_error(&refusal);
+                self.session.writer.send_error(&refusal);
                 Ok(false)
             }
         }

@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::metadata::TableMeta;
 use crate::exec::primitives::generated_ids;
 use crate::exec::relay::{Adjust, Reply};
 use crate::route::insert::{self, InsertPlan, RowId};
 use crate::route::TableRule;
+use crate::session::End;
 use crate::sql::InsertAnalysis;
 use crate::wire::errors::{self, SqlError};
 
@@ -25,14 +26,15 @@ fn err(code: u16, state: &[u8; 5], msg: impl Into<String>) -> SqlError {
     SqlError::new(code, state, msg)
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     pub(super) async fn no_auto_value_on_zero(&mut self) -> Result<bool, SqlError> {
-        if let Some(v) = self.no_auto_value_on_zero {
+        if let Some(v) = self.session.no_auto_value_on_zero {
             return Ok(v);
         }
-        let name = self.proxy.default_pool.name.clone();
-        let i = self.lease_index(&name).await?;
+        let name = self.session.proxy.default_pool.name.clone();
+        let i = self.session.lease_index(&name).await?;
         let rows = self
+            .session
             .leases
             .get_mut(i)
             .query_rows("SELECT @@SESSION.sql_mode")
@@ -46,7 +48,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let on = String::from_utf8_lossy(mode)
             .to_ascii_uppercase()
             .contains("NO_AUTO_VALUE_ON_ZERO");
-        self.no_auto_value_on_zero = Some(on);
+        self.session.no_auto_value_on_zero = Some(on);
         Ok(on)
     }
 
@@ -57,11 +59,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         table: &str,
     ) -> Result<Arc<TableMeta>, SqlError> {
         let backend = rule.backends().first().map_or("", String::as_str);
-        let i = self.lease_index(backend).await?;
-        let proxy = self.proxy.clone();
+        let i = self.session.lease_index(backend).await?;
+        let proxy = self.session.proxy.clone();
         let meta = proxy
             .metadata
-            .get_or_load(self.leases.get_mut(i), schema, table)
+            .get_or_load(self.session.leases.get_mut(i), schema, table)
             .await
             .map_err(|e| err(errors::CR_SERVER_LOST, b"HY000", format!("idgate: {e}")))?;
         meta.ok_or_else(|| {
@@ -94,7 +96,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     ) -> Result<DecidedIds, SqlError> {
         let table = &a.table.name;
         insert::check_statement(stmt, a, rule)?;
-        let schema = match (&a.table.schema, &self.db) {
+        let schema = match (&a.table.schema, &self.session.db) {
             (Some(s), _) => s.clone(),
             (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
             (None, None) => return Err(err(1046, b"3D000", "No database selected")),
@@ -102,7 +104,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let meta = self.table_meta(rule, &schema, table).await?;
         let generator = match &rule.generator {
             Some(g) => Some(
-                self.proxy
+                self.session
+                    .proxy
                     .idgen
                     .get(g)
                     .cloned()
@@ -129,12 +132,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Runs a planned INSERT. `Ok(false)`: the client got an error.
-    pub(super) async fn run_insert(
-        &mut self,
-        plan: InsertPlan,
-        more: bool,
-        scope: crate::exec::StatementScope,
-    ) -> Result<bool, End> {
+    pub(super) async fn run_insert(&mut self, plan: InsertPlan, more: bool) -> Result<bool, End> {
         let adj = Adjust {
             insert_id: Some(plan.insert_id),
             insert_id_needs_rows: plan.first_generated.is_none(),
@@ -143,43 +141,45 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let ok = if plan.parts.len() == 1 {
             let (backend, sql, _) = &plan.parts[0];
-            let i = match self.lease_index(backend).await {
+            let i = match self.session.lease_index(backend).await {
                 Ok(i) => i,
                 Err(e) => {
-                    self.writer.send_error(&e);
+                    self.session.writer.send_error(&e);
                     return Ok(false);
                 }
             };
-            self.join_transaction(i, scope).await?;
+            self.session.join_transaction(i, self.scope).await?;
             if plan.first_generated.is_some()
-                && plan.lid_backend.as_deref() == Some(self.proxy.default_pool.name.as_str())
+                && plan.lid_backend.as_deref()
+                    == Some(self.session.proxy.default_pool.name.as_str())
             {
                 // This INSERT writes LAST_INSERT_ID(id) on the default backend itself: a value
                 // still waiting to be carried there is superseded, and sending it first would
                 // only cost the backend a statement. If the INSERT fails, the session's value
                 // is put back below.
-                self.lid_sync = None;
+                self.session.lid_sync = None;
             }
             let packet = crate::wire::command::query_packet(sql);
-            self.relay_on(i, &packet, Reply::Results, None, adj, scope)
+            self.session
+                .relay_on(i, &packet, Reply::Results, None, adj, self.scope)
                 .await?
         } else {
-            let ran = self.run_on_shards(&plan, adj, ("INSERT", false), scope);
+            let ran = self.run_on_shards(&plan, adj, ("INSERT", false));
             ran.await?.unwrap_or(true)
         };
         if let Some(id) = plan.first_generated {
             let on_default =
-                plan.lid_backend.as_deref() == Some(self.proxy.default_pool.name.as_str());
+                plan.lid_backend.as_deref() == Some(self.session.proxy.default_pool.name.as_str());
             if ok {
-                self.last_insert_id = Some(id);
+                self.session.last_insert_id = Some(id);
                 // The default backend holds the id already when the first row went there (in a
                 // single- or a multi-shard INSERT); a value still waiting to be carried there is
                 // older and must not overwrite it.
-                self.lid_sync = (!on_default).then_some(id);
+                self.session.lid_sync = (!on_default).then_some(id);
             } else if on_default {
                 // The failed statement may have set LAST_INSERT_ID(id) on the backend; MySQL
                 // leaves it undefined after an error, idgate puts the session's value back.
-                self.lid_sync = self.last_insert_id;
+                self.session.lid_sync = self.session.last_insert_id;
             }
         }
         Ok(ok)

@@ -7,14 +7,14 @@
 use mysql_common::constants::{ColumnFlags, ColumnType};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::cursor::SessionCursor;
+use super::cursor::StatementExec;
 use super::fetch_charset::{read_set, NATIVE_RESULTS, RESULTS_BACK};
-use super::End;
 use crate::exec::capture::{Capture, Overflow};
 use crate::exec::merge::parse_text_row;
 use crate::exec::relay::Client;
 use crate::exec::{scatter, BackendError};
 use crate::route::Route;
+use crate::session::End;
 use crate::sql::{self, BoundColumn};
 use crate::wire::errors::SqlError;
 use crate::wire::framing::PacketWriter;
@@ -76,7 +76,7 @@ fn bound_column(def: &[u8]) -> Option<BoundColumn> {
     })
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> SessionCursor<'_, R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// Runs `select` on `route` (already decided by the caller) and keeps its answer; the
     /// failure stays a `FetchError` so callers can word the limits their own way.
     pub(super) async fn fetch_routed(

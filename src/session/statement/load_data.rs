@@ -5,11 +5,11 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{End, Session};
+use super::StatementExec;
 use crate::exec::primitives::load_data;
 use crate::exec::primitives::load_rows::RowPlan;
-use crate::exec::StatementScope;
 use crate::route::{Placement, TableRule};
+use crate::session::End;
 use crate::sql::{self, LoadData, OnDuplicate, Target};
 use crate::wire::errors::{self, SqlError};
 
@@ -54,7 +54,7 @@ fn backend_statement(ld: &LoadData, schema: &str, targets: &[Target]) -> Vec<u8>
     s
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// Runs `LOAD DATA LOCAL INFILE` into `rule`'s table. `Ok(Err(e))`: the client is to get
     /// `e`.
     pub(super) async fn load_data(
@@ -62,14 +62,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         ld: LoadData,
         rule: &TableRule,
         more: bool,
-        scope: StatementScope,
     ) -> Result<Result<(), SqlError>, End> {
-        let schema = match (&ld.table.schema, &self.db) {
+        let schema = match (&ld.table.schema, &self.session.db) {
             (Some(s), _) => s.clone(),
             (None, Some(d)) => String::from_utf8_lossy(d).into_owned(),
             (None, None) => return Ok(Err(SqlError::new(1046, b"3D000", "No database selected"))),
         };
-        if self.proxy.unique.keys_of(&schema, &ld.table.name).is_some() {
+        if self
+            .session
+            .proxy
+            .unique
+            .keys_of(&schema, &ld.table.name)
+            .is_some()
+        {
             return Ok(Err(crate::unique::load_data_refusal(&ld.table.name)));
         }
         let (targets, row_plan) = match self.load_targets(&ld, rule, &schema).await {
@@ -77,7 +82,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Err(e) => return Ok(Err(e)),
         };
         let stmt = backend_statement(&ld, &schema, &targets);
-        let loaded = load_data::load(&mut self.cursor(scope), &ld, rule, &row_plan, &stmt).await?;
+        let loaded = load_data::load(self, &ld, rule, &row_plan, &stmt).await?;
         match loaded {
             Ok((ok, first_generated)) => {
                 self.answer_bulk(&ok, first_generated, more);
@@ -110,7 +115,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let generator = match &rule.generator {
             Some(g) => Some(
-                self.proxy
+                self.session
+                    .proxy
                     .idgen
                     .get(g)
                     .cloned()
