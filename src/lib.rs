@@ -8,6 +8,7 @@ pub mod exec;
 pub mod idgen;
 pub mod limits;
 pub mod live;
+pub mod metrics;
 pub mod migrate;
 pub mod proxy;
 pub mod reload;

@@ -14,6 +14,7 @@ use crate::proxy::Proxy;
 struct AdminState {
     proxy: Arc<Proxy>,
     checker: Checker,
+    registry: prometheus_client::registry::Registry,
 }
 
 pub fn router(proxy: Arc<Proxy>, checker: Checker) -> Router {
@@ -23,7 +24,11 @@ pub fn router(proxy: Arc<Proxy>, checker: Checker) -> Router {
         .route("/generators", get(generators))
         .route("/metrics", get(metrics))
         .route("/reload", post(reload))
-        .with_state(Arc::new(AdminState { proxy, checker }))
+        .with_state(Arc::new(AdminState {
+            registry: super::metrics::registry(&proxy),
+            proxy,
+            checker,
+        }))
 }
 
 async fn health() -> &'static str {
@@ -45,7 +50,7 @@ async fn generators(State(s): State<Arc<AdminState>>) -> Response {
 }
 
 async fn metrics(State(s): State<Arc<AdminState>>) -> Response {
-    match s.proxy.metrics.render() {
+    match super::metrics::render(&s.registry) {
         Ok(text) => (
             [(
                 header::CONTENT_TYPE,

@@ -20,9 +20,9 @@ use serde_json::json;
 
 use super::http_conn::Peer;
 use super::ids::{self, IdError};
-use super::metrics::IdServiceLabels;
 use crate::config::User;
 use crate::idgen::IdBlock;
+use crate::metrics::IdServiceLabels;
 use crate::proxy::Proxy;
 
 struct HttpState {

@@ -1,196 +1,88 @@
-//! The Prometheus registry of one idgate process. Counters the statement path or the listeners
-//! bump live in [`Metrics`] as typed families; figures other modules already keep (generator
-//! counters, pool sizes) are read at scrape time by [`ProxyCollector`], so serving an id or a
-//! statement never touches the registry.
+//! The Prometheus registry of one idgate process, built when the admin listener starts. The
+//! counters the statement path or the listeners bump live in `crate::metrics::Metrics`;
+//! figures other modules already keep (generator counters, pool sizes) are read at scrape time
+//! by [`ProxyCollector`], so serving an id or a statement never touches the registry.
 
 use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::client_errors::ClientErrors;
 use super::metrics_live::LiveCollector;
-use super::outcomes::{Refusals, XaCommits};
-use super::statement_metrics::{Statements, StmtRoute};
 use crate::idgen::metrics::{Metrics as GenMetrics, FETCH_BUCKETS_US};
 use crate::idgen::Generator;
 use crate::proxy::Proxy;
-use crate::sql::StatementKind;
 
-/// Which ID-service front end answered, and how.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct IdServiceLabels {
-    /// `http` or `resp`.
-    pub protocol: &'static str,
-    /// `ok`, `denied` (authentication or rights), `refused` (bad request, unknown generator)
-    /// or `failed` (the generator could not serve).
-    pub outcome: &'static str,
+/// The registry of every metric: `proxy`'s counters, and collectors reading the rest at scrape
+/// time (they hold `proxy` weakly).
+pub fn registry(proxy: &Arc<Proxy>) -> Registry {
+    let m = &proxy.metrics;
+    let mut registry = Registry::with_prefix("idgate");
+    registry.register(
+        "client_connections_accepted",
+        "MySQL client connections accepted",
+        m.client_connections_accepted.clone(),
+    );
+    registry.register(
+        "client_connections_open",
+        "MySQL client connections open now",
+        m.client_connections_open.clone(),
+    );
+    registry.register(
+        "id_service_requests",
+        "ID-service requests (HTTP and Redis protocol) by outcome",
+        m.id_service_requests.clone(),
+    );
+    registry.register(
+        "id_service_connections_open",
+        "Redis-protocol ID-service connections open now",
+        m.id_service_connections_open.clone(),
+    );
+    registry.register(
+        "listener_connections_closed",
+        "Connections the ID-service and admin listeners closed to admit a new one (made_room) or refused because every one was working (full)",
+        m.listener_connections_closed.clone(),
+    );
+    registry.register(
+        "statements",
+        "Statements by how idgate ran them (route) and what they are (kind)",
+        m.statements.family.clone(),
+    );
+    registry.register(
+        "merged_rows",
+        "Rows read from shards to merge into one answer (ORDER BY/LIMIT, GROUP BY, DISTINCT)",
+        m.merged_rows.clone(),
+    );
+    registry.register(
+        "client_connections_refused",
+        "Client connections refused before they became sessions, by reason",
+        m.refusals.family.clone(),
+    );
+    registry.register(
+        "xa_commits",
+        "Transactions committed over XA branches, by phase and outcome",
+        m.xa_commits.family.clone(),
+    );
+    registry.register_collector(Box::new(LiveCollector {
+        statements: m.statements.clone(),
+        errors: m.client_errors.clone(),
+        proxy: Arc::downgrade(proxy),
+    }));
+    registry.register_collector(Box::new(ProxyCollector {
+        proxy: Arc::downgrade(proxy),
+    }));
+    registry
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ListenerClosedLabels {
-    /// `admin`, `id_http` or `id_resp`.
-    pub listener: &'static str,
-    /// `made_room` or `full`.
-    pub reason: &'static str,
-}
-
-/// The metrics of one idgate process, shared through [`Proxy::metrics`].
-pub struct Metrics {
-    registry: Registry,
-    pub client_connections_accepted: Counter,
-    pub client_connections_open: Gauge,
-    pub id_service_requests: Family<IdServiceLabels, Counter>,
-    pub id_service_connections_open: Gauge,
-    /// Connections the ID-service and admin listeners closed to make room or refused.
-    pub listener_connections_closed: Family<ListenerClosedLabels, Counter>,
-    /// Statements by route and kind, and their latency by route.
-    pub statements: Arc<Statements>,
-    /// Error packets sent to clients, by code (counted by each session's packet writer).
-    pub client_errors: Arc<ClientErrors>,
-    /// Rows read from shards to merge them into one answer.
-    pub merged_rows: Counter,
-    pub refusals: Refusals,
-    pub xa_commits: XaCommits,
-}
-
-impl Metrics {
-    /// The counters a listener's connection table counts into.
-    pub fn table_counts(&self, listener: &'static str) -> crate::limits::conn_table::TableCounts {
-        let get = |reason| {
-            self.listener_connections_closed
-                .get_or_create(&ListenerClosedLabels { listener, reason })
-                .clone()
-        };
-        crate::limits::conn_table::TableCounts {
-            made_room: get("made_room"),
-            full: get("full"),
-        }
-    }
-
-    /// A registry reading generator and pool figures from `proxy` at scrape time.
-    pub fn new(proxy: Weak<Proxy>) -> Metrics {
-        let mut registry = Registry::with_prefix("idgate");
-        let m = Metrics {
-            registry: Registry::default(),
-            client_connections_accepted: Counter::default(),
-            client_connections_open: Gauge::default(),
-            id_service_requests: Family::default(),
-            id_service_connections_open: Gauge::default(),
-            listener_connections_closed: Family::default(),
-            statements: Default::default(),
-            client_errors: Default::default(),
-            merged_rows: Counter::default(),
-            refusals: Refusals::default(),
-            xa_commits: XaCommits::default(),
-        };
-        registry.register(
-            "client_connections_accepted",
-            "MySQL client connections accepted",
-            m.client_connections_accepted.clone(),
-        );
-        registry.register(
-            "client_connections_open",
-            "MySQL client connections open now",
-            m.client_connections_open.clone(),
-        );
-        registry.register(
-            "id_service_requests",
-            "ID-service requests (HTTP and Redis protocol) by outcome",
-            m.id_service_requests.clone(),
-        );
-        registry.register(
-            "id_service_connections_open",
-            "Redis-protocol ID-service connections open now",
-            m.id_service_connections_open.clone(),
-        );
-        registry.register(
-            "listener_connections_closed",
-            "Connections the ID-service and admin listeners closed to admit a new one (made_room) or refused because every one was working (full)",
-            m.listener_connections_closed.clone(),
-        );
-        // Every series exists from the start, so rates work from the first scrape.
-        for listener in ["admin", "id_http", "id_resp"] {
-            let _ = m.table_counts(listener);
-        }
-        for protocol in ["http", "resp"] {
-            for outcome in ["ok", "denied", "refused", "failed"] {
-                let _ = m
-                    .id_service_requests
-                    .get_or_create(&IdServiceLabels { protocol, outcome });
-            }
-        }
-        registry.register(
-            "statements",
-            "Statements by how idgate ran them (route) and what they are (kind)",
-            m.statements.family.clone(),
-        );
-        registry.register(
-            "merged_rows",
-            "Rows read from shards to merge into one answer (ORDER BY/LIMIT, GROUP BY, DISTINCT)",
-            m.merged_rows.clone(),
-        );
-        registry.register(
-            "client_connections_refused",
-            "Client connections refused before they became sessions, by reason",
-            m.refusals.family.clone(),
-        );
-        registry.register(
-            "xa_commits",
-            "Transactions committed over XA branches, by phase and outcome",
-            m.xa_commits.family.clone(),
-        );
-        registry.register_collector(Box::new(LiveCollector {
-            statements: m.statements.clone(),
-            errors: m.client_errors.clone(),
-            proxy: proxy.clone(),
-        }));
-        registry.register_collector(Box::new(ProxyCollector { proxy }));
-        Metrics { registry, ..m }
-    }
-
-    /// Prometheus text exposition of every metric.
-    pub fn render(&self) -> Result<String, fmt::Error> {
-        let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
-        Ok(out)
-    }
-
-    /// Counts one statement a client sent: how it ran and how long it took. The one call the
-    /// statement paths make (see `session::observe`).
-    pub fn statement(&self, route: StmtRoute, kind: StatementKind, took: Duration) {
-        self.statements.record(route, kind, took);
-    }
-
-    /// Counts a MySQL client connection until the returned guard drops.
-    pub fn client_connected(self: &Arc<Self>) -> OpenGuard {
-        self.client_connections_accepted.inc();
-        OpenGuard::new(&self.client_connections_open)
-    }
-}
-
-/// Decrements an "open" gauge when dropped.
-pub struct OpenGuard(Gauge);
-
-impl OpenGuard {
-    pub fn new(g: &Gauge) -> OpenGuard {
-        g.inc();
-        OpenGuard(g.clone())
-    }
-}
-
-impl Drop for OpenGuard {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
+/// Prometheus text exposition of every metric.
+pub fn render(registry: &Registry) -> Result<String, fmt::Error> {
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, registry)?;
+    Ok(out)
 }
 
 /// Reads what the generators and pools already count, at scrape time.

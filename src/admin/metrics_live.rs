@@ -10,8 +10,8 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
-use super::client_errors::ClientErrors;
-use super::statement_metrics::{Statements, StmtRoute};
+use crate::metrics::client_errors::ClientErrors;
+use crate::metrics::statement_metrics::{Statements, StmtRoute};
 use crate::proxy::Proxy;
 
 pub(super) struct LiveCollector {

@@ -4,9 +4,7 @@
 //! Must not: reach into a session's state; it reads what the proxy, pools and generators publish.
 
 pub mod auth;
-pub mod client_errors;
 pub mod generators;
-pub mod histogram;
 pub mod http;
 pub mod http_conn;
 mod http_serve;
@@ -16,14 +14,12 @@ pub mod kill;
 pub mod metrics;
 mod metrics_live;
 mod metrics_migrate;
-pub mod outcomes;
 pub mod processlist;
 pub mod processlist_table;
 pub mod ready;
 pub mod resp;
 pub mod result_set;
 pub mod slow_log;
-pub mod statement_metrics;
 pub mod statements;
 
 use std::sync::Arc;
@@ -33,7 +29,6 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::info;
 
-pub use self::metrics::Metrics;
 use crate::config::ListenerTls;
 use crate::proxy::Proxy;
 use tokio_rustls::TlsAcceptor;

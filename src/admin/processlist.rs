@@ -12,8 +12,8 @@ use mysql_common::collations::{Collation, CollationId};
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
 use super::result_set::{num, text, ResultSet};
+use crate::proxy::sessions::Row;
 use crate::proxy::Proxy;
-use crate::session::registry::Row;
 use crate::wire::packets;
 
 /// The whole look at the backends (connections included) may take this long; past it busy

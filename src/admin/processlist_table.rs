@@ -145,7 +145,7 @@ async fn rows(proxy: &Arc<Proxy>, caller: &Caller<'_>) -> Vec<BoundRow> {
         .collect()
 }
 
-fn row(r: &crate::session::registry::Row, a: Activity, default_backend: &str) -> BoundRow {
+fn row(r: &crate::proxy::sessions::Row, a: Activity, default_backend: &str) -> BoundRow {
     let text = |s: &str| Some(s.as_bytes().to_vec());
     let figure = |i: usize, or: &str| {
         a.figures
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn a_session_without_a_backend_thread_shows_zeros_and_its_own_time() {
-        let r = crate::session::registry::Row {
+        let r = crate::proxy::sessions::Row {
             id: 7,
             user: "app".into(),
             host: "10.0.0.1".into(),
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn a_query_id_is_shown_only_from_the_default_backend() {
-        let r = crate::session::registry::Row {
+        let r = crate::proxy::sessions::Row {
             id: 9,
             user: "app".into(),
             host: "h".into(),

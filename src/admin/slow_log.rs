@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::statement_metrics::{kind_label, StmtRoute};
+use crate::metrics::statement_metrics::{kind_label, StmtRoute};
 use crate::sql::StatementKind;
 
 /// Longest statement text a slow log line carries.

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicI64, AtomicU64};
 
-use crate::admin::histogram::AtomicHistogram;
+use crate::metrics::histogram::AtomicHistogram;
 
 #[derive(Debug, Default)]
 pub struct PoolStats {

@@ -9,8 +9,8 @@ use tokio::io::AsyncWrite;
 use tracing::debug;
 
 use super::End;
-use crate::admin::outcomes::Refusal;
 use crate::limits::Slot;
+use crate::metrics::outcomes::Refusal;
 use crate::proxy::Proxy;
 use crate::tls::{NetRead, NetWrite};
 use crate::wire::errors::SqlError;

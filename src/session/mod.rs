@@ -18,7 +18,6 @@ mod long_data;
 mod observe;
 mod prepared;
 mod query;
-pub mod registry;
 mod statement;
 mod txn;
 
@@ -78,7 +77,7 @@ pub struct Session<R, W> {
     /// The reloadable configuration as it was at login (COM_CHANGE_USER takes a new one).
     live: Arc<crate::live::Live>,
     /// The session's line in `SHOW IDGATE SESSIONS`.
-    registered: registry::Entry,
+    registered: crate::proxy::sessions::Entry,
     /// The statement being measured (metrics, slow log).
     obs: observe::Observed,
     /// COM_CHANGE_USERs refused on this connection; from the third on MariaDB answers no more.
@@ -164,7 +163,7 @@ pub async fn run(
         .capabilities
         .contains(mysql_common::constants::CapabilityFlags::CLIENT_MULTI_STATEMENTS);
     let idle_timeout = idle::IdleTimeout::new(&live.config, interactive);
-    let registered = registry::Entry::register(
+    let registered = crate::proxy::sessions::Entry::register(
         &proxy,
         connection_id,
         &hello.user,

@@ -11,9 +11,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::query::Step;
 use super::{End, Session};
 use crate::admin::slow_log::{self, SlowStatement};
-use crate::admin::statement_metrics::StmtRoute;
 use crate::exec::relay::Relayed;
 use crate::exec::StatementScope;
+use crate::metrics::statement_metrics::StmtRoute;
 use crate::route::Plan;
 use crate::route::Route;
 use crate::sql::{self, StatementKind};
@@ -52,7 +52,7 @@ impl Observed {
         }
     }
 
-    pub(super) fn merged(&mut self, metrics: &crate::admin::Metrics, rows: u64) {
+    pub(super) fn merged(&mut self, metrics: &crate::metrics::Metrics, rows: u64) {
         metrics.merged_rows.inc_by(rows);
         self.rows = rows;
     }

@@ -262,7 +262,7 @@ pub struct PacketWriter<W> {
     /// Longest a flush may wait for the peer to take the bytes (MariaDB's net_write_timeout).
     timeout: Option<crate::limits::Deadline>,
     /// Counts every ERR packet written (a client connection's writer; see `count_errors`).
-    errors: Option<std::sync::Arc<crate::admin::client_errors::ClientErrors>>,
+    errors: Option<std::sync::Arc<crate::metrics::client_errors::ClientErrors>>,
     /// The peer agreed on MariaDB's extended column metadata: the column definitions idgate
     /// writes itself carry the (empty) field too.
     pub extended_metadata: bool,
@@ -285,7 +285,7 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     /// writer sees every error a client gets, idgate's own and relayed ones alike.
     pub fn count_errors(
         &mut self,
-        sink: std::sync::Arc<crate::admin::client_errors::ClientErrors>,
+        sink: std::sync::Arc<crate::metrics::client_errors::ClientErrors>,
     ) {
         self.errors = Some(sink);
     }

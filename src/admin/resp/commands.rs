@@ -9,8 +9,8 @@ use prometheus_client::metrics::counter::Counter;
 
 use super::frame::Reply;
 use crate::admin::ids::{self, IdError};
-use crate::admin::metrics::IdServiceLabels;
 use crate::config::User;
+use crate::metrics::IdServiceLabels;
 use crate::proxy::Proxy;
 
 /// The state of one connection.

@@ -22,9 +22,9 @@ use tracing::{debug, warn};
 
 use self::commands::{Conn, Then};
 use self::frame::Reply;
-use crate::admin::metrics::OpenGuard;
 use crate::config::ops::IdServiceConfig;
 use crate::limits::conn_table::{ConnTable, Slot};
+use crate::metrics::OpenGuard;
 use crate::proxy::Proxy;
 use crate::tls::listener::Stream;
 use tokio_rustls::TlsAcceptor;

@@ -87,7 +87,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         if let Some(backend) = pinned {
             self.session
                 .obs
-                .took_route(crate::admin::statement_metrics::StmtRoute::SingleShard);
+                .took_route(crate::metrics::statement_metrics::StmtRoute::SingleShard);
             return self.execute_select_on(id, Ok(vec![backend]), &values).await;
         }
         let bound = {
@@ -174,7 +174,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     async fn run_bound_insert(&mut self, text: &[u8], a: sql::InsertAnalysis) -> Option<End> {
         self.session
             .obs
-            .took_route(crate::admin::statement_metrics::StmtRoute::InsertIds);
+            .took_route(crate::metrics::statement_metrics::StmtRoute::InsertIds);
         let schema = a.table.schema.clone().or_else(|| {
             self.session
                 .db

@@ -1,6 +1,8 @@
 //! What every session of one idgate process shares: the configuration, the users, the backend
 //! pools and the identity idgate shows clients.
 
+pub mod sessions;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,11 +55,11 @@ pub struct Proxy {
     /// Failed logins per client host (`max_auth_failures`).
     pub auth_throttle: crate::limits::AuthThrottle,
     /// Prometheus metrics (served by the admin listener).
-    pub metrics: Arc<crate::admin::Metrics>,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// Plans of statements about placed tables, by statement shape.
     pub plans: crate::route::PlanCache,
     /// Live sessions, for `SHOW IDGATE SESSIONS`.
-    pub sessions: crate::session::registry::Registry,
+    pub sessions: crate::proxy::sessions::Registry,
     /// The file a reload reads (set when idgate runs from one), and the last reload's outcome.
     pub reloads: crate::reload::Reloads,
     /// Jobs moving tables' placements (`IDGATE MIGRATE`) this instance runs.
@@ -102,8 +104,8 @@ impl Proxy {
             config.max_auth_failures,
             std::time::Duration::from_millis(config.auth_backoff_ms),
         );
-        Arc::new_cyclic(|me| Proxy {
-            metrics: Arc::new(crate::admin::Metrics::new(me.clone())),
+        Arc::new(Proxy {
+            metrics: Arc::new(crate::metrics::Metrics::new()),
             plans: crate::route::PlanCache::new(config.plan_cache_size),
             admission,
             auth_throttle,
