@@ -71,14 +71,15 @@ fn with_key<T>(schema: &str, table: &str, f: impl FnOnce(&str) -> T) -> T {
     f(&key(schema, table))
 }
 
-/// A string literal for MySQL (backslashes and quotes escaped).
+/// A string literal for MySQL (backslashes escaped, quotes doubled).
 pub fn quote_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('\'');
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
+            // Doubled, not backslashed: read the same whatever the session's sql_mode.
+            '\'' => out.push_str("''"),
             '\0' => out.push_str("\\0"),
             c => out.push(c),
         }

@@ -55,6 +55,8 @@ mod join_bind_tests;
 #[cfg(test)]
 mod load_rows_tests;
 #[cfg(test)]
+mod ordered_write_check_tests;
+#[cfg(test)]
 mod sharded_write_tests;
 #[cfg(test)]
 mod subquery_bind_tests;
