@@ -414,6 +414,7 @@ fn shapes_the_lookup_cannot_follow_are_refused_and_existing_duplicates_keep_idga
             Err(mysql::Error::MySqlError(e)) => {
                 assert_eq!(e.code, 1235, "{sql}: {}", e.message);
                 assert!(e.message.contains("unique"), "{}", e.message);
+                assert!(!e.message.contains("  "), "a gap in: {}", e.message);
             }
             other => panic!("{sql}: {other:?}"),
         }

@@ -87,7 +87,9 @@ fn check_unique_key(
             crate::sql::ER_NOT_SUPPORTED_YET,
             b"42000",
             format!(
-                "idgate: unique key {name} ({}) of `{}` (unique: global) needs a lookup table,                  which idgate makes and fills when it starts: create the key on every shard                  directly, then restart idgate",
+                "idgate: unique key {name} ({}) of `{}` (unique: global) needs a lookup table, \
+                 which idgate makes and fills when it starts: create the key on every shard \
+                 directly, then restart idgate",
                 k.columns.join(", "),
                 rule.name
             ),
