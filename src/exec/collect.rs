@@ -5,7 +5,7 @@
 use super::backend::{BackendConn, BackendError};
 use crate::wire::packets;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Collected {
     Ok(Vec<u8>),
     Err(Vec<u8>),

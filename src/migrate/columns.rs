@@ -364,7 +364,7 @@ mod tests {
             Some("latin1_swedish_ci"),
         );
         let utf8 = kind_of("text", "text", Some("utf8mb4"), Some("utf8mb4_general_ci"));
-        assert_eq!(value_literal(&latin1, Some(b"it's")), "'it\\'s'");
+        assert_eq!(value_literal(&latin1, Some(b"it's")), "'it''s'");
         assert_eq!(
             value_literal(&latin1, Some(&[0xE9])),
             "CONVERT(X'E9' USING latin1) COLLATE latin1_swedish_ci"

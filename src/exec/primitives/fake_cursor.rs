@@ -40,6 +40,9 @@ pub struct FakeCursor {
     unanswered: Vec<std::collections::VecDeque<String>>,
     /// Statements answered with a duplicate-key error.
     refused: Vec<String>,
+    /// Statements answered as given (on one backend, or on any when `None`); the rest get an
+    /// OK with one affected row.
+    canned: Vec<(Option<String>, Vec<u8>, Collected)>,
     /// Each end of a write: its backends and whether it was kept.
     pub ended: Vec<(Vec<String>, bool)>,
 }
@@ -56,6 +59,7 @@ impl FakeCursor {
             queued: vec![Vec::new(); 2],
             unanswered: vec![Default::default(); 2],
             refused: Vec::new(),
+            canned: Vec::new(),
             ended: Vec::new(),
         }
     }
@@ -85,6 +89,16 @@ impl FakeCursor {
     /// `sql` written on a connection is answered with ER_DUP_ENTRY.
     pub fn refuse_statement(&mut self, sql: &str) {
         self.refused.push(sql.into());
+    }
+
+    /// `sql` written on any connection is answered with `out`.
+    pub fn answer_write(&mut self, sql: &[u8], out: Collected) {
+        self.canned.push((None, sql.to_vec(), out));
+    }
+
+    /// `sql` written on a connection to `backend` is answered with `out`.
+    pub fn answer_write_on(&mut self, backend: &str, sql: &[u8], out: Collected) {
+        self.canned.push((Some(backend.into()), sql.to_vec(), out));
     }
 
     /// `select` answers with the error `e`.
@@ -192,6 +206,13 @@ impl WriteCursor for FakeCursor {
         if self.refused.contains(&sql) {
             packets::err(&mut p, 1062, b"23000", b"Duplicate entry '1' for key 'u'");
             return Ok(Collected::Err(p));
+        }
+        let backend = &self.conns[conn];
+        let canned = self.canned.iter().find(|(on, s, _)| {
+            s.as_slice() == sql.as_bytes() && on.as_ref().is_none_or(|b| b == backend)
+        });
+        if let Some((_, _, out)) = canned {
+            return Ok(out.clone());
         }
         packets::ok(
             &mut p,

@@ -61,4 +61,6 @@ mod sharded_write_tests;
 #[cfg(test)]
 mod subquery_bind_tests;
 #[cfg(test)]
+mod unique_insert_rows_tests;
+#[cfg(test)]
 mod unique_write_tests;
