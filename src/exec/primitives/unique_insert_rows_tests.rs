@@ -86,6 +86,24 @@ fn write_one(c: &mut FakeCursor, stmt: &str, own: &str) -> Result<Tally, Failure
     block_on(write_rows(c, &mut w, &a, &rule, keys, &rows, &values, &ids)).expect("goes on")
 }
 
+/// The value `'ann@x'` has an entry already; `holding` says which shards hold a row with it.
+fn entry_exists(c: &mut FakeCursor, own: &str, holding: &[&str]) {
+    let key = by_email();
+    c.answer_write(
+        &lookup_table::claim_sql(&key, &[EMAIL.to_vec()], own),
+        ok(2),
+    );
+    let holder = lookup_table::holder_sql(&key, &[EMAIL.to_vec()]);
+    for shard in ["s0", "s1"] {
+        let rows = if holding.contains(&shard) {
+            one_row()
+        } else {
+            no_rows()
+        };
+        c.answer_write_on(shard, &holder, rows);
+    }
+}
+
 #[test]
 fn a_new_value_is_claimed_for_the_row_s_own_shard_and_the_row_goes_there() {
     let mut c = FakeCursor::new(Tables::new(Vec::new()));
@@ -117,12 +135,7 @@ fn a_new_value_is_claimed_for_the_row_s_own_shard_and_the_row_goes_there() {
 fn a_value_a_row_holds_sends_the_row_to_that_shard_which_answers_the_duplicate() {
     let mut c = FakeCursor::new(Tables::new(Vec::new()));
     let stmt = "INSERT INTO users (email) VALUES ('ann@x')";
-    let key = by_email();
-    let claim = lookup_table::claim_sql(&key, &[EMAIL.to_vec()], "s0");
-    c.answer_write(&claim, ok(2));
-    let holder = lookup_table::holder_sql(&key, &[EMAIL.to_vec()]);
-    c.answer_write_on("s0", &holder, no_rows());
-    c.answer_write_on("s1", &holder, one_row());
+    entry_exists(&mut c, "s0", &["s1"]);
     c.refuse_statement(&format!("{stmt} /* row */"));
     let Err(Failure::Packet(p)) = write_one(&mut c, stmt, "s0") else {
         panic!("the holding shard's 1062 is the answer");
@@ -142,20 +155,13 @@ fn a_value_a_row_holds_sends_the_row_to_that_shard_which_answers_the_duplicate()
 fn ignore_counts_the_held_value_as_a_duplicate_and_moves_no_owner() {
     let mut c = FakeCursor::new(Tables::new(Vec::new()));
     let stmt = "INSERT IGNORE INTO users (email) VALUES ('ann@x')";
-    let key = by_email();
-    c.answer_write(
-        &lookup_table::claim_sql(&key, &[EMAIL.to_vec()], "s0"),
-        ok(2),
-    );
-    let holder = lookup_table::holder_sql(&key, &[EMAIL.to_vec()]);
-    c.answer_write_on("s0", &holder, no_rows());
-    c.answer_write_on("s1", &holder, one_row());
+    entry_exists(&mut c, "s0", &["s1"]);
     c.answer_write_on("s1", format!("{stmt} /* row */").as_bytes(), ok(0));
     let Ok(t) = write_one(&mut c, stmt, "s0") else {
         panic!("answered");
     };
     assert_eq!((t.affected, t.duplicates, t.first_written), (0, 1, None));
-    let own = text(lookup_table::own_sql(&key, &[EMAIL.to_vec()], "s0"));
+    let own = text(lookup_table::own_sql(&by_email(), &[EMAIL.to_vec()], "s0"));
     assert!(c.sent.iter().all(|(_, s)| *s != own), "{:?}", c.sent);
 }
 
@@ -163,19 +169,12 @@ fn ignore_counts_the_held_value_as_a_duplicate_and_moves_no_owner() {
 fn a_stale_entry_is_taken_over_and_names_the_new_row_s_shard() {
     let mut c = FakeCursor::new(Tables::new(Vec::new()));
     let stmt = "INSERT INTO users (email) VALUES ('ann@x')";
-    let key = by_email();
-    c.answer_write(
-        &lookup_table::claim_sql(&key, &[EMAIL.to_vec()], "s1"),
-        ok(2),
-    );
-    let holder = lookup_table::holder_sql(&key, &[EMAIL.to_vec()]);
-    c.answer_write_on("s0", &holder, no_rows());
-    c.answer_write_on("s1", &holder, no_rows());
+    entry_exists(&mut c, "s1", &[]);
     let Ok(t) = write_one(&mut c, stmt, "s1") else {
         panic!("written");
     };
     assert_eq!((t.affected, t.duplicates, t.first_written), (1, 0, Some(7)));
-    let own = text(lookup_table::own_sql(&key, &[EMAIL.to_vec()], "s1"));
+    let own = text(lookup_table::own_sql(&by_email(), &[EMAIL.to_vec()], "s1"));
     let last = c.sent.last().expect("sent");
     assert_eq!((last.0.as_str(), last.1.as_str()), ("s0", own.as_str()));
 }
@@ -184,15 +183,8 @@ fn a_stale_entry_is_taken_over_and_names_the_new_row_s_shard() {
 fn replace_deletes_the_holding_row_elsewhere_and_counts_it() {
     let mut c = FakeCursor::new(Tables::new(Vec::new()));
     let stmt = "REPLACE INTO users (email) VALUES ('ann@x')";
-    let key = by_email();
-    c.answer_write(
-        &lookup_table::claim_sql(&key, &[EMAIL.to_vec()], "s0"),
-        ok(2),
-    );
-    let holder = lookup_table::holder_sql(&key, &[EMAIL.to_vec()]);
-    c.answer_write_on("s0", &holder, no_rows());
-    c.answer_write_on("s1", &holder, one_row());
-    let delete = lookup_table::delete_holder_sql(&key, &[EMAIL.to_vec()]);
+    entry_exists(&mut c, "s0", &["s1"]);
+    let delete = lookup_table::delete_holder_sql(&by_email(), &[EMAIL.to_vec()]);
     c.answer_write_on("s1", &delete, ok(1));
     let Ok(t) = write_one(&mut c, stmt, "s0") else {
         panic!("written");
