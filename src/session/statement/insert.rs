@@ -52,6 +52,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         Ok(on)
     }
 
+    /// The generator `rule` fills its ids from, if any.
+    pub(super) fn generator_of(
+        &self,
+        rule: &TableRule,
+    ) -> Result<Option<Arc<crate::idgen::Generator>>, SqlError> {
+        let Some(g) = &rule.generator else {
+            return Ok(None);
+        };
+        let found = self.session.proxy.idgen.get(g).cloned();
+        found
+            .map(Some)
+            .map_err(|e| err(errors::ER_UNKNOWN_ERROR, b"HY000", e.to_string()))
+    }
+
     pub(super) async fn table_meta(
         &mut self,
         rule: &TableRule,
@@ -102,17 +116,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             (None, None) => return Err(err(1046, b"3D000", "No database selected")),
         };
         let meta = self.table_meta(rule, &schema, table).await?;
-        let generator = match &rule.generator {
-            Some(g) => Some(
-                self.session
-                    .proxy
-                    .idgen
-                    .get(g)
-                    .cloned()
-                    .map_err(|e| err(errors::ER_UNKNOWN_ERROR, b"HY000", e.to_string()))?,
-            ),
-            None => None,
-        };
+        let generator = self.generator_of(rule)?;
         if let Some(g) = &generator {
             insert::check_id_type(rule, g.kind(), &meta, table)?;
         }

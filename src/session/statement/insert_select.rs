@@ -9,7 +9,7 @@ use super::fetch::FetchLimits;
 use super::fetch::{FetchError, Fetched};
 use super::StatementExec;
 use crate::exec::primitives::bulk_write::BulkOk;
-use crate::exec::primitives::insert_select::{self, failed, Target, Written};
+use crate::exec::primitives::insert_select::{self, Target, Written};
 use crate::exec::primitives::insert_source::{self, malformed, too_large, Source};
 use crate::route::Route;
 use crate::route::TableRule;
@@ -162,17 +162,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             Some(cols) => cols.iter().map(|c| c.name.clone()).collect(),
             None => meta.columns.clone(),
         };
-        let generator = match &rule.generator {
-            Some(g) => Some(
-                self.session
-                    .proxy
-                    .idgen
-                    .get(g)
-                    .cloned()
-                    .map_err(|e| failed(e.to_string()))?,
-            ),
-            None => None,
-        };
+        let generator = self.generator_of(rule)?;
         if let Some(g) = &generator {
             crate::route::insert::check_id_type(rule, g.kind(), &meta, &a.table.name)?;
         }

@@ -11,11 +11,7 @@ use crate::exec::primitives::load_rows::RowPlan;
 use crate::route::{Placement, TableRule};
 use crate::session::End;
 use crate::sql::{self, LoadData, OnDuplicate, Target};
-use crate::wire::errors::{self, SqlError};
-
-fn failed(msg: impl Into<String>) -> SqlError {
-    SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", msg.into())
-}
+use crate::wire::errors::SqlError;
 
 /// The statement each backend runs: the client's options for duplicates and character set,
 /// idgate's own file format (hex literals, so no sql_mode changes how it reads).
@@ -113,17 +109,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                 .iter()
                 .position(|t| matches!(t, Target::Column(c) if c.eq_ignore_ascii_case(name)))
         };
-        let generator = match &rule.generator {
-            Some(g) => Some(
-                self.session
-                    .proxy
-                    .idgen
-                    .get(g)
-                    .cloned()
-                    .map_err(|e| failed(e.to_string()))?,
-            ),
-            None => None,
-        };
+        let generator = self.generator_of(rule)?;
         let id_field = field_of(&rule.id_column);
         let shard_fields = match &rule.placement {
             Placement::Sharded { columns, .. } => columns
