@@ -61,6 +61,10 @@ mod sharded_write_tests;
 #[cfg(test)]
 mod subquery_bind_tests;
 #[cfg(test)]
+mod unique_fixtures;
+#[cfg(test)]
 mod unique_insert_rows_tests;
+#[cfg(test)]
+mod unique_key_update_tests;
 #[cfg(test)]
 mod unique_write_tests;

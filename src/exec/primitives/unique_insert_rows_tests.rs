@@ -3,67 +3,13 @@
 //! the statement's OK counts, for each kind of INSERT.
 
 use super::fake_cursor::{block_on, FakeCursor};
+use super::unique_fixtures::{by_email, no_rows, ok, one_row, users};
 use super::unique_insert_rows::{write_rows, Tally};
 use super::unique_write::{open, Failure};
-use crate::exec::collect::Collected;
 use crate::route::insert::RowId;
-use crate::route::test_rules::{rule, sharded};
-use crate::route::{TableRule, Tables};
-use crate::unique::{lookup_table, GlobalKey, KeyColumn};
+use crate::route::Tables;
+use crate::unique::lookup_table;
 use crate::wire::packets;
-use mysql_common::constants::StatusFlags;
-
-fn users() -> TableRule {
-    rule("users", Some("seq"), sharded("id", &["s0", "s1"]))
-}
-
-fn by_email() -> GlobalKey {
-    GlobalKey {
-        schema: "app".into(),
-        table: "users".into(),
-        name: "by_email".into(),
-        columns: vec![KeyColumn {
-            name: "email".into(),
-            column_type: "varchar(40)".into(),
-            charset: Some("utf8mb4".into()),
-            collation: Some("utf8mb4_general_ci".into()),
-            sub_part: None,
-            default: None,
-        }],
-        backend: "s0".into(),
-        lookup: "`app`.`users__by_email`".into(),
-    }
-}
-
-fn ok(affected: u64) -> Collected {
-    let mut p = Vec::new();
-    packets::ok(
-        &mut p,
-        packets::OK_HEADER,
-        affected,
-        0,
-        StatusFlags::empty(),
-        0,
-        b"",
-    );
-    Collected::Ok(p)
-}
-
-fn one_row() -> Collected {
-    Collected::Rows {
-        columns: vec![b"1".to_vec()],
-        rows: vec![b"\x011".to_vec()],
-        eof: Vec::new(),
-    }
-}
-
-fn no_rows() -> Collected {
-    Collected::Rows {
-        columns: vec![b"1".to_vec()],
-        rows: Vec::new(),
-        eof: Vec::new(),
-    }
-}
 
 const EMAIL: &[u8] = b"'ann@x'";
 
