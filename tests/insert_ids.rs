@@ -325,3 +325,53 @@ fn prepared_inserts_match_auto_increment() {
     let rows = b"SELECT id, v, n FROM gen_t ORDER BY id";
     assert_eq!(normalize(d.query(rows)), normalize(p.query(rows)));
 }
+
+/// Upserts through a unique key other than the id, as ORMs write them (`get_or_create`,
+/// `id = LAST_INSERT_ID(id)` to learn the existing row's id), answer as on an AUTO_INCREMENT
+/// table: affected rows, the insert id of the OK and LAST_INSERT_ID() after it.
+#[test]
+fn upserts_by_another_unique_key_match_auto_increment() {
+    const DIRECT: &str = "CREATE TABLE gen_u (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, n INT DEFAULT 0)";
+    const BEHIND: &str = "CREATE TABLE gen_u (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, n INT DEFAULT 0) AUTO_INCREMENT = 1000000000";
+    let direct_db = common::shared_db();
+    let behind = common::start_db();
+    let mut setup = common::direct(direct_db);
+    setup.query_drop("DROP TABLE IF EXISTS gen_u").unwrap();
+    setup.query_drop(DIRECT).unwrap();
+    let g = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(port, &[("shard0", &behind)], "")
+            + "generators:\n  useq:\n    kind: segment\n    tag: upserts\n    start: 1\n    step: 1000\n\
+               tables:\n  gen_u:\n    generator: useq\n"
+    });
+    common::direct(&behind).query_drop(BEHIND).unwrap();
+    let mut d = Raw::connect(
+        direct_db.port,
+        common::USER,
+        common::PASSWORD,
+        common::DATABASE,
+    );
+    let mut p = Raw::connect(g.port, "app", "app-secret", common::DATABASE);
+    for sql in [
+        "INSERT INTO gen_u (v) VALUES ('a')",
+        "INSERT INTO gen_u (v) VALUES ('a') ON DUPLICATE KEY UPDATE n = n + 1",
+        "INSERT INTO gen_u (v) VALUES ('a') ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id), n = n + 1",
+        "INSERT INTO gen_u (v) VALUES ('a') ON DUPLICATE KEY UPDATE n = n",
+        "INSERT INTO gen_u (v) VALUES ('b') ON DUPLICATE KEY UPDATE n = n + 1",
+        "INSERT IGNORE INTO gen_u (v) VALUES ('b')",
+        // Changes nothing: LAST_INSERT_ID() stays b's.
+        "INSERT INTO gen_u (v) VALUES ('a') ON DUPLICATE KEY UPDATE n = n",
+        "INSERT INTO gen_u SET v = 'a' ON DUPLICATE KEY UPDATE n = 100",
+        "INSERT INTO gen_u (v) VALUES ('c'), ('a') ON DUPLICATE KEY UPDATE n = n + 10",
+        "INSERT INTO gen_u (v) VALUE ('e') /* new */ ON DUPLICATE KEY UPDATE n = n + 1",
+        "SELECT id, v, n FROM gen_u ORDER BY id",
+    ] {
+        let (ds, ps) = (step(&mut d, sql), step(&mut p, sql));
+        assert_eq!(
+            ds,
+            ps,
+            "`{sql}`\ndirect: {}\nidgate: {}",
+            show(&ds),
+            show(&ps)
+        );
+    }
+}

@@ -58,6 +58,11 @@ pub struct Adjust {
     /// The insert id is an explicit value, reported only if a row was written (MySQL reports 0
     /// when nothing was inserted).
     pub insert_id_needs_rows: bool,
+    /// One row idgate gave an id that IGNORE or ON DUPLICATE KEY UPDATE may not insert
+    /// (`InsertPlan::one_row_upsert`): as AUTO_INCREMENT reports, 0 affected rows report 0,
+    /// 2 (an existing row updated) the backend's own insert id (the updated row's id when the
+    /// backend's id column is AUTO_INCREMENT, 0 when it is not).
+    pub upsert: bool,
     /// More results follow this response (idgate runs a multi-statement one by one).
     pub more_results: bool,
     /// A LOCAL INFILE request is handed back to the caller (`Relayed::file_request`); without
@@ -117,13 +122,12 @@ impl<W: AsyncWrite + Unpin> Client<'_, W> {
             return;
         }
         let affected = packets::parse_ok(ok).map_or(0, |o| o.affected_rows);
-        let insert_id = adj.insert_id.map(|id| {
-            if adj.insert_id_needs_rows && affected == 0 {
-                0
-            } else {
-                id
-            }
-        });
+        let insert_id = match (adj.insert_id, adj.upsert, affected) {
+            (Some(_), true, 0) => Some(0),
+            (Some(_), true, 2) => None,
+            (Some(_), false, 0) if adj.insert_id_needs_rows => Some(0),
+            (id, _, _) => id,
+        };
         let start = self.writer.begin();
         if !packets::patch_ok(ok, insert_id, adj.status_bits(), self.writer.payload()) {
             self.writer.payload().extend_from_slice(ok);

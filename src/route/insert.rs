@@ -37,6 +37,10 @@ pub struct InsertPlan {
     pub first_generated: Option<u64>,
     /// The backend whose part sets LAST_INSERT_ID() (it carries the first generated row).
     pub lid_backend: Option<String>,
+    /// One row with a generated id that IGNORE or ON DUPLICATE KEY UPDATE may leave out: its
+    /// answer and LAST_INSERT_ID() follow the affected rows, as AUTO_INCREMENT's do (the id is
+    /// written as a literal, so the backend's LAST_INSERT_ID() moves only if the row is new).
+    pub one_row_upsert: bool,
 }
 
 /// What AUTO_INCREMENT would do with one row's id value.

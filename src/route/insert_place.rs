@@ -28,13 +28,27 @@ pub fn place_and_render(
         ));
     }
     let (groups, broadcast) = place(a, rule, meta, ids)?;
-    let (parts, lid_backend) = render_groups(stmt, a, rule, meta, ids, first_generated, groups)?;
+    let one_row_upsert = n == 1
+        && first_generated.is_some()
+        && !broadcast
+        && !a.replace
+        && !a.returning
+        && (a.ignore || a.on_duplicate_update);
+    // An upsert's id is a literal: LAST_INSERT_ID(id) would set the session's value even when
+    // the row is left out.
+    let lid_id = if one_row_upsert {
+        None
+    } else {
+        first_generated
+    };
+    let (parts, lid_backend) = render_groups(stmt, a, rule, meta, ids, lid_id, groups)?;
     Ok(InsertPlan {
         parts,
         broadcast,
         insert_id: insert_id(ids, first_generated),
         first_generated,
         lid_backend,
+        one_row_upsert,
     })
 }
 

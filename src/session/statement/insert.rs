@@ -135,11 +135,32 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         })
     }
 
+    /// LAST_INSERT_ID() after a one-row IGNORE or upsert `stmt` that ran on `backend` with the
+    /// id `id` as a literal, as after one on AUTO_INCREMENT: the new row's id when it was
+    /// inserted; unchanged when it was not, unless the statement's own update called
+    /// LAST_INSERT_ID(expr), whose value the backend reported.
+    fn after_upsert(&mut self, stmt: &[u8], id: u64, backend: &str) {
+        let s = &mut *self.session;
+        let on_default = backend == s.proxy.default_pool.name;
+        match s.obs.last_ok() {
+            Some((1, _)) => {
+                s.last_insert_id = Some(id);
+                s.lid_sync = Some(id);
+            }
+            Some((2, asked)) if crate::sql::mentions(stmt, b"LAST_INSERT_ID") => {
+                s.last_insert_id = Some(asked);
+                s.lid_sync = (!on_default).then_some(asked);
+            }
+            _ => {}
+        }
+    }
+
     /// Runs a planned INSERT. `Ok(false)`: the client got an error.
     pub(super) async fn run_insert(&mut self, plan: InsertPlan, more: bool) -> Result<bool, End> {
         let adj = Adjust {
             insert_id: Some(plan.insert_id),
             insert_id_needs_rows: plan.first_generated.is_none(),
+            upsert: plan.one_row_upsert,
             more_results: more,
             ..Adjust::default()
         };
@@ -171,6 +192,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             let ran = self.run_on_shards(&plan, adj, ("INSERT", false));
             ran.await?.unwrap_or(true)
         };
+        if let (Some(id), true) = (plan.first_generated, plan.one_row_upsert) {
+            if ok {
+                self.after_upsert(&plan.parts[0].1, id, &plan.parts[0].0);
+            }
+            return Ok(ok);
+        }
         if let Some(id) = plan.first_generated {
             let on_default =
                 plan.lid_backend.as_deref() == Some(self.session.proxy.default_pool.name.as_str());

@@ -45,6 +45,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                     insert_id: 0,
                     first_generated: None,
                     lid_backend: None,
+                    one_row_upsert: false,
                 };
                 let ran = self.run_on_shards(&plan, adj, ("statement", false));
                 Ok(ran.await?.unwrap_or(true))
@@ -79,6 +80,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                         insert_id: 0,
                         first_generated: None,
                         lid_backend: None,
+                        one_row_upsert: false,
                     };
                     let ran = self.run_on_shards(&plan, adj, ("statement", true));
                     if let Some(ok) = ran.await? {
