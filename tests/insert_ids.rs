@@ -56,6 +56,60 @@ fn show(packets: &[Vec<u8>]) -> String {
         .join(" ")
 }
 
+/// A table on one MariaDB with AUTO_INCREMENT (`direct`) and the same table behind idgate,
+/// its ids from a segment generator tagged `tag` (`behind`, created after idgate started so the
+/// generator starts at 1 as the counter does); a raw client on each.
+struct SideBySide {
+    direct: Raw,
+    through: Raw,
+    idgate: common::Idgate,
+    _behind: common::MariaDb,
+}
+
+impl SideBySide {
+    fn start(table: &str, direct: &str, behind: &str, tag: &str) -> SideBySide {
+        let direct_db = common::shared_db();
+        let behind_db = common::start_db();
+        let mut setup = common::direct(direct_db);
+        setup
+            .query_drop(format!("DROP TABLE IF EXISTS {table}"))
+            .unwrap();
+        setup.query_drop(direct).unwrap();
+        let idgate = common::Idgate::start_with(|port| {
+            common::idgate_proc::config_for(port, &[("shard0", &behind_db)], "")
+                + &format!(
+                    "generators:\n  seq:\n    kind: segment\n    tag: {tag}\n    start: 1\n    step: 1000\n\
+                     tables:\n  {table}:\n    generator: seq\n"
+                )
+        });
+        common::direct(&behind_db).query_drop(behind).unwrap();
+        SideBySide {
+            direct: Raw::connect(
+                direct_db.port,
+                common::USER,
+                common::PASSWORD,
+                common::DATABASE,
+            ),
+            through: Raw::connect(idgate.port, "app", "app-secret", common::DATABASE),
+            idgate,
+            _behind: behind_db,
+        }
+    }
+
+    /// Runs `sql` on both sides; every packet of the answers must match.
+    fn same(&mut self, sql: &str) {
+        let (ds, ps) = (step(&mut self.direct, sql), step(&mut self.through, sql));
+        assert_eq!(
+            ds,
+            ps,
+            "`{sql}`\ndirect: {}\nidgate: {}\nidgate log:\n{}",
+            show(&ds),
+            show(&ps),
+            self.idgate.log()
+        );
+    }
+}
+
 const SEQUENCE: &[&str] = &[
     "INSERT INTO gen_t (v) VALUES ('a')",
     "INSERT INTO gen_t (v) VALUES ('b'), ('c'), ('d')",
@@ -82,40 +136,19 @@ const SEQUENCE: &[&str] = &[
 
 #[test]
 fn insert_shapes_match_auto_increment() {
-    let direct_db = common::shared_db();
-    let behind = common::start_db();
-    let mut setup = common::direct(direct_db);
-    setup.query_drop("DROP TABLE IF EXISTS gen_t").unwrap();
-    setup.query_drop(AUTO_INC).unwrap();
-    let g = common::Idgate::start_with(|port| segment_config(port, &behind, "shapes"));
-    common::direct(&behind).query_drop(GENERATED).unwrap();
-    let mut d = Raw::connect(
-        direct_db.port,
-        common::USER,
-        common::PASSWORD,
-        common::DATABASE,
-    );
-    let mut p = Raw::connect(g.port, "app", "app-secret", common::DATABASE);
+    let mut t = SideBySide::start("gen_t", AUTO_INC, GENERATED, "shapes");
     for sql in SEQUENCE {
-        let (ds, ps) = (step(&mut d, sql), step(&mut p, sql));
-        assert_eq!(
-            ds,
-            ps,
-            "`{sql}`\ndirect: {}\nidgate: {}\nidgate log:\n{}",
-            show(&ds),
-            show(&ps),
-            g.log()
-        );
+        t.same(sql);
     }
     // NO_AUTO_VALUE_ON_ZERO: 0 is kept as a value.
-    for c in [&mut d, &mut p] {
+    for c in [&mut t.direct, &mut t.through] {
         c.query(b"SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')");
     }
     for sql in [
         "INSERT INTO gen_t (id, v) VALUES (0, 'zero')",
         "SELECT v FROM gen_t WHERE id = 0",
     ] {
-        assert_eq!(step(&mut d, sql), step(&mut p, sql), "{sql}");
+        t.same(sql);
     }
 }
 
@@ -333,24 +366,7 @@ fn prepared_inserts_match_auto_increment() {
 fn upserts_by_another_unique_key_match_auto_increment() {
     const DIRECT: &str = "CREATE TABLE gen_u (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, n INT DEFAULT 0)";
     const BEHIND: &str = "CREATE TABLE gen_u (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, n INT DEFAULT 0) AUTO_INCREMENT = 1000000000";
-    let direct_db = common::shared_db();
-    let behind = common::start_db();
-    let mut setup = common::direct(direct_db);
-    setup.query_drop("DROP TABLE IF EXISTS gen_u").unwrap();
-    setup.query_drop(DIRECT).unwrap();
-    let g = common::Idgate::start_with(|port| {
-        common::idgate_proc::config_for(port, &[("shard0", &behind)], "")
-            + "generators:\n  useq:\n    kind: segment\n    tag: upserts\n    start: 1\n    step: 1000\n\
-               tables:\n  gen_u:\n    generator: useq\n"
-    });
-    common::direct(&behind).query_drop(BEHIND).unwrap();
-    let mut d = Raw::connect(
-        direct_db.port,
-        common::USER,
-        common::PASSWORD,
-        common::DATABASE,
-    );
-    let mut p = Raw::connect(g.port, "app", "app-secret", common::DATABASE);
+    let mut t = SideBySide::start("gen_u", DIRECT, BEHIND, "upserts");
     for sql in [
         "INSERT INTO gen_u (v) VALUES ('a')",
         "INSERT INTO gen_u (v) VALUES ('a') ON DUPLICATE KEY UPDATE n = n + 1",
@@ -365,13 +381,6 @@ fn upserts_by_another_unique_key_match_auto_increment() {
         "INSERT INTO gen_u (v) VALUE ('e') /* new */ ON DUPLICATE KEY UPDATE n = n + 1",
         "SELECT id, v, n FROM gen_u ORDER BY id",
     ] {
-        let (ds, ps) = (step(&mut d, sql), step(&mut p, sql));
-        assert_eq!(
-            ds,
-            ps,
-            "`{sql}`\ndirect: {}\nidgate: {}",
-            show(&ds),
-            show(&ps)
-        );
+        t.same(sql);
     }
 }

@@ -9,6 +9,7 @@ use super::StatementExec;
 use crate::exec::metadata::TableMeta;
 use crate::exec::primitives::generated_ids;
 use crate::exec::relay::{Adjust, Reply};
+use crate::exec::RelayCursor;
 use crate::route::insert::{self, InsertPlan, RowId};
 use crate::route::TableRule;
 use crate::session::End;
@@ -166,14 +167,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         };
         let ok = if plan.parts.len() == 1 {
             let (backend, sql, _) = &plan.parts[0];
-            let i = match self.session.lease_index(backend).await {
+            let i = match self.joined(backend).await? {
                 Ok(i) => i,
                 Err(e) => {
                     self.session.writer.send_error(&e);
                     return Ok(false);
                 }
             };
-            self.session.join_transaction(i, self.scope).await?;
             if plan.first_generated.is_some()
                 && plan.lid_backend.as_deref()
                     == Some(self.session.proxy.default_pool.name.as_str())

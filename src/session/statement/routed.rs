@@ -11,6 +11,7 @@ use crate::exec::primitives::{
     concatenated_answer, database_ddl, ddl_everywhere, key_owner_answer, merged_answer,
 };
 use crate::exec::relay::{Adjust, Reply};
+use crate::exec::RelayCursor;
 use crate::route::InsertPlan;
 use crate::route::Route;
 use crate::session::query::Step;
@@ -94,14 +95,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
 
     /// Relays the statement on one backend (joining the client's transaction first).
     async fn run_one(&mut self, backend: &str, packet: &[u8], adj: Adjust) -> Result<bool, End> {
-        let i = match self.session.lease_index(backend).await {
+        let i = match self.joined(backend).await? {
             Ok(i) => i,
             Err(e) => {
                 self.session.writer.send_error(&e);
                 return Ok(false);
             }
         };
-        self.session.join_transaction(i, self.scope).await?;
         self.session
             .relay_on(i, packet, Reply::Results, None, adj, self.scope)
             .await
