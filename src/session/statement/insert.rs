@@ -193,8 +193,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             ran.await?.unwrap_or(true)
         };
         if let (Some(id), true) = (plan.first_generated, plan.one_row_upsert) {
-            if ok {
-                self.after_upsert(&plan.parts[0].1, id, &plan.parts[0].0);
+            if let (true, Some((backend, sql, _))) = (ok, plan.parts.first()) {
+                self.after_upsert(sql, id, backend);
             }
             return Ok(ok);
         }
