@@ -5,6 +5,7 @@
 mod common;
 
 use common::raw::Raw;
+use idgate::exec::backend::LoginFlags;
 use mysql::prelude::Queryable;
 
 /// The table behind idgate keeps AUTO_INCREMENT on its id column, as a table adopted from one
@@ -68,6 +69,17 @@ struct SideBySide {
 
 impl SideBySide {
     fn start(table: &str, direct: &str, behind: &str, tag: &str) -> SideBySide {
+        Self::start_with(table, direct, behind, tag, LoginFlags::default())
+    }
+
+    /// As `start`, both clients logging in with `flags` (CLIENT_FOUND_ROWS, …).
+    fn start_with(
+        table: &str,
+        direct: &str,
+        behind: &str,
+        tag: &str,
+        flags: LoginFlags,
+    ) -> SideBySide {
         let direct_db = common::shared_db();
         let behind_db = common::start_db();
         let mut setup = common::direct(direct_db);
@@ -84,13 +96,13 @@ impl SideBySide {
         });
         common::direct(&behind_db).query_drop(behind).unwrap();
         SideBySide {
-            direct: Raw::connect(
+            direct: Raw::connect_with(
                 direct_db.port,
-                common::USER,
-                common::PASSWORD,
+                (common::USER, common::PASSWORD),
                 common::DATABASE,
+                flags,
             ),
-            through: Raw::connect(idgate.port, "app", "app-secret", common::DATABASE),
+            through: Raw::connect_with(idgate.port, ("app", "app-secret"), common::DATABASE, flags),
             idgate,
             _behind: behind_db,
         }
@@ -383,4 +395,183 @@ fn upserts_by_another_unique_key_match_auto_increment() {
     ] {
         t.same(sql);
     }
+}
+
+/// What a client learns from one statement, the ids named by the rows holding them (each side's
+/// ids are its own: MariaDB hands a left-out row's id to the next row, a generator does not):
+/// the OK's affected rows, status, warnings and info, or the error; the row its insert id names;
+/// the row LAST_INSERT_ID() names after it.
+#[derive(Debug, PartialEq)]
+struct Learned {
+    answer: Result<(u64, u16, u16, Vec<u8>), Vec<u8>>,
+    insert_id: String,
+    last_insert_id: String,
+}
+
+/// Runs `sql` on `c` and names its ids by the `v` of `table`'s row holding them (read on `peek`).
+fn learn(c: &mut Raw, peek: &mut mysql::Conn, table: &str, sql: &str) -> Learned {
+    let mut name = |id: u64| -> String {
+        if id == 0 {
+            return "0".into();
+        }
+        peek.query_first::<String, _>(format!("SELECT v FROM {table} WHERE id = {id}"))
+            .unwrap()
+            .unwrap_or_else(|| format!("no row has id {id}"))
+    };
+    let out = c.query(sql.as_bytes());
+    let first = &out[0];
+    let Some(ok) = idgate::wire::packets::parse_ok(first).filter(|_| first[0] == 0) else {
+        return Learned {
+            answer: Err(first.clone()),
+            insert_id: String::new(),
+            last_insert_id: String::new(),
+        };
+    };
+    let info = idgate::wire::packets::ok_info(first).to_vec();
+    let lid = c.query(b"SELECT LAST_INSERT_ID()");
+    // Column count, definition, EOF, then the row: one length-prefixed text value.
+    let row = &lid[3];
+    let lid: u64 = std::str::from_utf8(&row[1..1 + row[0] as usize])
+        .unwrap()
+        .parse()
+        .unwrap();
+    Learned {
+        answer: Ok((ok.affected_rows, ok.status, ok.warnings, info)),
+        insert_id: name(ok.last_insert_id),
+        last_insert_id: name(lid),
+    }
+}
+
+/// Multi-row IGNORE and upserts whose rows are left out or update existing rows answer as on an
+/// AUTO_INCREMENT table: the insert id is the first row actually inserted, else what the
+/// backend reports; LAST_INSERT_ID() moves only to a row inserted or one the statement names.
+/// With and without CLIENT_FOUND_ROWS (Connector/J's default), which counts a row an upsert
+/// matched but left unchanged.
+#[test]
+fn multi_row_upserts_match_auto_increment() {
+    const DIRECT: &str = "CREATE TABLE gen_m (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, n INT DEFAULT 0)";
+    const BEHIND: &str = "CREATE TABLE gen_m (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, n INT DEFAULT 0) AUTO_INCREMENT = 1000000000";
+    for found_rows in [false, true] {
+        let flags = LoginFlags {
+            found_rows,
+            ..LoginFlags::default()
+        };
+        let tag = if found_rows { "multi_found" } else { "multi" };
+        let mut t = SideBySide::start_with("gen_m", DIRECT, BEHIND, tag, flags);
+        let mut peek_direct = common::direct(common::shared_db());
+        let mut peek_behind = common::direct(&t._behind);
+        for sql in [
+            "INSERT INTO gen_m (v) VALUES ('a'), ('b')",
+            // The first row is left out, the others inserted.
+            "INSERT IGNORE INTO gen_m (v) VALUES ('a'), ('c'), ('d')",
+            // Every row left out.
+            "INSERT IGNORE INTO gen_m (v) VALUES ('a'), ('b')",
+            // The first row updates, the second is inserted.
+            "INSERT INTO gen_m (v) VALUES ('a'), ('e') ON DUPLICATE KEY UPDATE n = n + 1",
+            // Every row updates.
+            "INSERT INTO gen_m (v) VALUES ('a'), ('b') ON DUPLICATE KEY UPDATE n = n + 1",
+            // Every row matched, none changed.
+            "INSERT INTO gen_m (v) VALUES ('a'), ('b') ON DUPLICATE KEY UPDATE n = n",
+            // A row matched and left unchanged, then one inserted.
+            "INSERT INTO gen_m (v) VALUES ('a'), ('f') ON DUPLICATE KEY UPDATE n = n",
+            // One row matched and left unchanged; then updated.
+            "INSERT INTO gen_m (v) VALUES ('b') ON DUPLICATE KEY UPDATE n = n",
+            "INSERT INTO gen_m (v) VALUES ('b') ON DUPLICATE KEY UPDATE n = n + 1",
+            // One row new, in the middle; the others name themselves.
+            "INSERT INTO gen_m (v) VALUES ('a'), ('g'), ('c') ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+            // No row new, the update names one.
+            "INSERT INTO gen_m (v) VALUES ('c'), ('d') ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+            "INSERT IGNORE INTO gen_m (v) VALUES ('h'), ('a')",
+            "INSERT IGNORE INTO gen_m (v) VALUES ('a'), ('b'), ('i'), ('j')",
+            "INSERT INTO gen_m (v) VALUES ('a') ON DUPLICATE KEY UPDATE v = 'a2'",
+        ] {
+            let d = learn(&mut t.direct, &mut peek_direct, "gen_m", sql);
+            let p = learn(&mut t.through, &mut peek_behind, "gen_m", sql);
+            assert_eq!(
+                d,
+                p,
+                "found_rows: {found_rows}, `{sql}`\nidgate log:\n{}",
+                t.idgate.log()
+            );
+        }
+        let rows = b"SELECT v, n FROM gen_m ORDER BY v";
+        assert_eq!(t.direct.query(rows), t.through.query(rows));
+    }
+}
+
+/// The same over two shards: each shard inserts, leaves out or updates its own rows, and the
+/// client is told what one server would say of the whole statement.
+#[test]
+fn sharded_upserts_match_auto_increment() {
+    const DIRECT: &str = "CREATE TABLE gen_s (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, v VARCHAR(20) NOT NULL, n INT DEFAULT 0, UNIQUE (k, v))";
+    let shards = [common::start_db(), common::start_db()];
+    let mut setup = common::direct(common::shared_db());
+    setup.query_drop("DROP TABLE IF EXISTS gen_s").unwrap();
+    setup.query_drop(DIRECT).unwrap();
+    let idgate = common::Idgate::start_with(|port| {
+        common::idgate_proc::config_for(port, &[("shard0", &shards[0]), ("shard1", &shards[1])], "")
+            + "generators:\n  seq:\n    kind: segment\n    tag: sharded_upserts\n    start: 1\n    step: 1000\n\
+               tables:\n  gen_s:\n    generator: seq\n    sharding:\n      columns: [k]\n      algorithm: mod\n      shards: [shard0, shard1]\n"
+    });
+    for (i, db) in shards.iter().enumerate() {
+        common::direct(db)
+            .query_drop(format!(
+                "{DIRECT} AUTO_INCREMENT = {}",
+                (i + 1) * 1_000_000_000
+            ))
+            .unwrap();
+    }
+    let account = (common::USER, common::PASSWORD);
+    let mut direct = Raw::connect_with(
+        common::shared_db().port,
+        account,
+        common::DATABASE,
+        LoginFlags::default(),
+    );
+    let mut through = Raw::connect(idgate.port, "app", "app-secret", common::DATABASE);
+    let mut peek_direct = common::direct(common::shared_db());
+    let mut peek_through = mysql::Conn::new(
+        mysql::OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(idgate.port)
+            .user(Some("app"))
+            .pass(Some("app-secret"))
+            .db_name(Some(common::DATABASE)),
+    )
+    .unwrap();
+    for sql in [
+        "INSERT INTO gen_s (k, v) VALUES (1, 'a'), (2, 'b')",
+        // Row 0 left out on shard1; row 1 new on shard0, row 2 new on shard1.
+        "INSERT IGNORE INTO gen_s (k, v) VALUES (1, 'a'), (2, 'c'), (3, 'd')",
+        "INSERT IGNORE INTO gen_s (k, v) VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO gen_s (k, v) VALUES (2, 'b'), (1, 'e') ON DUPLICATE KEY UPDATE n = n + 1",
+        "INSERT INTO gen_s (k, v) VALUES (1, 'a'), (2, 'b') ON DUPLICATE KEY UPDATE n = n + 1",
+        "INSERT INTO gen_s (k, v) VALUES (1, 'a'), (2, 'b') ON DUPLICATE KEY UPDATE n = n",
+        "INSERT INTO gen_s (k, v) VALUES (2, 'b'), (1, 'a') ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+        "INSERT INTO gen_s (k, v) VALUES (1, 'a'), (4, 'f'), (2, 'b') ON DUPLICATE KEY UPDATE n = n + 1",
+    ] {
+        let d = learn(&mut direct, &mut peek_direct, "gen_s", sql);
+        let p = learn(&mut through, &mut peek_through, "gen_s", sql);
+        assert_eq!(d, p, "`{sql}`\nidgate log:\n{}", idgate.log());
+    }
+    // As a prepared statement: row 0 left out on shard1, row 1 new on shard0.
+    let prepared = |c: &mut mysql::Conn| {
+        c.exec_drop(
+            "INSERT IGNORE INTO gen_s (k, v) VALUES (?, ?), (?, ?), (?, ?)",
+            (1, "a", 2, "g", 3, "h"),
+        )
+        .unwrap();
+        let (affected, id) = (c.affected_rows(), c.last_insert_id());
+        let lid: u64 = c.query_first("SELECT LAST_INSERT_ID()").unwrap().unwrap();
+        let name = |c: &mut mysql::Conn, id: u64| -> Option<String> {
+            c.exec_first("SELECT v FROM gen_s WHERE id = ?", (id,))
+                .unwrap()
+        };
+        (affected, name(c, id), name(c, lid))
+    };
+    let d = prepared(&mut peek_direct);
+    assert_eq!(d, (2, Some("g".into()), Some("g".into())));
+    assert_eq!(prepared(&mut peek_through), d);
+    let rows = b"SELECT k, v, n FROM gen_s ORDER BY k, v";
+    assert_eq!(direct.query(rows), through.query(rows));
 }

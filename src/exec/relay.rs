@@ -58,11 +58,10 @@ pub struct Adjust {
     /// The insert id is an explicit value, reported only if a row was written (MySQL reports 0
     /// when nothing was inserted).
     pub insert_id_needs_rows: bool,
-    /// One row idgate gave an id that IGNORE or ON DUPLICATE KEY UPDATE may not insert
-    /// (`InsertPlan::one_row_upsert`): as AUTO_INCREMENT reports, 0 affected rows report 0,
-    /// 2 (an existing row updated) the backend's own insert id (the updated row's id when the
-    /// backend's id column is AUTO_INCREMENT, 0 when it is not).
-    pub upsert: bool,
+    /// The OK that ends the response is not relayed: it stays in the backend connection's
+    /// packet buffer for the caller, who writes it (`Client::final_ok`) once it knows the insert
+    /// id (an upsert's, `InsertPlan::upsert`).
+    pub hold_ok: bool,
     /// More results follow this response (idgate runs a multi-statement one by one).
     pub more_results: bool,
     /// A LOCAL INFILE request is handed back to the caller (`Relayed::file_request`); without
@@ -116,17 +115,15 @@ impl<W: AsyncWrite + Unpin> Client<'_, W> {
     }
 
     /// Relays the OK packet that ends a response, adjusted as asked.
-    fn final_ok(&mut self, ok: &[u8], adj: &Adjust) {
+    pub fn final_ok(&mut self, ok: &[u8], adj: &Adjust) {
         if adj.insert_id.is_none() && !adj.more_results {
             self.forward(ok);
             return;
         }
         let affected = packets::parse_ok(ok).map_or(0, |o| o.affected_rows);
-        let insert_id = match (adj.insert_id, adj.upsert, affected) {
-            (Some(_), true, 0) => Some(0),
-            (Some(_), true, 2) => None,
-            (Some(_), false, 0) if adj.insert_id_needs_rows => Some(0),
-            (id, _, _) => id,
+        let insert_id = match (adj.insert_id, affected) {
+            (Some(_), 0) if adj.insert_id_needs_rows => Some(0),
+            (id, _) => id,
         };
         let start = self.writer.begin();
         if !packets::patch_ok(ok, insert_id, adj.status_bits(), self.writer.payload()) {
@@ -198,7 +195,9 @@ async fn relay_inner<W: AsyncWrite + Unpin>(
                     let ok =
                         packets::parse_ok(&be.packet).ok_or_else(|| protocol("short OK packet"))?;
                     if ok.status & StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits() == 0 {
-                        client.final_ok(&be.packet, adj);
+                        if !adj.hold_ok {
+                            client.final_ok(&be.packet, adj);
+                        }
                     } else {
                         client.forward(&be.packet);
                     }

@@ -37,10 +37,51 @@ pub struct InsertPlan {
     pub first_generated: Option<u64>,
     /// The backend whose part sets LAST_INSERT_ID() (it carries the first generated row).
     pub lid_backend: Option<String>,
-    /// One row with a generated id that IGNORE or ON DUPLICATE KEY UPDATE may leave out: its
-    /// answer and LAST_INSERT_ID() follow the affected rows, as AUTO_INCREMENT's do (the id is
-    /// written as a literal, so the backend's LAST_INSERT_ID() moves only if the row is new).
-    pub one_row_upsert: bool,
+    /// Rows with generated ids that IGNORE or ON DUPLICATE KEY UPDATE may leave out: the
+    /// answer and LAST_INSERT_ID() follow the rows actually inserted (`UpsertRows`).
+    pub upsert: Option<UpsertRows>,
+    /// What kind of INSERT it is (`None`: the plan of an UPDATE or DELETE).
+    pub kind: Option<InsertKind>,
+}
+
+/// How an INSERT treats a row that meets an existing key, which its info text counts as a
+/// duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InsertKind {
+    Plain,
+    /// IGNORE: the row is left out.
+    Ignore,
+    /// REPLACE or ON DUPLICATE KEY UPDATE: the existing row is replaced or updated.
+    Replace,
+}
+
+impl InsertKind {
+    pub fn of(a: &crate::sql::InsertAnalysis) -> InsertKind {
+        if a.replace || a.on_duplicate_update {
+            InsertKind::Replace
+        } else if a.ignore {
+            InsertKind::Ignore
+        } else {
+            InsertKind::Plain
+        }
+    }
+}
+
+/// An INSERT IGNORE or ON DUPLICATE KEY UPDATE whose generated ids are written as literals
+/// (`LAST_INSERT_ID(id)` would move the session's value even for a row left out). MariaDB
+/// reports the first AUTO_INCREMENT id it actually inserted, so idgate finds which rows went in
+/// (`exec::primitives::upsert_rows`).
+#[derive(Debug, Clone)]
+pub struct UpsertRows {
+    /// Rows may be updated (ON DUPLICATE KEY UPDATE), not only left out (IGNORE).
+    pub updates: bool,
+    /// The table's schema (set once the session's database is known) and name, and its id
+    /// column: where to ask which generated ids exist.
+    pub schema: String,
+    pub table: String,
+    pub id_column: String,
+    /// Each row's generated id, in the statement's row order (`None`: the row's own id).
+    pub generated: Vec<Option<u64>>,
 }
 
 /// What AUTO_INCREMENT would do with one row's id value.
@@ -100,13 +141,13 @@ pub fn check_statement(stmt: &[u8], a: &InsertAnalysis, rule: &TableRule) -> Res
     Ok(())
 }
 
-/// ON DUPLICATE KEY UPDATE of a sharding column (or the id of a sharded table) would leave the
-/// row on a shard that no longer owns it.
+/// ON DUPLICATE KEY UPDATE that changes a sharding column (or the id of a sharded table) would
+/// leave the row on a shard that no longer owns it.
 fn refuse_moving_update(stmt: &[u8], rule: &TableRule) -> Result<(), SqlError> {
     let Placement::Sharded { columns, .. } = &rule.placement else {
         return Ok(());
     };
-    let assigned = crate::sql::duplicate_update_columns(stmt).map_err(SqlError::from)?;
+    let assigned = crate::sql::duplicate_update_changed_columns(stmt).map_err(SqlError::from)?;
     match assigned.iter().find(|c| {
         columns.iter().any(|s| s.eq_ignore_ascii_case(c)) || c.eq_ignore_ascii_case(&rule.id_column)
     }) {

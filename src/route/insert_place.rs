@@ -5,7 +5,9 @@ use crate::exec::metadata::TableMeta;
 use crate::sql::{self, IdFill, IdValue, InsertAnalysis};
 use crate::wire::errors::{self, SqlError};
 
-use super::insert::{err, id_index, row_count, shard_value, value_of, InsertPlan, RowId};
+use super::insert::{
+    err, id_index, row_count, shard_value, value_of, InsertKind, InsertPlan, RowId, UpsertRows,
+};
 use super::row_shards::{rows_by_shard, RowShardError};
 use super::{Placement, ShardValue, TableRule};
 
@@ -28,15 +30,27 @@ pub fn place_and_render(
         ));
     }
     let (groups, broadcast) = place(a, rule, meta, ids)?;
-    let one_row_upsert = n == 1
-        && first_generated.is_some()
+    let upsert = (first_generated.is_some()
         && !broadcast
         && !a.replace
         && !a.returning
-        && (a.ignore || a.on_duplicate_update);
-    // An upsert's id is a literal: LAST_INSERT_ID(id) would set the session's value even when
+        && (a.ignore || a.on_duplicate_update))
+        .then(|| UpsertRows {
+            updates: a.on_duplicate_update,
+            schema: a.table.schema.clone().unwrap_or_default(),
+            table: a.table.name.clone(),
+            id_column: rule.id_column.clone(),
+            generated: ids
+                .iter()
+                .map(|r| match r {
+                    RowId::Generated(id) => Some(*id),
+                    _ => None,
+                })
+                .collect(),
+        });
+    // An upsert's ids are literals: LAST_INSERT_ID(id) would set the session's value even when
     // the row is left out.
-    let lid_id = if one_row_upsert {
+    let lid_id = if upsert.is_some() {
         None
     } else {
         first_generated
@@ -48,7 +62,8 @@ pub fn place_and_render(
         insert_id: insert_id(ids, first_generated),
         first_generated,
         lid_backend,
-        one_row_upsert,
+        upsert,
+        kind: Some(InsertKind::of(a)),
     })
 }
 

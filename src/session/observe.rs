@@ -29,8 +29,6 @@ pub(super) struct Observed {
     route: Option<StmtRoute>,
     /// Rows the backends returned or the statement changed, where idgate relays them.
     rows: u64,
-    /// The last OK relayed: (affected rows, insert id).
-    last_ok: Option<(u64, u64)>,
 }
 
 impl Observed {
@@ -42,12 +40,6 @@ impl Observed {
     /// Rows a relayed answer carried (or changed).
     pub(super) fn relayed(&mut self, r: &Relayed) {
         self.rows = r.rows + r.ok.map_or(0, |ok| ok.affected_rows);
-        self.last_ok = r.ok.map(|ok| (ok.affected_rows, ok.last_insert_id));
-    }
-
-    /// The affected rows and insert id of the last OK relayed in this command.
-    pub(in crate::session) fn last_ok(&self) -> Option<(u64, u64)> {
-        self.last_ok
     }
 
     /// Rows read from the shards for a merge (also counted in `metrics`).

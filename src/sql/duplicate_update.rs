@@ -7,17 +7,32 @@ use super::error::SqlParseError;
 use super::lex::unquote_ident;
 use super::parse::{parse_one, sanitize};
 
-/// Unquoted names of the columns the ON DUPLICATE KEY UPDATE list assigns (empty without one).
-pub fn duplicate_update_columns(stmt: &[u8]) -> Result<Vec<String>, SqlParseError> {
-    Ok(duplicate_update_assignments(stmt)?
+/// Unquoted names of the columns the ON DUPLICATE KEY UPDATE list may change (empty without
+/// one): every column it assigns except one set to its own value, `c = c` or
+/// `c = LAST_INSERT_ID(c)` (the idiom that makes an existing row's id LAST_INSERT_ID()).
+pub fn duplicate_update_changed_columns(stmt: &[u8]) -> Result<Vec<String>, SqlParseError> {
+    Ok(assigned(stmt)?
         .into_iter()
-        .map(|(c, _)| c)
+        .filter(|(_, own, value)| *value != *own && *value != format!("LAST_INSERT_ID({own})"))
+        .map(|(c, _, _)| c)
         .collect())
 }
 
-/// As [`duplicate_update_columns`], each with whether its value is `VALUES(column)` of the same
-/// column (the value the row would have inserted).
+/// Unquoted names of the columns the ON DUPLICATE KEY UPDATE list assigns, each with whether its
+/// value is `VALUES(column)` of the same column (the value the row would have inserted).
 pub fn duplicate_update_assignments(stmt: &[u8]) -> Result<Vec<(String, bool)>, SqlParseError> {
+    Ok(assigned(stmt)?
+        .into_iter()
+        .map(|(c, own, value)| {
+            let keeps = value == format!("VALUES({own})") || value == format!("VALUE({own})");
+            (c, keeps)
+        })
+        .collect())
+}
+
+/// Each column assigned: its name, and its name and value as compared (without quotes, spaces
+/// or case).
+fn assigned(stmt: &[u8]) -> Result<Vec<(String, String, String)>, SqlParseError> {
     let text = sanitize(stmt);
     let Statement::Insert(ins) = parse_one(&text)? else {
         return Ok(Vec::new());
@@ -38,8 +53,7 @@ pub fn duplicate_update_assignments(stmt: &[u8]) -> Result<Vec<(String, bool)>, 
             if let Some(last) = n.0.last() {
                 let column = unquote_ident(last.to_string().as_bytes());
                 let own = plain(column.clone());
-                let keeps = value == format!("VALUES({own})") || value == format!("VALUE({own})");
-                out.push((column, keeps));
+                out.push((column, own, value.clone()));
             }
         }
     }
@@ -52,11 +66,12 @@ mod tests {
 
     #[test]
     fn lists_assigned_columns() {
-        let cols = duplicate_update_columns(
-            b"INSERT INTO t (id, v) VALUES (1, 2) ON DUPLICATE KEY UPDATE `Id` = id + 1, t.v = VALUES(v)",
+        let cols = duplicate_update_changed_columns(
+            b"INSERT INTO t (id, v) VALUES (1, 2) ON DUPLICATE KEY UPDATE `Id` = id + 1, t.v = VALUES(v), \
+              w = w, `x` = last_insert_id(`X`), y = LAST_INSERT_ID(x), z = LAST_INSERT_ID(z) + 1",
         )
         .unwrap();
-        assert_eq!(cols, ["Id", "v"]);
+        assert_eq!(cols, ["Id", "v", "y", "z"]);
         let kept = duplicate_update_assignments(
             b"INSERT INTO t (a, b) VALUES (1, 2) ON DUPLICATE KEY UPDATE a = VALUES(`a`), \
               `b` = values(b), c = VALUES(a), d = VALUES(d) + 1, e = VALUE(e)",
@@ -72,8 +87,10 @@ mod tests {
                 ("e".to_string(), true),
             ]
         );
-        assert!(duplicate_update_columns(b"INSERT INTO t VALUES (1)")
-            .unwrap()
-            .is_empty());
+        assert!(
+            duplicate_update_changed_columns(b"INSERT INTO t VALUES (1)")
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -25,6 +25,7 @@ pub mod table_list;
 pub mod unique_insert_rows;
 pub mod unique_key_update;
 pub mod unique_write;
+pub mod upsert_rows;
 
 /// The session's bounds on what a primitive may read into memory.
 #[derive(Debug, Clone, Copy)]
@@ -68,3 +69,5 @@ mod unique_insert_rows_tests;
 mod unique_key_update_tests;
 #[cfg(test)]
 mod unique_write_tests;
+#[cfg(test)]
+mod upsert_rows_tests;

@@ -4,11 +4,14 @@
 //! on each backend inside the client's transaction, a transaction or XA branch of each
 //! otherwise), and answered with one OK, or the RETURNING rows in the statement's row order.
 
+use std::borrow::Cow;
+
 use mysql_common::constants::StatusFlags;
 use tokio::io::AsyncWrite;
 
 use crate::exec::collect::{merge_info, Collected};
 use crate::exec::cursor::WriteCursor;
+use crate::route::insert::InsertKind;
 use crate::wire::framing::PacketWriter;
 use crate::wire::packets;
 
@@ -79,6 +82,9 @@ pub struct Answering<'a> {
     pub insert_id_needs_rows: bool,
     pub status: StatusFlags,
     pub deprecate_eof: bool,
+    /// The statement is an INSERT of this kind: a one-row part's OK carries no info text, but
+    /// one server's answer to the whole statement (more than one row) does.
+    pub insert: Option<InsertKind>,
 }
 
 /// Writes the one answer of a write whose parts answered `answers`: an OK with the summed
@@ -99,16 +105,26 @@ pub fn answer<W: AsyncWrite + Unpin>(
     }
     let mut affected = 0;
     let mut warnings = 0u16;
-    let mut infos = Vec::new();
-    for r in counted {
+    let mut infos: Vec<Cow<'_, [u8]>> = Vec::new();
+    let rows: usize = how.rows_of_parts.iter().map(|r| r.len()).sum();
+    for (i, r) in counted.iter().enumerate() {
         if let Collected::Ok(p) = r {
-            if let Some(o) = packets::parse_ok(p) {
-                affected += o.affected_rows;
-                warnings = warnings.saturating_add(o.warnings);
+            let Some(o) = packets::parse_ok(p) else {
+                continue;
+            };
+            affected += o.affected_rows;
+            warnings = warnings.saturating_add(o.warnings);
+            let info = packets::ok_info(p);
+            let one_row = how.rows_of_parts.get(i).is_some_and(|r| r.len() == 1);
+            match how.insert {
+                Some(kind) if info.is_empty() && one_row && rows > 1 => {
+                    infos.push(one_row_info(kind, o.affected_rows, o.warnings).into());
+                }
+                _ => infos.push(info.into()),
             }
-            infos.push(packets::ok_info(p));
         }
     }
+    let infos: Vec<&[u8]> = infos.iter().map(|i| i.as_ref()).collect();
     let info = merge_info(&infos);
     let insert_id = if how.insert_id_needs_rows && affected == 0 {
         0
@@ -116,6 +132,17 @@ pub fn answer<W: AsyncWrite + Unpin>(
         how.insert_id
     };
     writer.send_ok_with(affected, insert_id, how.status, warnings, &info);
+}
+
+/// The info text of one row as MariaDB counts it in a multi-row INSERT. With CLIENT_FOUND_ROWS
+/// an upsert's row left unchanged also counts 1 affected, as a new row does; it is counted new.
+fn one_row_info(kind: InsertKind, affected: u64, warnings: u16) -> Vec<u8> {
+    let duplicates = match kind {
+        InsertKind::Plain => 0,
+        InsertKind::Ignore => u64::from(affected == 0),
+        InsertKind::Replace => u64::from(affected >= 2),
+    };
+    format!("Records: 1  Duplicates: {duplicates}  Warnings: {warnings}").into_bytes()
 }
 
 /// RETURNING rows of several backends, put back in the statement's row order.

@@ -79,6 +79,7 @@ fn how(rows_of_parts: Vec<&[usize]>, broadcast: bool, needs_rows: bool) -> Answe
         insert_id_needs_rows: needs_rows,
         status: StatusFlags::SERVER_STATUS_AUTOCOMMIT,
         deprecate_eof: true,
+        insert: None,
     }
 }
 
@@ -111,6 +112,46 @@ fn the_ok_sums_the_parts_counts_warnings_and_infos() {
         packets::ok_info(&out[0]),
         b"Records: 3  Duplicates: 0  Warnings: 1"
     );
+}
+
+#[test]
+fn a_one_row_part_counts_in_the_info_as_one_server_would() {
+    use crate::route::insert::InsertKind;
+    let info = |kind: InsertKind, answers: &[Collected]| {
+        let mut h = how(vec![&[0, 2], &[1], &[3]], false, true);
+        h.insert = Some(kind);
+        let out = answered(&h, answers);
+        String::from_utf8(packets::ok_info(&out[0]).to_vec()).expect("text")
+    };
+    let two = b"Records: 2  Duplicates: 1  Warnings: 0";
+    // REPLACE or an upsert: 2 affected is a duplicate; IGNORE: 0 affected is.
+    assert_eq!(
+        info(
+            InsertKind::Replace,
+            &[ok(3, 0, two), ok(2, 0, b""), ok(1, 1, b"")]
+        ),
+        "Records: 4  Duplicates: 2  Warnings: 1"
+    );
+    assert_eq!(
+        info(
+            InsertKind::Ignore,
+            &[
+                ok(1, 1, b"Records: 2  Duplicates: 1  Warnings: 1"),
+                ok(0, 0, b""),
+                ok(1, 0, b"")
+            ]
+        ),
+        "Records: 4  Duplicates: 2  Warnings: 1"
+    );
+    // A statement of one row has no info, as on one server.
+    let out = answered(
+        &Answering {
+            insert: Some(InsertKind::Plain),
+            ..how(vec![&[0]], false, true)
+        },
+        &[ok(1, 0, b"")],
+    );
+    assert_eq!(packets::ok_info(&out[0]), b"");
 }
 
 #[test]

@@ -18,6 +18,8 @@ use crate::wire::errors::{self, SqlError};
 
 /// The ids of an INSERT's rows, decided before it is placed.
 pub(super) struct DecidedIds {
+    /// The table's schema: the statement's, or the session's database.
+    pub schema: String,
     pub meta: Arc<TableMeta>,
     pub ids: Vec<RowId>,
     pub first_generated: Option<u64>,
@@ -99,7 +101,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         rule: &TableRule,
     ) -> Result<InsertPlan, SqlError> {
         let r = self.decide_ids(stmt, a, rule).await?;
-        insert::place_and_render(stmt, a, rule, &r.meta, &r.ids, r.first_generated)
+        let mut plan = insert::place_and_render(stmt, a, rule, &r.meta, &r.ids, r.first_generated)?;
+        if let Some(u) = &mut plan.upsert {
+            u.schema = r.schema;
+        }
+        Ok(plan)
     }
 
     /// Each row's id as AUTO_INCREMENT would give it, generated ids drawn.
@@ -130,38 +136,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             None => None,
         };
         Ok(DecidedIds {
+            schema,
             meta,
             ids,
             first_generated,
         })
     }
 
-    /// LAST_INSERT_ID() after a one-row IGNORE or upsert `stmt` that ran on `backend` with the
-    /// id `id` as a literal, as after one on AUTO_INCREMENT: the new row's id when it was
-    /// inserted; unchanged when it was not, unless the statement's own update called
-    /// LAST_INSERT_ID(expr), whose value the backend reported.
-    fn after_upsert(&mut self, stmt: &[u8], id: u64, backend: &str) {
-        let s = &mut *self.session;
-        let on_default = backend == s.proxy.default_pool.name;
-        match s.obs.last_ok() {
-            Some((1, _)) => {
-                s.last_insert_id = Some(id);
-                s.lid_sync = Some(id);
-            }
-            Some((2, asked)) if crate::sql::mentions(stmt, b"LAST_INSERT_ID") => {
-                s.last_insert_id = Some(asked);
-                s.lid_sync = (!on_default).then_some(asked);
-            }
-            _ => {}
-        }
-    }
-
     /// Runs a planned INSERT. `Ok(false)`: the client got an error.
     pub(super) async fn run_insert(&mut self, plan: InsertPlan, more: bool) -> Result<bool, End> {
+        if let Some(u) = &plan.upsert {
+            return self.run_upsert(&plan, u, more).await;
+        }
         let adj = Adjust {
             insert_id: Some(plan.insert_id),
             insert_id_needs_rows: plan.first_generated.is_none(),
-            upsert: plan.one_row_upsert,
             more_results: more,
             ..Adjust::default()
         };
@@ -192,12 +181,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             let ran = self.run_on_shards(&plan, adj, ("INSERT", false));
             ran.await?.unwrap_or(true)
         };
-        if let (Some(id), true) = (plan.first_generated, plan.one_row_upsert) {
-            if let (true, Some((backend, sql, _))) = (ok, plan.parts.first()) {
-                self.after_upsert(sql, id, backend);
-            }
-            return Ok(ok);
-        }
         if let Some(id) = plan.first_generated {
             let on_default =
                 plan.lid_backend.as_deref() == Some(self.session.proxy.default_pool.name.as_str());

@@ -17,5 +17,6 @@ mod shards;
 mod subquery;
 mod unique_insert;
 mod unique_update;
+mod upsert;
 
 pub(super) use cursor::StatementExec;

@@ -46,7 +46,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                     insert_id: 0,
                     first_generated: None,
                     lid_backend: None,
-                    one_row_upsert: false,
+                    upsert: None,
+                    kind: None,
                 };
                 let ran = self.run_on_shards(&plan, adj, ("statement", false));
                 Ok(ran.await?.unwrap_or(true))
@@ -81,7 +82,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                         insert_id: 0,
                         first_generated: None,
                         lid_backend: None,
-                        one_row_upsert: false,
+                        upsert: None,
+                        kind: None,
                     };
                     let ran = self.run_on_shards(&plan, adj, ("statement", true));
                     if let Some(ok) = ran.await? {

@@ -25,21 +25,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         adj: Adjust,
         (what, if_matched): (&str, bool),
     ) -> Result<Option<bool>, End> {
-        let parts: Vec<(&str, &[u8])> = plan
-            .parts
-            .iter()
-            .map(|(b, sql, _)| (b.as_str(), sql.as_slice()))
-            .collect();
-        let answers = match sharded_write::write(self, &parts, what).await? {
-            Outcome::Written(answers) => answers,
-            Outcome::Failed(e) => {
-                self.session.writer.write(&e);
-                return Ok(Some(false));
-            }
-            Outcome::Refused(e) => {
-                self.session.writer.send_error(&e);
-                return Ok(Some(false));
-            }
+        let Some(answers) = self.write_parts(plan, what).await? else {
+            return Ok(Some(false));
         };
         if if_matched {
             if let [Collected::Ok(ok)] = answers.as_slice() {
@@ -48,6 +35,37 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                 }
             }
         }
+        self.answer_parts(plan, adj, &answers);
+        Ok(Some(true))
+    }
+
+    /// Writes a statement split over several backends, all-or-nothing: each part's answer, or
+    /// `None` when the client got an error.
+    pub(super) async fn write_parts(
+        &mut self,
+        plan: &InsertPlan,
+        what: &str,
+    ) -> Result<Option<Vec<Collected>>, End> {
+        let parts: Vec<(&str, &[u8])> = plan
+            .parts
+            .iter()
+            .map(|(b, sql, _)| (b.as_str(), sql.as_slice()))
+            .collect();
+        Ok(match sharded_write::write(self, &parts, what).await? {
+            Outcome::Written(answers) => Some(answers),
+            Outcome::Failed(e) => {
+                self.session.writer.write(&e);
+                None
+            }
+            Outcome::Refused(e) => {
+                self.session.writer.send_error(&e);
+                None
+            }
+        })
+    }
+
+    /// The one answer of a statement whose parts answered `answers`.
+    pub(super) fn answer_parts(&mut self, plan: &InsertPlan, adj: Adjust, answers: &[Collected]) {
         // A write inside the client's transaction (BEGIN or autocommit=0) leaves it open, as
         // MariaDB reports; Connector/J skips ROLLBACK when the flag says no transaction.
         if self.session.in_transaction() {
@@ -64,9 +82,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             insert_id_needs_rows: adj.insert_id.is_some() && adj.insert_id_needs_rows,
             status: self.session.status_with(adj.more_results),
             deprecate_eof: self.session.hello.deprecate_eof(),
+            insert: plan.kind,
         };
-        sharded_write::answer(&mut self.session.writer, &how, &answers);
-        Ok(Some(true))
+        sharded_write::answer(&mut self.session.writer, &how, answers);
     }
 
     /// Sends the statement's one OK; a generated first id becomes the session's

@@ -1,0 +1,142 @@
+//! Which rows an upsert inserted, against a fake cursor: what each part's counts say, and the
+//! question asked of a backend when they cannot say.
+
+use mysql_common::constants::StatusFlags;
+
+use super::fake_cursor::{block_on, FakeCursor};
+use super::upsert_rows::{first_inserted, judge, Inserted, PartOk};
+use crate::route::insert::UpsertRows;
+use crate::route::Tables;
+use crate::wire::errors::SqlError;
+use crate::wire::packets;
+
+fn ok(affected: u64, info: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    let status = StatusFlags::SERVER_STATUS_AUTOCOMMIT;
+    packets::ok(&mut p, 0, affected, 0, status, 0, info.as_bytes());
+    p
+}
+
+fn info(rows: u64, duplicates: u64) -> String {
+    format!("Records: {rows}  Duplicates: {duplicates}  Warnings: 0")
+}
+
+#[test]
+fn counts_tell_when_every_row_or_none_went_in() {
+    use Inserted::*;
+    // IGNORE counts the rows it inserted.
+    assert_eq!(judge(false, false, 3, &ok(3, &info(3, 0))), All);
+    assert_eq!(judge(false, true, 3, &ok(0, &info(3, 3))), None);
+    assert_eq!(judge(false, false, 3, &ok(2, &info(3, 1))), Unknown);
+    assert_eq!(judge(false, false, 1, &ok(1, "")), All);
+    // One row, ON DUPLICATE KEY UPDATE: 1 new, 2 updated, 0 left as it was; with
+    // CLIENT_FOUND_ROWS a row left as it was counts 1 too.
+    assert_eq!(judge(true, false, 1, &ok(1, "")), All);
+    assert_eq!(judge(true, false, 1, &ok(2, "")), None);
+    assert_eq!(judge(true, false, 1, &ok(0, "")), None);
+    assert_eq!(judge(true, true, 1, &ok(1, "")), Unknown);
+    assert_eq!(judge(true, true, 1, &ok(2, "")), None);
+    // Several rows: no duplicate and every row counted once is all new; without
+    // CLIENT_FOUND_ROWS, twice the duplicates is all updated.
+    assert_eq!(judge(true, false, 2, &ok(2, &info(2, 0))), All);
+    assert_eq!(judge(true, false, 2, &ok(4, &info(2, 2))), None);
+    assert_eq!(judge(true, false, 2, &ok(3, &info(2, 1))), Unknown);
+    assert_eq!(judge(true, true, 2, &ok(2, &info(2, 2))), Unknown);
+    assert_eq!(judge(true, true, 2, &ok(4, &info(2, 2))), Unknown);
+    assert_eq!(judge(true, true, 2, &ok(2, &info(2, 0))), All);
+}
+
+fn upsert(generated: &[Option<u64>]) -> UpsertRows {
+    UpsertRows {
+        updates: false,
+        schema: "app".into(),
+        table: "t`x".into(),
+        id_column: "id".into(),
+        generated: generated.to_vec(),
+    }
+}
+
+#[test]
+fn when_counts_cannot_tell_the_parts_ids_are_read_back_in_row_order() {
+    let mut c = FakeCursor::new(Tables::new(Vec::new()));
+    // Rows 0, 2 and 3 (its own id) on s1, one left out; row 1 on s0, inserted.
+    let u = upsert(&[Some(10), Some(11), Some(12), None]);
+    c.answer_ints(
+        "s1: SELECT `id` FROM `app`.`t``x` WHERE `id` IN (10,12)",
+        "id",
+        &[Some(12)],
+    );
+    let (s1_ok, s0_ok) = (ok(2, &info(3, 1)), ok(1, ""));
+    let parts = [
+        PartOk {
+            backend: "s1",
+            rows: &[0, 2, 3],
+            ok: &s1_ok,
+        },
+        PartOk {
+            backend: "s0",
+            rows: &[1],
+            ok: &s0_ok,
+        },
+    ];
+    let first = block_on(first_inserted(&mut c, &u, false, &parts));
+    assert_eq!(first, Ok(Ok(Some(11))));
+    // The read-back asks for at most its candidates.
+    assert_eq!(c.fetched.len(), 1);
+    assert_eq!(c.fetched[0].1.max_rows, 2);
+}
+
+#[test]
+fn a_row_found_earlier_spares_later_parts_their_question() {
+    let mut c = FakeCursor::new(Tables::new(Vec::new()));
+    let u = upsert(&[Some(10), Some(11), Some(12)]);
+    let all = ok(1, "");
+    let unknown = ok(1, &info(2, 1));
+    let parts = [
+        PartOk {
+            backend: "s0",
+            rows: &[0],
+            ok: &all,
+        },
+        PartOk {
+            backend: "s1",
+            rows: &[1, 2],
+            ok: &unknown,
+        },
+    ];
+    // No answer is canned: a question would panic.
+    let first = block_on(first_inserted(&mut c, &u, false, &parts));
+    assert_eq!(first, Ok(Ok(Some(10))));
+    assert!(c.fetched.is_empty());
+}
+
+#[test]
+fn no_row_inserted_and_a_backends_error_come_back() {
+    let mut c = FakeCursor::new(Tables::new(Vec::new()));
+    let u = upsert(&[Some(10), Some(11)]);
+    let none = ok(0, &info(2, 2));
+    let parts = [PartOk {
+        backend: "s0",
+        rows: &[0, 1],
+        ok: &none,
+    }];
+    assert_eq!(
+        block_on(first_inserted(&mut c, &u, false, &parts)),
+        Ok(Ok(None))
+    );
+    let unknown = ok(1, &info(2, 1));
+    let parts = [PartOk {
+        backend: "s0",
+        rows: &[0, 1],
+        ok: &unknown,
+    }];
+    let e = SqlError::new(1146, b"42S02", "Table 'app.t`x' doesn't exist");
+    c.answer_error(
+        "s0: SELECT `id` FROM `app`.`t``x` WHERE `id` IN (10,11)",
+        e.clone(),
+    );
+    assert_eq!(
+        block_on(first_inserted(&mut c, &u, false, &parts)),
+        Ok(Err(e))
+    );
+}
