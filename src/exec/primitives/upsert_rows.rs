@@ -27,11 +27,17 @@ pub enum Inserted {
     Unknown,
 }
 
-/// What a part of `rows` rows that answered `ok` inserted. IGNORE counts inserted rows only.
-/// ON DUPLICATE KEY UPDATE counts 1 per inserted row, 2 per updated row and 0 per row it
-/// matched and left as it was (1 with CLIENT_FOUND_ROWS, `found_rows`); its info's
-/// `Duplicates` counts the updated rows (and, with CLIENT_FOUND_ROWS, the unchanged ones).
-pub fn judge(updates: bool, found_rows: bool, rows: usize, ok: &[u8]) -> Inserted {
+/// What a part of `rows` rows that answered `ok` inserted (`one_id`: a one-row part's generated
+/// id). IGNORE counts inserted rows only. ON DUPLICATE KEY UPDATE counts 1 per inserted row, 2
+/// per updated row and 0 per row it matched and left as it was (1 with CLIENT_FOUND_ROWS,
+/// `found_rows`); its info's `Duplicates` counts the updated rows (and, with CLIENT_FOUND_ROWS,
+/// the unchanged ones).
+pub fn judge(
+    updates: bool,
+    found_rows: bool,
+    (rows, one_id): (usize, Option<u64>),
+    ok: &[u8],
+) -> Inserted {
     let Some(o) = packets::parse_ok(ok) else {
         return Inserted::Unknown;
     };
@@ -48,9 +54,12 @@ pub fn judge(updates: bool, found_rows: bool, rows: usize, ok: &[u8]) -> Inserte
     }
     if rows == 1 {
         // A one-row statement's OK has no info: 1 is a new row, or (with CLIENT_FOUND_ROWS)
-        // one left unchanged; 2 an updated one.
+        // one left unchanged; 2 an updated one. A backend whose id column is AUTO_INCREMENT
+        // reports a new row's id as its insert id, and 0 for a row left unchanged.
+        let reports_new_row = one_id.is_some_and(|id| id == o.last_insert_id);
         return match (affected, found_rows) {
             (1, false) => Inserted::All,
+            (1, true) if reports_new_row => Inserted::All,
             (2, _) => Inserted::None,
             _ => Inserted::Unknown,
         };
@@ -90,7 +99,11 @@ pub async fn first_inserted<C: Cursor>(
         if candidates.is_empty() {
             continue;
         }
-        let found = match judge(u.updates, found_rows, p.rows.len(), p.ok) {
+        let one_id = match p.rows {
+            [r] => u.generated.get(*r).copied().flatten(),
+            _ => None,
+        };
+        let found = match judge(u.updates, found_rows, (p.rows.len(), one_id), p.ok) {
             Inserted::None => None,
             Inserted::All => candidates.iter().min().copied(),
             Inserted::Unknown => match existing(c, u, p.backend, &candidates).await? {

@@ -11,9 +11,13 @@ use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
 fn ok(affected: u64, info: &str) -> Vec<u8> {
+    ok_with_id(affected, 0, info)
+}
+
+fn ok_with_id(affected: u64, insert_id: u64, info: &str) -> Vec<u8> {
     let mut p = Vec::new();
     let status = StatusFlags::SERVER_STATUS_AUTOCOMMIT;
-    packets::ok(&mut p, 0, affected, 0, status, 0, info.as_bytes());
+    packets::ok(&mut p, 0, affected, insert_id, status, 0, info.as_bytes());
     p
 }
 
@@ -25,25 +29,58 @@ fn info(rows: u64, duplicates: u64) -> String {
 fn counts_tell_when_every_row_or_none_went_in() {
     use Inserted::*;
     // IGNORE counts the rows it inserted.
-    assert_eq!(judge(false, false, 3, &ok(3, &info(3, 0))), All);
-    assert_eq!(judge(false, true, 3, &ok(0, &info(3, 3))), None);
-    assert_eq!(judge(false, false, 3, &ok(2, &info(3, 1))), Unknown);
-    assert_eq!(judge(false, false, 1, &ok(1, "")), All);
+    assert_eq!(
+        judge(false, false, (3, Option::None), &ok(3, &info(3, 0))),
+        All
+    );
+    assert_eq!(
+        judge(false, true, (3, Option::None), &ok(0, &info(3, 3))),
+        None
+    );
+    assert_eq!(
+        judge(false, false, (3, Option::None), &ok(2, &info(3, 1))),
+        Unknown
+    );
+    assert_eq!(judge(false, false, (1, Option::None), &ok(1, "")), All);
     // One row, ON DUPLICATE KEY UPDATE: 1 new, 2 updated, 0 left as it was; with
     // CLIENT_FOUND_ROWS a row left as it was counts 1 too.
-    assert_eq!(judge(true, false, 1, &ok(1, "")), All);
-    assert_eq!(judge(true, false, 1, &ok(2, "")), None);
-    assert_eq!(judge(true, false, 1, &ok(0, "")), None);
-    assert_eq!(judge(true, true, 1, &ok(1, "")), Unknown);
-    assert_eq!(judge(true, true, 1, &ok(2, "")), None);
+    assert_eq!(judge(true, false, (1, Option::None), &ok(1, "")), All);
+    assert_eq!(judge(true, false, (1, Option::None), &ok(2, "")), None);
+    assert_eq!(judge(true, false, (1, Option::None), &ok(0, "")), None);
+    assert_eq!(judge(true, true, (1, Option::None), &ok(1, "")), Unknown);
+    assert_eq!(judge(true, true, (1, Option::None), &ok(2, "")), None);
+    // An AUTO_INCREMENT id column on the backend reports the new row's id.
+    assert_eq!(judge(true, true, (1, Some(9)), &ok_with_id(1, 9, "")), All);
+    assert_eq!(
+        judge(true, true, (1, Some(9)), &ok_with_id(1, 0, "")),
+        Unknown
+    );
     // Several rows: no duplicate and every row counted once is all new; without
     // CLIENT_FOUND_ROWS, twice the duplicates is all updated.
-    assert_eq!(judge(true, false, 2, &ok(2, &info(2, 0))), All);
-    assert_eq!(judge(true, false, 2, &ok(4, &info(2, 2))), None);
-    assert_eq!(judge(true, false, 2, &ok(3, &info(2, 1))), Unknown);
-    assert_eq!(judge(true, true, 2, &ok(2, &info(2, 2))), Unknown);
-    assert_eq!(judge(true, true, 2, &ok(4, &info(2, 2))), Unknown);
-    assert_eq!(judge(true, true, 2, &ok(2, &info(2, 0))), All);
+    assert_eq!(
+        judge(true, false, (2, Option::None), &ok(2, &info(2, 0))),
+        All
+    );
+    assert_eq!(
+        judge(true, false, (2, Option::None), &ok(4, &info(2, 2))),
+        None
+    );
+    assert_eq!(
+        judge(true, false, (2, Option::None), &ok(3, &info(2, 1))),
+        Unknown
+    );
+    assert_eq!(
+        judge(true, true, (2, Option::None), &ok(2, &info(2, 2))),
+        Unknown
+    );
+    assert_eq!(
+        judge(true, true, (2, Option::None), &ok(4, &info(2, 2))),
+        Unknown
+    );
+    assert_eq!(
+        judge(true, true, (2, Option::None), &ok(2, &info(2, 0))),
+        All
+    );
 }
 
 fn upsert(generated: &[Option<u64>]) -> UpsertRows {
