@@ -894,3 +894,75 @@ fn an_orm_meets_integrity_errors_where_one_server_raises_them() {
         assert_has(&t, line);
     }
 }
+
+/// The insert id and LAST_INSERT_ID() after IGNORE and upserts name the same row as on one
+/// server (each side's ids are its own, so a row is named by its key), with and without
+/// CLIENT_FOUND_ROWS.
+#[test]
+fn upserts_report_the_row_one_server_reports() {
+    let b = start();
+    let found_rows = |port: u16, user: &str, password: &str| {
+        mysql::Conn::new(
+            mysql::OptsBuilder::new()
+                .ip_or_hostname(Some("127.0.0.1"))
+                .tcp_port(port)
+                .user(Some(user))
+                .pass(Some(password))
+                .db_name(Some(common::DATABASE))
+                .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS),
+        )
+        .unwrap()
+    };
+    let pairs = [
+        (common::direct(&b._one), b.g.conn()),
+        (
+            found_rows(b._one.port, common::USER, common::PASSWORD),
+            found_rows(b.g.port, "app", "app-secret"),
+        ),
+    ];
+    fn learned(c: &mut mysql::Conn, sql: &str) -> String {
+        if let Err(e) = c.query_drop(sql) {
+            return format!("{e}");
+        }
+        let (affected, id) = (c.affected_rows(), c.last_insert_id());
+        let lid: u64 = c.query_first("SELECT LAST_INSERT_ID()").unwrap().unwrap();
+        let mut name = |id: u64| -> String {
+            if id == 0 {
+                return "0".into();
+            }
+            c.query_first(format!(
+                "SELECT CONCAT(a, '-', b) FROM friends WHERE id = {id}"
+            ))
+            .unwrap()
+            .unwrap_or_else(|| format!("no row has id {id}"))
+        };
+        format!(
+            "affected {affected}, insert id {}, LAST_INSERT_ID() {}",
+            name(id),
+            name(lid)
+        )
+    }
+    let sequence = [
+        "INSERT INTO friends (a, b, note) VALUES (1, 1, 'a'), (1, 2, 'b')",
+        "INSERT IGNORE INTO friends (a, b, note) VALUES (1, 1, 'x'), (1, 3, 'c'), (1, 4, 'd')",
+        "INSERT IGNORE INTO friends (a, b, note) VALUES (1, 1, 'x')",
+        "INSERT IGNORE INTO friends (a, b, note) VALUES (1, 1, 'x'), (1, 2, 'y')",
+        "INSERT INTO friends (a, b, note) VALUES (1, 2, 'x') ON DUPLICATE KEY UPDATE note = 'u'",
+        "INSERT INTO friends (a, b, note) VALUES (1, 1, 'x'), (1, 5, 'e') ON DUPLICATE KEY UPDATE note = 'v'",
+        "INSERT INTO friends (a, b, note) VALUES (1, 1, 'x'), (1, 2, 'x') ON DUPLICATE KEY UPDATE note = note",
+        "INSERT INTO friends (a, b, note) VALUES (1, 3, 'x') ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+        "INSERT INTO friends (a, b, note) VALUES (1, 4, 'd') ON DUPLICATE KEY UPDATE note = note",
+        "INSERT INTO friends (a, b, note) VALUES (1, 6, 'f') ON DUPLICATE KEY UPDATE note = note",
+    ];
+    for (mut direct, mut through) in pairs {
+        for c in [&mut direct, &mut through] {
+            c.query_drop("DELETE FROM friends").unwrap();
+        }
+        for sql in sequence {
+            let want = learned(&mut direct, sql);
+            let got = learned(&mut through, sql);
+            assert_eq!(got, want, "{sql}");
+        }
+        assert_eq!(rows(&mut through, "friends"), rows(&mut direct, "friends"));
+    }
+}

@@ -68,21 +68,21 @@ pub fn place_and_render(
 }
 
 /// Each row of the statement rendered alone, in row order, with the backend that owns it: for
-/// an INSERT idgate runs row by row (unique keys held through lookup tables).
+/// an INSERT idgate runs row by row (unique keys held through lookup tables). Every id is a
+/// literal: any row may be left out, so the caller makes the first row written LAST_INSERT_ID().
 pub fn render_each_row(
     stmt: &[u8],
     a: &InsertAnalysis,
     rule: &TableRule,
     meta: &TableMeta,
     ids: &[RowId],
-    first_generated: Option<u64>,
 ) -> Result<Vec<(String, Vec<u8>)>, SqlError> {
     let (groups, _) = place(a, rule, meta, ids)?;
     let single: Groups = groups
         .into_iter()
         .flat_map(|(b, rows)| rows.into_iter().map(move |r| (b.clone(), vec![r])))
         .collect();
-    let (parts, _) = render_groups(stmt, a, rule, meta, ids, first_generated, single)?;
+    let (parts, _) = render_groups(stmt, a, rule, meta, ids, None, single)?;
     let mut rows: Vec<(usize, String, Vec<u8>)> = parts
         .into_iter()
         .map(|(b, sql, rows)| (rows.first().copied().unwrap_or(usize::MAX), b, sql))

@@ -26,6 +26,10 @@ pub struct Tally {
     pub duplicates: u64,
     /// The first generated id of a row that was written.
     pub first_written: Option<u64>,
+    /// The last insert id a row's own answer reported (a value its update gave
+    /// LAST_INSERT_ID(expr), or the row it touched where the id column is AUTO_INCREMENT): what
+    /// one server reports when no generated id was written.
+    pub reported: Option<u64>,
     /// RETURNING: the written rows.
     pub returned: Option<Returned>,
 }
@@ -35,11 +39,12 @@ pub struct Tally {
 pub type Returned = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 
 /// Claims each row's key values and writes the row where one server would have put it.
+/// `found_rows`: the client counts rows an upsert matched and left unchanged (CLIENT_FOUND_ROWS).
 #[allow(clippy::too_many_arguments)]
 pub async fn write_rows<C: WriteCursor>(
     c: &mut C,
     conns: &mut UniqueWrite<C::Txn>,
-    a: &InsertAnalysis,
+    (a, found_rows): (&InsertAnalysis, bool),
     rule: &TableRule,
     keys: &[GlobalKey],
     rows: &[(String, Vec<u8>)],
@@ -119,7 +124,11 @@ pub async fn write_rows<C: WriteCursor>(
         };
         let (n, warnings) = match &out {
             Collected::Ok(p) => {
-                packets::parse_ok(p).map_or((0, 0), |o| (o.affected_rows, o.warnings))
+                let o = packets::parse_ok(p);
+                if let Some(id) = o.map(|o| o.last_insert_id).filter(|&id| id != 0) {
+                    t.reported = Some(id);
+                }
+                o.map_or((0, 0), |o| (o.affected_rows, o.warnings))
             }
             Collected::Err(p) => return Ok(Err(Failure::Packet(p.clone()))),
             Collected::Rows { columns, rows, eof } => {
@@ -132,6 +141,12 @@ pub async fn write_rows<C: WriteCursor>(
         };
         let written = if a.replace {
             true
+        } else if a.on_duplicate_update && n == 1 && found_rows {
+            // 1 is a new row, or one matched and left unchanged.
+            match upsert_inserted(c, conns, &target, (keys, rule), ids.get(r), &out).await? {
+                Ok(w) => w,
+                Err(f) => return Ok(Err(f)),
+            }
         } else if a.on_duplicate_update {
             n == 1
         } else {
@@ -180,4 +195,40 @@ pub async fn write_rows<C: WriteCursor>(
         }
     }
     Ok(Ok(t))
+}
+
+/// Whether a one-row upsert that counted 1 under CLIENT_FOUND_ROWS inserted its row: its
+/// generated id is reported by a backend whose id column is AUTO_INCREMENT, else read back.
+async fn upsert_inserted<C: WriteCursor>(
+    c: &mut C,
+    conns: &mut UniqueWrite<C::Txn>,
+    target: &str,
+    (keys, rule): (&[GlobalKey], &TableRule),
+    id: Option<&RowId>,
+    out: &Collected,
+) -> Result<Result<bool, Failure>, C::End> {
+    let (Some(RowId::Generated(id)), Some(k)) = (id, keys.first()) else {
+        return Ok(Ok(true));
+    };
+    let reported = match out {
+        Collected::Ok(p) => packets::parse_ok(p).map(|o| o.last_insert_id),
+        _ => None,
+    };
+    if reported == Some(*id) {
+        return Ok(Ok(true));
+    }
+    let column = crate::route::quote_ident(&rule.id_column);
+    let sql = format!(
+        "SELECT 1 FROM {}.{} WHERE {column} = {id}",
+        crate::route::quote_ident(&k.schema),
+        crate::route::quote_ident(&k.table)
+    );
+    Ok(
+        match conns.collect_one(c, target, sql.into_bytes()).await? {
+            Ok(Collected::Rows { rows, .. }) => Ok(!rows.is_empty()),
+            Ok(Collected::Err(p)) => Err(Failure::Packet(p)),
+            Ok(Collected::Ok(_)) => Ok(false),
+            Err(f) => Err(f),
+        },
+    )
 }

@@ -29,7 +29,8 @@ fn write_one(c: &mut FakeCursor, stmt: &str, own: &str) -> Result<Tally, Failure
     let values = vec![vec![Some(vec![EMAIL.to_vec()])]];
     let ids = [RowId::Generated(7)];
     let keys = std::slice::from_ref(&key);
-    block_on(write_rows(c, &mut w, &a, &rule, keys, &rows, &values, &ids)).expect("goes on")
+    let run = write_rows(c, &mut w, (&a, false), &rule, keys, &rows, &values, &ids);
+    block_on(run).expect("goes on")
 }
 
 /// The value `'ann@x'` has an entry already; `holding` says which shards hold a row with it.

@@ -80,14 +80,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                 return Ok(false);
             }
         };
-        let rows = match insert::render_each_row(
-            stmt,
-            a,
-            rule,
-            &decided.meta,
-            &decided.ids,
-            decided.first_generated,
-        ) {
+        let rows = match insert::render_each_row(stmt, a, rule, &decided.meta, &decided.ids) {
             Ok(r) => r,
             Err(e) => {
                 self.session.writer.send_error(&e);
@@ -111,9 +104,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             }
         };
         let ids = &decided.ids;
-        let outcome =
-            unique_insert_rows::write_rows(self, &mut conns, a, rule, keys, &rows, &values, ids)
-                .await?;
+        let found_rows = self
+            .session
+            .hello
+            .capabilities
+            .contains(mysql_common::constants::CapabilityFlags::CLIENT_FOUND_ROWS);
+        let outcome = unique_insert_rows::write_rows(
+            self,
+            &mut conns,
+            (a, found_rows),
+            rule,
+            keys,
+            &rows,
+            &values,
+            ids,
+        )
+        .await?;
         let tally = match conns.close(self, outcome, "INSERT").await? {
             Ok(t) => t,
             Err(f) => {
@@ -154,7 +160,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             Vec::new()
         };
         let insert_id = match (decided.first_generated, tally.first_written) {
-            (Some(_), written) => written.unwrap_or(0),
+            (Some(_), Some(written)) => written,
+            (Some(_), None) => tally.reported.unwrap_or(0),
             (None, _) => explicit_insert_id(&decided.ids),
         };
         let ok = BulkOk {
@@ -164,6 +171,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             info,
         };
         self.answer_bulk(&ok, tally.first_written, more);
+        if let (None, Some(asked)) = (tally.first_written, tally.reported) {
+            // No new row: LAST_INSERT_ID() moves only to a value the statement gave it.
+            if sql::mentions(stmt, b"LAST_INSERT_ID") {
+                self.session.last_insert_id = Some(asked);
+                self.session.lid_sync = Some(asked);
+            }
+        }
         Ok(true)
     }
 }
