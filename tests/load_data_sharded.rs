@@ -24,7 +24,18 @@ tables:
       columns: [id]
       algorithm: mod
       shards: [shard0, shard1]
+  ld_tags:
+    generator: ld_seq
+    sharding:
+      columns: [grp]
+      algorithm: mod
+      shards: [shard0, shard1]
 ";
+
+/// Rows a LOAD skips as duplicates: the key holds on one shard, as the table is sharded by
+/// its first column.
+const TAGS_DDL: &str = "CREATE TABLE ld_tags (id BIGINT PRIMARY KEY AUTO_INCREMENT, grp INT, \
+                        tag VARCHAR(20), UNIQUE KEY (grp, tag))";
 
 /// The shards keep AUTO_INCREMENT on the id column, as a table adopted from one server does:
 /// the files' 0 ids ask for an id there as they do on the direct table.
@@ -40,7 +51,8 @@ fn pymysql_loads_a_sharded_table_like_an_auto_increment_one() {
     require_python_modules("pymysql", "pymysql");
     let reference = common::start_db();
     direct(&reference).query_drop(DIRECT_DDL).unwrap();
-    let ts = common::two_shards(TABLES, &[SHARD_DDL]);
+    direct(&reference).query_drop(TAGS_DDL).unwrap();
+    let ts = common::two_shards(TABLES, &[SHARD_DDL, TAGS_DDL]);
     let t = differential(
         "load_data",
         "py_load_data",
@@ -62,6 +74,15 @@ fn pymysql_loads_a_sharded_table_like_an_auto_increment_one() {
         "txn: after commit=(50, 50, 108079651525)",
         "tsv: rows=(3005, 3005, 6604649129956) lid_is_first=True",
         "csv: rows=(5, 5, 11122562908) lid_is_first=True",
+        // The second file's first row is skipped: the next one's id is LAST_INSERT_ID().
+        "skipped: LOAD DATA LOCAL INFILE 't2.tsv' INTO TAB: affected=2 insert id=0 \
+         LAST_INSERT_ID()=2-c",
+        "skipped: LOAD DATA LOCAL INFILE 't3.tsv' IGNORE I: affected=0 insert id=0 \
+         LAST_INSERT_ID()=2-c",
+        "skipped: INSERT IGNORE INTO ld_tags (grp, tag) SE: affected=2 insert id=2-e \
+         LAST_INSERT_ID()=2-e",
+        "skipped: INSERT IGNORE INTO ld_tags (grp, tag) SE: affected=0 insert id=0 \
+         LAST_INSERT_ID()=2-e",
         "total rows 3060",
         "done",
     ] {

@@ -65,6 +65,45 @@ def first_generated_is_lid(conn, batch, lid, explicit=()):
     return bool(ids) and ids[0] == lid
 
 
+def tag_of(conn, row_id):
+    """The row an id names (the two sides' ids differ): its group and tag, or 0 / missing."""
+    if not row_id:
+        return "0"
+    with conn.cursor() as cur:
+        cur.execute("SELECT CONCAT(grp, '-', tag) FROM ld_tags WHERE id = %s", (row_id,))
+        row = cur.fetchone()
+    return row[0] if row else f"no row has id {row_id}"
+
+
+def skipped_rows(conn):
+    """Loads and INSERT IGNORE … SELECTs that skip rows (LOCAL skips duplicates): the insert id
+    and LAST_INSERT_ID() name the first row inserted, or stay as they were."""
+    files = {
+        "t1.tsv": "1\ta\n2\tb\n",
+        "t2.tsv": "1\ta\n2\tc\n1\td\n",
+        "t3.tsv": "2\tb\n1\ta\n",
+    }
+    for name, text in files.items():
+        with open(name, "w", encoding="utf-8") as f:
+            f.write(text)
+    statements = [
+        "LOAD DATA LOCAL INFILE 't1.tsv' INTO TABLE ld_tags (grp, tag)",
+        "LOAD DATA LOCAL INFILE 't2.tsv' INTO TABLE ld_tags (grp, tag)",
+        "LOAD DATA LOCAL INFILE 't3.tsv' IGNORE INTO TABLE ld_tags (grp, tag)",
+        "INSERT IGNORE INTO ld_tags (grp, tag) SELECT 1, 'a' UNION ALL SELECT 2, 'e' "
+        "UNION ALL SELECT 1, 'f'",
+        "INSERT IGNORE INTO ld_tags (grp, tag) SELECT 2, 'e' UNION ALL SELECT 1, 'a'",
+    ]
+    for sql in statements:
+        with conn.cursor() as cur:
+            affected = cur.execute(sql)
+            insert_id = cur.lastrowid
+            cur.execute("SELECT LAST_INSERT_ID()")
+            lid = cur.fetchone()[0]
+        out(f"skipped: {sql[:40]}: affected={affected} insert id={tag_of(conn, insert_id)} "
+            f"LAST_INSERT_ID()={tag_of(conn, lid)}")
+
+
 def main():
     args = sys.argv[1:6]
     os.chdir(tempfile.mkdtemp(prefix="py_load_data_"))
@@ -127,6 +166,7 @@ def main():
     except (pymysql.err.OperationalError, pymysql.err.InternalError, FileNotFoundError) as e:
         out(f"missing file: {type(e).__name__}")
     conn = connect(args)
+    skipped_rows(conn)
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM ld_orders")
         out(f"total rows {cur.fetchone()[0]}")

@@ -9,6 +9,7 @@ use mysql_common::constants::ColumnType;
 
 use super::bulk_write::{self, BulkOk, Outcome, Share};
 use super::insert_source::{Source, SourceColumn};
+use super::upsert_rows;
 use crate::config::tables::ExplicitIds;
 use crate::exec::metadata::TableMeta;
 use crate::exec::WriteCursor;
@@ -290,16 +291,23 @@ pub async fn write_rows<C: WriteCursor>(
         "INSERT ... SELECT",
     )
     .await?;
-    match written {
-        Outcome::Written(oks) => {
-            // A broadcast table's rows are counted once, as its first backend wrote them.
-            for b in oks.iter().filter(|b| !(broadcast && b.share > 0)) {
-                tally.add(&b.ok, b.items, a);
-            }
-        }
+    let oks = match written {
+        Outcome::Written(oks) => oks,
         Outcome::Failed(e) => return Ok(Written::Failed(e)),
         Outcome::Refused(e) => return Ok(Written::Refused(e)),
+    };
+    // A broadcast table's rows are counted once, as its first backend wrote them.
+    for b in oks.iter().filter(|b| !(broadcast && b.share > 0)) {
+        tally.add(&b.ok, b.items, a);
     }
+    // IGNORE may leave the first row out: MariaDB reports the first row it inserted.
+    let first_generated = match first_generated {
+        Some(_) if a.ignore => {
+            let table = (rule, a.table.name.as_str());
+            first_ignored_in(cursor, table, target, (shares, ids), &oks).await?
+        }
+        first => first,
+    };
     // MariaDB reports the first generated id; with only explicit ids, the last row's.
     let insert_id = match first_generated {
         Some(id) => id,
@@ -329,6 +337,58 @@ pub async fn write_rows<C: WriteCursor>(
         ok,
         first_generated,
     })
+}
+
+/// The first generated id an INSERT IGNORE … SELECT inserted, found from each batch's counts
+/// or read back (`upsert_rows`). A read-back that fails is logged and reports none.
+async fn first_ignored_in<C: WriteCursor>(
+    cursor: &mut C,
+    (rule, table): (&TableRule, &str),
+    target: &Target,
+    (shares, ids): (&[Share], &[RowId]),
+    oks: &[bulk_write::BatchOk],
+) -> Result<Option<u64>, C::End> {
+    let broadcast = matches!(rule.placement, Placement::Broadcast { .. });
+    let mut taken = vec![0usize; shares.len()];
+    let mut candidates = Vec::new();
+    for b in oks {
+        let (Some(share), Some(start)) = (shares.get(b.share), taken.get_mut(b.share)) else {
+            continue;
+        };
+        let end = (*start + b.items as usize).min(share.items.len());
+        let rows = &share.items[*start..end];
+        *start = end;
+        if broadcast && b.share > 0 {
+            continue;
+        }
+        candidates.push(upsert_rows::Candidates {
+            backend: &share.backend,
+            inserted: upsert_rows::judge(false, false, (rows.len(), None), &b.ok),
+            rows: rows
+                .iter()
+                .filter_map(|&r| match ids.get(r) {
+                    Some(RowId::Number(n)) => Some((r, *n)),
+                    _ => None,
+                })
+                .collect(),
+        });
+    }
+    // Batches come back a round at a time: put them in row order.
+    candidates.sort_by_key(|c| c.rows.first().map_or(usize::MAX, |(r, _)| *r));
+    let table = upsert_rows::IdTable {
+        schema: &target.schema,
+        table,
+        column: &rule.id_column,
+    };
+    Ok(
+        match upsert_rows::first_inserted(cursor, &table, &candidates).await? {
+            Ok(first) => first,
+            Err(e) => {
+                tracing::warn!(error = %e.message, "could not learn which rows an INSERT IGNORE … SELECT inserted");
+                None
+            }
+        },
+    )
 }
 
 /// What the backends' OKs add up to.

@@ -9,9 +9,10 @@
 use crate::exec::collect::{collect, Collected};
 use crate::exec::primitives::bulk_write::BulkOk;
 use crate::exec::primitives::load_rows::{self, RowPlan};
+use crate::exec::primitives::upsert_rows::{self, Candidates, IdTable};
 use crate::exec::{BackendError, LoadCursor};
 use crate::route::{Placement, TableRule};
-use crate::sql::{FieldReader, LoadData};
+use crate::sql::{FieldReader, LoadData, OnDuplicate};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::packets;
 
@@ -38,17 +39,26 @@ fn failed(msg: impl Into<String>) -> SqlError {
 struct Part {
     conn: usize,
     buf: Vec<u8>,
+    /// Rows sent to this backend.
+    rows: u64,
+    /// Its first rows with generated ids, as (line, id): where its first inserted row is when
+    /// IGNORE skipped some (`upsert_rows`).
+    generated: Vec<(usize, u64)>,
 }
 
-/// Loads the client's file `ld` into `rule`'s table: `stmt` is the LOAD each backend runs,
-/// `plan` how a row of the client's file becomes a row of a backend's. The answer's OK and
-/// the first generated id, or the statement's error.
+/// Generated ids kept per backend to find the first row a LOAD … IGNORE inserted: enough when
+/// it skipped fewer rows than this before it.
+const CANDIDATES: usize = 10_000;
+
+/// Loads the client's file `ld` into `rule`'s table (in `schema`): `stmt` is the LOAD each
+/// backend runs, `plan` how a row of the client's file becomes a row of a backend's. The
+/// answer's OK and the first generated id it inserted, or the statement's error.
 pub async fn load<C: LoadCursor>(
     c: &mut C,
     ld: &LoadData,
     rule: &TableRule,
     plan: &RowPlan,
-    stmt: &[u8],
+    (stmt, schema): (&[u8], &str),
 ) -> Result<Result<(BulkOk, Option<u64>), SqlError>, C::End> {
     let mut parts = Vec::with_capacity(rule.backends().len());
     for b in rule.backends() {
@@ -56,6 +66,8 @@ pub async fn load<C: LoadCursor>(
             Ok(conn) => parts.push(Part {
                 conn,
                 buf: Vec::new(),
+                rows: 0,
+                generated: Vec::new(),
             }),
             Err(e) => return Ok(Err(e)),
         }
@@ -110,10 +122,52 @@ pub async fn load<C: LoadCursor>(
     } else {
         &results[..]
     };
-    Ok(Ok((
-        load_rows::answer(counted, first_generated),
-        first_generated,
-    )))
+    // With LOCAL, duplicates are skipped unless REPLACE: the first row may be one of them.
+    let first_generated = match first_generated {
+        Some(_) if ld.on_duplicate != OnDuplicate::Replace => {
+            let table = IdTable {
+                schema,
+                table: &ld.table.name,
+                column: &rule.id_column,
+            };
+            first_loaded(c, &table, rule, &parts, counted).await?
+        }
+        first => first,
+    };
+    Ok(Ok((load_rows::answer(counted), first_generated)))
+}
+
+/// The first generated id a LOAD that may skip rows inserted, from each backend's counts or
+/// read back. A read-back that fails is logged and reports none.
+async fn first_loaded<C: LoadCursor>(
+    c: &mut C,
+    table: &IdTable<'_>,
+    rule: &TableRule,
+    parts: &[Part],
+    counted: &[Collected],
+) -> Result<Option<u64>, C::End> {
+    let candidates: Vec<Candidates<'_>> = parts
+        .iter()
+        .zip(rule.backends())
+        .zip(counted)
+        .filter_map(|((p, backend), answer)| match answer {
+            Collected::Ok(ok) => Some(Candidates {
+                backend,
+                inserted: upsert_rows::judge(false, false, (p.rows as usize, None), ok),
+                rows: p.generated.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    Ok(
+        match upsert_rows::first_inserted(c, table, &candidates).await? {
+            Ok(first) => first,
+            Err(e) => {
+                tracing::warn!(error = %e.message, "could not learn which rows a LOAD DATA inserted");
+                None
+            }
+        },
+    )
 }
 
 /// Sends the optional transaction start and the LOAD to every backend; for each, `None`
@@ -200,6 +254,7 @@ async fn stream<C: LoadCursor>(
             match load_rows::place(rule, plan, &rows, first_line).await {
                 Ok(placed) => {
                     first_generated = first_generated.or(placed.first_generated);
+                    note_rows(parts, &placed, first_line);
                     if let Err(e) = queue(c, parts, placed.lines).await {
                         return Err(c.lost(e));
                     }
@@ -220,6 +275,23 @@ async fn stream<C: LoadCursor>(
 
 /// Queues each line in its shard's file (every backend's, unsharded), sending a backend's
 /// file packet once enough is queued.
+/// Counts each backend's rows and keeps its first generated ids (`Part::generated`).
+fn note_rows(parts: &mut [Part], placed: &load_rows::Placed, first_line: u64) {
+    for (shard, _) in &placed.lines {
+        match shard.and_then(|s| parts.get_mut(s)) {
+            Some(p) => p.rows += 1,
+            None => parts.iter_mut().for_each(|p| p.rows += 1),
+        }
+    }
+    for &(k, id) in &placed.generated {
+        // A broadcast row is on every backend; the first backend's count is the statement's.
+        let s = placed.lines.get(k).and_then(|(s, _)| *s).unwrap_or(0);
+        if let Some(p) = parts.get_mut(s).filter(|p| p.generated.len() < CANDIDATES) {
+            p.generated.push((first_line as usize + k, id));
+        }
+    }
+}
+
 async fn queue<C: LoadCursor>(
     c: &mut C,
     parts: &mut [Part],

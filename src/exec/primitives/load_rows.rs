@@ -55,6 +55,8 @@ pub struct Placed {
     pub lines: Vec<Line>,
     /// The first id generated for these rows.
     pub first_generated: Option<u64>,
+    /// Each numeric id generated: (index of its row among these rows, id), in row order.
+    pub generated: Vec<(usize, u64)>,
 }
 
 /// Gives `rows` (the file's rows from line `first_line` on) their ids and shards.
@@ -64,16 +66,17 @@ pub async fn place(
     rows: &[Vec<Field>],
     first_line: u64,
 ) -> Result<Placed, SqlError> {
-    let (ids, first_generated) = match &plan.generator {
+    let (ids, generated) = match &plan.generator {
         Some(g) => {
-            let (ids, first) = row_ids(g, rule, plan, rows, first_line).await?;
-            (Some(ids), first)
+            let (ids, generated) = row_ids(g, rule, plan, rows, first_line).await?;
+            (Some(ids), generated)
         }
-        None => (None, None),
+        None => (None, Vec::new()),
     };
     Ok(Placed {
         lines: lines(rule, plan, rows, ids.as_deref(), first_line)?,
-        first_generated,
+        first_generated: generated.first().map(|(_, id)| *id),
+        generated,
     })
 }
 
@@ -233,21 +236,26 @@ async fn row_ids(
     plan: &RowPlan,
     rows: &[Vec<Field>],
     first_line: u64,
-) -> Result<(Vec<Field>, Option<u64>), SqlError> {
+) -> Result<(Vec<Field>, Vec<(usize, u64)>), SqlError> {
     let Wanted {
         mut ids,
         slots,
         bias,
     } = wanted_ids(rule, plan, rows, first_line)?;
     if slots.is_empty() {
-        return Ok((ids, None));
+        return Ok((ids, Vec::new()));
     }
     let new = g
         .next_ids(slots.len(), &bias)
         .await
         .map_err(|e| failed(format!("idgate: {e}")))?;
     fill_ids(&mut ids, &slots, &new, plan.binary_uuid);
-    Ok((ids, new.first()))
+    let generated = slots
+        .iter()
+        .enumerate()
+        .filter_map(|(n, &k)| Some((k, new.number(n)?)))
+        .collect();
+    Ok((ids, generated))
 }
 
 /// Writes the generated ids `new` into `ids` at `slots`, as the file gives them.
@@ -271,11 +279,12 @@ pub fn fill_ids(ids: &mut [Field], slots: &[usize], new: &NewIds, binary_uuid: b
 }
 
 /// The one OK for the client: the backends' rows and `Records: … Deleted: … Skipped: …
-/// Warnings: …` added up, with the first generated id as its insert id.
-pub fn answer(results: &[Collected], first_generated: Option<u64>) -> BulkOk {
+/// Warnings: …` added up. Its insert id is 0, as MariaDB's LOAD DATA reports (the first id
+/// becomes LAST_INSERT_ID() only).
+pub fn answer(results: &[Collected]) -> BulkOk {
     let mut ok = BulkOk {
         affected: 0,
-        insert_id: first_generated.unwrap_or(0),
+        insert_id: 0,
         warnings: 0,
         info: Vec::new(),
     };

@@ -1,16 +1,21 @@
-//! Which rows an INSERT IGNORE or ON DUPLICATE KEY UPDATE with generated ids inserted. MariaDB
-//! reports the first AUTO_INCREMENT id it actually inserted (and makes it LAST_INSERT_ID());
-//! idgate wrote its ids as literals, so no backend can say. Each part's counts tell when it
-//! inserted every row or none; otherwise its backend is asked which of the part's ids exist.
-//! The ids are fresh from the generator: a row holding one was inserted by this statement.
+//! Which rows an INSERT IGNORE, ON DUPLICATE KEY UPDATE, INSERT IGNORE … SELECT or LOAD DATA
+//! IGNORE with generated ids inserted. MariaDB makes the first AUTO_INCREMENT id it actually
+//! inserted LAST_INSERT_ID() (and an INSERT's insert id); idgate wrote its ids as literals, so
+//! no backend can say. Each part's counts tell when it inserted every row or none; otherwise its
+//! backend is asked which of the part's ids exist, in row order, a bounded list at a time. The
+//! ids are fresh from the generator: a row holding one was inserted by this statement.
 
-use crate::exec::{Cursor, FetchLimits};
+use crate::exec::collect::Collected;
+use crate::exec::cursor::WriteCursor;
 use crate::route::insert::UpsertRows;
 use crate::route::quote_ident;
 use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
-/// One part of the statement: its backend, the statement's row indices it carried (ascending),
+/// Ids asked about in one read-back.
+const IDS_PER_QUESTION: usize = 1_000;
+
+/// One part of an INSERT: its backend, the statement's row indices it carried (ascending),
 /// and the OK it answered.
 pub struct PartOk<'a> {
     pub backend: &'a str,
@@ -18,8 +23,23 @@ pub struct PartOk<'a> {
     pub ok: &'a [u8],
 }
 
+/// What one backend wrote of the statement: what its counts say, and its rows with generated
+/// ids as (row, id), in row order (a prefix of them, when the rest cannot be first).
+pub struct Candidates<'a> {
+    pub backend: &'a str,
+    pub inserted: Inserted,
+    pub rows: Vec<(usize, u64)>,
+}
+
+/// Where to ask: the table's schema, name and id column.
+pub struct IdTable<'a> {
+    pub schema: &'a str,
+    pub table: &'a str,
+    pub column: &'a str,
+}
+
 /// What a part's counts say about its rows.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Inserted {
     All,
     None,
@@ -64,49 +84,67 @@ pub fn judge(
             _ => Inserted::Unknown,
         };
     }
-    match duplicates(packets::ok_info(ok)) {
+    match info_count(packets::ok_info(ok), "Duplicates") {
         Some(0) if affected == rows => Inserted::All,
         Some(d) if !found_rows && affected == 2 * d => Inserted::None,
         _ => Inserted::Unknown,
     }
 }
 
-/// The `Duplicates: N` of an INSERT's info text.
-fn duplicates(info: &[u8]) -> Option<u64> {
+/// The `name: N` of an OK's info text (`Duplicates`, `Skipped`).
+pub fn info_count(info: &[u8], name: &str) -> Option<u64> {
     let text = std::str::from_utf8(info).ok()?;
-    let (_, rest) = text.split_once("Duplicates: ")?;
+    let (_, rest) = text.split_once(&format!("{name}: "))?;
     let digits = rest.split(|c: char| !c.is_ascii_digit()).next()?;
     digits.parse().ok()
 }
 
-/// The first generated id the statement inserted, in its row order (`None`: none went in).
-/// `Ok(Err(_))`: a backend could not say (its error).
-pub async fn first_inserted<C: Cursor>(
-    c: &mut C,
+/// The candidates of an INSERT's parts.
+pub fn insert_candidates<'a>(
     u: &UpsertRows,
     found_rows: bool,
-    parts: &[PartOk<'_>],
+    parts: &[PartOk<'a>],
+) -> Vec<Candidates<'a>> {
+    parts
+        .iter()
+        .map(|p| {
+            let one_id = match p.rows {
+                [r] => u.generated.get(*r).copied().flatten(),
+                _ => None,
+            };
+            Candidates {
+                backend: p.backend,
+                inserted: judge(u.updates, found_rows, (p.rows.len(), one_id), p.ok),
+                rows: p
+                    .rows
+                    .iter()
+                    .filter_map(|&r| Some((r, u.generated.get(r).copied().flatten()?)))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// The first generated id the statement inserted, in its row order (`None`: none went in).
+/// `Ok(Err(_))`: a backend could not say (its error).
+pub async fn first_inserted<C: WriteCursor>(
+    c: &mut C,
+    t: &IdTable<'_>,
+    parts: &[Candidates<'_>],
 ) -> Result<Result<Option<u64>, SqlError>, C::End> {
     let mut first: Option<(usize, u64)> = None;
     for p in parts {
         // Only rows before the first found so far can change the answer.
-        let candidates: Vec<(usize, u64)> = p
+        let rows: Vec<(usize, u64)> = p
             .rows
             .iter()
-            .filter(|&&r| first.is_none_or(|(f, _)| r < f))
-            .filter_map(|&r| Some((r, u.generated.get(r).copied().flatten()?)))
+            .copied()
+            .filter(|&(r, _)| first.is_none_or(|(f, _)| r < f))
             .collect();
-        if candidates.is_empty() {
-            continue;
-        }
-        let one_id = match p.rows {
-            [r] => u.generated.get(*r).copied().flatten(),
-            _ => None,
-        };
-        let found = match judge(u.updates, found_rows, (p.rows.len(), one_id), p.ok) {
+        let found = match p.inserted {
             Inserted::None => None,
-            Inserted::All => candidates.iter().min().copied(),
-            Inserted::Unknown => match existing(c, u, p.backend, &candidates).await? {
+            Inserted::All => rows.first().copied(),
+            Inserted::Unknown => match existing(c, t, p.backend, &rows).await? {
                 Ok(found) => found,
                 Err(e) => return Ok(Err(e)),
             },
@@ -118,39 +156,47 @@ pub async fn first_inserted<C: Cursor>(
     Ok(Ok(first.map(|(_, id)| id)))
 }
 
-/// The first of `candidates` (row, id) whose id exists in the table on `backend`.
-async fn existing<C: Cursor>(
+/// The first of `rows` (row, id), in row order, whose id exists in the table on `backend`.
+async fn existing<C: WriteCursor>(
     c: &mut C,
-    u: &UpsertRows,
+    t: &IdTable<'_>,
     backend: &str,
-    candidates: &[(usize, u64)],
+    rows: &[(usize, u64)],
 ) -> Result<Result<Option<(usize, u64)>, SqlError>, C::End> {
-    let list: Vec<String> = candidates.iter().map(|(_, id)| id.to_string()).collect();
-    let column = quote_ident(&u.id_column);
-    let sql = format!(
-        "SELECT {column} FROM {}.{} WHERE {column} IN ({})",
-        quote_ident(&u.schema),
-        quote_ident(&u.table),
-        list.join(",")
-    );
-    let limits = FetchLimits {
-        max_rows: candidates.len() as u64,
-        max_bytes: 1 << 20,
-        enough: None,
-    };
-    let fetched = match c.fetch_on(backend, sql.as_bytes(), limits).await? {
-        Ok(f) => f,
+    if rows.is_empty() {
+        return Ok(Ok(None));
+    }
+    let conn = match c.lease(backend).await? {
+        Ok(conn) => conn,
         Err(e) => return Ok(Err(e)),
     };
-    let present: std::collections::HashSet<u64> = fetched
-        .rows
-        .iter()
-        .filter_map(|row| row.first()?.as_deref())
-        .filter_map(|v| std::str::from_utf8(v).ok()?.parse().ok())
-        .collect();
-    Ok(Ok(candidates
-        .iter()
-        .filter(|(_, id)| present.contains(id))
-        .min()
-        .copied()))
+    let column = quote_ident(t.column);
+    for chunk in rows.chunks(IDS_PER_QUESTION) {
+        let list: Vec<String> = chunk.iter().map(|(_, id)| id.to_string()).collect();
+        let sql = format!(
+            "SELECT {column} FROM {}.{} WHERE {column} IN ({})",
+            quote_ident(t.schema),
+            quote_ident(t.table),
+            list.join(",")
+        );
+        c.queue(conn, sql.as_bytes());
+        c.flush(conn).await?;
+        let present: std::collections::HashSet<u64> = match c.answer(conn).await? {
+            Collected::Rows { rows, .. } => rows
+                .iter()
+                .filter_map(|row| packets::get_lenenc_str(&mut row.as_slice()))
+                .filter_map(|v| std::str::from_utf8(v).ok()?.parse().ok())
+                .collect(),
+            Collected::Err(p) => {
+                let (code, state, msg) = packets::parse_err(&p);
+                let msg = String::from_utf8_lossy(msg).into_owned();
+                return Ok(Err(SqlError::new(code, &state, msg)));
+            }
+            Collected::Ok(_) => Default::default(),
+        };
+        if let Some(found) = chunk.iter().find(|(_, id)| present.contains(id)) {
+            return Ok(Ok(Some(*found)));
+        }
+    }
+    Ok(Ok(None))
 }

@@ -4,10 +4,10 @@
 use mysql_common::constants::StatusFlags;
 
 use super::fake_cursor::{block_on, FakeCursor};
-use super::upsert_rows::{first_inserted, judge, Inserted, PartOk};
+use super::upsert_rows::{first_inserted, insert_candidates, judge, IdTable, Inserted, PartOk};
+use crate::exec::collect::Collected;
 use crate::route::insert::UpsertRows;
 use crate::route::Tables;
-use crate::wire::errors::SqlError;
 use crate::wire::packets;
 
 fn ok(affected: u64, info: &str) -> Vec<u8> {
@@ -93,16 +93,41 @@ fn upsert(generated: &[Option<u64>]) -> UpsertRows {
     }
 }
 
+const TABLE: IdTable<'static> = IdTable {
+    schema: "app",
+    table: "t`x",
+    column: "id",
+};
+
+/// A read-back's answer: one row per id present.
+fn present(ids: &[u64]) -> Collected {
+    Collected::Rows {
+        columns: Vec::new(),
+        rows: ids
+            .iter()
+            .map(|id| {
+                let text = id.to_string();
+                [&[text.len() as u8], text.as_bytes()].concat()
+            })
+            .collect(),
+        eof: vec![0xfe, 0, 0, 2, 0],
+    }
+}
+
+fn first(c: &mut FakeCursor, u: &UpsertRows, parts: &[PartOk<'_>]) -> Option<u64> {
+    let candidates = insert_candidates(u, false, parts);
+    block_on(first_inserted(c, &TABLE, &candidates))
+        .expect("goes on")
+        .expect("answered")
+}
+
 #[test]
 fn when_counts_cannot_tell_the_parts_ids_are_read_back_in_row_order() {
     let mut c = FakeCursor::new(Tables::new(Vec::new()));
     // Rows 0, 2 and 3 (its own id) on s1, one left out; row 1 on s0, inserted.
     let u = upsert(&[Some(10), Some(11), Some(12), None]);
-    c.answer_ints(
-        "s1: SELECT `id` FROM `app`.`t``x` WHERE `id` IN (10,12)",
-        "id",
-        &[Some(12)],
-    );
+    let question = b"SELECT `id` FROM `app`.`t``x` WHERE `id` IN (10,12)";
+    c.answer_write_on("s1", question, present(&[12]));
     let (s1_ok, s0_ok) = (ok(2, &info(3, 1)), ok(1, ""));
     let parts = [
         PartOk {
@@ -116,11 +141,13 @@ fn when_counts_cannot_tell_the_parts_ids_are_read_back_in_row_order() {
             ok: &s0_ok,
         },
     ];
-    let first = block_on(first_inserted(&mut c, &u, false, &parts));
-    assert_eq!(first, Ok(Ok(Some(11))));
-    // The read-back asks for at most its candidates.
-    assert_eq!(c.fetched.len(), 1);
-    assert_eq!(c.fetched[0].1.max_rows, 2);
+    assert_eq!(first(&mut c, &u, &parts), Some(11));
+    let asked: Vec<(&str, &[u8])> = c
+        .sent
+        .iter()
+        .map(|(b, s)| (b.as_str(), s.as_bytes()))
+        .collect();
+    assert_eq!(asked, [("s1", question.as_slice())]);
 }
 
 #[test]
@@ -141,10 +168,34 @@ fn a_row_found_earlier_spares_later_parts_their_question() {
             ok: &unknown,
         },
     ];
-    // No answer is canned: a question would panic.
-    let first = block_on(first_inserted(&mut c, &u, false, &parts));
-    assert_eq!(first, Ok(Ok(Some(10))));
-    assert!(c.fetched.is_empty());
+    assert_eq!(first(&mut c, &u, &parts), Some(10));
+    assert!(c.sent.is_empty(), "asked: {:?}", c.sent);
+}
+
+#[test]
+fn long_parts_are_asked_about_a_bounded_list_at_a_time_and_stop_at_the_first_found() {
+    let mut c = FakeCursor::new(Tables::new(Vec::new()));
+    let generated: Vec<Option<u64>> = (0..2500).map(|k| Some(100 + k)).collect();
+    let u = upsert(&generated);
+    let rows: Vec<usize> = (0..2500).collect();
+    let list = |from: u64, to: u64| {
+        let ids: Vec<String> = (from..to).map(|id| id.to_string()).collect();
+        format!(
+            "SELECT `id` FROM `app`.`t``x` WHERE `id` IN ({})",
+            ids.join(",")
+        )
+    };
+    // The first thousand were all left out; the second holds the first row inserted.
+    c.answer_write_on("s0", list(1100, 2100).as_bytes(), present(&[1500, 2000]));
+    let some = ok(2, &info(2500, 2498));
+    let parts = [PartOk {
+        backend: "s0",
+        rows: &rows,
+        ok: &some,
+    }];
+    assert_eq!(first(&mut c, &u, &parts), Some(1500));
+    let asked: Vec<&str> = c.sent.iter().map(|(_, s)| s.as_str()).collect();
+    assert_eq!(asked, [list(100, 1100), list(1100, 2100)]);
 }
 
 #[test]
@@ -157,23 +208,16 @@ fn no_row_inserted_and_a_backends_error_come_back() {
         rows: &[0, 1],
         ok: &none,
     }];
-    assert_eq!(
-        block_on(first_inserted(&mut c, &u, false, &parts)),
-        Ok(Ok(None))
-    );
+    assert_eq!(first(&mut c, &u, &parts), None);
     let unknown = ok(1, &info(2, 1));
     let parts = [PartOk {
         backend: "s0",
         rows: &[0, 1],
         ok: &unknown,
     }];
-    let e = SqlError::new(1146, b"42S02", "Table 'app.t`x' doesn't exist");
-    c.answer_error(
-        "s0: SELECT `id` FROM `app`.`t``x` WHERE `id` IN (10,11)",
-        e.clone(),
-    );
-    assert_eq!(
-        block_on(first_inserted(&mut c, &u, false, &parts)),
-        Ok(Err(e))
-    );
+    let question = "SELECT `id` FROM `app`.`t``x` WHERE `id` IN (10,11)";
+    c.refuse_statement(question);
+    let candidates = insert_candidates(&u, false, &parts);
+    let answer = block_on(first_inserted(&mut c, &TABLE, &candidates)).expect("goes on");
+    assert_eq!(answer.map_err(|e| e.code), Err(1062));
 }

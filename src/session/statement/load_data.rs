@@ -78,7 +78,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             Err(e) => return Ok(Err(e)),
         };
         let stmt = backend_statement(&ld, &schema, &targets);
-        let loaded = load_data::load(self, &ld, rule, &row_plan, &stmt).await?;
+        let loaded = load_data::load(self, &ld, rule, &row_plan, (&stmt, &schema)).await?;
         match loaded {
             Ok((ok, first_generated)) => {
                 self.answer_bulk(&ok, first_generated, more);

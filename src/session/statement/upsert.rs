@@ -10,7 +10,7 @@ use tracing::warn;
 
 use super::StatementExec;
 use crate::exec::collect::Collected;
-use crate::exec::primitives::upsert_rows::{self, PartOk};
+use crate::exec::primitives::upsert_rows::{self, IdTable, PartOk};
 use crate::exec::relay::{Adjust, Client, Reply};
 use crate::exec::RelayCursor;
 use crate::route::insert::UpsertRows;
@@ -75,7 +75,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             .hello
             .capabilities
             .contains(CapabilityFlags::CLIENT_FOUND_ROWS);
-        let first = match upsert_rows::first_inserted(self, u, found_rows, &oks).await? {
+        let candidates = upsert_rows::insert_candidates(u, found_rows, &oks);
+        let table = IdTable {
+            schema: &u.schema,
+            table: &u.table,
+            column: &u.id_column,
+        };
+        let first = match upsert_rows::first_inserted(self, &table, &candidates).await? {
             Ok(first) => first,
             Err(e) => {
                 // The rows are written; only the insert id is in doubt. The backend's own is
