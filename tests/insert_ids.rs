@@ -512,13 +512,17 @@ fn sharded_upserts_match_auto_increment() {
         common::idgate_proc::config_for(port, &[("shard0", &shards[0]), ("shard1", &shards[1])], "")
             + "generators:\n  seq:\n    kind: segment\n    tag: sharded_upserts\n    start: 1\n    step: 1000\n\
                tables:\n  gen_s:\n    generator: seq\n    sharding:\n      columns: [k]\n      algorithm: mod\n      shards: [shard0, shard1]\n"
+            + "  gen_b:\n    generator: seq\n    broadcast: true\n"
     });
+    const BROADCAST: &str = "CREATE TABLE gen_b (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, n INT DEFAULT 0)";
+    setup.query_drop("DROP TABLE IF EXISTS gen_b").unwrap();
+    setup.query_drop(BROADCAST).unwrap();
     for (i, db) in shards.iter().enumerate() {
-        common::direct(db)
-            .query_drop(format!(
-                "{DIRECT} AUTO_INCREMENT = {}",
-                (i + 1) * 1_000_000_000
-            ))
+        let mut c = common::direct(db);
+        let counter = (i + 1) * 1_000_000_000;
+        c.query_drop(format!("{DIRECT} AUTO_INCREMENT = {counter}"))
+            .unwrap();
+        c.query_drop(format!("{BROADCAST} AUTO_INCREMENT = {counter}"))
             .unwrap();
     }
     let account = (common::USER, common::PASSWORD);
@@ -572,6 +576,18 @@ fn sharded_upserts_match_auto_increment() {
     let d = prepared(&mut peek_direct);
     assert_eq!(d, (2, Some("g".into()), Some("g".into())));
     assert_eq!(prepared(&mut peek_through), d);
+    // A broadcast table: every backend holds every row and answers alike.
+    for sql in [
+        "INSERT INTO gen_b (v) VALUES ('a'), ('b')",
+        "INSERT IGNORE INTO gen_b (v) VALUES ('a'), ('c'), ('d')",
+        "INSERT IGNORE INTO gen_b (v) VALUES ('a'), ('b')",
+        "INSERT INTO gen_b (v) VALUES ('a'), ('e') ON DUPLICATE KEY UPDATE n = n + 1",
+        "INSERT INTO gen_b (v) VALUES ('b') ON DUPLICATE KEY UPDATE n = n + 1",
+    ] {
+        let d = learn(&mut direct, &mut peek_direct, "gen_b", sql);
+        let p = learn(&mut through, &mut peek_through, "gen_b", sql);
+        assert_eq!(d, p, "`{sql}`\nidgate log:\n{}", idgate.log());
+    }
     let rows = b"SELECT k, v, n FROM gen_s ORDER BY k, v";
     assert_eq!(direct.query(rows), through.query(rows));
 }

@@ -31,7 +31,6 @@ pub fn place_and_render(
     }
     let (groups, broadcast) = place(a, rule, meta, ids)?;
     let upsert = (first_generated.is_some()
-        && !broadcast
         && !a.replace
         && !a.returning
         && (a.ignore || a.on_duplicate_update))

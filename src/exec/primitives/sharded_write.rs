@@ -106,7 +106,13 @@ pub fn answer<W: AsyncWrite + Unpin>(
     let mut affected = 0;
     let mut warnings = 0u16;
     let mut infos: Vec<Cow<'_, [u8]>> = Vec::new();
-    let rows: usize = how.rows_of_parts.iter().map(|r| r.len()).sum();
+    // The statement's rows: a broadcast table's parts each carry all of them.
+    let parts = if how.broadcast {
+        1
+    } else {
+        how.rows_of_parts.len()
+    };
+    let rows: usize = how.rows_of_parts.iter().take(parts).map(|r| r.len()).sum();
     for (i, r) in counted.iter().enumerate() {
         if let Collected::Ok(p) = r {
             let Some(o) = packets::parse_ok(p) else {
