@@ -48,8 +48,14 @@ fn table_ddl(table: &str, behind_idgate: bool) -> String {
     } else {
         ""
     };
+    // Upserts need a unique key of their own.
+    let unique = if table.ends_with("_upserts") {
+        ", UNIQUE KEY (v)"
+    } else {
+        ""
+    };
     format!(
-        "CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40) NOT NULL, n INT){counter}"
+        "CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40) NOT NULL, n INT{unique}){counter}"
     )
 }
 
@@ -129,7 +135,7 @@ fn jdbc_command(java: &Path, classpath: &str, t: &Target, mode: &[&str]) -> Comm
 #[test]
 fn jdbc_generated_keys_match_auto_increment() {
     let (java, classpath) = compile_jdbc();
-    let g = setup(&["jdbc_ids"]);
+    let g = setup(&["jdbc_ids", "jdbc_upserts"]);
     // What Connector/J sends, from the direct server's general log: proof that the program covers
     // the multi-statement batch, the multi-values rewrite and server-side prepared statements.
     let mut a = common::direct(auto_increment_db());
@@ -186,6 +192,13 @@ fn jdbc_generated_keys_match_auto_increment() {
         "explicit server-prep keys: [100002]",
         "explicit batch keys: [100003, 100004, 100005]",
         "explicit batch LAST_INSERT_ID()=0",
+        // Connector/J logs in with CLIENT_FOUND_ROWS: a row matched and left unchanged counts 1.
+        "upsert ignore first left out: count=2 first key=c keys=2 last insert id=c",
+        "upsert ignore all left out: count=0 first key=none keys=0 last insert id=c",
+        "upsert unchanged: count=1 first key=none keys=0 last insert id=c",
+        "upsert new row: count=1 first key=e keys=1 last insert id=e",
+        "upsert prepared update: count=2 first key=b",
+        "upsert prepared new row: count=1 first key=f keys=1 last insert id=f",
         "done",
     ] {
         assert_has(&t, line);

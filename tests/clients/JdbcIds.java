@@ -91,6 +91,7 @@ public class JdbcIds {
                 section("server-prep-nobulk", "useServerPrepStmts=true&useBulkStmts=false");
                 explicitIds();
                 readBack();
+                upserts();
             } else if (args[5].equals("concurrent")) {
                 concurrent(Integer.parseInt(args[6]), Integer.parseInt(args[7]));
             } else {
@@ -271,6 +272,47 @@ public class JdbcIds {
             out("explicit batch counts: " + Arrays.toString(ps.executeBatch()));
             keys("explicit batch", ps);
             lastInsertId("explicit batch", c);
+        }
+    }
+
+    /** The row an id names (the two sides' ids differ once a row is left out). */
+    static String name(Connection c, long id) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT v FROM jdbc_upserts WHERE id = ?")) {
+            ps.setLong(1, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "no row has id " + id;
+            }
+        }
+    }
+
+    /** Generated keys of IGNORE and ON DUPLICATE KEY UPDATE, named by their rows. */
+    static void upsertKeys(String what, Connection c, int count, List<Long> ks, boolean all) throws SQLException {
+        String first = ks.isEmpty() ? "none" : name(c, ks.get(0));
+        String more = all ? " keys=" + ks.size() + " last insert id=" + name(c, scalar(c, "SELECT LAST_INSERT_ID()")) : "";
+        out("upsert " + what + ": count=" + count + " first key=" + first + more);
+    }
+
+    static void upserts() throws SQLException {
+        try (Connection c = open(""); Statement s = c.createStatement()) {
+            s.executeUpdate("INSERT INTO jdbc_upserts (v) VALUES ('a'), ('b')");
+            int n = s.executeUpdate("INSERT IGNORE INTO jdbc_upserts (v) VALUES ('a'), ('c'), ('d')", Statement.RETURN_GENERATED_KEYS);
+            upsertKeys("ignore first left out", c, n, keyList(s), true);
+            n = s.executeUpdate("INSERT IGNORE INTO jdbc_upserts (v) VALUES ('a'), ('b')", Statement.RETURN_GENERATED_KEYS);
+            upsertKeys("ignore all left out", c, n, keyList(s), true);
+            n = s.executeUpdate("INSERT INTO jdbc_upserts (v) VALUES ('a') ON DUPLICATE KEY UPDATE n = n", Statement.RETURN_GENERATED_KEYS);
+            upsertKeys("unchanged", c, n, keyList(s), true);
+            n = s.executeUpdate("INSERT INTO jdbc_upserts (v) VALUES ('e') ON DUPLICATE KEY UPDATE n = n", Statement.RETURN_GENERATED_KEYS);
+            upsertKeys("new row", c, n, keyList(s), true);
+            try (PreparedStatement ps = c.prepareStatement(
+                    "INSERT INTO jdbc_upserts (v) VALUES (?) ON DUPLICATE KEY UPDATE n = COALESCE(n, 0) + 1", Statement.RETURN_GENERATED_KEYS)) {
+                ps.setString(1, "b");
+                n = ps.executeUpdate();
+                // Connector/J makes a key per counted row from the insert id: only the first is the row's.
+                upsertKeys("prepared update", c, n, keyList(ps), false);
+                ps.setString(1, "f");
+                n = ps.executeUpdate();
+                upsertKeys("prepared new row", c, n, keyList(ps), true);
+            }
         }
     }
 
