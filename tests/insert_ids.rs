@@ -391,6 +391,10 @@ fn upserts_by_another_unique_key_match_auto_increment() {
         "INSERT INTO gen_u SET v = 'a' ON DUPLICATE KEY UPDATE n = 100",
         "INSERT INTO gen_u (v) VALUES ('c'), ('a') ON DUPLICATE KEY UPDATE n = n + 10",
         "INSERT INTO gen_u (v) VALUE ('e') /* new */ ON DUPLICATE KEY UPDATE n = n + 1",
+        // In a multi-statement query: each answer says more results follow.
+        "INSERT INTO gen_u (v) VALUES ('f') ON DUPLICATE KEY UPDATE n = n + 1; \
+         INSERT INTO gen_u (v) VALUES ('f') ON DUPLICATE KEY UPDATE n = n + 1; \
+         INSERT IGNORE INTO gen_u (v) VALUES ('f')",
         "SELECT id, v, n FROM gen_u ORDER BY id",
     ] {
         t.same(sql);
