@@ -424,14 +424,22 @@ fn learn(c: &mut Raw, peek: &mut mysql::Conn, table: &str, sql: &str) -> Learned
     };
     let out = c.query(sql.as_bytes());
     let first = &out[0];
-    let Some(ok) = idgate::wire::packets::parse_ok(first).filter(|_| first[0] == 0) else {
+    if first[0] == 0xff {
         return Learned {
             answer: Err(first.clone()),
             insert_id: String::new(),
             last_insert_id: String::new(),
         };
+    }
+    // A result set (RETURNING) is compared whole; it has no insert id.
+    let ok = idgate::wire::packets::parse_ok(first).filter(|_| first[0] == 0);
+    let answer = match ok {
+        Some(ok) => {
+            let info = idgate::wire::packets::ok_info(first).to_vec();
+            Ok((ok.affected_rows, ok.status, ok.warnings, info))
+        }
+        None => Err(out.concat()),
     };
-    let info = idgate::wire::packets::ok_info(first).to_vec();
     let lid = c.query(b"SELECT LAST_INSERT_ID()");
     // Column count, definition, EOF, then the row: one length-prefixed text value.
     let row = &lid[3];
@@ -440,8 +448,8 @@ fn learn(c: &mut Raw, peek: &mut mysql::Conn, table: &str, sql: &str) -> Learned
         .parse()
         .unwrap();
     Learned {
-        answer: Ok((ok.affected_rows, ok.status, ok.warnings, info)),
-        insert_id: name(ok.last_insert_id),
+        answer,
+        insert_id: ok.map_or_else(|| "none".into(), |ok| name(ok.last_insert_id)),
         last_insert_id: name(lid),
     }
 }
@@ -488,6 +496,9 @@ fn multi_row_upserts_match_auto_increment() {
             "INSERT IGNORE INTO gen_m (v) VALUES ('h'), ('a')",
             "INSERT IGNORE INTO gen_m (v) VALUES ('a'), ('b'), ('i'), ('j')",
             "INSERT INTO gen_m (v) VALUES ('a') ON DUPLICATE KEY UPDATE v = 'a2'",
+            // RETURNING gives the rows inserted; LAST_INSERT_ID() is the first of them.
+            "INSERT IGNORE INTO gen_m (v) VALUES ('a2'), ('k'), ('l') RETURNING v",
+            "INSERT IGNORE INTO gen_m (v) VALUES ('k'), ('l') RETURNING v, n",
         ] {
             let d = learn(&mut t.direct, &mut peek_direct, "gen_m", sql);
             let p = learn(&mut t.through, &mut peek_behind, "gen_m", sql);
@@ -557,6 +568,7 @@ fn sharded_upserts_match_auto_increment() {
         "INSERT INTO gen_s (k, v) VALUES (1, 'a'), (2, 'b') ON DUPLICATE KEY UPDATE n = n",
         "INSERT INTO gen_s (k, v) VALUES (2, 'b'), (1, 'a') ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
         "INSERT INTO gen_s (k, v) VALUES (1, 'a'), (4, 'f'), (2, 'b') ON DUPLICATE KEY UPDATE n = n + 1",
+        "INSERT IGNORE INTO gen_s (k, v) VALUES (1, 'a'), (2, 'r'), (3, 's') RETURNING k, v",
     ] {
         let d = learn(&mut direct, &mut peek_direct, "gen_s", sql);
         let p = learn(&mut through, &mut peek_through, "gen_s", sql);

@@ -75,6 +75,8 @@ impl InsertKind {
 pub struct UpsertRows {
     /// Rows may be updated (ON DUPLICATE KEY UPDATE), not only left out (IGNORE).
     pub updates: bool,
+    /// RETURNING: each part answers the rows it inserted, not an OK.
+    pub returning: bool,
     /// The table's schema (set once the session's database is known) and name, and its id
     /// column: where to ask which generated ids exist.
     pub schema: String,

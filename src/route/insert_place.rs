@@ -32,10 +32,11 @@ pub fn place_and_render(
     let (groups, broadcast) = place(a, rule, meta, ids)?;
     let upsert = (first_generated.is_some()
         && !a.replace
-        && !a.returning
+        && !(a.returning && a.on_duplicate_update)
         && (a.ignore || a.on_duplicate_update))
         .then(|| UpsertRows {
             updates: a.on_duplicate_update,
+            returning: a.returning,
             schema: a.table.schema.clone().unwrap_or_default(),
             table: a.table.name.clone(),
             id_column: rule.id_column.clone(),

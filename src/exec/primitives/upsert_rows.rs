@@ -125,6 +125,29 @@ pub fn insert_candidates<'a>(
         .collect()
 }
 
+/// The candidates of an INSERT IGNORE … RETURNING's parts: each returned the rows it inserted
+/// (`returned` of them).
+pub fn returning_candidates<'a>(
+    u: &UpsertRows,
+    parts: &[(&'a str, &[usize], usize)],
+) -> Vec<Candidates<'a>> {
+    parts
+        .iter()
+        .map(|&(backend, rows, returned)| Candidates {
+            backend,
+            inserted: match returned {
+                0 => Inserted::None,
+                n if n == rows.len() => Inserted::All,
+                _ => Inserted::Unknown,
+            },
+            rows: rows
+                .iter()
+                .filter_map(|&r| Some((r, u.generated.get(r).copied().flatten()?)))
+                .collect(),
+        })
+        .collect()
+}
+
 /// The first generated id the statement inserted, in its row order (`None`: none went in).
 /// `Ok(Err(_))`: a backend could not say (its error).
 pub async fn first_inserted<C: WriteCursor>(

@@ -86,6 +86,7 @@ fn counts_tell_when_every_row_or_none_went_in() {
 fn upsert(generated: &[Option<u64>]) -> UpsertRows {
     UpsertRows {
         updates: false,
+        returning: false,
         schema: "app".into(),
         table: "t`x".into(),
         id_column: "id".into(),
@@ -220,4 +221,15 @@ fn no_row_inserted_and_a_backends_error_come_back() {
     let candidates = insert_candidates(&u, false, &parts);
     let answer = block_on(first_inserted(&mut c, &TABLE, &candidates)).expect("goes on");
     assert_eq!(answer.map_err(|e| e.code), Err(1062));
+}
+
+#[test]
+fn returning_counts_its_rows() {
+    let u = upsert(&[Some(10), Some(11), Some(12)]);
+    let parts: [(&str, &[usize], usize); 3] =
+        [("s0", &[0], 1), ("s1", &[1, 2], 0), ("s0", &[1, 2], 1)];
+    let c = super::upsert_rows::returning_candidates(&u, &parts);
+    let judged: Vec<Inserted> = c.iter().map(|c| c.inserted).collect();
+    assert_eq!(judged, [Inserted::All, Inserted::None, Inserted::Unknown]);
+    assert_eq!(c[2].rows, [(1, 11), (2, 12)]);
 }

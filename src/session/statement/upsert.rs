@@ -30,7 +30,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             return Ok(true);
         };
         let answers = match plan.parts.as_slice() {
-            [(backend, sql, _)] => {
+            // RETURNING's rows are collected too: how many came back says which went in.
+            [(backend, sql, _)] if !u.returning => {
                 let i = match self.joined(backend).await? {
                     Ok(i) => i,
                     Err(e) => {
@@ -75,7 +76,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             .hello
             .capabilities
             .contains(CapabilityFlags::CLIENT_FOUND_ROWS);
-        let candidates = upsert_rows::insert_candidates(u, found_rows, &oks);
+        let candidates = if u.returning {
+            let returned: Vec<(&str, &[usize], usize)> = plan
+                .parts
+                .iter()
+                .zip(&answers)
+                .map(|((backend, _, rows), answer)| match answer {
+                    Collected::Rows { rows: got, .. } => {
+                        (backend.as_str(), rows.as_slice(), got.len())
+                    }
+                    _ => (backend.as_str(), rows.as_slice(), usize::MAX),
+                })
+                .collect();
+            upsert_rows::returning_candidates(u, &returned)
+        } else {
+            upsert_rows::insert_candidates(u, found_rows, &oks)
+        };
         let table = IdTable {
             schema: &u.schema,
             table: &u.table,
