@@ -607,3 +607,46 @@ fn sharded_upserts_match_auto_increment() {
     let rows = b"SELECT k, v, n FROM gen_s ORDER BY k, v";
     assert_eq!(direct.query(rows), through.query(rows));
 }
+
+/// A one-row upsert into a table whose backend column is not AUTO_INCREMENT (a table made for
+/// idgate) still tells what one AUTO_INCREMENT server tells: the updated row's id, 0 for a row
+/// left unchanged, the new row's id; LAST_INSERT_ID() moves only for a new row, also after an
+/// update that fails.
+#[test]
+fn one_row_upserts_name_the_matched_row_without_auto_increment_behind() {
+    const DIRECT: &str = "CREATE TABLE gen_n (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, w INT UNIQUE, n INT DEFAULT 0)";
+    const BEHIND: &str = "CREATE TABLE gen_n (id BIGINT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, w INT UNIQUE, n INT DEFAULT 0)";
+    for found_rows in [false, true] {
+        let flags = LoginFlags {
+            found_rows,
+            ..LoginFlags::default()
+        };
+        let tag = if found_rows { "named_found" } else { "named" };
+        let mut t = SideBySide::start_with("gen_n", DIRECT, BEHIND, tag, flags);
+        let mut peek_direct = common::direct(common::shared_db());
+        let mut peek_behind = common::direct(&t._behind);
+        for sql in [
+            "INSERT INTO gen_n (v, w) VALUES ('a', 1) ON DUPLICATE KEY UPDATE n = n + 1",
+            "INSERT INTO gen_n (v, w) VALUES ('b', 2) ON DUPLICATE KEY UPDATE n = n + 1",
+            "INSERT INTO gen_n (v) VALUES ('a') ON DUPLICATE KEY UPDATE n = n + 1",
+            "INSERT INTO gen_n (v) VALUES ('a') ON DUPLICATE KEY UPDATE n = n",
+            "INSERT INTO gen_n (v) VALUES ('a') ON DUPLICATE KEY UPDATE n = n /* kept */ ;",
+            // The update breaks another unique key: an error, LAST_INSERT_ID() as it was.
+            "INSERT INTO gen_n (v) VALUES ('a') ON DUPLICATE KEY UPDATE w = 2",
+            "SELECT 1",
+            "INSERT INTO gen_n (v) VALUES ('c') ON DUPLICATE KEY UPDATE n = n + 1",
+            "INSERT INTO gen_n (v) VALUES ('b') ON DUPLICATE KEY UPDATE n = n + 1 -- note",
+        ] {
+            let d = learn(&mut t.direct, &mut peek_direct, "gen_n", sql);
+            let p = learn(&mut t.through, &mut peek_behind, "gen_n", sql);
+            assert_eq!(
+                d,
+                p,
+                "found_rows: {found_rows}, `{sql}`\nidgate log:\n{}",
+                t.idgate.log()
+            );
+        }
+        let rows = b"SELECT v, w, n FROM gen_n ORDER BY v";
+        assert_eq!(t.direct.query(rows), t.through.query(rows));
+    }
+}

@@ -84,6 +84,9 @@ pub struct UpsertRows {
     pub id_column: String,
     /// Each row's generated id, in the statement's row order (`None`: the row's own id).
     pub generated: Vec<Option<u64>>,
+    /// A one-row ON DUPLICATE KEY UPDATE sent with `id = LAST_INSERT_ID(id)` added to its
+    /// list: the backend's insert id names the row it matched, or is the new row's id (or 0).
+    pub names_matched: bool,
 }
 
 /// What AUTO_INCREMENT would do with one row's id value.

@@ -30,7 +30,7 @@ pub fn place_and_render(
         ));
     }
     let (groups, broadcast) = place(a, rule, meta, ids)?;
-    let upsert = (first_generated.is_some()
+    let mut upsert = (first_generated.is_some()
         && !a.replace
         && !(a.returning && a.on_duplicate_update)
         && (a.ignore || a.on_duplicate_update))
@@ -47,6 +47,7 @@ pub fn place_and_render(
                     _ => None,
                 })
                 .collect(),
+            names_matched: false,
         });
     // An upsert's ids are literals: LAST_INSERT_ID(id) would set the session's value even when
     // the row is left out.
@@ -55,7 +56,18 @@ pub fn place_and_render(
     } else {
         first_generated
     };
-    let (parts, lid_backend) = render_groups(stmt, a, rule, meta, ids, lid_id, groups)?;
+    let (mut parts, lid_backend) = render_groups(stmt, a, rule, meta, ids, lid_id, groups)?;
+    if let (Some(u), [(_, sql, _)]) = (&mut upsert, parts.as_mut_slice()) {
+        if n == 1 && names_matched_row(stmt, a, rule)? {
+            // The backend then reports the id of a row the upsert matched (and the row's own
+            // id, or 0, when it inserted it): which happened, and the id one server reports
+            // after an update, with no second question.
+            let id = super::quote_ident(&rule.id_column);
+            *sql =
+                sql::with_duplicate_update_assignment(sql, &format!("{id} = LAST_INSERT_ID({id})"));
+            u.names_matched = true;
+        }
+    }
     Ok(InsertPlan {
         parts,
         broadcast,
@@ -65,6 +77,19 @@ pub fn place_and_render(
         upsert,
         kind: Some(InsertKind::of(a)),
     })
+}
+
+/// Whether a one-row ON DUPLICATE KEY UPDATE can name the row it matched through
+/// LAST_INSERT_ID(id): the client's statement neither uses LAST_INSERT_ID() itself nor
+/// assigns the id column.
+fn names_matched_row(stmt: &[u8], a: &InsertAnalysis, rule: &TableRule) -> Result<bool, SqlError> {
+    if !a.on_duplicate_update || sql::mentions(stmt, b"LAST_INSERT_ID") {
+        return Ok(false);
+    }
+    let assigned = sql::duplicate_update_assignments(stmt).map_err(SqlError::from)?;
+    Ok(!assigned
+        .iter()
+        .any(|(c, _)| c.eq_ignore_ascii_case(&rule.id_column)))
 }
 
 /// Each row of the statement rendered alone, in row order, with the backend that owns it: for

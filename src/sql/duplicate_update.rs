@@ -18,6 +18,13 @@ pub fn duplicate_update_changed_columns(stmt: &[u8]) -> Result<Vec<String>, SqlP
         .collect())
 }
 
+/// `stmt`, an INSERT ending with its ON DUPLICATE KEY UPDATE list, with `assignment` added at
+/// the end of that list (before trailing comments and `;`).
+pub fn with_duplicate_update_assignment(stmt: &[u8], assignment: &str) -> Vec<u8> {
+    let end = super::lex::code_end(stmt);
+    [&stmt[..end], b", ", assignment.as_bytes(), &stmt[end..]].concat()
+}
+
 /// Unquoted names of the columns the ON DUPLICATE KEY UPDATE list assigns, each with whether its
 /// value is `VALUES(column)` of the same column (the value the row would have inserted).
 pub fn duplicate_update_assignments(stmt: &[u8]) -> Result<Vec<(String, bool)>, SqlParseError> {
@@ -86,6 +93,17 @@ mod tests {
                 ("d".to_string(), false),
                 ("e".to_string(), true),
             ]
+        );
+        let added = |s: &str| {
+            String::from_utf8(with_duplicate_update_assignment(s.as_bytes(), "x = 1")).unwrap()
+        };
+        assert_eq!(
+            added("INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE v = ';' -- note\n ; "),
+            "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE v = ';', x = 1 -- note\n ; "
+        );
+        assert_eq!(
+            added("INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE v = 2 /*!100000 , w = 3 */ # c"),
+            "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE v = 2 /*!100000 , w = 3 */, x = 1 # c"
         );
         assert!(
             duplicate_update_changed_columns(b"INSERT INTO t VALUES (1)")

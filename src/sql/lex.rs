@@ -134,6 +134,35 @@ pub(crate) fn skip_trivia(s: &[u8], mut i: usize) -> usize {
 
 /// End of the maximal unquoted identifier/keyword run starting at `i`.
 #[inline]
+/// Index just past `s`'s last token: before trailing whitespace, plain comments and `;` (the
+/// end of an executable comment counts as code).
+pub(crate) fn code_end(s: &[u8]) -> usize {
+    let (mut i, mut end) = (0, 0);
+    while i < s.len() {
+        let b = s[i];
+        if b.is_ascii_whitespace() || b == b';' {
+            i += 1;
+            continue;
+        }
+        match comment_at(s, i) {
+            Some((Comment::Plain, e)) => i = e,
+            Some((Comment::Executable, _)) => {
+                i = executable_prefix_len(s, i);
+                end = i;
+            }
+            None => {
+                i = if matches!(b, b'\'' | b'"' | b'`') {
+                    skip_quoted(s, i)
+                } else {
+                    i + 1
+                };
+                end = i;
+            }
+        }
+    }
+    end
+}
+
 /// Whether only trivia and `;` are left in `s` after `i`.
 pub(crate) fn only_trivia_left(s: &[u8], i: usize) -> bool {
     let mut i = skip_trivia(s, i);

@@ -45,7 +45,10 @@ pub use ddl_tables::{ddl_tables, DdlAction, DdlTables, ForeignKey, UniqueKey};
 pub use dml::{
     analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyTerm, KeyValue,
 };
-pub use duplicate_update::{duplicate_update_assignments, duplicate_update_changed_columns};
+pub use duplicate_update::{
+    duplicate_update_assignments, duplicate_update_changed_columns,
+    with_duplicate_update_assignment,
+};
 pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
 pub use insert::{
     analyze_insert, analyze_insert_parsed, Assignment, Column, InsertAnalysis, InsertBody, Row,

@@ -153,7 +153,7 @@ async fn first_loaded<C: LoadCursor>(
         .filter_map(|((p, backend), answer)| match answer {
             Collected::Ok(ok) => Some(Candidates {
                 backend,
-                inserted: upsert_rows::judge(false, false, (p.rows as usize, None), ok),
+                inserted: upsert_rows::judge(false, false, (p.rows as usize, None, false), ok),
                 rows: p.generated.clone(),
             }),
             _ => None,

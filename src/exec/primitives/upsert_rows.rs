@@ -48,14 +48,15 @@ pub enum Inserted {
 }
 
 /// What a part of `rows` rows that answered `ok` inserted (`one_id`: a one-row part's generated
-/// id). IGNORE counts inserted rows only. ON DUPLICATE KEY UPDATE counts 1 per inserted row, 2
+/// id; `names_matched`: it was sent so its insert id names a row it matched,
+/// `UpsertRows::names_matched`). IGNORE counts inserted rows only. ON DUPLICATE KEY UPDATE counts 1 per inserted row, 2
 /// per updated row and 0 per row it matched and left as it was (1 with CLIENT_FOUND_ROWS,
 /// `found_rows`); its info's `Duplicates` counts the updated rows (and, with CLIENT_FOUND_ROWS,
 /// the unchanged ones).
 pub fn judge(
     updates: bool,
     found_rows: bool,
-    (rows, one_id): (usize, Option<u64>),
+    (rows, one_id, names_matched): (usize, Option<u64>, bool),
     ok: &[u8],
 ) -> Inserted {
     let Some(o) = packets::parse_ok(ok) else {
@@ -76,10 +77,12 @@ pub fn judge(
         // A one-row statement's OK has no info: 1 is a new row, or (with CLIENT_FOUND_ROWS)
         // one left unchanged; 2 an updated one. A backend whose id column is AUTO_INCREMENT
         // reports a new row's id as its insert id, and 0 for a row left unchanged.
-        let reports_new_row = one_id.is_some_and(|id| id == o.last_insert_id);
+        let reports_new_row = one_id.is_some_and(|id| id == o.last_insert_id)
+            || (names_matched && o.last_insert_id == 0);
         return match (affected, found_rows) {
             (1, false) => Inserted::All,
             (1, true) if reports_new_row => Inserted::All,
+            (1, true) if names_matched => Inserted::None,
             (2, _) => Inserted::None,
             _ => Inserted::Unknown,
         };
@@ -114,7 +117,12 @@ pub fn insert_candidates<'a>(
             };
             Candidates {
                 backend: p.backend,
-                inserted: judge(u.updates, found_rows, (p.rows.len(), one_id), p.ok),
+                inserted: judge(
+                    u.updates,
+                    found_rows,
+                    (p.rows.len(), one_id, u.names_matched),
+                    p.ok,
+                ),
                 rows: p
                     .rows
                     .iter()

@@ -30,55 +30,76 @@ fn counts_tell_when_every_row_or_none_went_in() {
     use Inserted::*;
     // IGNORE counts the rows it inserted.
     assert_eq!(
-        judge(false, false, (3, Option::None), &ok(3, &info(3, 0))),
+        judge(false, false, (3, Option::None, false), &ok(3, &info(3, 0))),
         All
     );
     assert_eq!(
-        judge(false, true, (3, Option::None), &ok(0, &info(3, 3))),
+        judge(false, true, (3, Option::None, false), &ok(0, &info(3, 3))),
         None
     );
     assert_eq!(
-        judge(false, false, (3, Option::None), &ok(2, &info(3, 1))),
+        judge(false, false, (3, Option::None, false), &ok(2, &info(3, 1))),
         Unknown
     );
-    assert_eq!(judge(false, false, (1, Option::None), &ok(1, "")), All);
+    assert_eq!(
+        judge(false, false, (1, Option::None, false), &ok(1, "")),
+        All
+    );
     // One row, ON DUPLICATE KEY UPDATE: 1 new, 2 updated, 0 left as it was; with
     // CLIENT_FOUND_ROWS a row left as it was counts 1 too.
-    assert_eq!(judge(true, false, (1, Option::None), &ok(1, "")), All);
-    assert_eq!(judge(true, false, (1, Option::None), &ok(2, "")), None);
-    assert_eq!(judge(true, false, (1, Option::None), &ok(0, "")), None);
-    assert_eq!(judge(true, true, (1, Option::None), &ok(1, "")), Unknown);
-    assert_eq!(judge(true, true, (1, Option::None), &ok(2, "")), None);
-    // An AUTO_INCREMENT id column on the backend reports the new row's id.
-    assert_eq!(judge(true, true, (1, Some(9)), &ok_with_id(1, 9, "")), All);
     assert_eq!(
-        judge(true, true, (1, Some(9)), &ok_with_id(1, 0, "")),
+        judge(true, false, (1, Option::None, false), &ok(1, "")),
+        All
+    );
+    assert_eq!(
+        judge(true, false, (1, Option::None, false), &ok(2, "")),
+        None
+    );
+    assert_eq!(
+        judge(true, false, (1, Option::None, false), &ok(0, "")),
+        None
+    );
+    assert_eq!(
+        judge(true, true, (1, Option::None, false), &ok(1, "")),
+        Unknown
+    );
+    assert_eq!(
+        judge(true, true, (1, Option::None, false), &ok(2, "")),
+        None
+    );
+    // An AUTO_INCREMENT id column on the backend reports the new row's id.
+    assert_eq!(
+        judge(true, true, (1, Some(9), false), &ok_with_id(1, 9, "")),
+        All
+    );
+    assert_eq!(
+        judge(true, true, (1, Some(9), false), &ok_with_id(1, 0, "")),
         Unknown
     );
     // Several rows: no duplicate and every row counted once is all new; without
     // CLIENT_FOUND_ROWS, twice the duplicates is all updated.
     assert_eq!(
-        judge(true, false, (2, Option::None), &ok(2, &info(2, 0))),
+        judge(true, false, (2, Option::None, false), &ok(2, &info(2, 0))),
         All
     );
     assert_eq!(
-        judge(true, false, (2, Option::None), &ok(4, &info(2, 2))),
+        judge(true, false, (2, Option::None, false), &ok(4, &info(2, 2))),
         None
     );
     assert_eq!(
-        judge(true, false, (2, Option::None), &ok(3, &info(2, 1))),
+        judge(true, false, (2, Option::None, false), &ok(3, &info(2, 1))),
         Unknown
     );
     assert_eq!(
-        judge(true, true, (2, Option::None), &ok(2, &info(2, 2))),
+        judge(true, true, (2, Option::None, false), &ok(2, &info(2, 2))),
         Unknown
     );
     assert_eq!(
-        judge(true, true, (2, Option::None), &ok(4, &info(2, 2))),
+        judge(true, true, (2, Option::None, false), &ok(4, &info(2, 2))),
         Unknown
     );
     assert_eq!(
-        judge(true, true, (2, Option::None), &ok(2, &info(2, 0))),
+        judge(true, true, (2, Option::None, false), &ok(2, &info(2, 0))),
         All
     );
 }
@@ -87,6 +108,7 @@ fn upsert(generated: &[Option<u64>]) -> UpsertRows {
     UpsertRows {
         updates: false,
         returning: false,
+        names_matched: false,
         schema: "app".into(),
         table: "t`x".into(),
         id_column: "id".into(),

@@ -107,13 +107,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             }
         };
         let reported = backend_insert_id(&oks);
+        // Sent naming the row it matched (`UpsertRows::names_matched`), and none inserted: one
+        // server reports that row's id when the update changed it, else 0.
+        let matched = u.names_matched && first.is_none();
         if let [Collected::Ok(ok)] = answers.as_slice() {
+            let insert_id = match packets::parse_ok(ok) {
+                Some(o) if matched => Some(if o.affected_rows == 2 {
+                    o.last_insert_id
+                } else {
+                    0
+                }),
+                _ => first,
+            };
             let mut client = Client {
                 writer: &mut self.session.writer,
                 deprecate_eof: self.session.hello.deprecate_eof(),
             };
             let adj = Adjust {
-                insert_id: first,
+                insert_id,
                 more_results: more,
                 ..Adjust::default()
             };
@@ -126,7 +137,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             };
             self.answer_parts(plan, adj, &answers);
         }
-        self.after_upsert(stmt, first, reported);
+        if matched {
+            // The added LAST_INSERT_ID(id) moved the backend's value; the session's stands.
+            let s = &mut *self.session;
+            if plan
+                .parts
+                .iter()
+                .any(|(b, _, _)| *b == s.proxy.default_pool.name)
+            {
+                s.lid_sync = Some(s.last_insert_id.unwrap_or(0));
+            }
+        } else {
+            self.after_upsert(stmt, first, reported);
+        }
         Ok(true)
     }
 
@@ -148,8 +171,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         }
     }
 
-    /// A failed upsert may have called LAST_INSERT_ID(expr) on the default backend; MySQL
-    /// leaves the value undefined after an error, idgate puts the session's back.
+    /// A failed upsert may have called LAST_INSERT_ID(expr) on the default backend (the
+    /// client's, or the one idgate added); MySQL leaves the value undefined after an error,
+    /// idgate puts the session's back.
     fn after_failed_upsert(&mut self, plan: &InsertPlan, stmt: &[u8]) {
         let s = &mut *self.session;
         let on_default = plan
@@ -157,7 +181,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             .iter()
             .any(|(b, _, _)| *b == s.proxy.default_pool.name);
         if on_default && crate::sql::mentions(stmt, b"LAST_INSERT_ID") {
-            s.lid_sync = s.last_insert_id;
+            s.lid_sync = Some(s.last_insert_id.unwrap_or(0));
         }
     }
 }
