@@ -499,6 +499,8 @@ fn multi_row_upserts_match_auto_increment() {
             // RETURNING gives the rows inserted; LAST_INSERT_ID() is the first of them.
             "INSERT IGNORE INTO gen_m (v) VALUES ('a2'), ('k'), ('l') RETURNING v",
             "INSERT IGNORE INTO gen_m (v) VALUES ('k'), ('l') RETURNING v, n",
+            // IGNORE with an update: two new rows, one matched and left as it was.
+            "INSERT IGNORE INTO gen_m (v) VALUES ('y1'), ('y2'), ('a2') ON DUPLICATE KEY UPDATE n = n",
         ] {
             let d = learn(&mut t.direct, &mut peek_direct, "gen_m", sql);
             let p = learn(&mut t.through, &mut peek_behind, "gen_m", sql);
@@ -509,6 +511,25 @@ fn multi_row_upserts_match_auto_increment() {
                 t.idgate.log()
             );
         }
+        // Finding the first row inserted leaves the client's connection's warnings as MariaDB
+        // does. Its ROW_COUNT() is reset by setting LAST_INSERT_ID() there: asking is refused.
+        let sql = b"INSERT IGNORE INTO gen_m (v) VALUES ('b'), ('x1'), ('x2')";
+        t.direct.query(sql);
+        t.through.query(sql);
+        let (d, p) = (
+            t.direct.query(b"SHOW WARNINGS"),
+            t.through.query(b"SHOW WARNINGS"),
+        );
+        assert_eq!(d, p, "SHOW WARNINGS: {}", show(&p));
+        for c in [&mut t.direct, &mut t.through] {
+            c.query(b"INSERT IGNORE INTO gen_m (v) VALUES ('b'), ('x3')");
+        }
+        let p = t.through.query(b"SELECT ROW_COUNT()");
+        assert!(
+            p[0].starts_with(&[0xff, 0xd3, 0x04]),
+            "ROW_COUNT(): {}",
+            show(&p)
+        );
         let rows = b"SELECT v, n FROM gen_m ORDER BY v";
         assert_eq!(t.direct.query(rows), t.through.query(rows));
     }
@@ -609,22 +630,41 @@ fn sharded_upserts_match_auto_increment() {
 }
 
 /// A one-row upsert into a table whose backend column is not AUTO_INCREMENT (a table made for
-/// idgate) still tells what one AUTO_INCREMENT server tells: the updated row's id, 0 for a row
-/// left unchanged, the new row's id; LAST_INSERT_ID() moves only for a new row, also after an
-/// update that fails.
+/// idgate), on a shard other than the default backend, still tells what one AUTO_INCREMENT
+/// server tells: the updated row's id, 0 for a row left unchanged, the new row's id;
+/// LAST_INSERT_ID() moves only for a new row, also after an update that fails.
 #[test]
 fn one_row_upserts_name_the_matched_row_without_auto_increment_behind() {
     const DIRECT: &str = "CREATE TABLE gen_n (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, w INT UNIQUE, n INT DEFAULT 0)";
     const BEHIND: &str = "CREATE TABLE gen_n (id BIGINT PRIMARY KEY, v VARCHAR(20) NOT NULL UNIQUE, w INT UNIQUE, n INT DEFAULT 0)";
+    let (default, shard) = (common::start_db(), common::start_db());
     for found_rows in [false, true] {
+        let tag = if found_rows { "named_found" } else { "named" };
+        let mut setup = common::direct(common::shared_db());
+        setup.query_drop("DROP TABLE IF EXISTS gen_n").unwrap();
+        setup.query_drop(DIRECT).unwrap();
+        let mut behind = common::direct(&shard);
+        behind.query_drop("DROP TABLE IF EXISTS gen_n").unwrap();
+        let idgate = common::Idgate::start_with(|port| {
+            common::idgate_proc::config_for(port, &[("shard0", &default), ("shard1", &shard)], "")
+                + &format!(
+                    "generators:\n  seq:\n    kind: segment\n    tag: {tag}\n    start: 1\n    step: 1000\n\
+                     tables:\n  gen_n:\n    generator: seq\n    unique: per_shard\n    sharding:\n      \
+                     columns: [id]\n      algorithm: mod\n      shards: [shard1]\n"
+                )
+        });
+        behind.query_drop(BEHIND).unwrap();
         let flags = LoginFlags {
             found_rows,
             ..LoginFlags::default()
         };
-        let tag = if found_rows { "named_found" } else { "named" };
-        let mut t = SideBySide::start_with("gen_n", DIRECT, BEHIND, tag, flags);
+        let account = (common::USER, common::PASSWORD);
+        let port = common::shared_db().port;
+        let mut direct = Raw::connect_with(port, account, common::DATABASE, flags);
+        let app = ("app", "app-secret");
+        let mut through = Raw::connect_with(idgate.port, app, common::DATABASE, flags);
         let mut peek_direct = common::direct(common::shared_db());
-        let mut peek_behind = common::direct(&t._behind);
+        let mut peek_behind = common::direct(&shard);
         for sql in [
             "INSERT INTO gen_n (v, w) VALUES ('a', 1) ON DUPLICATE KEY UPDATE n = n + 1",
             "INSERT INTO gen_n (v, w) VALUES ('b', 2) ON DUPLICATE KEY UPDATE n = n + 1",
@@ -637,16 +677,16 @@ fn one_row_upserts_name_the_matched_row_without_auto_increment_behind() {
             "INSERT INTO gen_n (v) VALUES ('c') ON DUPLICATE KEY UPDATE n = n + 1",
             "INSERT INTO gen_n (v) VALUES ('b') ON DUPLICATE KEY UPDATE n = n + 1 -- note",
         ] {
-            let d = learn(&mut t.direct, &mut peek_direct, "gen_n", sql);
-            let p = learn(&mut t.through, &mut peek_behind, "gen_n", sql);
+            let d = learn(&mut direct, &mut peek_direct, "gen_n", sql);
+            let p = learn(&mut through, &mut peek_behind, "gen_n", sql);
             assert_eq!(
                 d,
                 p,
                 "found_rows: {found_rows}, `{sql}`\nidgate log:\n{}",
-                t.idgate.log()
+                idgate.log()
             );
         }
         let rows = b"SELECT v, w, n FROM gen_n ORDER BY v";
-        assert_eq!(t.direct.query(rows), t.through.query(rows));
+        assert_eq!(direct.query(rows), through.query(rows));
     }
 }

@@ -114,6 +114,25 @@ pub trait WriteCursor {
 
     /// The answer to the next statement sent on `conn`.
     fn answer(&mut self, conn: usize) -> impl Future<Output = Result<Collected, Self::End>>;
+
+    /// Reads back what the write left on `backend` with `select`. A client's statement reads on
+    /// a connection of its own once its rows are committed, so the client's connection keeps
+    /// its warnings and ROW_COUNT(); here, on the write's connection to `backend`.
+    fn read_back(
+        &mut self,
+        backend: &str,
+        select: &[u8],
+    ) -> impl Future<Output = Result<Result<Collected, SqlError>, Self::End>> {
+        async move {
+            let conn = match self.lease(backend).await? {
+                Ok(conn) => conn,
+                Err(e) => return Ok(Err(e)),
+            };
+            self.queue(conn, select);
+            self.flush(conn).await?;
+            Ok(Ok(self.answer(conn).await?))
+        }
+    }
 }
 
 /// What `LOAD DATA LOCAL` into a placed table reaches through beyond a write's connections:

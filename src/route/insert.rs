@@ -12,7 +12,7 @@ use crate::wire::errors::{self, SqlError};
 
 use super::{Placement, ShardValue, TableRule};
 
-pub use super::insert_place::{place_and_render, render_each_row};
+pub use super::insert_place::{name_matched_row, place_and_render, render_each_row};
 
 /// Where one row's id comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,9 @@ pub enum InsertKind {
 
 impl InsertKind {
     pub fn of(a: &crate::sql::InsertAnalysis) -> InsertKind {
-        if a.replace || a.on_duplicate_update {
+        // IGNORE with ON DUPLICATE KEY UPDATE counts as duplicates the rows it neither inserted
+        // nor updated, as IGNORE alone does.
+        if a.replace || (a.on_duplicate_update && !a.ignore) {
             InsertKind::Replace
         } else if a.ignore {
             InsertKind::Ignore
@@ -75,6 +77,11 @@ impl InsertKind {
 pub struct UpsertRows {
     /// Rows may be updated (ON DUPLICATE KEY UPDATE), not only left out (IGNORE).
     pub updates: bool,
+    /// IGNORE (also with ON DUPLICATE KEY UPDATE).
+    pub ignore: bool,
+    /// The update list may give an existing row another id (`id = VALUES(id)`): a generated id
+    /// found in the table then does not prove its row was inserted.
+    pub id_may_change: bool,
     /// RETURNING: each part answers the rows it inserted, not an OK.
     pub returning: bool,
     /// The table's schema (set once the session's database is known) and name, and its id

@@ -30,12 +30,19 @@ pub fn place_and_render(
         ));
     }
     let (groups, broadcast) = place(a, rule, meta, ids)?;
-    let mut upsert = (first_generated.is_some()
+    let upsert = (first_generated.is_some()
         && !a.replace
         && !(a.returning && a.on_duplicate_update)
         && (a.ignore || a.on_duplicate_update))
         .then(|| UpsertRows {
             updates: a.on_duplicate_update,
+            ignore: a.ignore,
+            id_may_change: a.on_duplicate_update
+                && sql::duplicate_update_changed_columns(stmt).map_or(true, |changed| {
+                    changed
+                        .iter()
+                        .any(|c| c.eq_ignore_ascii_case(&rule.id_column))
+                }),
             returning: a.returning,
             schema: a.table.schema.clone().unwrap_or_default(),
             table: a.table.name.clone(),
@@ -56,18 +63,7 @@ pub fn place_and_render(
     } else {
         first_generated
     };
-    let (mut parts, lid_backend) = render_groups(stmt, a, rule, meta, ids, lid_id, groups)?;
-    if let (Some(u), [(_, sql, _)]) = (&mut upsert, parts.as_mut_slice()) {
-        if n == 1 && names_matched_row(stmt, a, rule)? {
-            // The backend then reports the id of a row the upsert matched (and the row's own
-            // id, or 0, when it inserted it): which happened, and the id one server reports
-            // after an update, with no second question.
-            let id = super::quote_ident(&rule.id_column);
-            *sql =
-                sql::with_duplicate_update_assignment(sql, &format!("{id} = LAST_INSERT_ID({id})"));
-            u.names_matched = true;
-        }
-    }
+    let (parts, lid_backend) = render_groups(stmt, a, rule, meta, ids, lid_id, groups)?;
     Ok(InsertPlan {
         parts,
         broadcast,
@@ -79,17 +75,35 @@ pub fn place_and_render(
     })
 }
 
-/// Whether a one-row ON DUPLICATE KEY UPDATE can name the row it matched through
-/// LAST_INSERT_ID(id): the client's statement neither uses LAST_INSERT_ID() itself nor
-/// assigns the id column.
-fn names_matched_row(stmt: &[u8], a: &InsertAnalysis, rule: &TableRule) -> Result<bool, SqlError> {
-    if !a.on_duplicate_update || sql::mentions(stmt, b"LAST_INSERT_ID") {
-        return Ok(false);
+/// Makes a one-row ON DUPLICATE KEY UPDATE name the row it matched: `id = LAST_INSERT_ID(id)`
+/// added to its update list makes the backend report that row's id (and the new row's own id,
+/// or 0, when it inserted it), so idgate knows which happened, and the id one server reports
+/// after an update, with no second question. Only where the client's statement neither uses
+/// LAST_INSERT_ID() nor assigns the id column; the caller sends it only to a backend whose own
+/// LAST_INSERT_ID() the client never reads (it moves there).
+pub fn name_matched_row(
+    plan: &mut InsertPlan,
+    stmt: &[u8],
+    a: &InsertAnalysis,
+    rule: &TableRule,
+) -> Result<(), SqlError> {
+    let (Some(u), [(_, sql, rows)]) = (&mut plan.upsert, plan.parts.as_mut_slice()) else {
+        return Ok(());
+    };
+    if rows.len() != 1 || !a.on_duplicate_update || sql::mentions(stmt, b"LAST_INSERT_ID") {
+        return Ok(());
     }
     let assigned = sql::duplicate_update_assignments(stmt).map_err(SqlError::from)?;
-    Ok(!assigned
+    if assigned
         .iter()
-        .any(|(c, _)| c.eq_ignore_ascii_case(&rule.id_column)))
+        .any(|(c, _)| c.eq_ignore_ascii_case(&rule.id_column))
+    {
+        return Ok(());
+    }
+    let id = super::quote_ident(&rule.id_column);
+    *sql = sql::with_duplicate_update_assignment(sql, &format!("{id} = LAST_INSERT_ID({id})"));
+    u.names_matched = true;
+    Ok(())
 }
 
 /// Each row of the statement rendered alone, in row order, with the backend that owns it: for

@@ -132,8 +132,6 @@ pub(crate) fn skip_trivia(s: &[u8], mut i: usize) -> usize {
     s.len()
 }
 
-/// End of the maximal unquoted identifier/keyword run starting at `i`.
-#[inline]
 /// Index just past `s`'s last token: before trailing whitespace, plain comments and `;` (the
 /// end of an executable comment counts as code).
 pub(crate) fn code_end(s: &[u8]) -> usize {
@@ -172,6 +170,8 @@ pub(crate) fn only_trivia_left(s: &[u8], i: usize) -> bool {
     i >= s.len()
 }
 
+/// End of the maximal unquoted identifier/keyword run starting at `i`.
+#[inline]
 pub(crate) fn word_end(s: &[u8], i: usize) -> usize {
     let mut j = i;
     while j < s.len() && is_ident_byte(s[j]) {

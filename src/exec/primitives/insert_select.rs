@@ -363,7 +363,7 @@ async fn first_ignored_in<C: WriteCursor>(
         }
         candidates.push(upsert_rows::Candidates {
             backend: &share.backend,
-            inserted: upsert_rows::judge(false, false, (rows.len(), None, false), &b.ok),
+            inserted: upsert_rows::judge(upsert_rows::SKIPPING, (rows.len(), None, false), &b.ok),
             rows: rows
                 .iter()
                 .filter_map(|&r| match ids.get(r) {

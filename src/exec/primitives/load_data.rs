@@ -153,7 +153,11 @@ async fn first_loaded<C: LoadCursor>(
         .filter_map(|((p, backend), answer)| match answer {
             Collected::Ok(ok) => Some(Candidates {
                 backend,
-                inserted: upsert_rows::judge(false, false, (p.rows as usize, None, false), ok),
+                inserted: upsert_rows::judge(
+                    upsert_rows::SKIPPING,
+                    (p.rows as usize, None, false),
+                    ok,
+                ),
                 rows: p.generated.clone(),
             }),
             _ => None,
@@ -273,8 +277,6 @@ async fn stream<C: LoadCursor>(
     })
 }
 
-/// Queues each line in its shard's file (every backend's, unsharded), sending a backend's
-/// file packet once enough is queued.
 /// Counts each backend's rows and keeps its first generated ids (`Part::generated`).
 fn note_rows(parts: &mut [Part], placed: &load_rows::Placed, first_line: u64) {
     for (shard, _) in &placed.lines {
@@ -292,6 +294,8 @@ fn note_rows(parts: &mut [Part], placed: &load_rows::Placed, first_line: u64) {
     }
 }
 
+/// Queues each line in its shard's file (every backend's, unsharded), sending a backend's
+/// file packet once enough is queued.
 async fn queue<C: LoadCursor>(
     c: &mut C,
     parts: &mut [Part],

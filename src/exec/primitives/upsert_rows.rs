@@ -38,6 +38,23 @@ pub struct IdTable<'a> {
     pub column: &'a str,
 }
 
+/// How a statement counts its rows: ON DUPLICATE KEY UPDATE (`updates`), IGNORE (with an
+/// update, its `Duplicates` are the rows not inserted or updated), CLIENT_FOUND_ROWS.
+#[derive(Debug, Clone, Copy)]
+pub struct Counting {
+    pub updates: bool,
+    pub ignore: bool,
+    pub found_rows: bool,
+}
+
+/// A statement that only skips rows (INSERT IGNORE … SELECT, LOAD DATA): its affected rows are
+/// the rows it inserted.
+pub const SKIPPING: Counting = Counting {
+    updates: false,
+    ignore: true,
+    found_rows: false,
+};
+
 /// What a part's counts say about its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Inserted {
@@ -54,11 +71,15 @@ pub enum Inserted {
 /// `found_rows`); its info's `Duplicates` counts the updated rows (and, with CLIENT_FOUND_ROWS,
 /// the unchanged ones).
 pub fn judge(
-    updates: bool,
-    found_rows: bool,
+    counting: Counting,
     (rows, one_id, names_matched): (usize, Option<u64>, bool),
     ok: &[u8],
 ) -> Inserted {
+    let Counting {
+        updates,
+        ignore,
+        found_rows,
+    } = counting;
     let Some(o) = packets::parse_ok(ok) else {
         return Inserted::Unknown;
     };
@@ -89,7 +110,7 @@ pub fn judge(
     }
     match info_count(packets::ok_info(ok), "Duplicates") {
         Some(0) if affected == rows => Inserted::All,
-        Some(d) if !found_rows && affected == 2 * d => Inserted::None,
+        Some(d) if !found_rows && !ignore && affected == 2 * d => Inserted::None,
         _ => Inserted::Unknown,
     }
 }
@@ -115,14 +136,22 @@ pub fn insert_candidates<'a>(
                 [r] => u.generated.get(*r).copied().flatten(),
                 _ => None,
             };
+            let judged = judge(
+                Counting {
+                    updates: u.updates,
+                    ignore: u.ignore,
+                    found_rows,
+                },
+                (p.rows.len(), one_id, u.names_matched),
+                p.ok,
+            );
             Candidates {
                 backend: p.backend,
-                inserted: judge(
-                    u.updates,
-                    found_rows,
-                    (p.rows.len(), one_id, u.names_matched),
-                    p.ok,
-                ),
+                // An id found in the table may be one the update gave an old row.
+                inserted: match judged {
+                    Inserted::Unknown if u.id_may_change => Inserted::None,
+                    judged => judged,
+                },
                 rows: p
                     .rows
                     .iter()
@@ -197,10 +226,6 @@ async fn existing<C: WriteCursor>(
     if rows.is_empty() {
         return Ok(Ok(None));
     }
-    let conn = match c.lease(backend).await? {
-        Ok(conn) => conn,
-        Err(e) => return Ok(Err(e)),
-    };
     let column = quote_ident(t.column);
     for chunk in rows.chunks(IDS_PER_QUESTION) {
         let list: Vec<String> = chunk.iter().map(|(_, id)| id.to_string()).collect();
@@ -210,9 +235,11 @@ async fn existing<C: WriteCursor>(
             quote_ident(t.table),
             list.join(",")
         );
-        c.queue(conn, sql.as_bytes());
-        c.flush(conn).await?;
-        let present: std::collections::HashSet<u64> = match c.answer(conn).await? {
+        let answer = match c.read_back(backend, sql.as_bytes()).await? {
+            Ok(answer) => answer,
+            Err(e) => return Ok(Err(e)),
+        };
+        let present: std::collections::HashSet<u64> = match answer {
             Collected::Rows { rows, .. } => rows
                 .iter()
                 .filter_map(|row| packets::get_lenenc_str(&mut row.as_slice()))

@@ -4,7 +4,9 @@
 use mysql_common::constants::StatusFlags;
 
 use super::fake_cursor::{block_on, FakeCursor};
-use super::upsert_rows::{first_inserted, insert_candidates, judge, IdTable, Inserted, PartOk};
+use super::upsert_rows::{
+    first_inserted, insert_candidates, judge, Counting, IdTable, Inserted, PartOk,
+};
 use crate::exec::collect::Collected;
 use crate::route::insert::UpsertRows;
 use crate::route::Tables;
@@ -21,6 +23,14 @@ fn ok_with_id(affected: u64, insert_id: u64, info: &str) -> Vec<u8> {
     p
 }
 
+fn counting(updates: bool, found_rows: bool) -> Counting {
+    Counting {
+        updates,
+        ignore: false,
+        found_rows,
+    }
+}
+
 fn info(rows: u64, duplicates: u64) -> String {
     format!("Records: {rows}  Duplicates: {duplicates}  Warnings: 0")
 }
@@ -30,76 +40,130 @@ fn counts_tell_when_every_row_or_none_went_in() {
     use Inserted::*;
     // IGNORE counts the rows it inserted.
     assert_eq!(
-        judge(false, false, (3, Option::None, false), &ok(3, &info(3, 0))),
+        judge(
+            counting(false, false),
+            (3, Option::None, false),
+            &ok(3, &info(3, 0))
+        ),
         All
     );
     assert_eq!(
-        judge(false, true, (3, Option::None, false), &ok(0, &info(3, 3))),
+        judge(
+            counting(false, true),
+            (3, Option::None, false),
+            &ok(0, &info(3, 3))
+        ),
         None
     );
     assert_eq!(
-        judge(false, false, (3, Option::None, false), &ok(2, &info(3, 1))),
+        judge(
+            counting(false, false),
+            (3, Option::None, false),
+            &ok(2, &info(3, 1))
+        ),
         Unknown
     );
     assert_eq!(
-        judge(false, false, (1, Option::None, false), &ok(1, "")),
+        judge(counting(false, false), (1, Option::None, false), &ok(1, "")),
         All
     );
     // One row, ON DUPLICATE KEY UPDATE: 1 new, 2 updated, 0 left as it was; with
     // CLIENT_FOUND_ROWS a row left as it was counts 1 too.
     assert_eq!(
-        judge(true, false, (1, Option::None, false), &ok(1, "")),
+        judge(counting(true, false), (1, Option::None, false), &ok(1, "")),
         All
     );
     assert_eq!(
-        judge(true, false, (1, Option::None, false), &ok(2, "")),
+        judge(counting(true, false), (1, Option::None, false), &ok(2, "")),
         None
     );
     assert_eq!(
-        judge(true, false, (1, Option::None, false), &ok(0, "")),
+        judge(counting(true, false), (1, Option::None, false), &ok(0, "")),
         None
     );
     assert_eq!(
-        judge(true, true, (1, Option::None, false), &ok(1, "")),
+        judge(counting(true, true), (1, Option::None, false), &ok(1, "")),
         Unknown
     );
     assert_eq!(
-        judge(true, true, (1, Option::None, false), &ok(2, "")),
+        judge(counting(true, true), (1, Option::None, false), &ok(2, "")),
         None
     );
     // An AUTO_INCREMENT id column on the backend reports the new row's id.
     assert_eq!(
-        judge(true, true, (1, Some(9), false), &ok_with_id(1, 9, "")),
+        judge(
+            counting(true, true),
+            (1, Some(9), false),
+            &ok_with_id(1, 9, "")
+        ),
         All
     );
     assert_eq!(
-        judge(true, true, (1, Some(9), false), &ok_with_id(1, 0, "")),
+        judge(
+            counting(true, true),
+            (1, Some(9), false),
+            &ok_with_id(1, 0, "")
+        ),
         Unknown
     );
     // Several rows: no duplicate and every row counted once is all new; without
     // CLIENT_FOUND_ROWS, twice the duplicates is all updated.
     assert_eq!(
-        judge(true, false, (2, Option::None, false), &ok(2, &info(2, 0))),
+        judge(
+            counting(true, false),
+            (2, Option::None, false),
+            &ok(2, &info(2, 0))
+        ),
         All
     );
     assert_eq!(
-        judge(true, false, (2, Option::None, false), &ok(4, &info(2, 2))),
+        judge(
+            counting(true, false),
+            (2, Option::None, false),
+            &ok(4, &info(2, 2))
+        ),
         None
     );
     assert_eq!(
-        judge(true, false, (2, Option::None, false), &ok(3, &info(2, 1))),
+        judge(
+            counting(true, false),
+            (2, Option::None, false),
+            &ok(3, &info(2, 1))
+        ),
         Unknown
     );
     assert_eq!(
-        judge(true, true, (2, Option::None, false), &ok(2, &info(2, 2))),
+        judge(
+            counting(true, true),
+            (2, Option::None, false),
+            &ok(2, &info(2, 2))
+        ),
         Unknown
     );
     assert_eq!(
-        judge(true, true, (2, Option::None, false), &ok(4, &info(2, 2))),
+        judge(
+            counting(true, true),
+            (2, Option::None, false),
+            &ok(4, &info(2, 2))
+        ),
+        Unknown
+    );
+    // IGNORE with an update counts as Duplicates the rows neither inserted nor updated.
+    let ignoring = Counting {
+        updates: true,
+        ignore: true,
+        found_rows: false,
+    };
+    assert_eq!(
+        judge(ignoring, (3, Option::None, false), &ok(2, &info(3, 1))),
         Unknown
     );
     assert_eq!(
-        judge(true, true, (2, Option::None, false), &ok(2, &info(2, 0))),
+        judge(
+            counting(true, true),
+            (2, Option::None, false),
+            &ok(2, &info(2, 0))
+        ),
         All
     );
 }
@@ -107,6 +171,8 @@ fn counts_tell_when_every_row_or_none_went_in() {
 fn upsert(generated: &[Option<u64>]) -> UpsertRows {
     UpsertRows {
         updates: false,
+        ignore: true,
+        id_may_change: false,
         returning: false,
         names_matched: false,
         schema: "app".into(),

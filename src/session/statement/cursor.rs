@@ -199,6 +199,71 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for StatementExec<
             Err(e) => Err(self.session.backend_lost(e)),
         }
     }
+
+    async fn read_back(
+        &mut self,
+        backend: &str,
+        select: &[u8],
+    ) -> Result<Result<Collected, SqlError>, End> {
+        if !self.session.in_transaction() {
+            if let Some(answer) = self.read_apart(backend, select).await {
+                return Ok(answer);
+            }
+        }
+        // In the client's transaction its rows are visible on its own connection only; the
+        // read resets that connection's ROW_COUNT(), so asking for it is refused.
+        self.session.counts_elsewhere = true;
+        let conn = match self.lease(backend).await? {
+            Ok(conn) => conn,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.queue(conn, select);
+        self.flush(conn).await?;
+        Ok(Ok(self.answer(conn).await?))
+    }
+}
+
+/// Longest a read-back waits for a spare connection before it reads on the session's own.
+const SPARE_WAIT: Duration = Duration::from_millis(200);
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
+    /// `select` on a connection of `backend`'s pool other than the session's, so the session's
+    /// keeps its warnings and ROW_COUNT(); `None` when none is free within `SPARE_WAIT`.
+    async fn read_apart(
+        &mut self,
+        backend: &str,
+        select: &[u8],
+    ) -> Option<Result<Collected, SqlError>> {
+        let s = &*self.session;
+        let pool = s.live.pool_for(
+            &s.proxy.pools,
+            backend,
+            &s.hello.user,
+            s.hello.backend_login.as_deref(),
+        )?;
+        let flags =
+            crate::exec::backend::LoginFlags::of_client(s.hello.capabilities, s.hello.mariadb);
+        let mut lease = tokio::time::timeout(SPARE_WAIT, pool.acquire(flags))
+            .await
+            .ok()?
+            .ok()?;
+        lease.write_command(&query_packet(select));
+        let answer = match lease.flush().await {
+            Ok(()) => collect(&mut lease).await,
+            Err(e) => Err(e),
+        };
+        match &answer {
+            Ok(_) => lease.next_response(),
+            Err(_) => lease.broken = true,
+        }
+        Some(answer.map_err(|e| {
+            SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: reading back on `{backend}` failed: {e}"),
+            )
+        }))
+    }
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LoadCursor for StatementExec<'_, R, W> {

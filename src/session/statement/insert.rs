@@ -105,6 +105,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         if let Some(u) = &mut plan.upsert {
             u.schema = r.schema;
         }
+        // The default backend's LAST_INSERT_ID() is the session's: it must not move.
+        let elsewhere = plan
+            .parts
+            .iter()
+            .all(|(b, _, _)| *b != self.session.proxy.default_pool.name);
+        if elsewhere {
+            insert::name_matched_row(&mut plan, stmt, a, rule)?;
+        }
         Ok(plan)
     }
 

@@ -91,8 +91,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     /// LAST_INSERT_ID(), as after an AUTO_INCREMENT insert.
     pub(super) fn answer_bulk(&mut self, ok: &BulkOk, first_generated: Option<u64>, more: bool) {
         if let Some(id) = first_generated {
+            // Set on the default backend before its next statement, which resets its
+            // ROW_COUNT(): asking for it is refused.
             self.session.last_insert_id = Some(id);
             self.session.lid_sync = Some(id);
+            self.session.counts_elsewhere = true;
         }
         if self.session.in_transaction() {
             self.session.status |= StatusFlags::SERVER_STATUS_IN_TRANS.bits();

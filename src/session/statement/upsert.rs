@@ -62,9 +62,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                 }
             },
         };
+        // A broadcast table's backends all hold the same rows: the first one tells.
+        let told = if plan.broadcast { 1 } else { plan.parts.len() };
         let oks: Vec<PartOk<'_>> = plan
             .parts
             .iter()
+            .take(told)
             .zip(&answers)
             .filter_map(|((backend, _, rows), answer)| match answer {
                 Collected::Ok(ok) => Some(PartOk { backend, rows, ok }),
@@ -80,6 +83,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             let returned: Vec<(&str, &[usize], usize)> = plan
                 .parts
                 .iter()
+                .take(told)
                 .zip(&answers)
                 .map(|((backend, _, rows), answer)| match answer {
                     Collected::Rows { rows: got, .. } => {
@@ -137,17 +141,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             };
             self.answer_parts(plan, adj, &answers);
         }
-        if matched {
-            // The added LAST_INSERT_ID(id) moved the backend's value; the session's stands.
-            let s = &mut *self.session;
-            if plan
-                .parts
-                .iter()
-                .any(|(b, _, _)| *b == s.proxy.default_pool.name)
-            {
-                s.lid_sync = Some(s.last_insert_id.unwrap_or(0));
-            }
-        } else {
+        if !matched {
+            // (The LAST_INSERT_ID(id) idgate added moved only a backend the client never asks.)
             self.after_upsert(stmt, first, reported);
         }
         Ok(true)
@@ -158,9 +153,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
     fn after_upsert(&mut self, stmt: &[u8], first: Option<u64>, reported: Option<(u64, &str)>) {
         let s = &mut *self.session;
         if let Some(id) = first {
-            // Written as a literal: no backend holds it as LAST_INSERT_ID() yet.
+            // Written as a literal: no backend holds it as LAST_INSERT_ID() yet. Setting it
+            // there first resets the default backend's ROW_COUNT(): asking for it is refused.
             s.last_insert_id = Some(id);
             s.lid_sync = Some(id);
+            s.counts_elsewhere = true;
             return;
         }
         if let Some((asked, backend)) = reported {
@@ -171,9 +168,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         }
     }
 
-    /// A failed upsert may have called LAST_INSERT_ID(expr) on the default backend (the
-    /// client's, or the one idgate added); MySQL leaves the value undefined after an error,
-    /// idgate puts the session's back.
+    /// A failed upsert may have called LAST_INSERT_ID(expr) on the default backend; MySQL
+    /// leaves the value undefined after an error, idgate puts the session's back.
     fn after_failed_upsert(&mut self, plan: &InsertPlan, stmt: &[u8]) {
         let s = &mut *self.session;
         let on_default = plan
@@ -181,7 +177,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             .iter()
             .any(|(b, _, _)| *b == s.proxy.default_pool.name);
         if on_default && crate::sql::mentions(stmt, b"LAST_INSERT_ID") {
-            s.lid_sync = Some(s.last_insert_id.unwrap_or(0));
+            s.lid_sync = s.last_insert_id;
+            s.counts_elsewhere |= s.lid_sync.is_some();
         }
     }
 }
