@@ -123,16 +123,23 @@ pub trait WriteCursor {
         backend: &str,
         select: &[u8],
     ) -> impl Future<Output = Result<Result<Collected, SqlError>, Self::End>> {
-        async move {
-            let conn = match self.lease(backend).await? {
-                Ok(conn) => conn,
-                Err(e) => return Ok(Err(e)),
-            };
-            self.queue(conn, select);
-            self.flush(conn).await?;
-            Ok(Ok(self.answer(conn).await?))
-        }
+        read_on_write_conn(self, backend, select)
     }
+}
+
+/// `select` on the write's own connection to `backend`, answered.
+pub async fn read_on_write_conn<C: WriteCursor + ?Sized>(
+    c: &mut C,
+    backend: &str,
+    select: &[u8],
+) -> Result<Result<Collected, SqlError>, C::End> {
+    let conn = match c.lease(backend).await? {
+        Ok(conn) => conn,
+        Err(e) => return Ok(Err(e)),
+    };
+    c.queue(conn, select);
+    c.flush(conn).await?;
+    Ok(Ok(c.answer(conn).await?))
 }
 
 /// What `LOAD DATA LOCAL` into a placed table reaches through beyond a write's connections:

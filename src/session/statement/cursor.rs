@@ -213,13 +213,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> WriteCursor for StatementExec<
         // In the client's transaction its rows are visible on its own connection only; the
         // read resets that connection's ROW_COUNT(), so asking for it is refused.
         self.session.counts_elsewhere = true;
-        let conn = match self.lease(backend).await? {
-            Ok(conn) => conn,
-            Err(e) => return Ok(Err(e)),
-        };
-        self.queue(conn, select);
-        self.flush(conn).await?;
-        Ok(Ok(self.answer(conn).await?))
+        crate::exec::cursor::read_on_write_conn(self, backend, select).await
     }
 }
 
