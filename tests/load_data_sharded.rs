@@ -32,7 +32,7 @@ tables:
       shards: [shard0, shard1]
 ";
 
-/// Rows a LOAD skips as duplicates: the key holds on one shard, as the table is sharded by
+/// Rows a LOAD leaves out as duplicates: the key holds on one shard, as the table is sharded by
 /// its first column.
 const TAGS_DDL: &str = "CREATE TABLE ld_tags (id BIGINT PRIMARY KEY AUTO_INCREMENT, grp INT, \
                         tag VARCHAR(20), UNIQUE KEY (grp, tag))";
@@ -74,14 +74,14 @@ fn pymysql_loads_a_sharded_table_like_an_auto_increment_one() {
         "txn: after commit=(50, 50, 108079651525)",
         "tsv: rows=(3005, 3005, 6604649129956) lid_is_first=True",
         "csv: rows=(5, 5, 11122562908) lid_is_first=True",
-        // The second file's first row is skipped: the next one's id is LAST_INSERT_ID().
-        "skipped: LOAD DATA LOCAL INFILE 't2.tsv' INTO TAB: affected=2 insert id=0 \
+        // The second file's first row is left out: the next one's id is LAST_INSERT_ID().
+        "left out: LOAD DATA LOCAL INFILE 't2.tsv' INTO TAB: affected=2 insert id=0 \
          LAST_INSERT_ID()=2-c",
-        "skipped: LOAD DATA LOCAL INFILE 't3.tsv' IGNORE I: affected=0 insert id=0 \
+        "left out: LOAD DATA LOCAL INFILE 't3.tsv' IGNORE I: affected=0 insert id=0 \
          LAST_INSERT_ID()=2-c",
-        "skipped: INSERT IGNORE INTO ld_tags (grp, tag) SE: affected=2 insert id=2-e \
+        "left out: INSERT IGNORE INTO ld_tags (grp, tag) SE: affected=2 insert id=2-e \
          LAST_INSERT_ID()=2-e",
-        "skipped: INSERT IGNORE INTO ld_tags (grp, tag) SE: affected=0 insert id=0 \
+        "left out: INSERT IGNORE INTO ld_tags (grp, tag) SE: affected=0 insert id=0 \
          LAST_INSERT_ID()=2-e",
         "total rows 3060",
         "done",

@@ -75,9 +75,9 @@ def tag_of(conn, row_id):
     return row[0] if row else f"no row has id {row_id}"
 
 
-def skipped_rows(conn):
-    """Loads and INSERT IGNORE … SELECTs that skip rows (LOCAL skips duplicates): the insert id
-    and LAST_INSERT_ID() name the first row inserted, or stay as they were."""
+def left_out_rows(conn):
+    """Loads and INSERT IGNORE … SELECTs that leave rows out (LOCAL leaves duplicates out):
+    the insert id and LAST_INSERT_ID() name the first row inserted, or stay as they were."""
     files = {
         "t1.tsv": "1\ta\n2\tb\n",
         "t2.tsv": "1\ta\n2\tc\n1\td\n",
@@ -100,7 +100,7 @@ def skipped_rows(conn):
             insert_id = cur.lastrowid
             cur.execute("SELECT LAST_INSERT_ID()")
             lid = cur.fetchone()[0]
-        out(f"skipped: {sql[:40]}: affected={affected} insert id={tag_of(conn, insert_id)} "
+        out(f"left out: {sql[:40]}: affected={affected} insert id={tag_of(conn, insert_id)} "
             f"LAST_INSERT_ID()={tag_of(conn, lid)}")
 
 
@@ -166,7 +166,7 @@ def main():
     except (pymysql.err.OperationalError, pymysql.err.InternalError, FileNotFoundError) as e:
         out(f"missing file: {type(e).__name__}")
     conn = connect(args)
-    skipped_rows(conn)
+    left_out_rows(conn)
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM ld_orders")
         out(f"total rows {cur.fetchone()[0]}")
