@@ -1,7 +1,7 @@
 //! One connection from idgate to a backend MySQL/MariaDB server, speaking the client side of the
 //! protocol on raw packets so that whatever the backend answers can be relayed byte-for-byte.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mysql_common::constants::{CapabilityFlags, StatusFlags};
 use mysql_common::io::ParseBuf;
@@ -88,7 +88,6 @@ pub struct BackendConn {
     pub collation: u8,
     /// Set when a response was not read to its end (or i/o failed): never reuse such a connection.
     pub broken: bool,
-    pub last_used: Instant,
     /// The packet last read.
     pub packet: Vec<u8>,
     pub database: CurrentDb,
@@ -163,7 +162,6 @@ impl BackendConn {
             offers: LoginFlags::default(),
             collation: POOL_COLLATION,
             broken: false,
-            last_used: Instant::now(),
             packet: Vec::new(),
             database: CurrentDb::None,
             // Logged in with CLIENT_MULTI_STATEMENTS (see `LoginFlags::capabilities`).
@@ -345,7 +343,6 @@ impl BackendConn {
     /// Sends what was written; the next `read` starts the answer to the first command sent.
     pub async fn flush(&mut self) -> Result<(), BackendError> {
         self.next_response();
-        self.last_used = Instant::now();
         match self.deadline.run(self.writer.flush()).await {
             Some(Ok(())) => Ok(()),
             Some(Err(e)) => {

@@ -90,6 +90,11 @@ impl Registry {
         self.epoch.elapsed().as_millis() as u64
     }
 
+    /// `at` as ms since the registry's epoch (no clock read).
+    fn ms_at(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64
+    }
+
     /// Every session, by id.
     pub fn rows(&self) -> Vec<Row> {
         let now = self.now_ms();
@@ -178,12 +183,12 @@ impl Entry {
         self.info.killed.load(Ordering::Relaxed)
     }
 
-    /// A command starts.
-    pub fn busy(&self, command: u8) {
+    /// A command starts, `at` (the instant its statement is measured from: one clock read).
+    pub fn busy(&self, command: u8, at: Instant) {
         self.info.command.store(command, Ordering::Relaxed);
         self.info
             .since_ms
-            .store(self.proxy.sessions.now_ms(), Ordering::Relaxed);
+            .store(self.proxy.sessions.ms_at(at), Ordering::Relaxed);
     }
 
     /// The command ended: idle, with the session's status flags and database now.

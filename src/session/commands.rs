@@ -1,6 +1,8 @@
 //! Dispatch of each client command: relayed to the session's backend connection as it came (with
 //! statement ids translated), or answered by idgate where it owns the state.
 
+use std::time::Instant;
+
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
@@ -17,7 +19,8 @@ use mysql_common::constants::Command as Com;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Handles one command. `Some` ends the session.
-    pub(super) async fn dispatch(&mut self, packet: &[u8]) -> Option<End> {
+    /// `started`: when the command arrived, what its statement's latency is measured from.
+    pub(super) async fn dispatch(&mut self, packet: &[u8], started: Instant) -> Option<End> {
         let cmd = command::decode(packet);
         let scope = StatementScope::of_command(&cmd);
         match cmd {
@@ -34,7 +37,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 );
                 None
             }
-            Command::Query(_) => self.observed_query(packet, scope).await,
+            Command::Query(_) => self.observed_query(packet, scope, started).await,
             Command::InitDb(db) => {
                 let ok = match self.forward(packet, Reply::Single, scope).await {
                     Ok(ok) => ok,
@@ -66,7 +69,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Command::Stmt {
                 kind: StmtCommand::Execute,
                 id,
-            } => self.observed_execute(packet, id, scope).await,
+            } => self.observed_execute(packet, id, scope, started).await,
             Command::Stmt { kind, id } => {
                 let end = self.on_statement(packet, kind, id, scope).await;
                 if let (StmtCommand::Close, Some(id)) = (kind, id) {

@@ -268,8 +268,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 Err(_) => return End::ClientGone,
             }
-            self.registered.busy(packet.first().copied().unwrap_or(0));
-            let end = self.dispatch(&packet).await;
+            let started = std::time::Instant::now();
+            self.registered
+                .busy(packet.first().copied().unwrap_or(0), started);
+            let end = self.dispatch(&packet, started).await;
             self.registered.idle(self.status, &self.db);
             self.packet = packet;
             if let Some(end) = end {

@@ -137,8 +137,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         &mut self,
         packet: &[u8],
         scope: StatementScope,
+        t0: Instant,
     ) -> Option<End> {
-        let t0 = Instant::now();
         self.obs.counted = 0;
         self.obs.rows = 0;
         let end = self.query(packet, scope).await;
@@ -184,8 +184,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         id: Option<u32>,
         scope: StatementScope,
+        t0: Instant,
     ) -> Option<End> {
-        let t0 = Instant::now();
         self.obs.in_execute = true;
         self.obs.route = None;
         self.obs.rows = 0;
