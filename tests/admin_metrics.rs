@@ -122,6 +122,13 @@ fn known_traffic_moves_exactly_the_statement_error_and_commit_counters() {
         .query("SELECT k FROM orders ORDER BY k DESC LIMIT 3")
         .unwrap();
     assert_eq!(ks, vec![4, 3, 2]);
+    // Prepared statements idgate runs itself count by the route their execution took.
+    let k: Option<i64> = c
+        .exec_first("SELECT k FROM orders WHERE id = ?", (first,))
+        .unwrap();
+    assert_eq!(k, Some(1));
+    let ids: Vec<u64> = c.exec("SELECT id FROM orders WHERE k > ?", (1,)).unwrap();
+    assert_eq!(ids.len(), 3);
     // idgate: NEXTVAL.
     let _: Option<u64> = c.query_first("SELECT NEXTVAL(seq)").unwrap();
     // transaction: an XA two-phase commit (rows on both shards).
@@ -148,8 +155,8 @@ fn known_traffic_moves_exactly_the_statement_error_and_commit_counters() {
     let expected = [
         ("relayed", "select", 3.0),
         ("insert_ids", "insert", 2.0),
-        ("single_shard", "select", 1.0),
-        ("scatter", "select", 1.0),
+        ("single_shard", "select", 2.0),
+        ("scatter", "select", 2.0),
         ("merged", "select", 1.0),
         ("idgate", "select", 1.0),
         ("transaction", "transaction", 2.0),

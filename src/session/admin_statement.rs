@@ -3,6 +3,7 @@
 use mysql_common::constants::ColumnType;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::observe::Observed;
 use super::query::Step;
 use super::{End, Session};
 use crate::admin::statements::{self, Answer};
@@ -16,6 +17,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         stmt: AdminStatement,
         text: &[u8],
         more: bool,
+        obs: &mut Observed,
     ) -> Step {
         // idgate answered: the default backend's row counts are not this statement's.
         self.counts_elsewhere = true;
@@ -82,7 +84,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 };
             }
             AdminStatement::ProcessListQuery { tables } => {
-                return self.processlist_query(text, &tables, more).await;
+                return self.processlist_query(text, &tables, more, obs).await;
             }
             AdminStatement::ConnectionId { column } => {
                 // idgate's id of this session, in the column MariaDB describes (INT UNSIGNED,
@@ -149,6 +151,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         text: &[u8],
         tables: &[std::ops::Range<usize>],
         more: bool,
+        obs: &mut Observed,
     ) -> Step {
         let caller = crate::admin::processlist::Caller {
             user: &self.hello.user,
@@ -173,7 +176,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let packet = crate::wire::command::query_packet(&rewritten);
         let scope = self.statement_scope(&rewritten, crate::sql::StatementKind::Select);
         let reply = crate::exec::relay::Reply::Results;
-        match self.forward_with(&packet, reply, None, adj, scope).await {
+        match self
+            .forward_with(&packet, reply, None, adj, scope, obs)
+            .await
+        {
             Ok(true) => Step::Ok,
             Ok(false) => Step::Failed,
             Err(end) => Step::End(end),

@@ -8,6 +8,7 @@ use tracing::warn;
 
 use super::forward::write_command;
 use super::long_data::too_long;
+use super::observe::Observed;
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
 use crate::exec::relay::{Adjust, Reply};
@@ -23,6 +24,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) async fn dispatch(&mut self, packet: &[u8], started: Instant) -> Option<End> {
         let cmd = command::decode(packet);
         let scope = StatementScope::of_command(&cmd);
+        // What commands that are not measured report on the way goes nowhere.
+        let unmeasured = &mut Observed::default();
         match cmd {
             Command::Empty => {
                 self.writer.send_error(&errors::malformed("empty command"));
@@ -39,7 +42,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             Command::Query(_) => self.observed_query(packet, scope, started).await,
             Command::InitDb(db) => {
-                let ok = match self.forward(packet, Reply::Single, scope).await {
+                let ok = match self.forward(packet, Reply::Single, scope, unmeasured).await {
                     Ok(ok) => ok,
                     Err(end) => return Some(end),
                 };
@@ -49,10 +52,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 None
             }
-            Command::FieldList => self.forward(packet, Reply::Fields, scope).await.err(),
-            Command::Statistics => self.forward(packet, Reply::Single, scope).await.err(),
+            Command::FieldList => self
+                .forward(packet, Reply::Fields, scope, unmeasured)
+                .await
+                .err(),
+            Command::Statistics => self
+                .forward(packet, Reply::Single, scope, unmeasured)
+                .await
+                .err(),
             Command::SetOption(option) => {
-                let ok = match self.forward(packet, Reply::Eof, scope).await {
+                let ok = match self.forward(packet, Reply::Eof, scope, unmeasured).await {
                     Ok(ok) => ok,
                     Err(end) => return Some(end),
                 };
@@ -63,15 +72,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 None
             }
-            Command::ResetConnection => self.reset_connection(scope).await,
+            Command::ResetConnection => self.reset_connection(scope, unmeasured).await,
             Command::ChangeUser => self.change_user(packet).await,
-            Command::Prepare(_) => self.prepare(packet, scope).await,
+            Command::Prepare(_) => self.prepare(packet, scope, unmeasured).await,
             Command::Stmt {
                 kind: StmtCommand::Execute,
                 id,
             } => self.observed_execute(packet, id, scope, started).await,
             Command::Stmt { kind, id } => {
-                let end = self.on_statement(packet, kind, id, scope).await;
+                let end = self.on_statement(packet, kind, id, scope, unmeasured).await;
                 if let (StmtCommand::Close, Some(id)) = (kind, id) {
                     self.stmts.remove(id);
                 }
@@ -116,7 +125,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         Some(None)
     }
 
-    async fn prepare(&mut self, packet: &[u8], scope: StatementScope) -> Option<End> {
+    async fn prepare(
+        &mut self,
+        packet: &[u8],
+        scope: StatementScope,
+        obs: &mut Observed,
+    ) -> Option<End> {
         // The statements about connections prepare on the backend, as they did before idgate
         // answered them in the text protocol.
         let about_connections = |a: &crate::sql::AdminStatement| {
@@ -147,7 +161,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // The backend prepares it as the client wrote it, so the client sees the genuine
         // parameter and column definitions; INSERTs into configured tables then run through idgate.
         match self
-            .forward_with(packet, Reply::Prepare, None, adj, scope)
+            .forward_with(packet, Reply::Prepare, None, adj, scope, obs)
             .await
         {
             Ok(true) => {
@@ -169,6 +183,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         kind: StmtCommand,
         id: Option<u32>,
         scope: StatementScope,
+        obs: &mut Observed,
     ) -> Option<End> {
         let st = id.and_then(|id| {
             self.stmts
@@ -222,7 +237,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if emulated {
             match kind {
                 StmtCommand::Execute => {
-                    return self.cursor(scope).execute_emulated(client_id, packet).await
+                    return self
+                        .cursor(scope, obs)
+                        .execute_emulated(client_id, packet)
+                        .await;
                 }
                 StmtCommand::SendLongData => {
                     self.stmts.store_long_data(client_id, packet);
@@ -246,9 +264,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 };
             }
         };
-        self.forward_with(packet, reply, Some(backend_id), Adjust::default(), scope)
-            .await
-            .err()
+        self.forward_with(
+            packet,
+            reply,
+            Some(backend_id),
+            Adjust::default(),
+            scope,
+            obs,
+        )
+        .await
+        .err()
     }
 
     /// The default backend took the client's COM_SET_OPTION; the session's other connections
@@ -273,7 +298,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         None
     }
 
-    async fn reset_connection(&mut self, scope: StatementScope) -> Option<End> {
+    async fn reset_connection(&mut self, scope: StatementScope, obs: &mut Observed) -> Option<End> {
         self.stmts.clear();
         self.forget_session_state();
         if self.leases.is_empty() {
@@ -289,7 +314,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Some(end);
         }
         match self
-            .forward(&[Com::COM_RESET_CONNECTION as u8], Reply::Single, scope)
+            .forward(
+                &[Com::COM_RESET_CONNECTION as u8],
+                Reply::Single,
+                scope,
+                obs,
+            )
             .await
         {
             Ok(true) => self.after_backend_reset().await,

@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::warn;
 
 use super::local_infile::{self, CarryError};
+use super::observe::Observed;
 use super::prepared::Statement;
 use super::{End, Session};
 use crate::admin::kill;
@@ -34,8 +35,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         packet: &[u8],
         reply: Reply,
         scope: StatementScope,
+        obs: &mut Observed,
     ) -> Result<bool, End> {
-        self.forward_with(packet, reply, None, Adjust::default(), scope)
+        self.forward_with(packet, reply, None, Adjust::default(), scope, obs)
             .await
     }
 
@@ -48,6 +50,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backend_stmt_id: Option<u32>,
         adj: Adjust,
         scope: StatementScope,
+        obs: &mut Observed,
     ) -> Result<bool, End> {
         // The connection is almost always held already: no copy of the name then.
         let held = self.leases.position(&self.proxy.default_pool.name);
@@ -64,12 +67,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
             }
         };
-        self.relay_on(i, packet, reply, backend_stmt_id, adj, scope)
+        self.relay_on(i, packet, reply, backend_stmt_id, adj, scope, obs)
             .await
     }
 
-    /// Sends `packet` on held connection `i` and relays the answer (a statement of `scope`).
-    /// `Ok(false)`: the answer was an error.
+    /// Sends `packet` on held connection `i` and relays the answer (a statement of `scope`,
+    /// whose rows `obs` notes). `Ok(false)`: the answer was an error.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn relay_on(
         &mut self,
         i: usize,
@@ -78,6 +82,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         backend_stmt_id: Option<u32>,
         adj: Adjust,
         scope: StatementScope,
+        obs: &mut Observed,
     ) -> Result<bool, End> {
         if self.proxy.xa.is_some() {
             // Every connection a transaction touches joins it, the default backend's too.
@@ -178,7 +183,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if r.status != 0 || r.ok.is_some() {
                     self.status = r.status;
                 }
-                self.obs.relayed(&r);
+                obs.relayed(&r);
                 if let Some((backend_id, _, _)) = r.prepared {
                     if let Some(id) = client_stmt_id {
                         self.stmts.insert(

@@ -78,8 +78,6 @@ pub struct Session<R, W> {
     live: Arc<crate::live::Live>,
     /// The session's line in `SHOW IDGATE SESSIONS`.
     registered: crate::proxy::sessions::Entry,
-    /// The statement being measured (metrics, slow log).
-    obs: observe::Observed,
     /// COM_CHANGE_USERs refused on this connection; from the third on MariaDB answers no more.
     failed_change_user: u8,
 }
@@ -197,7 +195,6 @@ pub async fn run(
         slot,
         live,
         registered,
-        obs: Default::default(),
         failed_change_user: 0,
     };
     // A database named at login must exist, as on MySQL: check it now. An account read from the
@@ -329,10 +326,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The index of the session's connection to `backend`, taking one from its pool (and giving it
     /// the session's collation, database and earlier SET statements) on first use.
     /// The cursor for a statement of `scope`.
-    fn cursor(&mut self, scope: StatementScope) -> statement::StatementExec<'_, R, W> {
+    fn cursor<'a>(
+        &'a mut self,
+        scope: StatementScope,
+        obs: &'a mut observe::Observed,
+    ) -> statement::StatementExec<'a, R, W> {
         statement::StatementExec {
             session: self,
             scope,
+            obs,
         }
     }
 

@@ -19,7 +19,8 @@ use crate::route::Route;
 use crate::sql::{self, StatementKind};
 use crate::wire::command::StmtCommand;
 
-/// The statement being measured.
+/// What measuring one client command learns while it runs: made by the command's measurement
+/// (`observed_query`, `observed_execute`) and handed down to what runs it.
 #[derive(Debug, Default)]
 pub(super) struct Observed {
     /// Statements of the current COM_QUERY already counted.
@@ -139,12 +140,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
         t0: Instant,
     ) -> Option<End> {
-        self.obs.counted = 0;
-        self.obs.rows = 0;
-        let end = self.query(packet, scope).await;
-        if self.obs.counted == 0 {
+        let mut obs = Observed::default();
+        let end = self.query(packet, scope, &mut obs).await;
+        if obs.counted == 0 {
             let stmt = &packet[1..];
-            let who = self.obs.who(&self.hello.user, self.db.as_deref());
+            let who = obs.who(&self.hello.user, self.db.as_deref());
             let (route, kind, took) = (StmtRoute::Relayed, sql::classify(stmt), t0.elapsed());
             measured(&self.proxy, who, || stmt.to_vec(), route, kind, took);
         }
@@ -158,22 +158,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         plan: Plan,
         packet: &[u8],
         more: bool,
+        obs: &mut Observed,
     ) -> Step {
         // Planning read the kind of most statements already.
         let kind = plan.kind().unwrap_or_else(|| sql::classify(stmt));
         let route = route_of(&plan, kind);
-        if self.obs.in_execute {
-            self.obs.route = Some(route);
-            return self.run_plan(stmt, plan, packet, more).await;
+        if obs.in_execute {
+            obs.route = Some(route);
+            return self.run_plan(stmt, plan, packet, more, obs).await;
         }
         let t0 = Instant::now();
-        self.obs.rows = 0;
-        let step = self.run_plan(stmt, plan, packet, more).await;
-        self.obs.counted += 1;
-        let (who, took) = (
-            self.obs.who(&self.hello.user, self.db.as_deref()),
-            t0.elapsed(),
-        );
+        obs.rows = 0;
+        let step = self.run_plan(stmt, plan, packet, more, obs).await;
+        obs.counted += 1;
+        let (who, took) = (obs.who(&self.hello.user, self.db.as_deref()), t0.elapsed());
         measured(&self.proxy, who, || stmt.to_vec(), route, kind, took);
         step
     }
@@ -186,14 +184,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
         t0: Instant,
     ) -> Option<End> {
-        self.obs.in_execute = true;
-        self.obs.route = None;
-        self.obs.rows = 0;
+        let mut obs = Observed {
+            in_execute: true,
+            ..Observed::default()
+        };
         let end = self
-            .on_statement(packet, StmtCommand::Execute, id, scope)
+            .on_statement(packet, StmtCommand::Execute, id, scope, &mut obs)
             .await;
-        self.obs.in_execute = false;
-        let route = self.obs.route.take().unwrap_or(StmtRoute::Relayed);
+        let route = obs.route.unwrap_or(StmtRoute::Relayed);
         let st = id.and_then(|id| self.stmts.get(id));
         let kind = st.map_or(StatementKind::Other, |s| s.kind);
         let text = || {
@@ -201,7 +199,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 .map(|e| e.sql.clone())
                 .unwrap_or_else(|| b"(prepared statement; its text is on the backend)".to_vec())
         };
-        let who = self.obs.who(&self.hello.user, self.db.as_deref());
+        let who = obs.who(&self.hello.user, self.db.as_deref());
         measured(&self.proxy, who, text, route, kind, t0.elapsed());
         end
     }

@@ -3,6 +3,7 @@
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::observe::Observed;
 use super::{End, Session};
 use crate::exec::relay::Reply;
 use crate::exec::StatementScope;
@@ -41,7 +42,12 @@ impl From<Result<bool, End>> for Step {
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// COM_QUERY; `scope` is the command's, for a packet relayed whole (each statement idgate
     /// runs itself gets its own).
-    pub(super) async fn query(&mut self, packet: &[u8], scope: StatementScope) -> Option<End> {
+    pub(super) async fn query(
+        &mut self,
+        packet: &[u8],
+        scope: StatementScope,
+        obs: &mut Observed,
+    ) -> Option<End> {
         if self.proxy.migrations.holds.active() && !self.wait_for_switch(&packet[1..]).await {
             return None;
         }
@@ -51,7 +57,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             && !self.may_refuse_local_load(&packet[1..])
             && sql::admin_statement(&packet[1..]).is_none()
         {
-            return self.forward(packet, Reply::Results, scope).await.err();
+            return self.forward(packet, Reply::Results, scope, obs).await.err();
         }
         let sql = &packet[1..];
         let ranges = sql::split_statements(sql);
@@ -60,12 +66,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // packet goes whole to the default backend, whose connection has multi-statements off
             // as the client does (`SessionSetup::prepare`). MariaDB refuses it with its own 1064 and runs
             // none of it, or runs it as the one statement it is (a compound `BEGIN … END`).
-            return self.forward(packet, Reply::Results, scope).await.err();
+            return self.forward(packet, Reply::Results, scope, obs).await.err();
         }
         if ranges.len() <= 1 {
             let stmt = ranges.first().map_or(sql, |r| &sql[r.clone()]);
             let plan = self.plan_off_loop(stmt).await;
-            return match self.run_step(stmt, plan, packet, false).await {
+            return match self.run_step(stmt, plan, packet, false, obs).await {
                 Step::End(e) => Some(e),
                 _ => None,
             };
@@ -93,7 +99,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             });
         if !txn_control && plans.iter().all(|p| matches!(p, Plan::Forward(_))) {
             // Nothing for idgate to do: the backend runs the whole batch.
-            let ok = match self.forward(packet, Reply::Results, scope).await {
+            let ok = match self.forward(packet, Reply::Results, scope, obs).await {
                 Ok(ok) => ok,
                 Err(end) => return Some(end),
             };
@@ -111,7 +117,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         for (i, (r, plan)) in ranges.iter().zip(plans).enumerate() {
             let stmt = &sql[r.clone()];
             let own = query_packet(stmt);
-            match self.run_step(stmt, plan, &own, i < last).await {
+            match self.run_step(stmt, plan, &own, i < last, obs).await {
                 Step::Ok => {}
                 Step::Failed => return None,
                 Step::End(e) => return Some(e),
@@ -121,10 +127,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// Runs a statement text idgate made from a prepared statement and its parameters.
-    pub(super) async fn run_text_statement(&mut self, stmt: &[u8]) -> Option<End> {
+    pub(super) async fn run_text_statement(
+        &mut self,
+        stmt: &[u8],
+        obs: &mut Observed,
+    ) -> Option<End> {
         let packet = query_packet(stmt);
         let plan = self.plan(stmt);
-        match self.run_step(stmt, plan, &packet, false).await {
+        match self.run_step(stmt, plan, &packet, false, obs).await {
             Step::End(e) => Some(e),
             _ => None,
         }
@@ -290,10 +300,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         plan: Plan,
         packet: &[u8],
         more: bool,
+        obs: &mut Observed,
     ) -> Step {
         // idgate's own statements touch no backend and no transaction.
         let plan = match plan {
-            Plan::Admin(a) => return self.admin_statement(a, stmt, more).await,
+            Plan::Admin(a) => return self.admin_statement(a, stmt, more, obs).await,
             p => p,
         };
         let default = &self.proxy.default_pool.name;
@@ -334,7 +345,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return step;
             }
         }
-        self.cursor(scope)
+        self.cursor(scope, obs)
             .execute_plan(stmt, plan, packet, more)
             .await
     }

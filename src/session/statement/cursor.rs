@@ -42,6 +42,8 @@ impl BulkTxn {
 pub(in crate::session) struct StatementExec<'a, R, W> {
     pub(in crate::session) session: &'a mut Session<R, W>,
     pub(in crate::session) scope: StatementScope,
+    /// What the statement's measurement learns on the way (route, rows).
+    pub(in crate::session) obs: &'a mut crate::session::observe::Observed,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for StatementExec<'_, R, W> {
@@ -384,8 +386,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for StatementExec<
     }
 
     fn merged(&mut self, rows: u64) {
-        let s = &mut *self.session;
-        s.obs.merged(&s.proxy.metrics, rows);
+        self.obs.merged(&self.session.proxy.metrics, rows);
     }
 }
 

@@ -196,7 +196,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             }
         }
         match relayed {
-            Ok(Ok(Some(merged))) => s.obs.merged(&s.proxy.metrics, merged),
+            Ok(Ok(Some(merged))) => self.obs.merged(&s.proxy.metrics, merged),
             Ok(Ok(None)) => {}
             Ok(Err(msg)) => {
                 let e = SqlError::new(sql::ER_NOT_SUPPORTED_YET, b"42000", msg);

@@ -183,7 +183,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             }
             let packet = crate::wire::command::query_packet(sql);
             self.session
-                .relay_on(i, &packet, Reply::Results, None, adj, self.scope)
+                .relay_on(i, &packet, Reply::Results, None, adj, self.scope, self.obs)
                 .await?
         } else {
             let ran = self.run_on_shards(&plan, adj, ("INSERT", false));

@@ -223,7 +223,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         };
         let got = self
             .session
-            .cursor(self.scope)
+            .cursor(self.scope, self.obs)
             .fetch_routed(query, route, limits)
             .await?;
         let source = match source_of(got) {

@@ -68,7 +68,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         // backend runs it as written.
         let plan = Plan::Forward(StatementKind::Select);
         let packet = crate::wire::command::query_packet(&bound);
-        self.session.run_plan(&bound, plan, &packet, more).await
+        self.session
+            .run_plan(&bound, plan, &packet, more, self.obs)
+            .await
     }
 
     /// An execution of a prepared join, its parameters bound into `text`: run in the gateway

@@ -61,7 +61,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                 };
                 match self
                     .session
-                    .forward_with(packet, Reply::Results, None, adj, self.scope)
+                    .forward_with(packet, Reply::Results, None, adj, self.scope, self.obs)
                     .await
                 {
                     Ok(true) => {}
@@ -79,7 +79,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                 self.session.writer.send_error(&e);
                 Step::Failed
             }
-            Plan::Admin(a) => self.session.admin_statement(a, stmt, more).await,
+            Plan::Admin(a) => self.session.admin_statement(a, stmt, more, self.obs).await,
             Plan::NextValues {
                 generator,
                 count,

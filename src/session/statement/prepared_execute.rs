@@ -85,8 +85,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                 .and_then(|p| p.single_shard(&e.sql, &values, self.session.proxy.plan_generation()))
         };
         if let Some(backend) = pinned {
-            self.session
-                .obs
+            self.obs
                 .took_route(crate::metrics::statement_metrics::StmtRoute::SingleShard);
             return self.execute_select_on(id, Ok(vec![backend]), &values).await;
         }
@@ -118,7 +117,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         match (kind, bound) {
             (EmulatedKind::Insert, Some(a)) => self.run_bound_insert(&text, a).await,
             (EmulatedKind::Insert | EmulatedKind::Write, _) => {
-                self.session.run_text_statement(&text).await
+                self.session.run_text_statement(&text, self.obs).await
             }
             (EmulatedKind::Select, _) => {
                 self.execute_routed_select(id, &text, (&values, &charset))
@@ -172,8 +171,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
 
     /// Runs a prepared INSERT whose parameters were bound into `text` and its analysis `a`.
     async fn run_bound_insert(&mut self, text: &[u8], a: sql::InsertAnalysis) -> Option<End> {
-        self.session
-            .obs
+        self.obs
             .took_route(crate::metrics::statement_metrics::StmtRoute::InsertIds);
         let schema = a.table.schema.clone().or_else(|| {
             self.session
@@ -191,7 +189,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         else {
             // Not configured (or no longer, for this database): planned as text, which reads a
             // SELECT over placed tables through idgate.
-            return self.session.run_text_statement(text).await;
+            return self.session.run_text_statement(text, self.obs).await;
         };
         let global = match self
             .session
@@ -275,9 +273,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             return self.execute_join_or_refuse(text, e.clone()).await.err();
         }
         if let Ok(Some(r)) = &route {
-            self.session
-                .obs
-                .took_route(crate::session::observe::dml_route(r));
+            self.obs.took_route(crate::session::observe::dml_route(r));
         }
         let backends = match route {
             Ok(Some(Route::One(b))) => vec![b],

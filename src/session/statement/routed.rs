@@ -105,7 +105,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             }
         };
         self.session
-            .relay_on(i, packet, Reply::Results, None, adj, self.scope)
+            .relay_on(i, packet, Reply::Results, None, adj, self.scope, self.obs)
             .await
     }
 

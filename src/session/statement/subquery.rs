@@ -46,7 +46,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             p => p,
         };
         let packet = crate::wire::command::query_packet(&bound);
-        self.session.run_plan(&bound, plan, &packet, more).await
+        self.session
+            .run_plan(&bound, plan, &packet, more, self.obs)
+            .await
     }
 
     /// An execution of a prepared SELECT with subqueries over sharded tables, its parameters

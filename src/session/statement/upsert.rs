@@ -44,9 +44,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                     ..Adjust::default()
                 };
                 let packet = crate::wire::command::query_packet(sql);
-                let ran = self
-                    .session
-                    .relay_on(i, &packet, Reply::Results, None, adj, self.scope);
+                let ran = self.session.relay_on(
+                    i,
+                    &packet,
+                    Reply::Results,
+                    None,
+                    adj,
+                    self.scope,
+                    self.obs,
+                );
                 if !ran.await? {
                     self.after_failed_upsert(plan, stmt);
                     return Ok(false);
