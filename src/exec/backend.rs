@@ -388,6 +388,14 @@ impl BackendConn {
     /// Reads the next packet of the response into `self.packet`.
     /// Every wait for a backend's answer passes here, bounded by query_timeout_ms.
     pub async fn read(&mut self) -> Result<(), BackendError> {
+        match self.reader.read_buffered(&mut self.packet) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => {
+                self.broken = true;
+                return Err(e.into());
+            }
+        }
         // Pinned where it is made: the deadline then moves a pointer, not the read's state.
         let read = {
             let read = std::pin::pin!(self.reader.read(&mut self.packet));

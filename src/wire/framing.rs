@@ -156,6 +156,21 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         }
     }
 
+    /// A whole packet already in the buffer (one that no continuation follows) into `buf`,
+    /// without a future: `Ok(false)` when there is none, nothing taken (`read` then waits).
+    /// Most packets of an answer arrive together, and only its first needs to wait.
+    pub fn read_buffered(&mut self, buf: &mut Vec<u8>) -> Result<bool, FrameError> {
+        let Some(header) = self.inner.buffer().get(..4) else {
+            return Ok(false);
+        };
+        let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+        if len >= MAX_CHUNK {
+            return Ok(false);
+        }
+        buf.clear();
+        Ok(self.take_buffered(buf, &mut 0)?.is_some())
+    }
+
     /// One whole physical packet out of the buffer without waiting (one copy, no zeroing):
     /// `Some(true)` when a continuation follows; `None` when it has not all arrived or is over
     /// the limit (the waiting path reads or skips it).

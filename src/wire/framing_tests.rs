@@ -76,6 +76,63 @@ fn read_all(r: &mut PacketReader<Chunked>, count: usize) -> Vec<Vec<u8>> {
     })
 }
 
+/// As `read_all`, taking each packet without waiting when it is buffered whole; also how many
+/// were so taken.
+fn read_all_buffered_first(r: &mut PacketReader<Chunked>, count: usize) -> (Vec<Vec<u8>>, usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (mut got, mut taken) = (Vec::new(), 0);
+        for _ in 0..count {
+            let mut p = vec![1, 2, 3];
+            if r.read_buffered(&mut p).expect("packet") {
+                taken += 1;
+            } else {
+                r.read(&mut p).await.expect("packet");
+            }
+            got.push(p);
+            r.seq = 0;
+        }
+        (got, taken)
+    })
+}
+
+proptest! {
+    #[test]
+    fn buffered_packets_taken_without_waiting_are_the_same(
+        payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..20),
+        chunk in 1usize..700,
+    ) {
+        let mut data = Vec::new();
+        for p in &payloads {
+            frame(p, &mut 0, &mut data);
+        }
+        let mut r = reader(data, chunk, 1 << 20);
+        let (got, _) = read_all_buffered_first(&mut r, payloads.len());
+        prop_assert_eq!(got, payloads);
+    }
+}
+
+#[test]
+fn a_continued_packet_is_left_to_the_waiting_read() {
+    let big: Vec<u8> = (0..MAX_CHUNK + 10).map(|i| i as u8).collect();
+    let mut data = Vec::new();
+    frame(b"first", &mut 0, &mut data);
+    frame(b"second", &mut 0, &mut data);
+    frame(&big, &mut 0, &mut data);
+    frame(b"next", &mut 0, &mut data);
+    let mut r = reader(data, 64 * 1024, 64 << 20);
+    let (got, taken) = read_all_buffered_first(&mut r, 4);
+    assert_eq!(got[0], b"first");
+    assert_eq!(got[1], b"second");
+    assert!(got[2] == big, "the joined payload differs");
+    assert_eq!(got[3], b"next");
+    // The first packet and the continued one need the waiting read; the second and the last
+    // come from the buffer.
+    assert_eq!(taken, 2);
+}
+
 proptest! {
     #[test]
     fn same_packets_however_the_bytes_arrive(
