@@ -132,7 +132,6 @@ pub async fn run_with_file(
         version = %String::from_utf8_lossy(&proxy.server_version),
         "idgate is ready"
     );
-    let (tx, rx) = watch::channel(false);
     let mut sessions = JoinSet::new();
     let workers = Workers::start(proxy.config.worker_threads);
     let mut next = 0usize;
@@ -142,12 +141,11 @@ pub async fn run_with_file(
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let proxy = proxy.clone();
-                    let rx = rx.clone();
                     let open = proxy.metrics.client_connected();
                     let serve = move |stream: TcpStream| async move {
                         let _open = open;
                         let (r, w) = stream.into_split();
-                        let end = session::run(proxy, r, w, peer.ip().to_string(), rx).await;
+                        let end = session::run(proxy, r, w, peer.ip().to_string()).await;
                         debug!(?end, "session ended");
                     };
                     // Clients take turns between this thread and the workers.
@@ -188,7 +186,7 @@ pub async fn run_with_file(
         sessions = sessions.len(),
         "shutting down: no new connections"
     );
-    let _ = tx.send(true);
+    proxy.sessions.stop_all();
     let grace = Duration::from_millis(proxy.live().config.shutdown_grace_ms);
     let drained = tokio::time::timeout(grace, async {
         while sessions.join_next().await.is_some() {}

@@ -16,6 +16,8 @@ pub struct Registry {
     sessions: DashMap<u32, Arc<Info>>,
     /// Times are kept as ms since this instant (one atomic each).
     epoch: Instant,
+    /// idgate is shutting down: idle sessions end (`stop_all`).
+    stopping: AtomicBool,
 }
 
 impl Default for Registry {
@@ -23,6 +25,7 @@ impl Default for Registry {
         Registry {
             sessions: DashMap::new(),
             epoch: Instant::now(),
+            stopping: AtomicBool::new(false),
         }
     }
 }
@@ -88,6 +91,21 @@ pub struct Entry {
 impl Registry {
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Shutdown: every session ends once idle, through the waiter it already has for KILL (one
+    /// waiter per session instead of each idle wait also polling a watch all sessions share). A
+    /// session registered after this sees `stopping` before its first command.
+    pub fn stop_all(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for s in self.sessions.iter() {
+            s.end.notify_one();
+        }
+    }
+
+    /// Whether `stop_all` ran.
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
     }
 
     /// `at` as ms since the registry's epoch (no clock read).

@@ -69,7 +69,6 @@ pub struct Session<R, W> {
     /// Whether the client opened its transaction with BEGIN (XA mode, where idgate answers it).
     txn: txn::Txn,
     packet: Vec<u8>,
-    shutdown: tokio::sync::watch::Receiver<bool>,
     /// How long the session may sit idle (wait_timeout).
     idle: idle::IdleTimeout,
     /// The session's place under max_connections, given back when the session ends.
@@ -109,7 +108,6 @@ pub async fn run(
     reader: tokio::net::tcp::OwnedReadHalf,
     writer: tokio::net::tcp::OwnedWriteHalf,
     peer_host: String,
-    shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> End {
     let connection_id = proxy.next_connection_id();
     let live = proxy.live();
@@ -190,7 +188,6 @@ pub async fn run(
         multi_statements,
         txn: Default::default(),
         packet: Vec::with_capacity(1024),
-        shutdown,
         idle: idle_timeout,
         slot,
         live,
@@ -225,11 +222,13 @@ pub async fn run(
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn serve(&mut self) -> End {
-        // Waiting for shutdown and KILL lasts the session's life: registering two waiters per
-        // command cost more than the rest of a relayed statement's bookkeeping.
-        let mut shutdown = self.shutdown.clone();
-        let mut shutdown = std::pin::pin!(async move { crate::stop::stopped(&mut shutdown).await });
-        let mut killed = std::pin::pin!(self.registered.ended());
+        // Waiting for KILL and shutdown (one waiter for both) lasts the session's life:
+        // registering a waiter per command cost more than the rest of a relayed statement's
+        // bookkeeping.
+        let mut ended = std::pin::pin!(self.registered.ended());
+        if self.proxy.sessions.stopping() {
+            return End::Shutdown;
+        }
         loop {
             self.reader.seq = 0;
             if self.registered.killed() {
@@ -250,9 +249,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     // As MariaDB: the connection is closed without a word.
                     None => return End::IdleTimeout,
                 },
-                () = &mut shutdown => return End::Shutdown,
-                // KILL CONNECTION from another session: closed without a word, as MariaDB.
-                () = &mut killed => return End::Killed,
+                // Shutdown, or KILL CONNECTION from another session: closed without a word, as
+                // MariaDB.
+                () = &mut ended => {
+                    return if self.proxy.sessions.stopping() {
+                        End::Shutdown
+                    } else {
+                        End::Killed
+                    };
+                }
             };
             self.writer.seq = self.reader.seq;
             match read {
