@@ -157,7 +157,8 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
     }
 
     /// A whole packet already in the buffer (one that no continuation follows) into `buf`,
-    /// without a future: `Ok(false)` when there is none, nothing taken (`read` then waits).
+    /// without a future: `Ok(false)` when there is none (`buf` cleared, nothing taken from the
+    /// stream; `read` then waits).
     /// Most packets of an answer arrive together, and only its first needs to wait.
     pub fn read_buffered(&mut self, buf: &mut Vec<u8>) -> Result<bool, FrameError> {
         let Some(header) = self.inner.buffer().get(..4) else {
