@@ -93,6 +93,61 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// A COM_STMT_EXECUTE the backend runs as it was prepared, with nothing for idgate to do
+    /// first: `Some((connection, backend statement id))`. The checks are those `on_statement`
+    /// and `relay_on` would pass without acting (no long data to account for, no switch to wait
+    /// for, no new placement, no transaction to join, no LAST_INSERT_ID() to carry over); a
+    /// prepared `LOAD … LOCAL` also keeps to the general path, where files are rare anyway.
+    pub(super) fn plainly_relayed_execute(&self, packet: &[u8]) -> Option<(usize, u32)> {
+        if packet.first() != Some(&(Com::COM_STMT_EXECUTE as u8)) {
+            return None;
+        }
+        let id = packet.get(1..5)?;
+        let st = self
+            .stmts
+            .get(u32::from_le_bytes([id[0], id[1], id[2], id[3]]))?;
+        let plain = st.emulated.is_none()
+            && !st.load_local
+            && st.long_data.is_empty()
+            && st.generation == self.proxy.tables_generation()
+            && self.lid_sync.is_none()
+            && self.proxy.xa.is_none()
+            && !self.proxy.migrations.holds.active();
+        if !plain {
+            return None;
+        }
+        let i = self.leases.position(&self.proxy.default_pool.name)?;
+        Some((i, st.backend_id))
+    }
+
+    /// Runs such an execute (`plainly_relayed_execute`) and measures it: the general path's
+    /// relay without its dispatch layers, since relayed prepared statements are what most
+    /// applications send most.
+    pub(super) async fn relay_execute(
+        &mut self,
+        i: usize,
+        packet: &[u8],
+        backend_id: u32,
+        started: Instant,
+    ) -> Option<End> {
+        let mut obs = Observed::execute();
+        let be = self.leases.get_mut(i);
+        write_command(be, packet, Some(backend_id));
+        let end = match be.flush().await {
+            Err(e) => Some(self.backend_lost(e)),
+            Ok(()) => match self
+                .relay_answer(i, packet, Reply::Results, Adjust::default())
+                .await
+            {
+                Ok(relayed) => self.keep_relayed(relayed, packet, None, &mut obs).err(),
+                Err(end) => Some(end),
+            },
+        };
+        let id = u32::from_le_bytes([packet[1], packet[2], packet[3], packet[4]]);
+        self.execute_measured(Some(id), &obs, started);
+        end
+    }
+
     /// At EXECUTE: `Some` when the statement's long data went past the cap. The error is sent
     /// and the backend's half-received data is discarded (COM_STMT_RESET), as MariaDB forgets
     /// it after the failed execution.

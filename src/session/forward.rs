@@ -20,7 +20,7 @@ use super::prepared::Statement;
 use super::{End, Session};
 use crate::admin::kill;
 use crate::exec::client_watch;
-use crate::exec::relay::{self, Adjust, Client, Reply};
+use crate::exec::relay::{self, Adjust, Client, Relayed, Reply};
 use crate::exec::{BackendError, StatementScope};
 use crate::wire::command;
 use crate::wire::errors::{self, SqlError};
@@ -89,12 +89,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.join_transaction(i, scope).await?;
         }
         let client_stmt_id = adj.client_stmt_id;
-        let deprecate_eof = self.hello.deprecate_eof();
-        let local_files = self.hello.local_files();
-        let sync = if self.leases.held_mut()[i].backend == self.proxy.default_pool.name {
-            self.lid_sync.take()
-        } else {
-            None
+        let sync = match self.lid_sync {
+            Some(_) if self.leases.held_mut()[i].backend == self.proxy.default_pool.name => {
+                self.lid_sync.take()
+            }
+            _ => None,
         };
         let be = self.leases.get_mut(i);
         if let Some(id) = sync {
@@ -115,37 +114,65 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             be.next_response();
         }
-        let mut client = Client {
-            writer: &mut self.writer,
-            deprecate_eof,
-        };
+        let relayed = self.relay_answer(i, packet, reply, adj).await?;
+        self.keep_relayed(relayed, packet, client_stmt_id, obs)
+    }
+
+    /// Relays the answer to `packet`, just sent on held connection `i`, while watching the
+    /// client; a LOCAL INFILE file the backend asks for is carried (or declined) on the way.
+    pub(super) async fn relay_answer(
+        &mut self,
+        i: usize,
+        packet: &[u8],
+        reply: Reply,
+        adj: Adjust,
+    ) -> Result<Result<Relayed, BackendError>, End> {
         let adj = Adjust {
             local_infile: true,
             cursor_requested: Adjust::asks_for_cursor(packet),
             ..adj
         };
+        let mut client = Client {
+            writer: &mut self.writer,
+            deprecate_eof: self.hello.deprecate_eof(),
+        };
+        let be = self.leases.get_mut(i);
         // Pinned where it is made: the watch then moves a pointer, not the relay's state.
         let relayed = {
             let relaying = std::pin::pin!(relay::relay(be, &mut client, reply, adj));
             client_watch::unless_client_leaves(&mut self.reader, relaying).await
         };
-        let Some(mut relayed) = relayed else {
+        let Some(relayed) = relayed else {
             return Err(self.client_left_mid_statement(i));
         };
+        match relayed {
+            Ok(r) if r.file_request => self.carry_files(i, packet, reply, adj).await,
+            relayed => Ok(relayed),
+        }
+    }
+
+    /// The backend asked for a LOCAL INFILE file: it is carried from the client when the
+    /// client may be asked (declined with MariaDB's refusal otherwise), and the rest of the
+    /// answer relayed, as often as the answer asks.
+    async fn carry_files(
+        &mut self,
+        i: usize,
+        packet: &[u8],
+        reply: Reply,
+        adj: Adjust,
+    ) -> Result<Result<Relayed, BackendError>, End> {
+        let prepared_load_local = packet.get(1..5).is_some_and(|id| {
+            let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
+            self.stmts.get(id).is_some_and(|st| st.load_local)
+        });
+        let local_files = self.hello.local_files();
+        let may_ask = local_infile::may_ask_for_file(local_files, packet, prepared_load_local);
         let be = self.leases.get_mut(i);
         let mut client = Client {
             writer: &mut self.writer,
-            deprecate_eof,
+            deprecate_eof: self.hello.deprecate_eof(),
         };
-        while let Ok(r) = &relayed {
-            if !r.file_request {
-                break;
-            }
-            let prepared_load_local = packet.get(1..5).is_some_and(|id| {
-                let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
-                self.stmts.get(id).is_some_and(|st| st.load_local)
-            });
-            let may_ask = local_infile::may_ask_for_file(local_files, packet, prepared_load_local);
+        loop {
             let carried = if may_ask {
                 let mut buf = Vec::new();
                 let t = std::time::Duration::from_secs(self.live.config.net_read_timeout);
@@ -153,7 +180,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             } else {
                 be.decline_file().await.map_err(CarryError::Backend)
             };
-            relayed = match carried {
+            let relayed = match carried {
                 Ok(()) if !may_ask => {
                     // The backend loaded an empty file: its answer (0 rows) would tell the
                     // client its load succeeded. The client gets MariaDB's own refusal instead.
@@ -162,7 +189,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                             self.status = status;
                             self.writer
                                 .send_error(&crate::route::local_infile_disabled());
-                            Ok(false)
+                            Ok(Ok(Relayed {
+                                status,
+                                error: true,
+                                ..Relayed::default()
+                            }))
                         }
                         Err(e) => Err(self.backend_lost(e)),
                     };
@@ -177,36 +208,46 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 Err(CarryError::Client(_)) => return Err(End::ClientGone),
             };
-        }
-        match relayed {
-            Ok(r) => {
-                if r.status != 0 || r.ok.is_some() {
-                    self.status = r.status;
-                }
-                obs.relayed(&r);
-                if let Some((backend_id, _, _)) = r.prepared {
-                    if let Some(id) = client_stmt_id {
-                        self.stmts.insert(
-                            id,
-                            Statement {
-                                backend_id,
-                                kind: crate::sql::classify(packet.get(1..).unwrap_or_default()),
-                                emulated: None,
-                                long_data: Default::default(),
-                                load_local: crate::sql::is_load_local(
-                                    packet.get(1..).unwrap_or_default(),
-                                ),
-                                relayed_text: Some(packet.get(1..).unwrap_or_default().into()),
-                                generation: self.proxy.tables_generation(),
-                            },
-                        );
-                    }
-                }
-                Ok(!r.error)
+            match relayed {
+                Ok(r) if r.file_request => continue,
+                relayed => return Ok(relayed),
             }
-            Err(BackendError::ClientGone(_)) => Err(End::ClientGone),
-            Err(e) => Err(self.backend_lost(e)),
         }
+    }
+
+    /// What the session keeps of a relayed answer: its status, its rows for `obs`, and a
+    /// statement it prepared (as `client_stmt_id`). `Ok(false)`: the answer was an error.
+    pub(super) fn keep_relayed(
+        &mut self,
+        relayed: Result<Relayed, BackendError>,
+        packet: &[u8],
+        client_stmt_id: Option<u32>,
+        obs: &mut Observed,
+    ) -> Result<bool, End> {
+        let r = match relayed {
+            Ok(r) => r,
+            Err(BackendError::ClientGone(_)) => return Err(End::ClientGone),
+            Err(e) => return Err(self.backend_lost(e)),
+        };
+        if r.status != 0 || r.ok.is_some() {
+            self.status = r.status;
+        }
+        obs.relayed(&r);
+        if let (Some((backend_id, _, _)), Some(id)) = (r.prepared, client_stmt_id) {
+            self.stmts.insert(
+                id,
+                Statement {
+                    backend_id,
+                    kind: crate::sql::classify(packet.get(1..).unwrap_or_default()),
+                    emulated: None,
+                    long_data: Default::default(),
+                    load_local: crate::sql::is_load_local(packet.get(1..).unwrap_or_default()),
+                    relayed_text: Some(packet.get(1..).unwrap_or_default().into()),
+                    generation: self.proxy.tables_generation(),
+                },
+            );
+        }
+        Ok(!r.error)
     }
 
     /// The backend connection failed mid-command: its session state is gone, so tell the client

@@ -16,6 +16,11 @@ pub struct LongDataTally {
 }
 
 impl LongDataTally {
+    /// Nothing was sent since the statement last executed (or was reset).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty() && !self.overflowed
+    }
+
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.overflowed = false;

@@ -273,7 +273,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let started = std::time::Instant::now();
             self.registered
                 .busy(packet.first().copied().unwrap_or(0), started);
-            let end = self.dispatch(&packet, started).await;
+            let end = match self.plainly_relayed_execute(&packet) {
+                Some((i, backend_id)) => self.relay_execute(i, &packet, backend_id, started).await,
+                None => self.dispatch(&packet, started).await,
+            };
             self.registered.idle(self.status, &self.db);
             self.packet = packet;
             if let Some(end) = end {
@@ -328,8 +331,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
-    /// The index of the session's connection to `backend`, taking one from its pool (and giving it
-    /// the session's collation, database and earlier SET statements) on first use.
     /// The cursor for a statement of `scope`.
     fn cursor<'a>(
         &'a mut self,
@@ -343,6 +344,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 
+    /// The index of the session's connection to `backend`, taking one from its pool (and giving it
+    /// the session's collation, database and earlier SET statements) on first use.
     pub(super) async fn lease_index(&mut self, backend: &str) -> Result<usize, SqlError> {
         if let Some(i) = self.leases.position(backend) {
             return Ok(i);

@@ -33,6 +33,14 @@ pub(super) struct Observed {
 }
 
 impl Observed {
+    /// For a COM_STMT_EXECUTE, counted once by its measurement whatever path it takes.
+    pub(super) fn execute() -> Observed {
+        Observed {
+            in_execute: true,
+            ..Observed::default()
+        }
+    }
+
     /// The route an executed prepared statement took inside idgate.
     pub(super) fn took_route(&mut self, route: StmtRoute) {
         self.route = Some(route);
@@ -43,7 +51,6 @@ impl Observed {
         self.rows = r.rows + r.ok.map_or(0, |ok| ok.affected_rows);
     }
 
-    /// Rows read from the shards for a merge (also counted in `metrics`).
     /// Who ran the statement being observed, and its rows so far, for the statement's log.
     fn who<'a>(&self, user: &'a [u8], database: Option<&'a [u8]>) -> Who<'a> {
         Who {
@@ -53,6 +60,7 @@ impl Observed {
         }
     }
 
+    /// Rows read from the shards for a merge (also counted in `metrics`).
     pub(super) fn merged(&mut self, metrics: &crate::metrics::Metrics, rows: u64) {
         metrics.merged_rows.inc_by(rows);
         self.rows = rows;
@@ -184,13 +192,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
         t0: Instant,
     ) -> Option<End> {
-        let mut obs = Observed {
-            in_execute: true,
-            ..Observed::default()
-        };
+        let mut obs = Observed::execute();
         let end = self
             .on_statement(packet, StmtCommand::Execute, id, scope, &mut obs)
             .await;
+        self.execute_measured(id, &obs, t0);
+        end
+    }
+
+    /// Counts the COM_STMT_EXECUTE of statement `id` that arrived at `t0`.
+    pub(super) fn execute_measured(&self, id: Option<u32>, obs: &Observed, t0: Instant) {
         let route = obs.route.unwrap_or(StmtRoute::Relayed);
         let st = id.and_then(|id| self.stmts.get(id));
         let kind = st.map_or(StatementKind::Other, |s| s.kind);
@@ -201,6 +212,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         };
         let who = obs.who(&self.hello.user, self.db.as_deref());
         measured(&self.proxy, who, text, route, kind, t0.elapsed());
-        end
     }
 }
