@@ -411,6 +411,32 @@ impl BackendConn {
         }
     }
 
+    /// Waits, within query_timeout_ms, until the answer's first bytes have arrived (at once
+    /// when some are buffered): an answer that arrived whole is then taken in one go.
+    pub async fn wait_for_answer(&mut self) -> Result<(), BackendError> {
+        if self.reader.buffered() > 0 {
+            return Ok(());
+        }
+        let filled = {
+            let filling = std::pin::pin!(self.reader.fill());
+            self.deadline.run(filling).await
+        };
+        match filled {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => {
+                self.broken = true;
+                Err(e.into())
+            }
+            None => Err(self.timed_out()),
+        }
+    }
+
+    /// What the backend sent and was not read yet, for relaying an answer that arrived whole
+    /// where it lies (`relay_whole`).
+    pub(super) fn unread(&mut self) -> &mut PacketReader<NetRead> {
+        &mut self.reader
+    }
+
     /// LOCAL INFILE: the packet just read asks for a file. Packets sent with `send_file_packet`
     /// continue the command's sequence. The connection counts as broken until `end_file` sent
     /// the closing empty packet, so a transfer cut short is closed, never reused out of step.

@@ -21,6 +21,7 @@ pub mod pool_limits;
 pub mod pool_stats;
 pub mod primitives;
 pub mod relay;
+mod relay_whole;
 pub mod scatter;
 
 pub use backend::{BackendConn, BackendError};

@@ -1,5 +1,6 @@
-//! Relays a backend's response to one command to the client, packet by packet, without decoding
-//! rows or column definitions. Backend connections always use classic EOF packets; for clients
+//! Relays a backend's response to one command to the client without decoding rows or column
+//! definitions: an answer that arrived whole in one pass (`relay_whole`), others packet by
+//! packet. Backend connections always use classic EOF packets; for clients
 //! that negotiated CLIENT_DEPRECATE_EOF the EOFs are dropped or turned into OK terminators here.
 
 use mysql_common::constants::StatusFlags;
@@ -96,13 +97,13 @@ impl Adjust {
 }
 
 impl<W: AsyncWrite + Unpin> Client<'_, W> {
-    fn forward(&mut self, p: &[u8]) {
+    pub(super) fn forward(&mut self, p: &[u8]) {
         self.writer.write(p);
     }
 
     /// Relays a classic EOF as the client expects it (EOF, or OK with the 0xfe header), with
     /// `add_status` flags set.
-    fn terminator(&mut self, eof: &[u8], add_status: u16) {
+    pub(super) fn terminator(&mut self, eof: &[u8], add_status: u16) {
         if !self.deprecate_eof && add_status == 0 {
             self.forward(eof);
             return;
@@ -145,7 +146,17 @@ pub async fn relay<W: AsyncWrite + Unpin>(
     reply: Reply,
     adj: Adjust,
 ) -> Result<Relayed, BackendError> {
-    let r = relay_inner(be, client, reply, &adj).await;
+    let r = match reply {
+        // Most answers arrive whole: they are relayed in one pass, not packet by packet.
+        Reply::Results if super::relay_whole::applies(&adj) => match be.wait_for_answer().await {
+            Ok(()) => match super::relay_whole::relay_whole(be.unread(), client) {
+                Some(out) => Ok(out),
+                None => relay_inner(be, client, reply, &adj).await,
+            },
+            Err(e) => Err(e),
+        },
+        _ => relay_inner(be, client, reply, &adj).await,
+    };
     if r.is_err() {
         be.broken = true;
     }

@@ -172,6 +172,38 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         Ok(self.take_buffered(buf, &mut 0)?.is_some())
     }
 
+    /// Waits until bytes are buffered (at once when some are): the start of a peer's answer.
+    pub async fn fill(&mut self) -> Result<(), FrameError> {
+        use tokio::io::AsyncBufReadExt;
+        if !self.inner.buffer().is_empty() {
+            return Ok(());
+        }
+        match self.inner.fill_buf().await {
+            Ok([]) => Err(FrameError::Closed),
+            Ok(_) => Ok(()),
+            Err(e) => Err(FrameError::Io(e)),
+        }
+    }
+
+    /// The whole packets already buffered, looked at in place; none is taken until
+    /// `take_walked`.
+    pub fn buffered_packets(&self) -> BufferedPackets<'_> {
+        BufferedPackets {
+            buf: self.inner.buffer(),
+            at: 0,
+            seq: self.seq,
+            limit: self.limit,
+            compressed: self.compressed,
+        }
+    }
+
+    /// Takes the packets a walk went past (they were used where they lay).
+    pub fn take_walked(&mut self, walked: Walked) {
+        use tokio::io::AsyncBufRead;
+        std::pin::Pin::new(&mut self.inner).consume(walked.bytes);
+        self.seq = walked.seq;
+    }
+
     /// One whole physical packet out of the buffer without waiting (one copy, no zeroing):
     /// `Some(true)` when a continuation follows; `None` when it has not all arrived or is over
     /// the limit (the waiting path reads or skips it).
@@ -270,6 +302,53 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
     }
 }
 
+/// The payloads of the whole packets in a reader's buffer, in order, without taking them. The
+/// walk ends where `read` has something to do: a packet not all arrived, one continued (16 MiB
+/// or more) or over the limit, or one out of sequence (`read` reports it).
+pub struct BufferedPackets<'a> {
+    buf: &'a [u8],
+    at: usize,
+    seq: u8,
+    limit: usize,
+    compressed: bool,
+}
+
+/// How far a walk over buffered packets went: what `PacketReader::take_walked` takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Walked {
+    bytes: usize,
+    seq: u8,
+}
+
+impl<'a> BufferedPackets<'a> {
+    pub fn walked(&self) -> Walked {
+        Walked {
+            bytes: self.at,
+            seq: self.seq,
+        }
+    }
+}
+
+impl<'a> Iterator for BufferedPackets<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let header = self.buf.get(self.at..self.at + 4)?;
+        let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+        if len >= MAX_CHUNK || len > self.limit {
+            return None;
+        }
+        let mut seq = self.seq;
+        if out_of_order(&mut seq, self.compressed, header[3]) {
+            return None;
+        }
+        let payload = self.buf.get(self.at + 4..self.at + 4 + len)?;
+        self.seq = seq.wrapping_add(1);
+        self.at += 4 + len;
+        Some(payload)
+    }
+}
+
 pub struct PacketWriter<W> {
     inner: W,
     buf: Vec<u8>,
@@ -322,6 +401,19 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         &self.inner
     }
 
+    /// Where the writer is now, to `rollback` to.
+    pub fn mark(&self) -> (usize, u8) {
+        (self.buf.len(), self.seq)
+    }
+
+    /// Forgets what was written since `mark` (none of it was flushed: flushing is async, and
+    /// the caller wrote in one go). An ERR packet written meanwhile stays counted: roll back
+    /// only what holds none.
+    pub fn rollback(&mut self, (len, seq): (usize, u8)) {
+        self.buf.truncate(len);
+        self.seq = seq;
+    }
+
     /// Starts a packet whose payload the caller appends to the returned buffer; finish with `end`.
     pub fn begin(&mut self) -> usize {
         let start = self.buf.len();
@@ -336,14 +428,7 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     /// Completes the packet opened at `start`, splitting it if it reached 16 MiB.
     pub fn end(&mut self, start: usize) {
         let len = self.buf.len() - start - 4;
-        if let Some(sink) = &self.errors {
-            if len >= 3 && self.buf[start + 4] == 0xff {
-                sink.record(u16::from_le_bytes([
-                    self.buf[start + 5],
-                    self.buf[start + 6],
-                ]));
-            }
-        }
+        self.count_error(start + 4);
         if len < MAX_CHUNK {
             self.buf[start..start + 3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
             self.buf[start + 3] = self.seq;
@@ -355,15 +440,29 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         }
     }
 
+    /// Counts the ERR packet whose payload starts at `at`, if it is one.
+    fn count_error(&self, at: usize) {
+        if let (Some(sink), Some(&[0xff, lo, hi])) = (&self.errors, self.buf.get(at..at + 3)) {
+            sink.record(u16::from_le_bytes([lo, hi]));
+        }
+    }
+
     /// Writes a whole payload as one logical packet.
     pub fn write(&mut self, payload: &[u8]) {
-        if payload.len() < MAX_CHUNK {
-            let start = self.begin();
-            self.buf.extend_from_slice(payload);
-            self.end(start);
-        } else {
+        let len = payload.len();
+        if len >= MAX_CHUNK {
             self.write_chunks(payload);
+            return;
         }
+        // Header and payload appended directly: relaying packets as they are is most of what
+        // the writer does.
+        let start = self.buf.len();
+        self.buf.reserve(4 + len);
+        self.buf
+            .extend_from_slice(&[len as u8, (len >> 8) as u8, (len >> 16) as u8, self.seq]);
+        self.buf.extend_from_slice(payload);
+        self.seq = self.seq.wrapping_add(1);
+        self.count_error(start + 4);
     }
 
     fn write_chunks(&mut self, payload: &[u8]) {

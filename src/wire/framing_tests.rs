@@ -117,6 +117,51 @@ fn a_continued_packet_is_left_to_the_waiting_read() {
     assert_eq!(taken, 2);
 }
 
+#[test]
+fn a_walk_over_buffered_packets_stops_where_read_has_work_and_takes_what_it_passed() {
+    let mut data = Vec::new();
+    let mut seq = 0;
+    frame(b"first", &mut seq, &mut data);
+    frame(b"second", &mut seq, &mut data);
+    frame(&[7; 100], &mut seq, &mut data); // over the limit below
+    frame(b"after", &mut seq, &mut data);
+    let mut r = reader(data, 64 * 1024, 50);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(r.fill()).expect("bytes");
+    let buffered = r.buffered();
+    let mut walk = r.buffered_packets();
+    assert_eq!(walk.next(), Some(&b"first"[..]));
+    assert_eq!(walk.next(), Some(&b"second"[..]));
+    assert_eq!(
+        walk.next(),
+        None,
+        "the packet over the limit is read's to report"
+    );
+    let walked = walk.walked();
+    // Looking took nothing; taking takes exactly the packets walked past.
+    assert_eq!(r.buffered(), buffered);
+    r.take_walked(walked);
+    assert_eq!(r.buffered(), buffered - (4 + 5) - (4 + 6));
+    assert_eq!(r.seq, 2);
+    let mut p = Vec::new();
+    let e = rt.block_on(r.read(&mut p)).expect_err("over the limit");
+    assert!(matches!(e, FrameError::TooLarge { .. }), "{e}");
+
+    // A continued packet and one out of sequence end a walk too.
+    let mut data = Vec::new();
+    frame(&vec![1; MAX_CHUNK + 1], &mut 0, &mut data);
+    let mut r = reader(data, 64 * 1024, 64 << 20);
+    rt.block_on(r.fill()).expect("bytes");
+    assert_eq!(r.buffered_packets().next(), None);
+    let mut data = Vec::new();
+    frame(b"late", &mut 3, &mut data);
+    let mut r = reader(data, 64 * 1024, 64 << 20);
+    rt.block_on(r.fill()).expect("bytes");
+    assert_eq!(r.buffered_packets().next(), None);
+}
+
 proptest! {
     #[test]
     fn same_packets_however_the_bytes_arrive(
