@@ -122,6 +122,7 @@ pub async fn run_with_file(
     }
     crate::admin::start(&proxy, stop.clone()).await?;
     crate::migrate::watch(&proxy);
+    crate::proxy::sessions::sweep_idle(&proxy);
     for pool in proxy.pools.values() {
         if let Err(e) = pool.warm_up().await {
             warn!(backend = %pool.name, error = %e, "could not open min_connections at startup");

@@ -41,10 +41,15 @@ pub struct Info {
     /// ms since the registry's epoch when the session entered its current state.
     since_ms: AtomicU64,
     in_txn: AtomicBool,
+    /// How long the session may sit idle (its wait_timeout), in ms.
+    idle_limit_ms: AtomicU64,
+    /// `end_idle` found the session idle past `idle_limit_ms` and woke it to end.
+    idle_expired: AtomicBool,
     /// The backend threads of the session's connections, for `KILL`.
     conns: Arc<Published>,
-    /// `KILL CONNECTION` from another session: end this one (`killed` for a session that is
-    /// never idle long enough to be woken, e.g. a client that pipelines its commands).
+    /// `KILL CONNECTION` from another session, shutdown, or the idle limit: end this one
+    /// (`killed` for a session that is never idle long enough to be woken, e.g. a client that
+    /// pipelines its commands).
     end: Notify,
     killed: AtomicBool,
 }
@@ -108,6 +113,22 @@ impl Registry {
         self.stopping.load(Ordering::SeqCst)
     }
 
+    /// Wakes every session that has sat idle past its wait_timeout, to end (it checks again
+    /// itself: it may have started a command since). One pass over the sessions bounds every
+    /// idle wait, instead of each wait reading the clock and polling a timer of its own.
+    pub fn end_idle(&self) {
+        let now = self.now_ms();
+        for s in self.sessions.iter() {
+            let idle_for = now.saturating_sub(s.since_ms.load(Ordering::Relaxed));
+            if s.command.load(Ordering::Relaxed) == IDLE
+                && idle_for >= s.idle_limit_ms.load(Ordering::Relaxed)
+                && !s.idle_expired.swap(true, Ordering::Relaxed)
+            {
+                s.end.notify_one();
+            }
+        }
+    }
+
     /// `at` as ms since the registry's epoch (no clock read).
     fn ms_at(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.epoch).as_millis() as u64
@@ -168,6 +189,8 @@ impl Entry {
             command: AtomicU8::new(IDLE),
             since_ms: AtomicU64::new(r.now_ms()),
             in_txn: AtomicBool::new(false),
+            idle_limit_ms: AtomicU64::new(u64::MAX),
+            idle_expired: AtomicBool::new(false),
             conns: Arc::default(),
             end: Notify::new(),
             killed: AtomicBool::new(false),
@@ -199,6 +222,26 @@ impl Entry {
     /// Whether another session killed this one's connection.
     pub fn killed(&self) -> bool {
         self.info.killed.load(Ordering::Relaxed)
+    }
+
+    /// How long the session may sit idle from now on (its wait_timeout).
+    pub fn set_idle_limit(&self, limit: std::time::Duration) {
+        let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        self.info.idle_limit_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Woken by `Registry::end_idle`: whether the session, idle now, still is past its limit
+    /// (it may have run a command since it was found so).
+    pub fn idle_expired(&self) -> bool {
+        if !self.info.idle_expired.swap(false, Ordering::Relaxed) {
+            return false;
+        }
+        let idle_for = self
+            .proxy
+            .sessions
+            .now_ms()
+            .saturating_sub(self.info.since_ms.load(Ordering::Relaxed));
+        idle_for >= self.info.idle_limit_ms.load(Ordering::Relaxed)
     }
 
     /// A command starts, `at` (the instant its statement is measured from: one clock read).
@@ -267,6 +310,25 @@ fn command_name(c: u8) -> &'static str {
         x if x == b(COM_QUIT) => "Quit",
         _ => "Unknown",
     }
+}
+
+/// How often idle sessions are looked at: a session ends within this much of its wait_timeout.
+const IDLE_SWEEP: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Ends sessions idle past their wait_timeout, for as long as idgate runs (`Registry::end_idle`).
+pub fn sweep_idle(proxy: &Arc<crate::proxy::Proxy>) {
+    let proxy = Arc::downgrade(proxy);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(IDLE_SWEEP);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(proxy) = proxy.upgrade() else {
+                return;
+            };
+            proxy.sessions.end_idle();
+        }
+    });
 }
 
 #[cfg(test)]

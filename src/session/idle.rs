@@ -1,7 +1,8 @@
 //! wait_timeout: how long a session may sit idle between commands before idgate closes it, as
 //! MariaDB does (nothing is sent; the connection just ends). Starts at `wait_timeout`, or
 //! `interactive_timeout` for CLIENT_INTERACTIVE clients, and follows the client's own
-//! `SET [SESSION] wait_timeout = …` as the default backend evaluated it.
+//! `SET [SESSION] wait_timeout = …` as the default backend evaluated it. The session hands the
+//! value to its entry in the session list, where `Registry::end_idle` looks for sessions past it.
 
 use std::time::Duration;
 
@@ -15,8 +16,6 @@ pub struct IdleTimeout {
     current: Duration,
     /// A SET naming wait_timeout ran: read the session's value back before waiting again.
     recheck: bool,
-    /// Bounds each wait for the next command.
-    timer: crate::limits::Deadline,
 }
 
 impl IdleTimeout {
@@ -31,14 +30,12 @@ impl IdleTimeout {
             initial,
             current: initial,
             recheck: false,
-            timer: crate::limits::Deadline::new(initial),
         }
     }
 
-    /// Waits for `next_command` at most the current wait_timeout; `None`: the session sat idle.
-    pub async fn wait<F: std::future::Future>(&mut self, next_command: F) -> Option<F::Output> {
-        self.timer.set_duration(self.current);
-        self.timer.run(next_command).await
+    /// How long the session may sit idle now.
+    pub fn current(&self) -> Duration {
+        self.current
     }
 
     /// A successful SET ran on the default backend.

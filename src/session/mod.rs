@@ -241,22 +241,32 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 let lease = default.map(|i| self.leases.get_mut(i));
                 self.idle.refresh(lease).await;
             }
-            let read = tokio::select! {
-                // A command already waiting is read without looking at the others.
-                biased;
-                r = self.idle.wait(self.reader.read(&mut packet)) => match r {
-                    Some(r) => r,
-                    // As MariaDB: the connection is closed without a word.
-                    None => return End::IdleTimeout,
-                },
-                // Shutdown, or KILL CONNECTION from another session: closed without a word, as
-                // MariaDB.
-                () = &mut ended => {
-                    return if self.proxy.sessions.stopping() {
-                        End::Shutdown
-                    } else {
-                        End::Killed
-                    };
+            self.registered.set_idle_limit(self.idle.current());
+            let read = {
+                // Made once per wait: a wake that does not end the session must not lose what
+                // the read took so far.
+                let mut reading = std::pin::pin!(self.reader.read(&mut packet));
+                loop {
+                    tokio::select! {
+                        // A command already waiting is read without looking at the others.
+                        biased;
+                        r = &mut reading => break r,
+                        // Shutdown, KILL CONNECTION from another session, or idle past
+                        // wait_timeout (`Registry::end_idle`): closed without a word, as MariaDB.
+                        () = &mut ended => {
+                            if self.proxy.sessions.stopping() {
+                                return End::Shutdown;
+                            }
+                            if self.registered.killed() {
+                                return End::Killed;
+                            }
+                            if self.registered.idle_expired() {
+                                return End::IdleTimeout;
+                            }
+                            // Found idle before its last command: it waits on.
+                            ended.set(self.registered.ended());
+                        }
+                    }
                 }
             };
             self.writer.seq = self.reader.seq;
