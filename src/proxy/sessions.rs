@@ -121,7 +121,7 @@ impl Registry {
         for s in self.sessions.iter() {
             let idle_for = now.saturating_sub(s.since_ms.load(Ordering::Relaxed));
             if s.command.load(Ordering::Relaxed) == IDLE
-                && idle_for >= s.idle_limit_ms.load(Ordering::Relaxed)
+                && idle_for > s.idle_limit_ms.load(Ordering::Relaxed)
                 && !s.idle_expired.swap(true, Ordering::Relaxed)
             {
                 s.end.notify_one();
@@ -224,10 +224,13 @@ impl Entry {
         self.info.killed.load(Ordering::Relaxed)
     }
 
-    /// How long the session may sit idle from now on (its wait_timeout).
-    pub fn set_idle_limit(&self, limit: std::time::Duration) {
-        let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
-        self.info.idle_limit_ms.store(ms, Ordering::Relaxed);
+    /// The session starts waiting for its next command, for at most `limit` (its wait_timeout).
+    pub fn waiting(&self, limit: std::time::Duration) {
+        let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        self.info.idle_limit_ms.store(limit_ms, Ordering::Relaxed);
+        self.info
+            .since_ms
+            .store(self.proxy.sessions.now_ms(), Ordering::Relaxed);
     }
 
     /// Woken by `Registry::end_idle`: whether the session, idle now, still is past its limit
@@ -241,7 +244,9 @@ impl Entry {
             .sessions
             .now_ms()
             .saturating_sub(self.info.since_ms.load(Ordering::Relaxed));
-        idle_for >= self.info.idle_limit_ms.load(Ordering::Relaxed)
+        // Strictly past: both readings are truncated to whole ms, and MariaDB never ends a
+        // session early.
+        idle_for > self.info.idle_limit_ms.load(Ordering::Relaxed)
     }
 
     /// A command starts, `at` (the instant its statement is measured from: one clock read).
@@ -252,12 +257,10 @@ impl Entry {
             .store(self.proxy.sessions.ms_at(at), Ordering::Relaxed);
     }
 
-    /// The command ended: idle, with the session's status flags and database now.
+    /// The command ended: idle, with the session's status flags and database now (idle since
+    /// `waiting`, once its answer is sent).
     pub fn idle(&mut self, status: u16, db: &Option<Vec<u8>>) {
         self.info.command.store(IDLE, Ordering::Relaxed);
-        self.info
-            .since_ms
-            .store(self.proxy.sessions.now_ms(), Ordering::Relaxed);
         let in_txn =
             StatusFlags::from_bits_retain(status).contains(StatusFlags::SERVER_STATUS_IN_TRANS);
         self.info.in_txn.store(in_txn, Ordering::Relaxed);
@@ -326,6 +329,10 @@ pub fn sweep_idle(proxy: &Arc<crate::proxy::Proxy>) {
             let Some(proxy) = proxy.upgrade() else {
                 return;
             };
+            // Shutdown ends idle sessions itself (`stop_all`).
+            if proxy.sessions.stopping() {
+                return;
+            }
             proxy.sessions.end_idle();
         }
     });

@@ -241,7 +241,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 let lease = default.map(|i| self.leases.get_mut(i));
                 self.idle.refresh(lease).await;
             }
-            self.registered.set_idle_limit(self.idle.current());
+            // Idle from here, not from the end of the last command: its answer's flush, the
+            // read-back above and the login's own checks do not count against wait_timeout.
+            self.registered.waiting(self.idle.current());
             let read = {
                 // Made once per wait: a wake that does not end the session must not lose what
                 // the read took so far.
