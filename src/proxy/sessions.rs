@@ -315,7 +315,8 @@ fn command_name(c: u8) -> &'static str {
     }
 }
 
-/// How often idle sessions are looked at: a session ends within this much of its wait_timeout.
+/// How often idle sessions are looked at: a session ends at the first look past its wait_timeout
+/// (later when the main thread's event loop, which runs the looks, is held up).
 const IDLE_SWEEP: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Ends sessions idle past their wait_timeout, for as long as idgate runs (`Registry::end_idle`).

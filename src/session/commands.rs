@@ -143,8 +143,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Err(end) => Some(end),
             },
         };
-        let id = u32::from_le_bytes([packet[1], packet[2], packet[3], packet[4]]);
-        self.execute_measured(Some(id), &obs, started);
+        // Read as `plainly_relayed_execute` read it, without indexing the client's bytes.
+        let id = packet
+            .get(1..5)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        self.execute_measured(id, &obs, started);
         end
     }
 
