@@ -343,13 +343,28 @@ impl BackendConn {
     /// Sends what was written; the next `read` starts the answer to the first command sent.
     pub async fn flush(&mut self) -> Result<(), BackendError> {
         self.next_response();
-        match self.deadline.run(self.writer.flush()).await {
-            Some(Ok(())) => Ok(()),
-            Some(Err(e)) => {
+        let mut until = None;
+        std::future::poll_fn(|cx| self.poll_send(cx, &mut until)).await
+    }
+
+    /// Sends what was written (after `next_response`), polled by hand: within
+    /// query_timeout_ms, counted from the first pending poll (`until`, `None` at the start).
+    pub fn poll_send(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        until: &mut Option<tokio::time::Instant>,
+    ) -> std::task::Poll<Result<(), BackendError>> {
+        use std::task::Poll;
+        match self.writer.poll_send(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => {
                 self.broken = true;
-                Err(e.into())
+                Poll::Ready(Err(e.into()))
             }
-            None => Err(self.timed_out()),
+            Poll::Pending => match self.deadline.poll_expired(cx, until) {
+                Poll::Ready(()) => Poll::Ready(Err(self.timed_out())),
+                Poll::Pending => Poll::Pending,
+            },
         }
     }
 
@@ -414,20 +429,27 @@ impl BackendConn {
     /// Waits, within query_timeout_ms, until the answer's first bytes have arrived (at once
     /// when some are buffered): an answer that arrived whole is then taken in one go.
     pub async fn wait_for_answer(&mut self) -> Result<(), BackendError> {
-        if self.reader.buffered() > 0 {
-            return Ok(());
-        }
-        let filled = {
-            let filling = std::pin::pin!(self.reader.fill());
-            self.deadline.run(filling).await
-        };
-        match filled {
-            Some(Ok(())) => Ok(()),
-            Some(Err(e)) => {
+        let mut until = None;
+        std::future::poll_fn(|cx| self.poll_answer(cx, &mut until)).await
+    }
+
+    /// `wait_for_answer`, polled by hand (`until` as for `poll_send`).
+    pub fn poll_answer(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        until: &mut Option<tokio::time::Instant>,
+    ) -> std::task::Poll<Result<(), BackendError>> {
+        use std::task::Poll;
+        match self.reader.poll_fill(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => {
                 self.broken = true;
-                Err(e.into())
+                Poll::Ready(Err(e.into()))
             }
-            None => Err(self.timed_out()),
+            Poll::Pending => match self.deadline.poll_expired(cx, until) {
+                Poll::Ready(()) => Poll::Ready(Err(self.timed_out())),
+                Poll::Pending => Poll::Pending,
+            },
         }
     }
 

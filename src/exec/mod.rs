@@ -21,6 +21,7 @@ pub mod pool_limits;
 pub mod pool_stats;
 pub mod primitives;
 pub mod relay;
+pub mod relay_direct;
 mod relay_whole;
 pub mod scatter;
 

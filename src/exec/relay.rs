@@ -73,6 +73,8 @@ pub struct Adjust {
     /// COM_STMT_FETCH). MariaDB sets the same flag on results a stored program produces while it
     /// has a cursor of its own open, whose rows do follow.
     pub cursor_requested: bool,
+    /// A pass over the buffered answer (`relay_whole`) already found it needs the general path.
+    pub whole_tried: bool,
 }
 
 impl Adjust {

@@ -1,6 +1,7 @@
 //! An answer that arrived whole (the usual case for an OK, an ERR or a small result set),
-//! relayed in one pass over the backend connection's read buffer: each packet is copied once,
-//! from where it lies straight into the client's buffer, and nothing waits per packet. Only
+//! relayed in one pass over the backend connection's read buffer: the packets relayed as they
+//! are are copied from where they lie straight into the client's buffer, a run of them at a
+//! time (renumbered in the client's sequence), and nothing waits per packet. Only
 //! answers relayed as they are come here; whatever the pass cannot finish (an answer not all
 //! arrived, a LOCAL INFILE request, a malformed packet) is left untouched for `relay`'s
 //! packet-by-packet path, which deals with it.
@@ -9,12 +10,16 @@ use mysql_common::constants::StatusFlags;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::relay::{Adjust, Client, Relayed};
-use crate::wire::framing::PacketReader;
+use crate::wire::framing::{BufferedPackets, PacketReader};
 use crate::wire::packets;
 
 /// Whether an answer relayed with `adj` is relayed as it is (nothing patched or held back).
 pub(super) fn applies(adj: &Adjust) -> bool {
-    adj.insert_id.is_none() && !adj.hold_ok && !adj.more_results && !adj.cursor_requested
+    adj.insert_id.is_none()
+        && !adj.hold_ok
+        && !adj.more_results
+        && !adj.cursor_requested
+        && !adj.whole_tried
 }
 
 /// Relays the answer to a COM_QUERY or COM_STMT_EXECUTE (`applies`) if all of it is buffered
@@ -42,62 +47,74 @@ pub(super) fn relay_whole<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 
 /// Relays `packets` to the client as the general path would, up to the end of the answer:
 /// `None` as soon as the answer goes past what is buffered or needs the general path.
-fn walk<'a, W: AsyncWrite + Unpin>(
-    packets: &mut impl Iterator<Item = &'a [u8]>,
+fn walk<W: AsyncWrite + Unpin>(
+    packets: &mut BufferedPackets<'_>,
     client: &mut Client<'_, W>,
 ) -> Option<Relayed> {
     const MORE: u16 = StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
     let mut out = Relayed::default();
+    // The packets relayed as they are since here go to the client in one copy.
+    let mut run_from = packets.at();
     loop {
         let p = packets.next()?;
         match *p.first()? {
             packets::OK_HEADER => {
                 let ok = packets::parse_ok(p)?;
-                client.forward(p);
                 out.status = ok.status;
                 out.ok = Some(ok);
             }
             packets::ERR_HEADER => {
-                client.forward(p);
                 out.error = true;
-                return Some(out);
+                break;
             }
             packets::LOCAL_INFILE_HEADER => return None,
             _ => {
                 out.ok = None;
                 let columns = packets::get_lenenc_int(&mut &p[..])?;
-                client.forward(p);
                 for _ in 0..columns {
-                    client.forward(packets.next()?);
+                    packets.next()?;
                 }
+                let before_eof = packets.at();
                 let eof = packets.next()?;
                 if !packets::is_eof(eof) {
                     return None;
                 }
-                if !client.deprecate_eof {
-                    client.forward(eof);
+                if client.deprecate_eof {
+                    // Dropped: the client reads the rows right after the column definitions.
+                    client
+                        .writer
+                        .write_framed(packets.framed(run_from, before_eof));
+                    run_from = packets.at();
                 }
                 loop {
+                    let before = packets.at();
                     let p = packets.next()?;
                     if packets::is_eof(p) {
-                        client.terminator(p, 0);
                         out.status = packets::parse_eof(p).1.bits();
+                        if client.deprecate_eof {
+                            client.writer.write_framed(packets.framed(run_from, before));
+                            client.terminator(p, 0);
+                            run_from = packets.at();
+                        }
                         break;
                     }
-                    client.forward(p);
                     if packets::is_err(p) {
                         out.error = true;
                         out.status = 0;
-                        return Some(out);
+                        break;
                     }
                     out.rows += 1;
                 }
             }
         }
-        if out.status & MORE == 0 {
-            return Some(out);
+        if out.error || out.status & MORE == 0 {
+            break;
         }
     }
+    client
+        .writer
+        .write_framed(packets.framed(run_from, packets.at()));
+    Some(out)
 }
 
 #[cfg(test)]
@@ -249,6 +266,42 @@ mod tests {
         let r = out.relayed.unwrap();
         assert_eq!((r.error, r.status, r.rows), (true, 0, 1));
         assert_eq!(out.written, bytes);
+    }
+
+    #[tokio::test]
+    async fn packets_go_on_with_the_client_numbering_and_errors_are_counted() {
+        // An error among the rows, relayed to a writer numbering from 5 (the backend's
+        // answer is numbered from 1).
+        let mut ps = result_set(&[row(b"a"), row(b"b")], AUTOCOMMIT);
+        let last = ps.len() - 1;
+        ps[last] = b"\xff\x28\x04#HY000killed".to_vec();
+        let bytes = framed(&ps);
+        let mut backend = PacketReader::new(&bytes[..], 1 << 20);
+        backend.seq = 1;
+        backend.fill().await.unwrap();
+        let errors = std::sync::Arc::new(crate::metrics::client_errors::ClientErrors::default());
+        let mut writer = PacketWriter::new(Vec::new());
+        writer.count_errors(errors.clone());
+        writer.seq = 5;
+        let r = relay_whole(
+            &mut backend,
+            &mut Client {
+                writer: &mut writer,
+                deprecate_eof: false,
+            },
+        )
+        .unwrap();
+        assert_eq!((r.error, r.rows), (true, 2));
+        writer.flush().await.unwrap();
+        let mut expected = Vec::new();
+        for (i, p) in ps.iter().enumerate() {
+            expected.extend_from_slice(&(p.len() as u32).to_le_bytes()[..3]);
+            expected.push(5 + i as u8);
+            expected.extend_from_slice(p);
+        }
+        assert_eq!(writer.inner(), &expected);
+        assert_eq!(writer.seq, 5 + ps.len() as u8);
+        assert_eq!(errors.snapshot().0, vec![(0x0428, 1)]);
     }
 
     #[tokio::test]

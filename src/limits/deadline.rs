@@ -3,11 +3,12 @@
 //! pending. Here a wait that is pending only notes when it would run out; the timer keeps the
 //! earlier, sooner deadline it has, and when that fires during a wait that still has time left
 //! it is moved to that wait's end. A connection that waits once per statement touches the
-//! timer about once per `duration` instead of once per statement.
+//! timer about once per `duration` instead of once per statement, and polls it only when the
+//! task waiting changed or it fired.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
@@ -16,6 +17,9 @@ use tokio::time::{Instant, Sleep};
 pub struct Deadline {
     sleep: Pin<Box<Sleep>>,
     duration: Duration,
+    /// The waker the timer holds (from its last pending poll) while it has not fired: a wait
+    /// of the same task then needs no poll of the timer to be woken by it.
+    waking: Option<Waker>,
 }
 
 impl Deadline {
@@ -23,6 +27,7 @@ impl Deadline {
         Deadline {
             sleep: Box::pin(tokio::time::sleep(duration)),
             duration,
+            waking: None,
         }
     }
 
@@ -39,42 +44,79 @@ impl Deadline {
     /// A future that is ready at once never touches the timer.
     pub async fn run<F: Future>(&mut self, f: F) -> Option<F::Output> {
         let mut f = std::pin::pin!(f);
-        let sleep = &mut self.sleep;
-        let duration = self.duration;
         let mut until = None;
         poll_fn(|cx| {
             if let Poll::Ready(v) = f.as_mut().poll(cx) {
                 return Poll::Ready(Some(v));
             }
-            let until = *until.get_or_insert_with(|| {
-                let now = Instant::now();
-                // Far-future durations (a disabled bound) saturate rather than overflow.
-                let at = now
-                    .checked_add(duration)
-                    .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
-                if sleep.deadline() > at {
-                    // A shorter bound than the timer's: it must fire sooner.
-                    sleep.as_mut().reset(at);
-                }
-                at
-            });
-            loop {
-                match sleep.as_mut().poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(()) if Instant::now() >= until => return Poll::Ready(None),
-                    // Fired for an earlier wait's end (or while no wait ran): this wait has
-                    // time left, so the timer moves to its end.
-                    Poll::Ready(()) => sleep.as_mut().reset(until),
-                }
-            }
+            self.poll_expired(cx, &mut until).map(|()| None)
         })
         .await
+    }
+
+    /// For a wait polled by hand, called each time it is pending: `Ready` once it has lasted
+    /// `duration`, counted from its first pending poll (kept in `until`, `None` at the start
+    /// of each wait); otherwise the timer wakes the task in time.
+    pub fn poll_expired(&mut self, cx: &mut Context<'_>, until: &mut Option<Instant>) -> Poll<()> {
+        let sleep = &mut self.sleep;
+        let duration = self.duration;
+        let until = *until.get_or_insert_with(|| {
+            let now = Instant::now();
+            // Far-future durations (a disabled bound) saturate rather than overflow.
+            let at = now
+                .checked_add(duration)
+                .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
+            if sleep.deadline() > at {
+                // A shorter bound than the timer's: it must fire sooner.
+                sleep.as_mut().reset(at);
+            }
+            at
+        });
+        // A reset that shortens tokio's (default) timer keeps the waker it holds; firing takes it.
+        if !sleep.is_elapsed()
+            && self
+                .waking
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            return Poll::Pending;
+        }
+        loop {
+            // Out of budget, the poll only reschedules the task: the timer (perhaps not made
+            // yet) then holds no waker, and the next poll must look at it again.
+            let may_register = tokio::task::coop::has_budget_remaining();
+            match sleep.as_mut().poll(cx) {
+                Poll::Pending => {
+                    self.waking = may_register.then(|| cx.waker().clone());
+                    return Poll::Pending;
+                }
+                Poll::Ready(()) if Instant::now() >= until => return Poll::Ready(()),
+                // Fired for an earlier wait's end (or while no wait ran): this wait has
+                // time left, so the timer moves to its end.
+                Poll::Ready(()) => sleep.as_mut().reset(until),
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_wait_first_pending_out_of_budget_is_still_bounded() {
+        // The wait first comes back pending with the task's budget used up (a busy channel),
+        // when the timer cannot be armed; it must be on a later poll.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        for i in 0..1000 {
+            tx.send(i).unwrap();
+        }
+        let mut d = Deadline::new(Duration::from_millis(100));
+        let draining = async { while rx.recv().await.is_some() {} };
+        let bounded = tokio::time::timeout(Duration::from_secs(5), d.run(draining)).await;
+        assert_eq!(bounded, Ok(None), "the wait ends at its bound");
+        drop(tx);
+    }
 
     #[tokio::test]
     async fn bounds_each_wait_and_is_reusable() {

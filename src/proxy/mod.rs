@@ -1,6 +1,7 @@
 //! What every session of one idgate process shares: the configuration, the users, the backend
 //! pools and the identity idgate shows clients.
 
+pub mod end_signal;
 pub mod sessions;
 
 use std::collections::HashMap;

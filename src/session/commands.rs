@@ -11,12 +11,21 @@ use super::long_data::too_long;
 use super::observe::Observed;
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
-use crate::exec::relay::{Adjust, Reply};
+use crate::exec::relay::{Adjust, Client, Reply};
+use crate::exec::relay_direct::{self, Direct};
 use crate::exec::StatementScope;
 use crate::wire::command::{self, Command, StmtCommand};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::handshake;
 use mysql_common::constants::Command as Com;
+
+/// A COM_STMT_EXECUTE relayed as prepared (`plainly_relayed_execute`).
+pub(super) struct PlainExecute {
+    /// The held connection to the default backend.
+    lease: usize,
+    backend_id: u32,
+    kind: crate::sql::StatementKind,
+}
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Handles one command. `Some` ends the session.
@@ -94,11 +103,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     }
 
     /// A COM_STMT_EXECUTE the backend runs as it was prepared, with nothing for idgate to do
-    /// first: `Some((connection, backend statement id))`. The checks are those `on_statement`
+    /// first: `Some` with where and what it runs. The checks are those `on_statement`
     /// and `relay_on` would pass without acting (no long data to account for, no switch to wait
     /// for, no new placement, no transaction to join, no LAST_INSERT_ID() to carry over); a
-    /// prepared `LOAD … LOCAL` also keeps to the general path, where files are rare anyway.
-    pub(super) fn plainly_relayed_execute(&self, packet: &[u8]) -> Option<(usize, u32)> {
+    /// prepared `LOAD … LOCAL` and an execute opening a cursor also keep to the general path,
+    /// where files and cursors are handled.
+    pub(super) fn plainly_relayed_execute(&self, packet: &[u8]) -> Option<PlainExecute> {
         if packet.first() != Some(&(Com::COM_STMT_EXECUTE as u8)) {
             return None;
         }
@@ -110,14 +120,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             && !st.load_local
             && st.long_data.is_empty()
             && st.generation == self.proxy.tables_generation()
+            && !Adjust::asks_for_cursor(packet)
             && self.lid_sync.is_none()
             && self.proxy.xa.is_none()
             && !self.proxy.migrations.holds.active();
         if !plain {
             return None;
         }
-        let i = self.leases.position(&self.proxy.default_pool.name)?;
-        Some((i, st.backend_id))
+        let lease = self.leases.position(&self.proxy.default_pool.name)?;
+        Some(PlainExecute {
+            lease,
+            backend_id: st.backend_id,
+            kind: st.kind,
+        })
     }
 
     /// Runs such an execute (`plainly_relayed_execute`) and measures it: the general path's
@@ -125,29 +140,35 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// applications send most.
     pub(super) async fn relay_execute(
         &mut self,
-        i: usize,
+        plain: PlainExecute,
         packet: &[u8],
-        backend_id: u32,
         started: Instant,
     ) -> Option<End> {
         let mut obs = Observed::execute();
+        let i = plain.lease;
         let be = self.leases.get_mut(i);
-        write_command(be, packet, Some(backend_id));
-        let end = match be.flush().await {
-            Err(e) => Some(self.backend_lost(e)),
-            Ok(()) => match self
-                .relay_answer(i, packet, Reply::Results, Adjust::default())
-                .await
-            {
-                Ok(relayed) => self.keep_relayed(relayed, packet, None, &mut obs).err(),
-                Err(end) => Some(end),
-            },
+        write_command(be, packet, Some(plain.backend_id));
+        let mut client = Client {
+            writer: &mut self.writer,
+            deprecate_eof: self.hello.deprecate_eof(),
         };
-        // Read as `plainly_relayed_execute` read it, without indexing the client's bytes.
-        let id = packet
-            .get(1..5)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        self.execute_measured(id, &obs, started);
+        let relayed = match relay_direct::send_and_relay(be, &mut self.reader, &mut client).await {
+            Direct::Relayed(r) => Ok(Ok(r)),
+            Direct::Failed(e) => Ok(Err(e)),
+            Direct::ClientLeft => Err(self.client_left_mid_statement(i)),
+            Direct::Undone => {
+                let adj = Adjust {
+                    whole_tried: true,
+                    ..Adjust::default()
+                };
+                self.relay_answer(i, packet, Reply::Results, adj).await
+            }
+        };
+        let end = match relayed {
+            Ok(relayed) => self.keep_relayed(relayed, packet, None, &mut obs).err(),
+            Err(end) => Some(end),
+        };
+        self.relayed_execute_measured(plain.kind, &obs, started);
         end
     }
 

@@ -283,10 +283,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 Err(_) => return End::ClientGone,
             }
             let started = std::time::Instant::now();
-            self.registered
-                .busy(packet.first().copied().unwrap_or(0), started);
+            self.registered.busy(packet.first().copied().unwrap_or(0));
             let end = match self.plainly_relayed_execute(&packet) {
-                Some((i, backend_id)) => self.relay_execute(i, &packet, backend_id, started).await,
+                Some(plain) => self.relay_execute(plain, &packet, started).await,
                 None => self.dispatch(&packet, started).await,
             };
             self.registered.idle(self.status, &self.db);

@@ -67,6 +67,9 @@ impl Observed {
     }
 }
 
+/// What the slow log shows of a statement prepared on the backend.
+const ON_THE_BACKEND: &[u8] = b"(prepared statement; its text is on the backend)";
+
 /// Who ran a statement, for the slow log.
 struct Who<'a> {
     user: &'a [u8],
@@ -193,24 +196,42 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         t0: Instant,
     ) -> Option<End> {
         let mut obs = Observed::execute();
+        // Its kind as prepared: one forgotten while it ran (a backend timeout forgets them all)
+        // still counts as what it was, as on the short path (`relay_execute`).
+        let kind = id
+            .and_then(|id| self.stmts.get(id))
+            .map_or(StatementKind::Other, |s| s.kind);
         let end = self
             .on_statement(packet, StmtCommand::Execute, id, scope, &mut obs)
             .await;
-        self.execute_measured(id, &obs, t0);
-        end
-    }
-
-    /// Counts the COM_STMT_EXECUTE of statement `id` that arrived at `t0`.
-    pub(super) fn execute_measured(&self, id: Option<u32>, obs: &Observed, t0: Instant) {
         let route = obs.route.unwrap_or(StmtRoute::Relayed);
-        let st = id.and_then(|id| self.stmts.get(id));
-        let kind = st.map_or(StatementKind::Other, |s| s.kind);
         let text = || {
-            st.and_then(|s| s.emulated.as_ref())
-                .map(|e| e.sql.clone())
-                .unwrap_or_else(|| b"(prepared statement; its text is on the backend)".to_vec())
+            id.and_then(|id| self.stmts.get(id))
+                .and_then(|s| s.emulated.as_ref())
+                .map_or_else(|| ON_THE_BACKEND.to_vec(), |e| e.sql.clone())
         };
         let who = obs.who(&self.hello.user, self.db.as_deref());
         measured(&self.proxy, who, text, route, kind, t0.elapsed());
+        end
+    }
+
+    /// Counts a COM_STMT_EXECUTE of a statement of `kind` relayed as prepared
+    /// (`relay_execute`: the statement's kind is known, its text is on the backend).
+    pub(super) fn relayed_execute_measured(
+        &self,
+        kind: StatementKind,
+        obs: &Observed,
+        t0: Instant,
+    ) {
+        let route = obs.route.unwrap_or(StmtRoute::Relayed);
+        let who = obs.who(&self.hello.user, self.db.as_deref());
+        measured(
+            &self.proxy,
+            who,
+            || ON_THE_BACKEND.to_vec(),
+            route,
+            kind,
+            t0.elapsed(),
+        );
     }
 }

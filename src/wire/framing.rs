@@ -75,14 +75,21 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
     /// unread. While it is connected, or once it has sent bytes (they stay buffered for the
     /// next `read`, at most the buffer's capacity), it never resolves. Cancel-safe.
     pub async fn closed(&mut self) {
-        use tokio::io::AsyncBufReadExt;
+        std::future::poll_fn(|cx| self.poll_closed(cx)).await
+    }
+
+    /// `closed`, polled by hand.
+    pub fn poll_closed(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        use std::task::Poll;
+        use tokio::io::AsyncBufRead;
         if self.compressed {
-            std::future::pending::<()>().await;
+            return Poll::Pending;
         }
-        if let Ok(bytes) = self.inner.fill_buf().await {
-            if !bytes.is_empty() {
-                std::future::pending::<()>().await;
-            }
+        match std::pin::Pin::new(&mut self.inner).poll_fill_buf(cx) {
+            // Bytes stay buffered, and are found again at every later look: never resolves.
+            Poll::Ready(Ok(bytes)) if !bytes.is_empty() => Poll::Pending,
+            Poll::Ready(_) => Poll::Ready(()),
+            Poll::Pending => Poll::Pending,
         }
     }
 
@@ -174,14 +181,24 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
 
     /// Waits until bytes are buffered (at once when some are): the start of a peer's answer.
     pub async fn fill(&mut self) -> Result<(), FrameError> {
-        use tokio::io::AsyncBufReadExt;
+        std::future::poll_fn(|cx| self.poll_fill(cx)).await
+    }
+
+    /// `fill`, polled by hand.
+    pub fn poll_fill(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), FrameError>> {
+        use std::task::Poll;
+        use tokio::io::AsyncBufRead;
         if !self.inner.buffer().is_empty() {
-            return Ok(());
+            return Poll::Ready(Ok(()));
         }
-        match self.inner.fill_buf().await {
-            Ok([]) => Err(FrameError::Closed),
-            Ok(_) => Ok(()),
-            Err(e) => Err(FrameError::Io(e)),
+        match std::pin::Pin::new(&mut self.inner).poll_fill_buf(cx) {
+            Poll::Ready(Ok([])) => Poll::Ready(Err(FrameError::Closed)),
+            Poll::Ready(Ok(_)) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(FrameError::Io(e))),
+            Poll::Pending => Poll::Pending,
         }
     }
 
@@ -327,6 +344,16 @@ impl<'a> BufferedPackets<'a> {
             seq: self.seq,
         }
     }
+
+    /// Where the walk stands: the end of the last packet it passed.
+    pub fn at(&self) -> usize {
+        self.at
+    }
+
+    /// The packets passed between two points of the walk, framed as they arrived.
+    pub fn framed(&self, from: usize, to: usize) -> &'a [u8] {
+        self.buf.get(from..to).unwrap_or_default()
+    }
 }
 
 impl<'a> Iterator for BufferedPackets<'a> {
@@ -352,6 +379,8 @@ impl<'a> Iterator for BufferedPackets<'a> {
 pub struct PacketWriter<W> {
     inner: W,
     buf: Vec<u8>,
+    /// How much of `buf` a flush under way has written.
+    sent: usize,
     /// Sequence id of the next packet written.
     pub seq: u8,
     /// Longest a flush may wait for the peer to take the bytes (MariaDB's net_write_timeout).
@@ -368,6 +397,7 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         PacketWriter {
             inner,
             buf: Vec::with_capacity(16 * 1024),
+            sent: 0,
             seq: 0,
             timeout: None,
             errors: None,
@@ -447,6 +477,23 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         }
     }
 
+    /// Appends whole packets framed elsewhere (none continued), renumbered to go on with this
+    /// writer's sequence, in one copy; ERR packets among them are counted as `write` counts.
+    pub fn write_framed(&mut self, framed: &[u8]) {
+        let mut at = self.buf.len();
+        self.buf.extend_from_slice(framed);
+        while let Some(header) = self.buf.get_mut(at..at + 4) {
+            let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+            header[3] = self.seq;
+            self.seq = self.seq.wrapping_add(1);
+            // A shorter payload is no ERR, and the next packet's header follows it.
+            if len >= 3 {
+                self.count_error(at + 4);
+            }
+            at += 4 + len;
+        }
+    }
+
     /// Writes a whole payload as one logical packet.
     pub fn write(&mut self, payload: &[u8]) {
         let len = payload.len();
@@ -489,11 +536,12 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     }
 
     pub async fn flush(&mut self) -> io::Result<()> {
+        let (inner, buf, sent) = (&mut self.inner, &mut self.buf, &mut self.sent);
+        let flushing = std::future::poll_fn(|cx| poll_flush_now(inner, buf, sent, cx));
         // A flush the peer takes at once never reads the clock.
         let Some(deadline) = self.timeout.as_mut() else {
-            return flush_now(&mut self.inner, &mut self.buf).await;
+            return flushing.await;
         };
-        let flushing = std::pin::pin!(flush_now(&mut self.inner, &mut self.buf));
         match deadline.run(flushing).await {
             Some(r) => r,
             None => Err(io::Error::new(
@@ -506,19 +554,43 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         }
     }
 
+    /// Sends what was written, polled by hand and bounded by the caller (not by the writer's
+    /// own timeout).
+    pub fn poll_send(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        poll_flush_now(&mut self.inner, &mut self.buf, &mut self.sent, cx)
+    }
+
     pub async fn shutdown(&mut self) -> io::Result<()> {
         self.flush().await?;
         self.inner.shutdown().await
     }
 }
 
-async fn flush_now<W: AsyncWrite + Unpin>(inner: &mut W, buf: &mut Vec<u8>) -> io::Result<()> {
+/// Writes `buf` from `sent` on, emptying it once all of it went, then flushes `inner`.
+fn poll_flush_now<W: AsyncWrite + Unpin>(
+    inner: &mut W,
+    buf: &mut Vec<u8>,
+    sent: &mut usize,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<io::Result<()>> {
+    use std::task::Poll;
     if !buf.is_empty() {
-        inner.write_all(buf).await?;
+        while let Some(rest) = buf.get(*sent..).filter(|r| !r.is_empty()) {
+            match std::pin::Pin::new(&mut *inner).poll_write(cx, rest) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => *sent += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
         buf.clear();
+        *sent = 0;
         if buf.capacity() > 4 * FLUSH_AT {
             buf.shrink_to(FLUSH_AT);
         }
     }
-    inner.flush().await
+    std::pin::Pin::new(inner).poll_flush(cx)
 }
