@@ -46,6 +46,23 @@ impl AsyncRead for NetRead {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             NetRead::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            other => other.poll_read_layered(cx, buf),
+        }
+    }
+}
+
+impl NetRead {
+    /// The TLS and compressed reads, kept out of line: inlined, their buffers gave every plain
+    /// read a 16 KiB stack frame to probe.
+    #[cold]
+    #[inline(never)]
+    fn poll_read_layered(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self {
+            NetRead::Plain(s) => Pin::new(s).poll_read(cx, buf),
             NetRead::Tls(s) => Pin::new(s).poll_read(cx, buf),
             NetRead::Compressed(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
             NetRead::Detached => Poll::Ready(Err(detached())),
