@@ -354,8 +354,20 @@ impl BackendConn {
         cx: &mut std::task::Context<'_>,
         until: &mut Option<tokio::time::Instant>,
     ) -> std::task::Poll<Result<(), BackendError>> {
+        let sent = self.writer.poll_send(cx);
+        self.bounded_poll(sent, cx, until)
+    }
+
+    /// One poll of a bounded wait, settled: a failure breaks the connection, and a wait still
+    /// pending past query_timeout_ms is a timeout.
+    fn bounded_poll<E: Into<BackendError>>(
+        &mut self,
+        polled: std::task::Poll<Result<(), E>>,
+        cx: &mut std::task::Context<'_>,
+        until: &mut Option<tokio::time::Instant>,
+    ) -> std::task::Poll<Result<(), BackendError>> {
         use std::task::Poll;
-        match self.writer.poll_send(cx) {
+        match polled {
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
             Poll::Ready(Err(e)) => {
                 self.broken = true;
@@ -439,18 +451,8 @@ impl BackendConn {
         cx: &mut std::task::Context<'_>,
         until: &mut Option<tokio::time::Instant>,
     ) -> std::task::Poll<Result<(), BackendError>> {
-        use std::task::Poll;
-        match self.reader.poll_fill(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
-            Poll::Ready(Err(e)) => {
-                self.broken = true;
-                Poll::Ready(Err(e.into()))
-            }
-            Poll::Pending => match self.deadline.poll_expired(cx, until) {
-                Poll::Ready(()) => Poll::Ready(Err(self.timed_out())),
-                Poll::Pending => Poll::Pending,
-            },
-        }
+        let filled = self.reader.poll_fill(cx);
+        self.bounded_poll(filled, cx, until)
     }
 
     /// What the backend sent and was not read yet, for relaying an answer that arrived whole
