@@ -36,10 +36,6 @@ impl Deadline {
         self.duration
     }
 
-    pub fn set_duration(&mut self, duration: Duration) {
-        self.duration = duration;
-    }
-
     /// Runs `f` until it completes (`Some`) or `duration` passes without it completing (`None`).
     /// A future that is ready at once never touches the timer.
     pub async fn run<F: Future>(&mut self, f: F) -> Option<F::Output> {
@@ -134,8 +130,8 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let quick = tokio::time::sleep(Duration::from_millis(120));
         assert_eq!(d.run(quick).await, Some(()));
-        d.set_duration(Duration::from_millis(10));
-        assert_eq!(d.run(std::future::pending::<()>()).await, None);
+        let mut short = Deadline::new(Duration::from_millis(10));
+        assert_eq!(short.run(std::future::pending::<()>()).await, None);
         let mut long = Deadline::new(Duration::MAX);
         let quick = tokio::time::sleep(Duration::from_millis(5));
         assert_eq!(long.run(quick).await, Some(()));
