@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tracing::{debug, error, info, warn};
+use tracing::{error, info, warn};
 
 use crate::config::Config;
 use crate::exec::backend::LoginFlags;
@@ -143,30 +143,19 @@ pub async fn run_with_file(
                     let _ = stream.set_nodelay(true);
                     let proxy = proxy.clone();
                     let open = proxy.metrics.client_connected();
-                    let serve = move |stream: TcpStream| async move {
-                        let _open = open;
-                        let (r, w) = stream.into_split();
-                        let end = session::run(proxy, r, w, peer.ip().to_string()).await;
-                        debug!(?end, "session ended");
-                    };
                     // Clients take turns between this thread and the workers.
                     next = next.wrapping_add(1);
                     match workers.handles.get(next % (workers.handles.len() + 1)) {
                         None => {
-                            sessions.spawn(serve(stream));
+                            sessions.spawn(session::run(proxy, stream, peer, open));
                         }
-                        // The socket moves to the worker's event loop.
-                        Some(worker) => match stream.into_std() {
-                            Ok(std) => {
-                                sessions.spawn_on(
-                                    async move {
-                                        match TcpStream::from_std(std) {
-                                            Ok(stream) => serve(stream).await,
-                                            Err(e) => warn!(error = %e, "cannot serve client"),
-                                        }
-                                    },
-                                    worker,
-                                );
+                        // The socket moves to the worker's event loop, where its session runs.
+                        Some(worker) => match stream.into_std().and_then(|std| {
+                            let _on = worker.enter();
+                            TcpStream::from_std(std)
+                        }) {
+                            Ok(stream) => {
+                                sessions.spawn_on(session::run(proxy, stream, peer, open), worker);
                             }
                             Err(e) => warn!(error = %e, "cannot hand client to a worker thread"),
                         },

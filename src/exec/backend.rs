@@ -96,7 +96,7 @@ pub struct BackendConn {
     pub multi_statements: Option<bool>,
     /// First sequence id of the answer to each command written but not yet answered (commands
     /// can be pipelined).
-    pending: std::collections::VecDeque<u8>,
+    pending: super::pending_answers::PendingAnswers,
     /// Login details kept for COM_CHANGE_USER (the only way to deselect a database).
     user: String,
     secret: Secret,

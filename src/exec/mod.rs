@@ -16,6 +16,7 @@ pub mod conns;
 pub mod cursor;
 pub mod merge;
 pub mod metadata;
+mod pending_answers;
 pub mod pool;
 pub mod pool_limits;
 pub mod pool_stats;

@@ -5,6 +5,7 @@
 //! idgate itself. Anything else (an answer not all arrived, a file request, a malformed
 //! packet) is left where it lies for the general path.
 
+use std::future::Future;
 use std::task::Poll;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -28,16 +29,17 @@ pub enum Direct {
 
 /// Sends the command queued on `be` and relays its answer to `client`, watching `watched` (the
 /// client's reader) once the command is sent, as the general path does. For answers
-/// `relay_whole::applies` to only.
-pub async fn send_and_relay<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
-    be: &mut BackendConn,
-    watched: &mut PacketReader<R>,
-    client: &mut Client<'_, W>,
-) -> Direct {
+/// `relay_whole::applies` to only. A plain `poll_fn`, not an `async fn`: each layer of state
+/// machine is one more place every poll of the session's task reads.
+pub fn send_and_relay<'a, R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    be: &'a mut BackendConn,
+    watched: &'a mut PacketReader<R>,
+    mut client: Client<'a, W>,
+) -> impl Future<Output = Direct> + 'a {
     be.next_response();
     let mut sent = false;
     let mut until = None;
-    let arrived = std::future::poll_fn(|cx| {
+    std::future::poll_fn(move |cx| {
         if !sent {
             match be.poll_send(cx, &mut until) {
                 Poll::Ready(Ok(())) => {
@@ -45,22 +47,19 @@ pub async fn send_and_relay<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
                     // The answer's wait has a bound of its own.
                     until = None;
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(Some(e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Direct::Failed(e)),
                 Poll::Pending => return Poll::Pending,
             }
         }
-        if let Poll::Ready(r) = be.poll_answer(cx, &mut until) {
-            return Poll::Ready(r.map_err(Some));
+        match be.poll_answer(cx, &mut until) {
+            Poll::Ready(Ok(())) => Poll::Ready(
+                match super::relay_whole::relay_whole(be.unread(), &mut client) {
+                    Some(relayed) => Direct::Relayed(relayed),
+                    None => Direct::Undone,
+                },
+            ),
+            Poll::Ready(Err(e)) => Poll::Ready(Direct::Failed(e)),
+            Poll::Pending => watched.poll_closed(cx).map(|()| Direct::ClientLeft),
         }
-        watched.poll_closed(cx).map(|()| Err(None))
     })
-    .await;
-    match arrived {
-        Ok(()) => match super::relay_whole::relay_whole(be.unread(), client) {
-            Some(relayed) => Direct::Relayed(relayed),
-            None => Direct::Undone,
-        },
-        Err(Some(e)) => Direct::Failed(e),
-        Err(None) => Direct::ClientLeft,
-    }
 }

@@ -4,7 +4,7 @@
 //! earlier, sooner deadline it has, and when that fires during a wait that still has time left
 //! it is moved to that wait's end. A connection that waits once per statement touches the
 //! timer about once per `duration` instead of once per statement, and polls it only when the
-//! task waiting changed or it fired.
+//! task waiting changed or its deadline came.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -16,6 +16,9 @@ use tokio::time::{Instant, Sleep};
 /// A reusable bound on waits of one connection.
 pub struct Deadline {
     sleep: Pin<Box<Sleep>>,
+    /// The timer's deadline, kept beside the rest: a wait that has not reached it knows the
+    /// timer has not fired without reading the timer (tokio never fires one early).
+    armed: Instant,
     duration: Duration,
     /// The waker the timer holds (from its last pending poll) while it has not fired: a wait
     /// of the same task then needs no poll of the timer to be woken by it.
@@ -24,8 +27,10 @@ pub struct Deadline {
 
 impl Deadline {
     pub fn new(duration: Duration) -> Deadline {
+        let sleep = Box::pin(tokio::time::sleep(duration));
         Deadline {
-            sleep: Box::pin(tokio::time::sleep(duration)),
+            armed: sleep.deadline(),
+            sleep,
             duration,
             waking: None,
         }
@@ -54,22 +59,30 @@ impl Deadline {
     /// `duration`, counted from its first pending poll (kept in `until`, `None` at the start
     /// of each wait); otherwise the timer wakes the task in time.
     pub fn poll_expired(&mut self, cx: &mut Context<'_>, until: &mut Option<Instant>) -> Poll<()> {
-        let sleep = &mut self.sleep;
-        let duration = self.duration;
-        let until = *until.get_or_insert_with(|| {
-            let now = Instant::now();
-            // Far-future durations (a disabled bound) saturate rather than overflow.
-            let at = now
-                .checked_add(duration)
-                .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
-            if sleep.deadline() > at {
-                // A shorter bound than the timer's: it must fire sooner.
-                sleep.as_mut().reset(at);
+        // The first poll of a wait reads the clock anyway; a later one asks the timer instead.
+        let mut first_at = None;
+        let until = match *until {
+            Some(at) => at,
+            None => {
+                let now = Instant::now();
+                first_at = Some(now);
+                // Far-future durations (a disabled bound) saturate rather than overflow.
+                let at = now
+                    .checked_add(self.duration)
+                    .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
+                if self.armed > at {
+                    // A shorter bound than the timer's: it must fire sooner.
+                    self.sleep.as_mut().reset(at);
+                    self.armed = at;
+                }
+                *until = Some(at);
+                at
             }
-            at
-        });
-        // A reset that shortens tokio's (default) timer keeps the waker it holds; firing takes it.
-        if !sleep.is_elapsed()
+        };
+        // Before its deadline the timer has not fired, so it still holds the waker it took (a
+        // reset that shortens tokio's default timer keeps it).
+        let unfired = first_at.map_or_else(|| !self.sleep.is_elapsed(), |now| now < self.armed);
+        if unfired
             && self
                 .waking
                 .as_ref()
@@ -77,6 +90,7 @@ impl Deadline {
         {
             return Poll::Pending;
         }
+        let sleep = &mut self.sleep;
         loop {
             // Out of budget, the poll only reschedules the task: the timer (perhaps not made
             // yet) then holds no waker, and the next poll must look at it again.
@@ -89,7 +103,10 @@ impl Deadline {
                 Poll::Ready(()) if Instant::now() >= until => return Poll::Ready(()),
                 // Fired for an earlier wait's end (or while no wait ran): this wait has
                 // time left, so the timer moves to its end.
-                Poll::Ready(()) => sleep.as_mut().reset(until),
+                Poll::Ready(()) => {
+                    sleep.as_mut().reset(until);
+                    self.armed = until;
+                }
             }
         }
     }
@@ -112,6 +129,23 @@ mod tests {
         let bounded = tokio::time::timeout(Duration::from_secs(5), d.run(draining)).await;
         assert_eq!(bounded, Ok(None), "the wait ends at its bound");
         drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_wait_started_before_the_timer_fires_still_gets_its_whole_bound() {
+        let mut d = Deadline::new(Duration::from_millis(100));
+        // Arms the timer for 100 ms after it was made, and leaves it holding this task.
+        let quick = tokio::time::sleep(Duration::from_millis(10));
+        assert_eq!(d.run(quick).await, Some(()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The timer fires ~40 ms into this wait, which must go on to its own 100 ms.
+        let t0 = Instant::now();
+        let bounded =
+            tokio::time::timeout(Duration::from_secs(5), d.run(std::future::pending::<()>()));
+        assert_eq!(bounded.await, Ok(None), "the wait ends at its bound");
+        let took = t0.elapsed();
+        assert!(took >= Duration::from_millis(100), "ended early: {took:?}");
+        assert!(took < Duration::from_secs(2), "ended late: {took:?}");
     }
 
     #[tokio::test]

@@ -256,14 +256,14 @@ impl Entry {
             .store(self.proxy.sessions.now_ms(), Ordering::Relaxed);
     }
 
-    /// The command ended: idle, with the session's status flags and database now (idle since
-    /// `waiting`, once its answer is sent).
-    pub fn idle(&mut self, status: u16, db: &Option<Vec<u8>>) {
+    /// The command ended: idle, with the session's status flags and, if the command changed
+    /// it, its database (idle since `waiting`, once its answer is sent).
+    pub fn idle(&mut self, status: u16, db: Option<&Option<Vec<u8>>>) {
         self.info.command.store(IDLE, Ordering::Relaxed);
         let in_txn =
             StatusFlags::from_bits_retain(status).contains(StatusFlags::SERVER_STATUS_IN_TRANS);
         self.info.in_txn.store(in_txn, Ordering::Relaxed);
-        if *db != self.shown_db {
+        if let Some(db) = db.filter(|db| **db != self.shown_db) {
             self.shown_db = db.clone();
             if let Ok(mut d) = self.info.db.lock() {
                 *d = db

@@ -11,9 +11,9 @@ use super::long_data::too_long;
 use super::observe::Observed;
 use super::{End, Session};
 use crate::exec::backend::CurrentDb;
-use crate::exec::relay::{Adjust, Client, Reply};
+use crate::exec::relay::{Adjust, Client, Relayed, Reply};
 use crate::exec::relay_direct::{self, Direct};
-use crate::exec::StatementScope;
+use crate::exec::{BackendError, StatementScope};
 use crate::wire::command::{self, Command, StmtCommand};
 use crate::wire::errors::{self, SqlError};
 use crate::wire::handshake;
@@ -57,6 +57,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 };
                 if ok {
                     self.db = Some(db.to_vec()).filter(|d| !d.is_empty());
+                    self.db_listed = false;
                     self.follow_db().await;
                 }
                 None
@@ -127,7 +128,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if !plain {
             return None;
         }
-        let lease = self.leases.position(&self.proxy.default_pool.name)?;
+        let lease = self.leases.default_position()?;
         Some(PlainExecute {
             lease,
             backend_id: st.backend_id,
@@ -135,24 +136,36 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         })
     }
 
-    /// Runs such an execute (`plainly_relayed_execute`) and measures it: the general path's
-    /// relay without its dispatch layers, since relayed prepared statements are what most
-    /// applications send most.
-    pub(super) async fn relay_execute(
-        &mut self,
-        plain: PlainExecute,
+    /// Sends such an execute (`plainly_relayed_execute`) and relays its answer if it arrives
+    /// whole (`relay_direct`): the general path's relay without its dispatch layers, since
+    /// relayed prepared statements are what most applications send most. The session's loop
+    /// awaits it directly, and `relay_execute` then settles what came of it.
+    pub(super) fn send_execute<'a>(
+        &'a mut self,
+        plain: &PlainExecute,
         packet: &[u8],
-        started: Instant,
-    ) -> Option<End> {
-        let mut obs = Observed::execute();
-        let i = plain.lease;
-        let be = self.leases.get_mut(i);
+    ) -> impl std::future::Future<Output = Direct> + 'a {
+        let be = self.leases.get_mut(plain.lease);
         write_command(be, packet, Some(plain.backend_id));
-        let mut client = Client {
+        let client = Client {
             writer: &mut self.writer,
             deprecate_eof: self.hello.deprecate_eof(),
         };
-        let relayed = match relay_direct::send_and_relay(be, &mut self.reader, &mut client).await {
+        relay_direct::send_and_relay(be, &mut self.reader, client)
+    }
+
+    /// Settles an execute sent by `send_execute` on the general path (the session's loop
+    /// settles one relayed whole with `executed`): the general path's relay finishes an answer
+    /// that did not arrive whole; a failure ends as it would there.
+    pub(super) async fn relay_execute(
+        &mut self,
+        plain: &PlainExecute,
+        direct: Direct,
+        packet: &[u8],
+        started: Instant,
+    ) -> Option<End> {
+        let i = plain.lease;
+        let relayed = match direct {
             Direct::Relayed(r) => Ok(Ok(r)),
             Direct::Failed(e) => Ok(Err(e)),
             Direct::ClientLeft => Err(self.client_left_mid_statement(i)),
@@ -164,6 +177,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 self.relay_answer(i, packet, Reply::Results, adj).await
             }
         };
+        self.executed(plain, relayed, packet, started)
+    }
+
+    /// Keeps what an execute sent by `send_execute` came to and measures it. Not async: an
+    /// answer relayed whole (the usual case) is settled without making one more future.
+    pub(super) fn executed(
+        &mut self,
+        plain: &PlainExecute,
+        relayed: Result<Result<Relayed, BackendError>, End>,
+        packet: &[u8],
+        started: Instant,
+    ) -> Option<End> {
+        let mut obs = Observed::execute();
         let end = match relayed {
             Ok(relayed) => self.keep_relayed(relayed, packet, None, &mut obs).err(),
             Err(end) => Some(end),
@@ -188,7 +214,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         st.long_data.clear();
         if !emulated {
-            if let Some(i) = self.leases.position(&self.proxy.default_pool.name) {
+            if let Some(i) = self.leases.default_position() {
                 let mut reset = vec![mysql_common::constants::Command::COM_STMT_RESET as u8];
                 reset.extend_from_slice(&backend_id.to_le_bytes());
                 let be = self.leases.get_mut(i);
@@ -334,7 +360,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             StmtCommand::Fetch => Reply::Rows,
             StmtCommand::Reset => Reply::Single,
             StmtCommand::SendLongData | StmtCommand::Close => {
-                let i = self.leases.position(&self.proxy.default_pool.name)?;
+                let i = self.leases.default_position()?;
                 let be = self.leases.get_mut(i);
                 write_command(be, packet, Some(backend_id));
                 return match be.flush().await {
@@ -459,7 +485,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// COM_RESET_CONNECTION put the default backend back to its login collation; restore the
     /// client's (the database is kept by the reset).
     async fn after_backend_reset(&mut self) -> Option<End> {
-        let i = self.leases.position(&self.proxy.default_pool.name)?;
+        let i = self.leases.default_position()?;
         let mut held = self.leases.take(i);
         held.lease.collation = crate::exec::backend::POOL_COLLATION;
         held.leave_txn();
@@ -523,6 +549,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.hello.collation = c;
         }
         self.db = changed.db;
+        self.db_listed = false;
         self.stmts.clear();
         self.forget_session_state();
         // A new user starts with a clean session, as after COM_CHANGE_USER on MySQL.

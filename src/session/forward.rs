@@ -52,8 +52,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
         obs: &mut Observed,
     ) -> Result<bool, End> {
-        // The connection is almost always held already: no copy of the name then.
-        let held = self.leases.position(&self.proxy.default_pool.name);
+        // The connection is almost always held already; only taking one needs the pool's name.
+        let held = self.leases.default_position();
         let i = match held {
             Some(i) => i,
             None => {

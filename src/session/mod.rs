@@ -28,6 +28,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
 use crate::exec::conns::Held;
+use crate::exec::relay_direct::Direct;
 use crate::exec::{Lease, StatementScope};
 use crate::proxy::Proxy;
 use crate::tls::{NetRead, NetWrite};
@@ -44,7 +45,11 @@ pub struct Session<R, W> {
     /// Backend connections taken on first use and kept for the session, with their part in
     /// the client's transaction.
     leases: crate::exec::SessionConns,
+    /// Every change also clears `db_listed`.
     db: Option<Vec<u8>>,
+    /// The session list shows `db` as it is (cleared with each change of `db` and set again
+    /// once it is shown, so a command that changed nothing reads neither name).
+    db_listed: bool,
     stmts: prepared::Statements,
     /// Status flags of the last answer (autocommit, in transaction, …).
     status: u16,
@@ -102,13 +107,39 @@ pub enum End {
     Killed,
 }
 
-/// Runs a client connection from the handshake to its end.
+/// Runs a client connection from the handshake to its end: the task of one client. Between
+/// commands it is two layers of state machine above the statement (this and `serve`), since
+/// every poll of the task reads each layer's state.
 pub async fn run(
+    proxy: Arc<Proxy>,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    _open: crate::metrics::OpenGuard,
+) {
+    let (reader, writer) = stream.into_split();
+    let end = match start(proxy, reader, writer, peer.ip().to_string()).await {
+        Ok((mut s, span)) => {
+            let _enter = span.enter();
+            let end = s.serve().await;
+            // Its connections go back to their pools within the session's span, as before.
+            drop(s);
+            end
+        }
+        Err(end) => end,
+    };
+    debug!(?end, "session ended");
+}
+
+type ClientSession = Session<NetRead, NetWrite>;
+
+/// The handshake, login and the session's setup: the session, with the span its commands run
+/// in, or how it ended already.
+async fn start(
     proxy: Arc<Proxy>,
     reader: tokio::net::tcp::OwnedReadHalf,
     writer: tokio::net::tcp::OwnedWriteHalf,
     peer_host: String,
-) -> End {
+) -> Result<(ClientSession, tracing::Span), End> {
     let connection_id = proxy.next_connection_id();
     let live = proxy.live();
     let limit = live.config.max_packet_size as usize;
@@ -139,7 +170,7 @@ pub async fn run(
     .await
     {
         Ok(x) => x,
-        Err(end) => return end,
+        Err(end) => return Err(end),
     };
     reader.set_limit(limit);
     writer.extended_metadata = hello
@@ -150,7 +181,7 @@ pub async fn run(
         conn = connection_id,
         user = %String::from_utf8_lossy(&hello.user)
     );
-    let _enter = span.enter();
+    let entered = span.enter();
     debug!(peer = %peer_host, tls = hello.secure, "logged in");
     let interactive = hello
         .capabilities
@@ -173,6 +204,7 @@ pub async fn run(
         writer,
         peer_host,
         db: hello.db.clone(),
+        db_listed: true,
         hello,
         proxy,
         leases,
@@ -201,13 +233,13 @@ pub async fn run(
         if let Err(e) = s.backend().await {
             s.writer.send_error(&e);
             let _ = s.writer.flush().await;
-            return End::LoginRefused;
+            return Err(End::LoginRefused);
         }
     }
     s.writer
         .send_ok(0, 0, StatusFlags::from_bits_retain(s.status));
     if s.writer.flush().await.is_err() {
-        return End::ClientGone;
+        return Err(End::ClientGone);
     }
     if s.hello
         .capabilities
@@ -217,7 +249,8 @@ pub async fn run(
         crate::tls::stream::compress(s.reader.stream_mut(), s.writer.stream_mut(), limit);
         s.reader.set_compressed();
     }
-    s.serve().await
+    drop(entered);
+    Ok((s, span))
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
@@ -237,7 +270,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let mut packet = std::mem::take(&mut self.packet);
             // Only an idle session is interrupted by shutdown; a running command finishes.
             if self.idle.needs_refresh() {
-                let default = self.leases.position(&self.proxy.default_pool.name);
+                let default = self.leases.default_position();
                 let lease = default.map(|i| self.leases.get_mut(i));
                 self.idle.refresh(lease).await;
             }
@@ -285,10 +318,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             let started = std::time::Instant::now();
             self.registered.busy(packet.first().copied().unwrap_or(0));
             let end = match self.plainly_relayed_execute(&packet) {
-                Some(plain) => self.relay_execute(plain, &packet, started).await,
+                Some(plain) => match self.send_execute(&plain, &packet).await {
+                    Direct::Relayed(r) => self.executed(&plain, Ok(Ok(r)), &packet, started),
+                    direct => self.relay_execute(&plain, direct, &packet, started).await,
+                },
                 None => self.dispatch(&packet, started).await,
             };
-            self.registered.idle(self.status, &self.db);
+            let db_changed = !std::mem::replace(&mut self.db_listed, true);
+            self.registered
+                .idle(self.status, db_changed.then_some(&self.db));
             self.packet = packet;
             if let Some(end) = end {
                 let _ = self.writer.flush().await;
@@ -391,6 +429,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 })?;
             }
         }
-        Ok(self.leases.push(Held::new(backend.to_string(), lease)))
+        let default = backend == self.proxy.default_pool.name;
+        Ok(self
+            .leases
+            .push(Held::new(backend.to_string(), lease, default)))
     }
 }

@@ -283,6 +283,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             StatementKind::Use => {
                 if let Some(db) = sql::use_target(stmt) {
                     self.db = Some(db);
+                    self.db_listed = false;
                     self.pending_follow_db = true;
                 }
             }

@@ -78,9 +78,7 @@ impl AsyncWrite for NetWrite {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             NetWrite::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            NetWrite::Tls(s) => Pin::new(s).poll_write(cx, buf),
-            NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-            NetWrite::Detached => Poll::Ready(Err(detached())),
+            other => other.poll_write_layered(cx, buf),
         }
     }
 
@@ -109,9 +107,7 @@ impl AsyncWrite for NetWrite {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             NetWrite::Plain(s) => Pin::new(s).poll_flush(cx),
-            NetWrite::Tls(s) => Pin::new(s).poll_flush(cx),
-            NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_flush(cx),
-            NetWrite::Detached => Poll::Ready(Err(detached())),
+            other => other.poll_flush_layered(cx),
         }
     }
 
@@ -121,6 +117,32 @@ impl AsyncWrite for NetWrite {
             NetWrite::Tls(s) => Pin::new(s).poll_shutdown(cx),
             NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
             NetWrite::Detached => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl NetWrite {
+    /// The TLS and compressed writes and flushes, kept out of line as the reads are: inlined,
+    /// they gave every plain write the registers and stack of theirs to save and restore.
+    #[cold]
+    #[inline(never)]
+    fn poll_write_layered(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self {
+            NetWrite::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            NetWrite::Tls(s) => Pin::new(s).poll_write(cx, buf),
+            NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            NetWrite::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn poll_flush_layered(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            NetWrite::Plain(s) => Pin::new(s).poll_flush(cx),
+            NetWrite::Tls(s) => Pin::new(s).poll_flush(cx),
+            NetWrite::Compressed(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            NetWrite::Detached => Poll::Ready(Err(detached())),
         }
     }
 }

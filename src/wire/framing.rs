@@ -535,23 +535,27 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         Ok(())
     }
 
-    pub async fn flush(&mut self) -> io::Result<()> {
-        let (inner, buf, sent) = (&mut self.inner, &mut self.buf, &mut self.sent);
-        let flushing = std::future::poll_fn(|cx| poll_flush_now(inner, buf, sent, cx));
-        // A flush the peer takes at once never reads the clock.
-        let Some(deadline) = self.timeout.as_mut() else {
-            return flushing.await;
-        };
-        match deadline.run(flushing).await {
-            Some(r) => r,
-            None => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "the peer took nothing for {} s",
-                    deadline.duration().as_secs()
-                ),
-            )),
-        }
+    /// Sends what was written, within the writer's timeout if it has one. One `poll_fn`, no
+    /// `async` layer: the session's loop flushes after every command.
+    pub fn flush(&mut self) -> impl std::future::Future<Output = io::Result<()>> + '_ {
+        let mut until = None;
+        std::future::poll_fn(move |cx| {
+            let flushed = poll_flush_now(&mut self.inner, &mut self.buf, &mut self.sent, cx);
+            // A flush the peer takes at once never reads the clock.
+            let (std::task::Poll::Pending, Some(deadline)) = (&flushed, self.timeout.as_mut())
+            else {
+                return flushed;
+            };
+            deadline.poll_expired(cx, &mut until).map(|()| {
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the peer took nothing for {} s",
+                        deadline.duration().as_secs()
+                    ),
+                ))
+            })
+        })
     }
 
     /// Sends what was written, polled by hand and bounded by the caller (not by the writer's

@@ -33,17 +33,21 @@ pub struct Held {
     pub xa: Option<Arc<[u8]>>,
     /// A statement that may write ran on it in the transaction.
     pub wrote: bool,
+    /// It is a connection to the default backend (found without comparing names, which
+    /// lie apart from the rest of the session's state).
+    pub default: bool,
 }
 
 impl Held {
     /// A connection just taken for the session, in no transaction yet.
-    pub fn new(backend: String, lease: Lease) -> Held {
+    pub fn new(backend: String, lease: Lease, default: bool) -> Held {
         Held {
             backend,
             lease,
             in_txn: false,
             xa: None,
             wrote: false,
+            default,
         }
     }
 
@@ -87,6 +91,11 @@ impl Drop for SessionConns {
 impl SessionConns {
     pub fn position(&self, backend: &str) -> Option<usize> {
         self.held.iter().position(|h| h.backend == backend)
+    }
+
+    /// The index of the connection to the default backend, if the session holds one.
+    pub fn default_position(&self) -> Option<usize> {
+        self.held.iter().position(|h| h.default)
     }
 
     pub fn get_mut(&mut self, i: usize) -> &mut Lease {

@@ -141,6 +141,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                     // As on MariaDB, dropping the current database leaves none selected.
                     if ddl.verb == DatabaseVerb::Drop && self.session.db.as_deref() == Some(name) {
                         self.session.db = None;
+                        self.session.db_listed = false;
                     }
                 }
                 self.session.proxy.metadata.clear();
