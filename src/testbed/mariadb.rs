@@ -40,11 +40,25 @@ pub(super) fn find(names: &[&str]) -> Result<PathBuf, String> {
     ))
 }
 
+/// A port nothing listens on now, never the same twice in one process: the kernel may hand a
+/// port just let go back to the next caller, and two servers of one test (idgate's MySQL and
+/// admin listeners) would then race for it.
 pub fn free_port() -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free TCP port on 127.0.0.1: {e}"))
+    static GIVEN: OnceLock<std::sync::Mutex<std::collections::HashSet<u16>>> = OnceLock::new();
+    let mut given = GIVEN
+        .get_or_init(Default::default)
+        .lock()
+        .map_err(|_| "port registry poisoned".to_string())?;
+    for _ in 0..1000 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| format!("no free TCP port on 127.0.0.1: {e}"))?;
+        if given.insert(port) {
+            return Ok(port);
+        }
+    }
+    Err("no free TCP port on 127.0.0.1 that this process has not handed out already".into())
 }
 
 /// A free port below the kernel's range for outgoing connections, for a server that is
