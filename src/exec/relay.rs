@@ -151,7 +151,7 @@ pub async fn relay<W: AsyncWrite + Unpin>(
     let r = match reply {
         // Most answers arrive whole: they are relayed in one pass, not packet by packet.
         Reply::Results if super::relay_whole::applies(&adj) => match be.wait_for_answer().await {
-            Ok(()) => match super::relay_whole::relay_whole(be.unread(), client) {
+            Ok(()) => match super::relay_whole::relay_whole(be.unread(), client, false) {
                 Some(out) => Ok(out),
                 None => relay_inner(be, client, reply, &adj).await,
             },

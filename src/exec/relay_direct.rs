@@ -53,7 +53,7 @@ pub fn send_and_relay<'a, R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
         }
         match be.poll_answer(cx, &mut until) {
             Poll::Ready(Ok(())) => Poll::Ready(
-                match super::relay_whole::relay_whole(be.unread(), &mut client) {
+                match super::relay_whole::relay_whole(be.unread(), &mut client, true) {
                     Some(relayed) => Direct::Relayed(relayed),
                     None => Direct::Undone,
                 },

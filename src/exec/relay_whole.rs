@@ -24,14 +24,16 @@ pub(super) fn applies(adj: &Adjust) -> bool {
 
 /// Relays the answer to a COM_QUERY or COM_STMT_EXECUTE (`applies`) if all of it is buffered
 /// in `backend`; `None` otherwise, with nothing taken from `backend` or left written for the
-/// client.
+/// client. `send_now`: what the client has not been sent yet goes now, without waiting
+/// (`PacketWriter::write_framed_now`); the caller flushes as usual.
 pub(super) fn relay_whole<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     backend: &mut PacketReader<R>,
     client: &mut Client<'_, W>,
+    send_now: bool,
 ) -> Option<Relayed> {
     let mark = client.writer.mark();
     let mut packets = backend.buffered_packets();
-    match walk(&mut packets, client) {
+    match walk(&mut packets, client, send_now) {
         Some(out) => {
             let walked = packets.walked();
             backend.take_walked(walked);
@@ -50,6 +52,7 @@ pub(super) fn relay_whole<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 fn walk<W: AsyncWrite + Unpin>(
     packets: &mut BufferedPackets<'_>,
     client: &mut Client<'_, W>,
+    send_now: bool,
 ) -> Option<Relayed> {
     const MORE: u16 = StatusFlags::SERVER_MORE_RESULTS_EXISTS.bits();
     let mut out = Relayed::default();
@@ -111,9 +114,12 @@ fn walk<W: AsyncWrite + Unpin>(
             break;
         }
     }
-    client
-        .writer
-        .write_framed(packets.framed(run_from, packets.at()));
+    let rest = packets.framed(run_from, packets.at());
+    if send_now {
+        client.writer.write_framed_now(rest);
+    } else {
+        client.writer.write_framed(rest);
+    }
     Some(out)
 }
 
@@ -170,11 +176,34 @@ mod tests {
     struct Outcome {
         relayed: Option<Relayed>,
         written: Vec<u8>,
+        /// Of `written`, what reached the client before the flush.
+        before_flush: usize,
         left: usize,
         seq: u8,
+        client_seq: u8,
     }
 
+    /// Relayed with its last packets copied and sent from where they lie: the same outcome.
     async fn relay(bytes: &[u8], deprecate_eof: bool) -> Outcome {
+        let copied = relay_sending(bytes, deprecate_eof, false).await;
+        let sent = relay_sending(bytes, deprecate_eof, true).await;
+        assert_eq!(
+            (&sent.written, sent.left, sent.seq, sent.client_seq),
+            (&copied.written, copied.left, copied.seq, copied.client_seq)
+        );
+        assert_eq!(copied.before_flush, 0);
+        if sent.relayed.is_some() && !deprecate_eof {
+            // Numbered alike and nothing written before: all of it went out at once.
+            assert_eq!(sent.before_flush, sent.written.len());
+        }
+        assert_eq!(
+            format!("{:?}", sent.relayed),
+            format!("{:?}", copied.relayed)
+        );
+        copied
+    }
+
+    async fn relay_sending(bytes: &[u8], deprecate_eof: bool, send_now: bool) -> Outcome {
         let mut backend = PacketReader::new(bytes, 1 << 20);
         backend.seq = 1;
         if !bytes.is_empty() {
@@ -188,13 +217,18 @@ mod tests {
                 writer: &mut writer,
                 deprecate_eof,
             },
+            send_now,
         );
+        let before_flush = writer.inner().len();
+        let client_seq = writer.seq;
         writer.flush().await.unwrap();
         Outcome {
             relayed,
             written: writer.inner().clone(),
+            before_flush,
             left: backend.buffered(),
             seq: backend.seq,
+            client_seq,
         }
     }
 
@@ -289,6 +323,7 @@ mod tests {
                 writer: &mut writer,
                 deprecate_eof: false,
             },
+            false,
         )
         .unwrap();
         assert_eq!((r.error, r.rows), (true, 2));

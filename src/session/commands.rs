@@ -109,18 +109,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// for, no new placement, no transaction to join, no LAST_INSERT_ID() to carry over); a
     /// prepared `LOAD … LOCAL` and an execute opening a cursor also keep to the general path,
     /// where files and cursors are handled.
-    pub(super) fn plainly_relayed_execute(&self, packet: &[u8]) -> Option<PlainExecute> {
+    pub(super) fn plainly_relayed_execute(&mut self, packet: &[u8]) -> Option<PlainExecute> {
         if packet.first() != Some(&(Com::COM_STMT_EXECUTE as u8)) {
             return None;
         }
         let id = packet.get(1..5)?;
         let st = self
             .stmts
-            .get(u32::from_le_bytes([id[0], id[1], id[2], id[3]]))?;
-        let plain = st.emulated.is_none()
-            && !st.load_local
-            && st.long_data.is_empty()
-            && st.generation == self.proxy.tables_generation()
+            .relayable(u32::from_le_bytes([id[0], id[1], id[2], id[3]]))?;
+        let plain = st.generation == self.proxy.tables_generation()
             && !Adjust::asks_for_cursor(packet)
             && self.lid_sync.is_none()
             && self.proxy.xa.is_none()

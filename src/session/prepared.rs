@@ -75,6 +75,10 @@ pub struct Emulated {
 #[derive(Default)]
 pub struct Statements {
     by_client_id: HashMap<u32, Statement, BuildHasherDefault<IdHasher>>,
+    /// The statement last found `relayable`, by client id: executing one statement again and
+    /// again (what applications do) then reads neither the map nor the statement, two cache
+    /// lines each statement would otherwise fetch. Forgotten at every change to a statement.
+    relayable: Option<(u32, Relayable)>,
     last_id: u32,
     /// Bytes of relayed statements' texts kept.
     kept: usize,
@@ -102,13 +106,44 @@ impl Hasher for IdHasher {
     }
 }
 
+/// What executing a statement that the backend runs as it was prepared needs: no emulation,
+/// no LOCAL file, no long data to account for.
+#[derive(Debug, Clone, Copy)]
+pub struct Relayable {
+    pub backend_id: u32,
+    pub kind: crate::sql::StatementKind,
+    /// `Statement::generation`.
+    pub generation: u64,
+}
+
 impl Statements {
+    /// Statement `client_id` when its executes are relayed as prepared (`Relayable`).
+    pub fn relayable(&mut self, client_id: u32) -> Option<Relayable> {
+        if let Some((id, r)) = self.relayable {
+            if id == client_id {
+                return Some(r);
+            }
+        }
+        let st = self.by_client_id.get(&client_id)?;
+        if st.emulated.is_some() || st.load_local || !st.long_data.is_empty() {
+            return None;
+        }
+        let r = Relayable {
+            backend_id: st.backend_id,
+            kind: st.kind,
+            generation: st.generation,
+        };
+        self.relayable = Some((client_id, r));
+        Some(r)
+    }
+
     pub fn next_id(&mut self) -> u32 {
         self.last_id = self.last_id.wrapping_add(1).max(1);
         self.last_id
     }
 
     pub fn insert(&mut self, client_id: u32, mut st: Statement) {
+        self.relayable = None;
         let len = st.relayed_text.as_ref().map_or(0, |t| t.len());
         if len > KEPT_TEXT || self.kept + len > KEPT_TEXT_PER_SESSION {
             st.relayed_text = None;
@@ -125,6 +160,7 @@ impl Statements {
 
     /// Drops the relayed text of statement `client_id` (idgate runs it itself now).
     pub fn drop_relayed_text(&mut self, client_id: u32) {
+        self.relayable = None;
         if let Some(t) = self
             .by_client_id
             .get_mut(&client_id)
@@ -138,7 +174,9 @@ impl Statements {
         self.by_client_id.get(&client_id)
     }
 
+    /// Whatever the caller changes, `relayable` looks at the statement again.
     pub fn get_mut(&mut self, client_id: u32) -> Option<&mut Statement> {
+        self.relayable = None;
         self.by_client_id.get_mut(&client_id)
     }
 
@@ -147,6 +185,7 @@ impl Statements {
     }
 
     pub fn remove(&mut self, client_id: u32) -> Option<Statement> {
+        self.relayable = None;
         let st = self.by_client_id.remove(&client_id)?;
         self.forget_text(&st);
         Some(st)
@@ -154,7 +193,74 @@ impl Statements {
 
     /// The backend forgot them all (COM_RESET_CONNECTION, COM_CHANGE_USER, a new connection).
     pub fn clear(&mut self) {
+        self.relayable = None;
         self.by_client_id.clear();
         self.kept = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::StatementKind;
+
+    fn relayed(backend_id: u32) -> Statement {
+        Statement {
+            backend_id,
+            kind: StatementKind::Select,
+            emulated: None,
+            long_data: Default::default(),
+            load_local: false,
+            relayed_text: None,
+            generation: 7,
+        }
+    }
+
+    fn backend_id(s: &mut Statements, id: u32) -> Option<u32> {
+        s.relayable(id).map(|r| r.backend_id)
+    }
+
+    #[test]
+    fn relayable_sees_every_change_to_a_statement() {
+        let mut s = Statements::default();
+        let id = s.next_id();
+        s.insert(id, relayed(40));
+        assert_eq!(backend_id(&mut s, id), Some(40));
+        // Remembered, then changed: looked at again.
+        if let Some(st) = s.get_mut(id) {
+            st.load_local = true;
+        }
+        assert_eq!(backend_id(&mut s, id), None, "a LOAD … LOCAL one is not");
+        if let Some(st) = s.get_mut(id) {
+            st.load_local = false;
+            st.generation = 9;
+        }
+        assert_eq!(s.relayable(id).map(|r| r.generation), Some(9));
+        let long_data = [&[0x18][..], &id.to_le_bytes(), &[0, 0], b"chunk"].concat();
+        assert!(s.long_data_fits(id, &long_data, 100));
+        assert_eq!(backend_id(&mut s, id), None, "one with long data is not");
+        if let Some(st) = s.get_mut(id) {
+            st.long_data.clear();
+        }
+        assert_eq!(backend_id(&mut s, id), Some(40));
+        // Prepared again under the same id, then closed.
+        s.insert(id, relayed(41));
+        assert_eq!(backend_id(&mut s, id), Some(41));
+        s.remove(id);
+        assert_eq!(backend_id(&mut s, id), None);
+    }
+
+    #[test]
+    fn relayable_tells_statements_apart() {
+        let mut s = Statements::default();
+        let (a, b) = (s.next_id(), s.next_id());
+        s.insert(a, relayed(1));
+        s.insert(b, relayed(2));
+        assert_eq!(backend_id(&mut s, a), Some(1));
+        assert_eq!(backend_id(&mut s, b), Some(2));
+        assert_eq!(backend_id(&mut s, a), Some(1));
+        assert_eq!(backend_id(&mut s, 99), None);
+        s.clear();
+        assert_eq!(backend_id(&mut s, a), None);
     }
 }

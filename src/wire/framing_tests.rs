@@ -1,13 +1,14 @@
 //! The packet reader gives the same packets (and the same errors) whether a packet arrives
-//! whole in the buffer (the copy-out path) or a few bytes at a time (the waiting path).
+//! whole in the buffer (the copy-out path) or a few bytes at a time (the waiting path); the
+//! writer sends the same bytes whether packets are copied or sent from where they lie.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use proptest::prelude::*;
-use tokio::io::{AsyncRead, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::framing::{FrameError, PacketReader, MAX_CHUNK};
+use super::framing::{FrameError, PacketReader, PacketWriter, MAX_CHUNK};
 
 /// A stream that hands out at most `chunk` bytes per read.
 struct Chunked {
@@ -235,5 +236,105 @@ fn out_of_order_and_over_limit_are_reported_on_both_paths() {
             rt.block_on(r.read(&mut p)),
             Err(FrameError::Closed)
         ));
+    }
+}
+
+/// A peer that takes `first` bytes of the first write (none: it is not ready, once), then
+/// everything.
+struct Slow {
+    out: Vec<u8>,
+    first: Option<usize>,
+    writes: usize,
+}
+
+impl AsyncWrite for Slow {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.writes += 1;
+        let n = match (self.writes, self.first) {
+            (1, None) => {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            (1, Some(n)) => n.min(buf.len()),
+            _ => buf.len(),
+        };
+        self.out.extend_from_slice(&buf[..n]);
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[test]
+fn packets_sent_from_where_they_lie_reach_the_peer_as_copied_ones() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let mut answer = Vec::new();
+    let mut seq = 1;
+    // An empty packet before one whose header starts with 0xFF (255 bytes long): no ERR.
+    let long = [7; 255];
+    for p in [
+        &b"\x01"[..],
+        b"",
+        &long,
+        b"row",
+        b"\xff\x28\x04#HY000killed",
+    ] {
+        frame(p, &mut seq, &mut answer);
+    }
+    // (the writer's sequence id, a packet written before, how the peer takes the first write)
+    let cases = [
+        (1, false, Some(usize::MAX)),
+        (1, false, Some(5)),
+        (1, false, None),
+        // Numbered otherwise: renumbered in a copy.
+        (7, false, Some(usize::MAX)),
+        // Something already waits to be sent: the answer goes after it.
+        (0, true, Some(usize::MAX)),
+    ];
+    for (seq, before, first) in cases {
+        let sent = |now: bool| {
+            let errors =
+                std::sync::Arc::new(crate::metrics::client_errors::ClientErrors::default());
+            let mut w = PacketWriter::new(Slow {
+                out: Vec::new(),
+                first,
+                writes: 0,
+            });
+            w.count_errors(errors.clone());
+            w.seq = seq;
+            if before {
+                w.write(b"first");
+            }
+            if now {
+                w.write_framed_now(&answer);
+            } else {
+                w.write_framed(&answer);
+            }
+            if now && (seq, before, first) == (1, false, Some(usize::MAX)) {
+                assert_eq!(w.inner().out, answer, "sent before any flush");
+            }
+            let seq_after = w.seq;
+            rt.block_on(w.flush()).expect("flushed");
+            (w.inner().out.clone(), seq_after, errors.snapshot())
+        };
+        let copied = sent(false);
+        assert_eq!(copied.2 .0, vec![(1064, 1)], "the ERR packet is counted");
+        assert_eq!(
+            sent(true),
+            copied,
+            "seq {seq}, written before {before}, first write {first:?}"
+        );
     }
 }
