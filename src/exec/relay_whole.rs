@@ -1,7 +1,9 @@
 //! An answer that arrived whole (the usual case for an OK, an ERR or a small result set),
 //! relayed in one pass over the backend connection's read buffer: the packets relayed as they
 //! are are copied from where they lie straight into the client's buffer, a run of them at a
-//! time (renumbered in the client's sequence), and nothing waits per packet. Only
+//! time (renumbered in the client's sequence), and nothing waits per packet; with `send_now`
+//! (a relayed execute) the last run goes to the client's socket without the copy when it can
+//! (`PacketWriter::write_framed_now`). Only
 //! answers relayed as they are come here; whatever the pass cannot finish (an answer not all
 //! arrived, a LOCAL INFILE request, a malformed packet) is left untouched for `relay`'s
 //! packet-by-packet path, which deals with it.
