@@ -154,3 +154,52 @@ fn unfinished(e: SqlError, backend: &str, default: &str, ddl: &DatabaseDdl) -> S
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{name_literal, unfinished};
+    use crate::sql::{DatabaseDdl, DatabaseVerb};
+    use crate::wire::errors::SqlError;
+
+    #[test]
+    fn a_database_name_becomes_a_literal_no_quote_or_mode_can_break() {
+        assert_eq!(name_literal(b"shop"), "CONVERT(X'73686F70' USING utf8mb4)");
+        // A quote, a backslash (read as an escape without NO_BACKSLASH_ESCAPES) and a
+        // non-ASCII name all stay inside the hex.
+        assert_eq!(
+            name_literal("a'\\é".as_bytes()),
+            "CONVERT(X'61275CC3A9' USING utf8mb4)"
+        );
+        assert_eq!(name_literal(b""), "CONVERT(X'' USING utf8mb4)");
+    }
+
+    #[test]
+    fn a_backend_left_unfinished_is_named_with_how_to_complete_it() {
+        let e = SqlError::new(1044, b"42000", "Access denied for user 'app'");
+        for (verb, again) in [
+            (DatabaseVerb::Create, "IF NOT EXISTS"),
+            (DatabaseVerb::Drop, "IF EXISTS"),
+            (DatabaseVerb::Alter, "run it again to complete it"),
+        ] {
+            let ddl = DatabaseDdl {
+                verb,
+                name: Some(b"shop".to_vec()),
+                if_exists: false,
+            };
+            let u = unfinished(e.clone(), "shard1", "shard0", &ddl);
+            assert_eq!(
+                (u.code, &u.state),
+                (1044, b"42000"),
+                "the backend's own error"
+            );
+            assert!(
+                u.message.starts_with("Access denied for user 'app'"),
+                "{}",
+                u.message
+            );
+            assert!(u.message.contains("backend `shard1`"), "{}", u.message);
+            assert!(u.message.contains("`shard0` already ran"), "{}", u.message);
+            assert!(u.message.contains(again), "{}", u.message);
+        }
+    }
+}

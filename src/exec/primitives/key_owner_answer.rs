@@ -122,3 +122,45 @@ fn cannot_fall_back(other: &Route) -> SqlError {
         format!("idgate: a lookup's route cannot fall back to {other:?}"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use mysql_common::constants::StatusFlags;
+
+    use super::matched;
+    use crate::wire::packets;
+
+    fn ok(affected: u64, info: &[u8]) -> Vec<u8> {
+        let mut p = Vec::new();
+        packets::ok(&mut p, 0, affected, 0, StatusFlags::empty(), 0, info);
+        p
+    }
+
+    #[test]
+    fn an_update_counts_the_rows_it_matched_not_those_it_changed() {
+        // A row set to the values it had is matched and unchanged: it was found on this shard,
+        // so the statement must not run on every other shard.
+        let p = ok(0, b"Rows matched: 1  Changed: 0  Warnings: 0");
+        assert_eq!(matched(&p), 1);
+        let p = ok(2, b"Rows matched: 3  Changed: 2  Warnings: 0");
+        assert_eq!(matched(&p), 3);
+    }
+
+    #[test]
+    fn without_a_matched_count_the_affected_rows_count() {
+        assert_eq!(matched(&ok(2, b"")), 2, "a DELETE's OK has no info");
+        assert_eq!(matched(&ok(0, b"")), 0);
+        assert_eq!(
+            matched(&ok(4, b"Records: 4  Duplicates: 0  Warnings: 0")),
+            4
+        );
+    }
+
+    #[test]
+    fn a_malformed_answer_matched_nothing() {
+        // Nothing matched: the statement then runs on every shard, which is never wrong.
+        assert_eq!(matched(&[0x00]), 0);
+        assert_eq!(matched(&[]), 0);
+        assert_eq!(matched(&ok(5, b"Rows matched: many")), 5);
+    }
+}

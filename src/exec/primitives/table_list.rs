@@ -88,3 +88,53 @@ fn already_listed(default: &Collected, t: &[u8]) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{already_listed, first_column};
+    use crate::exec::collect::Collected;
+    use crate::wire::packets;
+
+    fn row(cells: &[&[u8]]) -> Vec<u8> {
+        let mut r = Vec::new();
+        for c in cells {
+            packets::put_lenenc_str(&mut r, c);
+        }
+        r
+    }
+
+    fn rows(names: &[&[u8]]) -> Collected {
+        Collected::Rows {
+            columns: Vec::new(),
+            rows: names.iter().map(|n| row(&[n, b"BASE TABLE"])).collect(),
+            eof: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_first_column_of_a_row_is_its_table_name() {
+        assert_eq!(
+            first_column(&row(&[b"orders", b"BASE TABLE"])),
+            Some(&b"orders"[..])
+        );
+        assert_eq!(first_column(&[]), None);
+        assert_eq!(first_column(&[0x05, b'a']), None, "cut short");
+    }
+
+    #[test]
+    fn a_table_the_default_backend_lists_is_not_listed_twice() {
+        let default = rows(&[b"labels", b"Orders"]);
+        // Case aside, as idgate matches table names to its configured tables.
+        assert!(already_listed(&default, b"orders"));
+        assert!(already_listed(&default, b"labels"));
+        assert!(!already_listed(&default, b"items"));
+        assert!(!already_listed(&default, b"order"));
+    }
+
+    #[test]
+    fn an_answer_without_rows_lists_nothing() {
+        assert!(!already_listed(&Collected::Ok(vec![0]), b"orders"));
+        assert!(!already_listed(&Collected::Err(vec![0xff]), b"orders"));
+        assert!(!already_listed(&rows(&[]), b"orders"));
+    }
+}
