@@ -133,14 +133,8 @@ fn backend_users(config: &Config) -> Option<Arc<BackendUsers>> {
     let f = &config.users_from_backend.as_ref()?.value;
     let backend = f.backend.as_ref().unwrap_or(&config.default_backend.value);
     let cfg = config.backends.get(backend)?.value.clone();
-    let source = UserTable {
-        backend: backend.clone(),
-        cfg,
-    };
-    Some(Arc::new(BackendUsers::new(
-        Box::new(source),
-        std::time::Duration::from_millis(f.max_age_ms),
-    )))
+    let source = UserTable::new(backend.clone(), cfg);
+    Some(Arc::new(BackendUsers::new(Box::new(source))))
 }
 
 /// One pool per distinct (backend, account) that users name; users naming the same account share

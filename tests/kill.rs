@@ -460,3 +460,62 @@ fn connector_j_statement_cancel_kills_through_idgate_as_directly() {
     assert_has(&t, "connection still usable: 42");
     assert_has(&t, "done");
 }
+
+/// `KILL expr`, which MariaDB's grammar takes: the expression is evaluated as the session's own
+/// (`CONNECTION_ID()` and `@@pseudo_thread_id` are the id its client got; user variables and
+/// sequences are its own), then the session it names is killed as by `KILL id`.
+#[test]
+fn kill_takes_an_expression_evaluated_as_the_session() {
+    let db = common::shared_db();
+    let g = Idgate::start(db);
+
+    // A session killing itself by CONNECTION_ID(): told so, as by MariaDB, and gone.
+    for form in [
+        "KILL CONNECTION_ID()",
+        "KILL CONNECTION @@pseudo_thread_id",
+        "KILL 0 + CONNECTION_ID()",
+    ] {
+        let mut me = g.conn();
+        assert_eq!(error_code(me.query_drop(form)), Some(1927), "{form}");
+        assert!(me.query_drop("SELECT 1").is_err(), "{form}: still open");
+    }
+
+    // Another session, named through a user variable of the killer's own.
+    let mut killer = g.conn();
+    let (id, h) = running(&g, "SELECT SLEEP(60) AS kill_by_expression");
+    wait_running(&[db], "kill_by_expression");
+    killer
+        .query_drop(format!("SET @victim = {id} - 1"))
+        .unwrap();
+    killer.query_drop("KILL QUERY @victim + 1").unwrap();
+    let (_, took) = h.join().unwrap();
+    assert!(took < Duration::from_secs(30), "ran on for {took:?}");
+
+    // What MariaDB refuses or cannot name is answered as MariaDB answers it: a subquery, a
+    // sequence, a stored function (1970), an unknown sequence, no such session (1094).
+    // (A subquery that reads no table is evaluated.)
+    let mut direct = common::direct(db);
+    direct
+        .query_drop(
+            "CREATE SEQUENCE IF NOT EXISTS kill_seq; \
+             CREATE FUNCTION IF NOT EXISTS kill_fn() RETURNS INT DETERMINISTIC RETURN 1",
+        )
+        .unwrap();
+    for bad in [
+        "KILL (SELECT 1) + LASTVAL(kill_seq)",
+        "KILL QUERY (SELECT 1)",
+        "KILL (SELECT COUNT(*) FROM information_schema.TABLES)",
+        "KILL LASTVAL(no_such_sequence)",
+        "KILL NEXT VALUE FOR kill_seq",
+        "KILL kill_fn()",
+        "KILL 4000000 + 1",
+        "KILL 'nothing'",
+    ] {
+        let expected = error_code(direct.query_drop(bad));
+        assert!(expected.is_some(), "{bad} succeeded directly");
+        assert_eq!(error_code(killer.query_drop(bad)), expected, "{bad}");
+    }
+    direct
+        .query_drop("DROP SEQUENCE kill_seq; DROP FUNCTION kill_fn")
+        .unwrap();
+}

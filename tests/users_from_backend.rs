@@ -14,8 +14,7 @@ use common::{start_db, DATABASE, USER};
 use mysql::prelude::Queryable;
 use mysql::{ChangeUserOpts, Conn, Opts, OptsBuilder};
 
-const TABLES: &str = "users_from_backend:
-  max_age_ms: 200
+const TABLES: &str = "users_from_backend: {}
 generators:
   seq:
     kind: segment
@@ -28,13 +27,17 @@ tables:
       shards: [shard0, shard1]
 ";
 
-/// Longer than `max_age_ms`: a change on the backend counts from the next login.
+/// Long enough for a session's connections to be back in their pool, idle, after it quit.
 const SETTLE: Duration = Duration::from_millis(400);
 
 fn login(g: &Idgate, user: &str, password: &str) -> Result<Conn, mysql::Error> {
+    login_at(g.port, user, password)
+}
+
+fn login_at(port: u16, user: &str, password: &str) -> Result<Conn, mysql::Error> {
     let opts = OptsBuilder::default()
         .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(g.port)
+        .tcp_port(port)
         .user(Some(user))
         .pass(Some(password))
         .db_name(Some(DATABASE))
@@ -42,6 +45,15 @@ fn login(g: &Idgate, user: &str, password: &str) -> Result<Conn, mysql::Error> {
         // Unix socket (which `SELECT @@socket` through idgate names) and bypass idgate.
         .prefer_socket(false);
     Conn::new(Opts::from(opts))
+}
+
+/// The login's outcome as a client sees it: 0 when it got in, else the error code.
+fn outcome(r: Result<Conn, mysql::Error>) -> u16 {
+    match r {
+        Ok(_) => 0,
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        Err(e) => panic!("refused without a MySQL error: {e}"),
+    }
 }
 
 fn refused_code(r: Result<Conn, mysql::Error>) -> u16 {
@@ -260,4 +272,122 @@ fn without_the_setting_a_backend_account_cannot_log_in() {
         .unwrap();
     let g = Idgate::start(&db);
     assert_eq!(refused_code(login(&g, "shop", "shop-pw")), 1045);
+}
+
+/// The same login, directly and through idgate, right after each change to the account: the
+/// outcomes match, with no wait for anything to expire. Each change follows a login through idgate
+/// whose connection went back to the pool idle, so the next login would reuse it.
+#[test]
+fn an_account_change_counts_at_the_next_login_as_on_one_server() {
+    let db = start_db();
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE TABLE t (v INT); INSERT INTO t VALUES (1); \
+             CREATE USER 'u1'@'%' IDENTIFIED BY 'pw'; GRANT SELECT ON {DATABASE}.* TO 'u1'@'%'; \
+             CREATE USER 'viewer'@'%' IDENTIFIED BY 'pw'; \
+             GRANT SELECT, CREATE VIEW, DROP ON {DATABASE}.* TO 'viewer'@'%'; \
+             CREATE DEFINER = 'viewer'@'%' VIEW v1 AS SELECT 1 AS a"
+        ))
+        .unwrap();
+    let g =
+        Idgate::start_with(|port| config_for(port, &[("shard0", &db)], "users_from_backend: {}\n"));
+    let both = |user: &str, password: &str| {
+        let through = outcome(login(&g, user, password).map(|mut c| {
+            // The session runs a statement, so its connection is a used one when it goes back.
+            let _ = c.query_drop("SELECT 1");
+            c
+        }));
+        (outcome(login_at(db.port, user, password)), through)
+    };
+    let change = |sql: &str| {
+        std::thread::sleep(SETTLE);
+        common::direct(&db)
+            .query_drop(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    };
+    assert_eq!(both("u1", "pw"), (0, 0));
+
+    change("ALTER USER 'u1'@'%' ACCOUNT LOCK");
+    assert_eq!(both("u1", "pw"), (4151, 4151), "a locked account stays out");
+    change("ALTER USER 'u1'@'%' ACCOUNT UNLOCK");
+    assert_eq!(both("u1", "pw"), (0, 0));
+
+    // A session already in keeps running, as on one server.
+    let mut open = login(&g, "u1", "pw").unwrap();
+    let mut open_direct = login_at(db.port, "u1", "pw").unwrap();
+    change("ALTER USER 'u1'@'%' ACCOUNT LOCK");
+    assert_eq!(one(&mut open, "SELECT CURRENT_USER()"), "u1@%");
+    assert_eq!(one(&mut open_direct, "SELECT CURRENT_USER()"), "u1@%");
+    // Its own COM_CHANGE_USER back to the account is a new login, refused as on one server.
+    let relogin = |c: &mut Conn| {
+        let r = c.change_user(
+            ChangeUserOpts::default()
+                .with_user(Some("u1".into()))
+                .with_pass(Some("pw".into()))
+                .with_db_name(Some(DATABASE.into())),
+        );
+        match r {
+            Ok(()) => 0,
+            Err(mysql::Error::MySqlError(e)) => e.code,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(
+        (relogin(&mut open_direct), relogin(&mut open)),
+        (4151, 4151)
+    );
+    drop((open, open_direct));
+    change("ALTER USER 'u1'@'%' ACCOUNT UNLOCK");
+    assert_eq!(both("u1", "pw"), (0, 0));
+
+    // An expired password where the server disconnects such logins.
+    change("SET GLOBAL disconnect_on_expired_password = ON");
+    change("ALTER USER 'u1'@'%' PASSWORD EXPIRE");
+    let (direct, through) = both("u1", "pw");
+    assert_eq!(
+        through, direct,
+        "expired: directly {direct}, through idgate {through}"
+    );
+    assert_ne!(through, 0, "an expired password does not log in");
+    change("ALTER USER 'u1'@'%' IDENTIFIED BY 'pw2'");
+    assert_eq!(both("u1", "pw2"), (0, 0), "a new password logs in at once");
+    assert_eq!(both("u1", "pw"), (1045, 1045), "the old one does not");
+
+    // Renamed, then dropped.
+    change("RENAME USER 'u1'@'%' TO 'u2'@'%'");
+    assert_eq!(both("u1", "pw2"), (1045, 1045));
+    assert_eq!(both("u2", "pw2"), (0, 0));
+    change("DROP USER 'u2'@'%'");
+    assert_eq!(both("u2", "pw2"), (1045, 1045));
+
+    // Privileges are the account's as they are at the login, not as they were when a pooled
+    // connection first logged in: without DROP, ALTER VIEW is refused.
+    let alter = |port: u16| {
+        let mut c = login_at(port, "viewer", "pw").unwrap();
+        match c.query_drop("ALTER VIEW v1 AS SELECT 2 AS a") {
+            Ok(()) => 0,
+            Err(mysql::Error::MySqlError(e)) => e.code,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!((alter(db.port), alter(g.port)), (0, 0));
+    change(&format!("REVOKE DROP ON {DATABASE}.* FROM 'viewer'@'%'"));
+    assert_eq!((alter(db.port), alter(g.port)), (1142, 1142));
+
+    // A running session keeps or loses a revoked privilege at its next statement as on one server.
+    let mut running = login(&g, "viewer", "pw").unwrap();
+    let mut running_direct = login_at(db.port, "viewer", "pw").unwrap();
+    assert_eq!(one(&mut running, "SELECT CAST(v AS CHAR) FROM t"), "1");
+    change(&format!("REVOKE SELECT ON {DATABASE}.* FROM 'viewer'@'%'"));
+    let code = |c: &mut Conn| match c.query_drop("SELECT v FROM t") {
+        Ok(()) => 0,
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        Err(e) => panic!("{e}"),
+    };
+    // (MariaDB keeps a running session's database-level rights until it changes database.)
+    let (direct, through) = (code(&mut running_direct), code(&mut running));
+    assert_eq!(
+        through, direct,
+        "directly {direct}, through idgate {through}"
+    );
 }

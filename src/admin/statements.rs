@@ -59,6 +59,7 @@ pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStat
         },
         // Answered by the session, which knows who asks (`admin::kill`, `admin::processlist`).
         AdminStatement::Kill { .. }
+        | AdminStatement::KillExpression { .. }
         | AdminStatement::KillUser { .. }
         | AdminStatement::KillQueryId { .. } => Answer::Err(super::kill::unsupported("KILL here")),
         AdminStatement::ProcessList { .. }

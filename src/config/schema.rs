@@ -202,8 +202,8 @@ pub struct UsersFromBackend {
     /// The backend whose `mysql.user` is read; default: `default_backend`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
-    /// A login that finds the accounts read longer ago than this reads them again first, so a
-    /// changed password or a dropped account counts within this time.
+    /// Accepted so that older configurations load; not used, since every login reads its
+    /// account as it is then.
     #[serde(default = "default_accounts_max_age_ms")]
     pub max_age_ms: u64,
 }

@@ -1,7 +1,8 @@
-//! Reads a backend's accounts for `users_from_backend`: every row of `mysql.user` with its host
-//! pattern, plugin and mysql_native_password hash. idgate's own account there needs
-//! `SELECT` on `mysql.user`.
+//! Reads a backend's accounts for `users_from_backend`: the rows of `mysql.user` for the name a
+//! client logs in with, each with its host pattern, plugin and mysql_native_password hash.
+//! idgate's own account there needs `SELECT` on `mysql.user`.
 
+use std::fmt::Write;
 use std::time::Duration;
 
 use super::BackendConn;
@@ -12,17 +13,53 @@ use crate::wire::auth::parse_native_hash;
 /// Longest a read may take (connect included); the logins waiting for it wait no longer.
 const READ_TIMEOUT: Duration = Duration::from_secs(3);
 
-const ACCOUNTS: &str = "SELECT User, Host, plugin, authentication_string FROM mysql.user";
-
 pub struct UserTable {
     pub backend: String,
     pub cfg: Backend,
+    /// The connection reads go over, kept between logins (one read at a time, in login order).
+    conn: tokio::sync::Mutex<Option<BackendConn>>,
+}
+
+impl UserTable {
+    pub fn new(backend: String, cfg: Backend) -> UserTable {
+        UserTable {
+            backend,
+            cfg,
+            conn: Default::default(),
+        }
+    }
+}
+
+/// The statement reading `user`'s rows; the name goes as a hex literal, which no quote or
+/// sql_mode can break.
+fn accounts_of(user: &[u8]) -> String {
+    let mut sql = String::from(
+        "SELECT User, Host, plugin, authentication_string FROM mysql.user WHERE User = ",
+    );
+    if user.is_empty() {
+        sql.push_str("''");
+    } else {
+        sql.push_str("X'");
+        for b in user {
+            let _ = write!(sql, "{b:02x}");
+        }
+        sql.push('\'');
+    }
+    sql
 }
 
 impl AccountSource for UserTable {
-    fn load(&self) -> Loading<'_> {
+    fn load<'a>(&'a self, user: &'a [u8]) -> Loading<'a> {
         Box::pin(async move {
             let read = async {
+                let mut held = self.conn.lock().await;
+                // A kept connection the backend closed meanwhile (wait_timeout) is replaced once.
+                if let Some(mut c) = held.take().filter(|c| !c.broken) {
+                    if let Ok(rows) = c.query_rows(&accounts_of(user)).await {
+                        *held = Some(c);
+                        return Ok(rows);
+                    }
+                }
                 let mut c = BackendConn::connect(
                     &self.backend,
                     &self.cfg,
@@ -31,18 +68,19 @@ impl AccountSource for UserTable {
                 )
                 .await
                 .map_err(|e| e.to_string())?;
-                let rows = c.query_rows(ACCOUNTS).await.map_err(|e| {
+                let rows = c.query_rows(&accounts_of(user)).await.map_err(|e| {
                     format!(
                         "{e}; idgate's account on backend `{}` needs SELECT on mysql.user",
                         self.backend
                     )
                 })?;
-                c.close().await;
-                Ok(rows.into_iter().filter_map(account).collect())
+                *held = Some(c);
+                Ok(rows)
             };
-            tokio::time::timeout(READ_TIMEOUT, read)
+            let rows = tokio::time::timeout(READ_TIMEOUT, read)
                 .await
-                .unwrap_or_else(|_| Err(format!("backend `{}` did not answer", self.backend)))
+                .unwrap_or_else(|_| Err(format!("backend `{}` did not answer", self.backend)))?;
+            Ok(rows.into_iter().filter_map(account).collect())
         })
     }
 }
@@ -64,4 +102,15 @@ fn account(row: Vec<Option<Vec<u8>>>) -> Option<Account> {
         plugin,
         native,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::accounts_of;
+
+    #[test]
+    fn the_name_is_a_hex_literal_whatever_it_holds() {
+        assert!(accounts_of(b"a'b").ends_with("WHERE User = X'612762'"));
+        assert!(accounts_of(b"").ends_with("WHERE User = ''"));
+    }
 }

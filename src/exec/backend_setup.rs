@@ -82,6 +82,23 @@ impl SessionSetup<'_> {
         Ok(())
     }
 
+    /// A client's new login (COM_CHANGE_USER) on a connection it keeps: a connection of the
+    /// client's own account logs in again, so the backend judges the account as it is now (as
+    /// MariaDB judges a COM_CHANGE_USER); any other is reset. Then the session's collation and
+    /// database.
+    pub async fn log_in_again(&self, lease: &mut Lease) -> Result<(), SqlError> {
+        if !lease.pool().reauthenticates() {
+            return self.reset(lease).await;
+        }
+        match lease.change_user_no_db().await {
+            Ok(()) => self.prepare(lease).await,
+            Err(BackendError::Server { code, message }) => {
+                Err(super::pool::login_refused(code, message))
+            }
+            Err(e) => Err(lost(e)),
+        }
+    }
+
     /// COM_RESET_CONNECTION on one held connection, then the session's collation and database.
     pub async fn reset(&self, lease: &mut Lease) -> Result<(), SqlError> {
         match lease

@@ -29,6 +29,20 @@ pub struct BackendPool {
     pub stats: Arc<super::pool_stats::PoolStats>,
     /// What an account read from the backend logs in with (over `cfg.password`).
     secret: Option<Secret>,
+    /// A client's own account (configured or read from the backend): an idle connection logs in
+    /// again (COM_CHANGE_USER) before it serves a new session, so the backend judges that login
+    /// as it is now (locked, expired, dropped, renamed, privileges changed) instead of the login
+    /// it accepted when the connection was opened.
+    reauthenticates: bool,
+}
+
+/// What became of an idle connection readied for a new session.
+enum Renewed {
+    Ready(Box<BackendConn>),
+    /// It did not answer (or answered nonsense): dropped, try the next.
+    Gone,
+    /// The backend refused the account's login now: the client hears why.
+    Refused(BackendError),
 }
 
 /// A connection on loan to one session; goes back to the pool (after a reset) when dropped.
@@ -89,6 +103,7 @@ impl BackendPool {
             idle: Default::default(),
             stats: Default::default(),
             secret: None,
+            reauthenticates: false,
         })
     }
 
@@ -115,6 +130,7 @@ impl BackendPool {
             idle: Default::default(),
             stats: self.stats.clone(),
             secret,
+            reauthenticates: true,
         })
     }
 
@@ -211,17 +227,11 @@ impl BackendPool {
         drop(waiting);
         loop {
             let idle = self.idle_list(flags).lock().ok().and_then(|mut l| l.pop());
-            let Some(mut conn) = idle else { break };
-            // Reset again as it is taken: the reset when the last session left copied the
-            // global variables of that moment, and a new session must start from the globals as
-            // of its own login (a `SET GLOBAL sql_mode` in between would otherwise not reach it).
-            // The reset answers only if the backend is still there, so it is the liveness check
-            // too; it keeps the selected database and the pool's character set.
-            let reset = mysql_common::constants::Command::COM_RESET_CONNECTION as u8;
-            let answered =
-                tokio::time::timeout(self.acquire_timeout(), conn.simple_command(&[reset])).await;
-            if let Ok(Ok(0x00)) = answered {
-                return Ok(self.lease(conn, permit));
+            let Some(conn) = idle else { break };
+            match self.renew(conn).await {
+                Renewed::Ready(conn) => return Ok(self.lease(*conn, permit)),
+                Renewed::Gone => continue,
+                Renewed::Refused(e) => return Err(self.unreachable(e)),
             }
         }
         let cfg = self.cfg.load_full();
@@ -239,6 +249,34 @@ impl BackendPool {
                 self.unreachable(e)
             })?;
         Ok(self.lease(conn, permit))
+    }
+
+    /// Readies an idle connection for a new session. It is reset again as it is taken: the reset
+    /// when the last session left copied the global variables of that moment, and a new session
+    /// must start from the globals as of its own login (a `SET GLOBAL sql_mode` in between would
+    /// otherwise not reach it). A client's own account logs in again instead, which resets too.
+    /// Either answers only if the backend is still there, so it is the liveness check as well.
+    async fn renew(&self, mut conn: BackendConn) -> Renewed {
+        let timeout = self.acquire_timeout();
+        if self.reauthenticates {
+            return match tokio::time::timeout(timeout, conn.change_user_no_db()).await {
+                Ok(Ok(())) => Renewed::Ready(Box::new(conn)),
+                Ok(Err(BackendError::Server { code, message })) => {
+                    Renewed::Refused(BackendError::Login {
+                        backend: self.name.clone(),
+                        code,
+                        message,
+                    })
+                }
+                Ok(Err(_)) | Err(_) => Renewed::Gone,
+            };
+        }
+        // The reset keeps the selected database and the pool's character set.
+        let reset = mysql_common::constants::Command::COM_RESET_CONNECTION as u8;
+        match tokio::time::timeout(timeout, conn.simple_command(&[reset])).await {
+            Ok(Ok(0x00)) => Renewed::Ready(Box::new(conn)),
+            _ => Renewed::Gone,
+        }
     }
 
     fn lease(self: &Arc<Self>, conn: BackendConn, permit: OwnedSemaphorePermit) -> Lease {
@@ -272,16 +310,16 @@ impl BackendPool {
             // The client's own account (read from the backend) was refused there: the client
             // gets the backend's answer, as if it had logged in directly.
             BackendError::Login { code, message, .. } if self.secret.is_some() && code != 0 => {
-                let state = match code {
-                    errors::ER_ACCESS_DENIED_ERROR => b"28000",
-                    // ER_DBACCESS_DENIED_ERROR, ER_TOO_MANY_USER_CONNECTIONS
-                    1044 | 1226 => b"42000",
-                    _ => b"HY000",
-                };
-                SqlError::new(code, state, message)
+                login_refused(code, message)
             }
             e => SqlError::new(errors::ER_UNKNOWN_ERROR, b"HY000", format!("idgate: {e}")),
         }
+    }
+
+    /// Whether idle connections log in again before serving a new session (a client's own
+    /// account): a session that logs in again on a connection it holds does the same.
+    pub fn reauthenticates(&self) -> bool {
+        self.reauthenticates
     }
 
     /// Connections currently idle (for metrics and tests).
@@ -315,4 +353,17 @@ impl BackendPool {
         }
         Ok(())
     }
+}
+
+/// The backend's refusal of a client's own account, as the client would have heard it logging in
+/// directly (MariaDB's SQLSTATE for each code).
+pub fn login_refused(code: u16, message: String) -> SqlError {
+    let state = match code {
+        errors::ER_ACCESS_DENIED_ERROR => b"28000",
+        // ER_DBACCESS_DENIED_ERROR, ER_TOO_MANY_USER_CONNECTIONS
+        1044 | 1226 => b"42000",
+        // ER_ACCOUNT_HAS_BEEN_LOCKED, ER_MUST_CHANGE_PASSWORD_LOGIN and the rest
+        _ => b"HY000",
+    };
+    SqlError::new(code, state, message)
 }

@@ -11,6 +11,113 @@ use crate::sql::AdminStatement;
 use crate::wire::errors::SqlError;
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// `KILL [QUERY] id` with idgate's session ids.
+    async fn kill(&mut self, id: u64, query: bool, more: bool) -> Step {
+        if id == u64::from(self.registered.id()) && !query {
+            // As MariaDB: a session that kills itself is told so, and its connection closes.
+            self.writer.send_error(&SqlError::new(
+                ER_CONNECTION_KILLED,
+                b"70100",
+                "Connection was killed",
+            ));
+            return Step::End(End::Fatal("killed itself".into()));
+        }
+        match crate::admin::kill::kill(&self.proxy, &self.hello.user, id, query).await {
+            Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
+            Err(e) => {
+                self.writer.send_error(&e);
+                Step::Failed
+            }
+        }
+    }
+
+    /// The id a `KILL expr` names: the expression as MariaDB takes it (its integer value), run on
+    /// the session's default connection, so its user variables, sequences and rights are the
+    /// session's, with the session's own id for `CONNECTION_ID()` and `@@pseudo_thread_id`.
+    async fn kill_target(&mut self, expr: &[u8]) -> Result<u64, SqlError> {
+        self.kill_reads_values_only(expr).await?;
+        let set_own = self
+            .replay
+            .iter()
+            .any(|s| crate::sql::mentions(s, b"pseudo_thread_id"));
+        let expr = crate::sql::with_session_id(expr, self.registered.id(), set_own);
+        let mut sql = b"SELECT CAST((\n".to_vec();
+        sql.extend_from_slice(&expr);
+        sql.extend_from_slice(b"\n) AS SIGNED)");
+        let rows = self.backend().await?.query_rows(&sql).await;
+        let rows = rows.map_err(|e| match e {
+            crate::exec::backend::BackendError::Server { code, message } => {
+                SqlError::new(code, b"HY000", message)
+            }
+            e => SqlError::new(
+                crate::wire::errors::CR_SERVER_LOST,
+                b"HY000",
+                format!("idgate: {e}"),
+            ),
+        })?;
+        let value = rows
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next())
+            .flatten()
+            .and_then(|v| String::from_utf8(v).ok())
+            .and_then(|t| t.parse::<i64>().ok())
+            .unwrap_or(0);
+        // MariaDB takes the value as an unsigned thread id.
+        Ok(value as u64)
+    }
+
+    /// MariaDB's refusal of a KILL expression that reads a table or calls a stored function
+    /// (ER_SUBQUERIES_NOT_SUPPORTED); an unqualified call is a stored function when the current
+    /// database has a function of that name.
+    async fn kill_reads_values_only(&mut self, expr: &[u8]) -> Result<(), SqlError> {
+        let refused = || {
+            SqlError::new(
+                ER_SUBQUERIES_NOT_SUPPORTED,
+                b"42000",
+                "KILL does not support subqueries or stored functions",
+            )
+        };
+        let calls = match crate::sql::expression_reach(expr) {
+            crate::sql::ExpressionReach::Tables => return Err(refused()),
+            crate::sql::ExpressionReach::Calls(c) if c.is_empty() || self.db.is_none() => {
+                return Ok(())
+            }
+            crate::sql::ExpressionReach::Calls(c) => c,
+        };
+        let mut sql = b"SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = \
+            'FUNCTION' AND ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME IN ("
+            .to_vec();
+        for (i, name) in calls.iter().enumerate() {
+            if i > 0 {
+                sql.push(b',');
+            }
+            // A hex literal: no quote in the name can break the statement.
+            sql.extend_from_slice(b"CONVERT(X'");
+            for b in name {
+                sql.extend_from_slice(format!("{b:02x}").as_bytes());
+            }
+            sql.extend_from_slice(b"' USING utf8mb4)");
+        }
+        sql.push(b')');
+        let rows = self.backend().await?.query_rows(&sql).await.map_err(|e| {
+            SqlError::new(
+                crate::wire::errors::CR_SERVER_LOST,
+                b"HY000",
+                format!("idgate: {e}"),
+            )
+        })?;
+        let stored = rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(|v| v.as_deref())
+            .is_some_and(|v| v != b"0");
+        if stored {
+            return Err(refused());
+        }
+        Ok(())
+    }
+
     /// Answers `stmt`, which the client wrote as `text`.
     pub(super) async fn admin_statement(
         &mut self,
@@ -23,21 +130,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.counts_elsewhere = true;
         match stmt {
             // `KILL [QUERY] id` with idgate's session ids.
-            AdminStatement::Kill { id, query } => {
-                if id == u64::from(self.registered.id()) && !query {
-                    // As MariaDB: a session that kills itself is told so, and its connection
-                    // closes.
-                    self.writer.send_error(&SqlError::new(
-                        ER_CONNECTION_KILLED,
-                        b"70100",
-                        "Connection was killed",
-                    ));
-                    return Step::End(End::Fatal("killed itself".into()));
-                }
-                return match crate::admin::kill::kill(&self.proxy, &self.hello.user, id, query)
-                    .await
-                {
-                    Ok(()) => self.ok_step(more).unwrap_or(Step::Ok),
+            AdminStatement::Kill { id, query } => return self.kill(id, query, more).await,
+            AdminStatement::KillExpression { expr, query } => {
+                return match self.kill_target(&text[expr]).await {
+                    Ok(id) => self.kill(id, query, more).await,
                     Err(e) => {
                         self.writer.send_error(&e);
                         Step::Failed
@@ -186,6 +282,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
     }
 }
+
+/// MariaDB's ER_SUBQUERIES_NOT_SUPPORTED.
+const ER_SUBQUERIES_NOT_SUPPORTED: u16 = 1970;
 
 /// MariaDB's ER_CONNECTION_KILLED.
 const ER_CONNECTION_KILLED: u16 = 1927;

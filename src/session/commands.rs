@@ -568,7 +568,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             h.leave_txn();
             // The new user gets exactly the database it asked for (a USE may have moved it).
             h.lease.database = CurrentDb::Unknown;
-            if let Err(e) = self.setup().reset(&mut h.lease).await {
+            if let Err(e) = self.setup().log_in_again(&mut h.lease).await {
                 failed = Some(e);
                 break;
             }

@@ -37,6 +37,13 @@ pub enum AdminStatement {
         user: KillUserName,
         query: bool,
     },
+    /// `KILL [HARD | SOFT] [CONNECTION | QUERY] expr`, as MariaDB's grammar takes it
+    /// (`KILL CONNECTION_ID()`, `KILL (SELECT 1) + LASTVAL(s)`): the byte range of the expression,
+    /// which the session evaluates (with its own id for `CONNECTION_ID()`) before it kills.
+    KillExpression {
+        expr: std::ops::Range<usize>,
+        query: bool,
+    },
     /// A KILL idgate cannot map to its sessions (the text says which form).
     KillUnsupported(&'static str),
     /// `SHOW [FULL] PROCESSLIST`: idgate's sessions, with the ids their clients got.
@@ -141,13 +148,16 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
 /// The rest of a `KILL` statement.
 fn kill(words: &mut Words) -> AdminStatement {
     let is = |w: &[u8], k: &[u8]| w.eq_ignore_ascii_case(k);
+    let mut at = words.i;
     let mut w = words.next().unwrap_or(b"");
     if is(w, b"HARD") || is(w, b"SOFT") {
+        at = words.i;
         w = words.next().unwrap_or(b"");
     }
     let mut query = false;
     if is(w, b"CONNECTION") || is(w, b"QUERY") {
         query = is(w, b"QUERY");
+        at = words.i;
         w = words.next().unwrap_or(b"");
         if query && is(w, b"ID") {
             let id = words
@@ -171,8 +181,30 @@ fn kill(words: &mut Words) -> AdminStatement {
         .and_then(|t| t.parse::<u64>().ok());
     match id {
         Some(id) if words.at_end() => AdminStatement::Kill { id, query },
-        _ => AdminStatement::KillUnsupported("KILL with an expression"),
+        _ => match kill_expression(words.s, at) {
+            Some(expr) => AdminStatement::KillExpression { expr, query },
+            None => AdminStatement::KillUnsupported("KILL with an expression"),
+        },
     }
+}
+
+/// The expression a KILL names from `at` on, without the statement's closing `;`: `None` when
+/// there is none, or when it holds another statement (a `;` before its end).
+fn kill_expression(s: &[u8], at: usize) -> Option<std::ops::Range<usize>> {
+    let start = skip_trivia(s, at);
+    let mut end = s.len();
+    while end > start && (s[end - 1].is_ascii_whitespace() || s[end - 1] == b';') {
+        end -= 1;
+    }
+    let mut i = start;
+    while i < end {
+        match s[i] {
+            b'\'' | b'"' | b'`' => i = skip_quoted(s, i),
+            b';' => return None,
+            _ => i += 1,
+        }
+    }
+    (end > start).then_some(start..end)
 }
 
 /// After `KILL … USER`: `name`, `'name'`, `` `name` ``, `'name'@'host'` or `CURRENT_USER[()]`.
@@ -269,6 +301,35 @@ mod tests {
     }
 
     #[test]
+    fn kill_takes_an_expression() {
+        let expr = |sql: &str| match admin_statement(sql.as_bytes()) {
+            Some(KillExpression { expr, query }) => Some((sql[expr].to_string(), query)),
+            _ => None,
+        };
+        assert_eq!(
+            expr("KILL CONNECTION_ID()"),
+            Some(("CONNECTION_ID()".into(), false))
+        );
+        assert_eq!(
+            expr("kill query (SELECT 1) + LASTVAL(s) ;"),
+            Some(("(SELECT 1) + LASTVAL(s)".into(), true))
+        );
+        assert_eq!(
+            expr("KILL HARD CONNECTION @@pseudo_thread_id"),
+            Some(("@@pseudo_thread_id".into(), false))
+        );
+        assert_eq!(expr("KILL ';'"), Some(("';'".into(), false)));
+        assert_eq!(
+            admin_statement(b"KILL 1; DROP TABLE t"),
+            Some(KillUnsupported("KILL with an expression"))
+        );
+        assert_eq!(
+            admin_statement(b"KILL"),
+            Some(KillUnsupported("KILL with an expression"))
+        );
+    }
+
+    #[test]
     fn recognises_kill_in_its_forms() {
         assert_eq!(
             admin_statement(b"KILL 12"),
@@ -346,10 +407,6 @@ mod tests {
         assert_eq!(
             admin_statement(b"KILL USER app extra"),
             Some(KillUnsupported("KILL USER with that name"))
-        );
-        assert_eq!(
-            admin_statement(b"KILL CONNECTION_ID()"),
-            Some(KillUnsupported("KILL with an expression"))
         );
         assert_eq!(admin_statement(b"SELECT 'KILL 1'"), None);
     }

@@ -46,7 +46,7 @@ fn kind(stmt: &str) -> Option<&'static str> {
             MigrateStatement::Malformed(_) => return None,
         },
         AdminStatement::UnknownShow | AdminStatement::KillUnsupported(_) => return None,
-        AdminStatement::Kill { .. } => "KILL",
+        AdminStatement::Kill { .. } | AdminStatement::KillExpression { .. } => "KILL",
         AdminStatement::KillQueryId { .. } => "KILL QUERY ID",
         AdminStatement::KillUser { .. } => "KILL USER",
         AdminStatement::ProcessList { .. } => "SHOW PROCESSLIST",

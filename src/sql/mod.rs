@@ -75,9 +75,10 @@ pub use subquery_bind::{
 };
 pub use update_parts::{update_parts, Assigned, UpdateParts};
 pub use words::{
-    chain_or_release, connection_id_calls, database_ddl, explain_route_target, is_temporary_ddl,
-    lists_tables, mentions, names_outside, push_name, savepoint, sets_autocommit_on,
-    starts_read_only, string_literal_is, use_target, DatabaseDdl, DatabaseVerb, SavepointAction,
+    chain_or_release, connection_id_calls, database_ddl, explain_route_target, expression_reach,
+    is_temporary_ddl, lists_tables, mentions, names_outside, push_name, savepoint,
+    sets_autocommit_on, starts_read_only, string_literal_is, use_target, with_session_id,
+    DatabaseDdl, DatabaseVerb, ExpressionReach, SavepointAction,
 };
 
 #[cfg(test)]

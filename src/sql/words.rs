@@ -345,6 +345,106 @@ pub fn connection_id_calls(stmt: &[u8]) -> Vec<(Range<usize>, bool)> {
     out
 }
 
+/// `expr` with the session's own id, `id`, in place of each `CONNECTION_ID()` call and, unless the
+/// client set its own (`pseudo_thread_set`), of `@@[SESSION.|LOCAL.]pseudo_thread_id`: what the
+/// client was told its connection is, not the backend connection's thread.
+pub fn with_session_id(expr: &[u8], id: u32, pseudo_thread_set: bool) -> Vec<u8> {
+    let mut spans: Vec<Range<usize>> = connection_id_calls(expr)
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect();
+    if !pseudo_thread_set {
+        spans.extend(pseudo_thread_ids(expr));
+    }
+    spans.sort_by_key(|r| r.start);
+    let mut out = Vec::with_capacity(expr.len());
+    let mut at = 0;
+    for r in spans {
+        if r.start < at {
+            continue;
+        }
+        out.extend_from_slice(&expr[at..r.start]);
+        out.extend_from_slice(id.to_string().as_bytes());
+        at = r.end;
+    }
+    out.extend_from_slice(&expr[at..]);
+    out
+}
+
+/// What a `KILL` expression reaches beyond values: MariaDB refuses one that reads a table
+/// (a subquery with a FROM, a sequence's NEXTVAL / LASTVAL / SETVAL or `NEXT | PREVIOUS VALUE FOR`) or calls
+/// a stored function.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ExpressionReach {
+    /// Reads a table, or calls a function by a qualified name: a stored one.
+    Tables,
+    /// The names of the functions it calls unqualified (built-in or stored: the caller asks).
+    Calls(Vec<Vec<u8>>),
+}
+
+pub fn expression_reach(expr: &[u8]) -> ExpressionReach {
+    let t: Vec<Token> = tokens(expr).collect();
+    let mut calls = Vec::new();
+    for (i, tok) in t.iter().enumerate() {
+        let next = t.get(i + 1).copied();
+        let sequence_call = ["NEXTVAL", "LASTVAL", "SETVAL"]
+            .iter()
+            .any(|w| tok.is_word(w));
+        let value_for = (tok.is_word("NEXT") || tok.is_word("PREVIOUS"))
+            && next.is_some_and(|n| n.is_word("VALUE"));
+        // A subquery reads a table when it has a FROM (other than DUAL).
+        let from_table = tok.is_word("FROM") && !next.is_some_and(|n| n.is_word("DUAL"));
+        if from_table || value_for || (sequence_call && next == Some(Token::Punct(b'('))) {
+            return ExpressionReach::Tables;
+        }
+        let Some(name) = tok.name() else { continue };
+        if name.first().is_some_and(u8::is_ascii_digit) {
+            continue;
+        }
+        let after_dot = i > 0 && t[i - 1] == Token::Punct(b'.');
+        match next {
+            Some(Token::Punct(b'(')) if after_dot => return ExpressionReach::Tables,
+            Some(Token::Punct(b'(')) => calls.push(name),
+            _ => {}
+        }
+    }
+    ExpressionReach::Calls(calls)
+}
+
+/// The byte ranges of `@@pseudo_thread_id` (with `SESSION.` or `LOCAL.`) outside quotes.
+fn pseudo_thread_ids(s: &[u8]) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        match s[i] {
+            b'\'' | b'"' | b'`' => i = super::lex::skip_quoted(s, i),
+            b'@' if s[i..].starts_with(b"@@") => {
+                let mut j = i + 2;
+                for scope in [&b"session."[..], b"local."] {
+                    if s.len() >= j + scope.len()
+                        && s[j..j + scope.len()].eq_ignore_ascii_case(scope)
+                    {
+                        j += scope.len();
+                    }
+                }
+                let name = b"pseudo_thread_id";
+                let end = j + name.len();
+                let whole = s.len() >= end
+                    && s[j..end].eq_ignore_ascii_case(name)
+                    && !s
+                        .get(end)
+                        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$');
+                if whole {
+                    out.push(i..end);
+                }
+                i = j.max(i + 2);
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
 /// The statement after `EXPLAIN ROUTE`, if `stmt` is one.
 pub fn explain_route_target(stmt: &[u8]) -> Option<&[u8]> {
     let mut t = Tokens::new(stmt);
@@ -369,6 +469,39 @@ pub fn names_outside(stmt: &[u8], skip: Range<usize>, name: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn what_a_kill_expression_reaches() {
+        use super::{expression_reach, ExpressionReach::*};
+        let r = |e: &str| expression_reach(e.as_bytes());
+        assert_eq!(r("(SELECT v FROM t) + 2"), Tables);
+        assert_eq!(r("(SELECT 1) + 2"), Calls(vec![]));
+        assert_eq!(r("(SELECT 1 FROM DUAL)"), Calls(vec![]));
+        assert_eq!(r("LASTVAL(s)"), Tables);
+        assert_eq!(r("NEXT VALUE FOR s"), Tables);
+        assert_eq!(r("db.f(1)"), Tables);
+        assert_eq!(r("@v + 1"), Calls(vec![]));
+        assert_eq!(
+            r("CONNECTION_ID() + f(2)"),
+            Calls(vec![b"CONNECTION_ID".to_vec(), b"f".to_vec()])
+        );
+        assert_eq!(r("'SELECT' + 1"), Calls(vec![]));
+    }
+
+    #[test]
+    fn the_session_id_stands_for_connection_id_and_pseudo_thread_id() {
+        let w = |e: &str, set: bool| {
+            String::from_utf8(super::with_session_id(e.as_bytes(), 7, set)).unwrap()
+        };
+        assert_eq!(w("CONNECTION_ID()", false), "7");
+        assert_eq!(w("connection_id( ) + 1", false), "7 + 1");
+        assert_eq!(w("@@pseudo_thread_id", false), "7");
+        assert_eq!(w("@@SESSION.Pseudo_Thread_Id*2", false), "7*2");
+        assert_eq!(w("@@pseudo_thread_id", true), "@@pseudo_thread_id");
+        assert_eq!(w("@@pseudo_thread_idx", false), "@@pseudo_thread_idx");
+        assert_eq!(w("'@@pseudo_thread_id'", false), "'@@pseudo_thread_id'");
+        assert_eq!(w("t.CONNECTION_ID()", false), "t.CONNECTION_ID()");
+    }
+
     use super::*;
 
     #[test]

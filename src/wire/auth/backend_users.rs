@@ -1,13 +1,12 @@
 //! Accounts read from a backend (`users_from_backend`): who may log in from which hosts, with
-//! which mysql_native_password hash. A login that finds them older than `max_age` reads them
-//! again first (one read at a time; the others wait for it), so a changed password or a dropped
-//! account counts within that time.
+//! which mysql_native_password hash. Every login reads the rows of the name it logs in with, as
+//! they are at that moment, so a new account, a changed password or a dropped one counts from the
+//! next login; the backend then judges the rest of the account's state (lock, expiry, limits) when
+//! idgate logs in there as the account.
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use super::native::NativeHash;
 use super::secret::Secret;
@@ -36,48 +35,31 @@ pub type Loading<'a> = Pin<Box<dyn Future<Output = Result<Vec<Account>, String>>
 
 /// Where the accounts come from (the backend's `mysql.user`, read by `exec`).
 pub trait AccountSource: Send + Sync {
-    fn load(&self) -> Loading<'_>;
+    /// The rows of every account named `user`, whatever their host.
+    fn load<'a>(&'a self, user: &'a [u8]) -> Loading<'a>;
 }
 
 pub struct BackendUsers {
     source: Box<dyn AccountSource>,
-    max_age: Duration,
-    state: tokio::sync::Mutex<Loaded>,
-}
-
-#[derive(Default)]
-struct Loaded {
-    accounts: Arc<Vec<Account>>,
-    at: Option<Instant>,
 }
 
 impl BackendUsers {
-    pub fn new(source: Box<dyn AccountSource>, max_age: Duration) -> BackendUsers {
-        BackendUsers {
-            source,
-            max_age,
-            state: Default::default(),
-        }
+    pub fn new(source: Box<dyn AccountSource>) -> BackendUsers {
+        BackendUsers { source }
     }
 
     /// The account `user` logs in as from `peer` (an IP address), as MariaDB picks it: the
-    /// matching host pattern that is most specific.
+    /// matching host pattern that is most specific. `None` too when the accounts cannot be read:
+    /// a login idgate cannot check is refused.
     pub async fn find(&self, user: &[u8], peer: &str) -> Option<Account> {
-        let accounts = self.current().await;
-        best_match(&accounts, user, peer).cloned()
-    }
-
-    async fn current(&self) -> Arc<Vec<Account>> {
-        let mut st = self.state.lock().await;
-        if st.at.is_none_or(|t| t.elapsed() >= self.max_age) {
-            match self.source.load().await {
-                Ok(a) => st.accounts = Arc::new(a),
-                // The accounts read last stay; the next login after max_age tries again.
-                Err(e) => tracing::warn!("users_from_backend: reading the accounts failed: {e}"),
+        let accounts = match self.source.load(user).await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!("users_from_backend: reading the accounts failed: {e}");
+                return None;
             }
-            st.at = Some(Instant::now());
-        }
-        st.accounts.clone()
+        };
+        best_match(&accounts, user, peer).cloned()
     }
 }
 
@@ -198,35 +180,48 @@ mod tests {
         assert!(best_match(&all, b"nobody", "10.1.2.3").is_none());
     }
 
-    struct Counting(std::sync::atomic::AtomicUsize);
+    /// Hands out the accounts it holds now, or fails while `away`.
+    struct Table {
+        rows: std::sync::Mutex<Vec<Account>>,
+        away: std::sync::atomic::AtomicBool,
+    }
 
-    impl AccountSource for Counting {
-        fn load(&self) -> Loading<'_> {
-            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    impl AccountSource for std::sync::Arc<Table> {
+        fn load<'a>(&'a self, user: &'a [u8]) -> Loading<'a> {
+            let away = self.away.load(std::sync::atomic::Ordering::SeqCst);
+            let rows: Vec<Account> = self
+                .rows
+                .lock()
+                .map(|r| r.iter().filter(|a| a.user == user).cloned().collect())
+                .unwrap_or_default();
             Box::pin(async move {
-                if n == 1 {
+                if away {
                     return Err("backend away".into());
                 }
-                Ok(vec![account(&format!("u{n}"), "%")])
+                Ok(rows)
             })
         }
     }
 
     #[tokio::test]
-    async fn accounts_are_read_again_once_older_than_max_age_and_kept_when_that_fails() {
-        let users = BackendUsers::new(
-            Box::new(Counting(Default::default())),
-            Duration::from_millis(50),
-        );
+    async fn every_login_reads_the_accounts_as_they_are_now() {
+        let table = std::sync::Arc::new(Table {
+            rows: std::sync::Mutex::new(vec![account("u0", "%")]),
+            away: Default::default(),
+        });
+        let users = BackendUsers::new(Box::new(table.clone()));
         assert!(users.find(b"u0", "1.2.3.4").await.is_some());
-        assert!(users.find(b"u0", "1.2.3.4").await.is_some(), "still fresh");
-        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert!(users.find(b"u1", "1.2.3.4").await.is_none());
+        *table.rows.lock().unwrap() = vec![account("u1", "%")];
         assert!(
-            users.find(b"u0", "1.2.3.4").await.is_some(),
-            "a failed read keeps the accounts read before"
+            users.find(b"u0", "1.2.3.4").await.is_none(),
+            "dropped at once"
         );
-        tokio::time::sleep(Duration::from_millis(60)).await;
-        assert!(users.find(b"u0", "1.2.3.4").await.is_none());
-        assert!(users.find(b"u2", "1.2.3.4").await.is_some());
+        assert!(users.find(b"u1", "1.2.3.4").await.is_some(), "new at once");
+        table.away.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(
+            users.find(b"u1", "1.2.3.4").await.is_none(),
+            "a login idgate cannot check is refused"
+        );
     }
 }
