@@ -35,12 +35,16 @@ fn login(g: &Idgate, user: &str, password: &str) -> Result<Conn, mysql::Error> {
 }
 
 fn login_at(port: u16, user: &str, password: &str) -> Result<Conn, mysql::Error> {
+    login_to(port, user, password, DATABASE)
+}
+
+fn login_to(port: u16, user: &str, password: &str, db: &str) -> Result<Conn, mysql::Error> {
     let opts = OptsBuilder::default()
         .ip_or_hostname(Some("127.0.0.1"))
         .tcp_port(port)
         .user(Some(user))
         .pass(Some(password))
-        .db_name(Some(DATABASE))
+        .db_name(Some(db))
         // The account exists on the backend: the client must not switch to the backend's
         // Unix socket (which `SELECT @@socket` through idgate names) and bypass idgate.
         .prefer_socket(false);
@@ -306,6 +310,9 @@ fn an_account_change_counts_at_the_next_login_as_on_one_server() {
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     };
     assert_eq!(both("u1", "pw"), (0, 0));
+    // A database the account may not use: MariaDB's 1044, not a failed login.
+    let private = |port| outcome(login_to(port, "u1", "pw", "mysql"));
+    assert_eq!((private(db.port), private(g.port)), (1044, 1044));
 
     change("ALTER USER 'u1'@'%' ACCOUNT LOCK");
     assert_eq!(both("u1", "pw"), (4151, 4151), "a locked account stays out");
