@@ -123,6 +123,12 @@ pub async fn run_with_file(
     crate::admin::start(&proxy, stop.clone()).await?;
     crate::migrate::watch(&proxy);
     crate::proxy::sessions::sweep_idle(&proxy);
+    // Replication groups are polled from here on; the first round decides where writes go.
+    for (name, pool) in &proxy.pools {
+        if let Some(t) = pool.topology() {
+            t.watch(&proxy.config.backends[name].value).await;
+        }
+    }
     for pool in proxy.pools.values() {
         if let Err(e) = pool.warm_up().await {
             warn!(backend = %pool.name, error = %e, "could not open min_connections at startup");

@@ -4,6 +4,7 @@
 //! Must not: reach into a session's state; it reads what the proxy, pools and generators publish.
 
 pub mod auth;
+pub mod backend_nodes;
 pub mod generators;
 pub mod http;
 pub mod http_conn;

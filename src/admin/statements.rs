@@ -149,6 +149,11 @@ async fn backends(proxy: &Proxy) -> ResultSet {
         ("Pool_max", Col::UInt),
         ("Reachable", Col::Text(3)),
         ("Detail", Col::Text(512)),
+        ("Role", Col::Text(16)),
+        ("Read_only", Col::Text(3)),
+        ("Lag_s", Col::UInt),
+        ("Gtid_position", Col::Text(512)),
+        ("Why", Col::Text(512)),
     ]);
     let timeout = proxy
         .config
@@ -182,16 +187,35 @@ async fn backends(proxy: &Proxy) -> ResultSet {
             Ok(d) => (true, d),
             Err(e) => (false, e),
         };
-        rs.row(&[
-            text(name.as_str()),
-            text(format!("{}:{}", b.host, b.port)),
-            text(pool.account()),
-            num(pool.in_use_count()),
-            num(idle),
-            num(pool.max_connections()),
-            yes_no(reachable),
-            text(detail),
-        ]);
+        let address = format!("{}:{}", b.host, b.port);
+        for node in super::backend_nodes::node_rows(pool.topology().map(|t| &**t), &address) {
+            // The pool's figures and ping are the writable node's.
+            let (in_use, idle_here, max) = if node.writer {
+                (pool.in_use_count(), idle, pool.max_connections())
+            } else {
+                (0, 0, 0)
+            };
+            let (reachable, detail) = match (node.writer, node.read_only) {
+                (true, _) => (reachable, detail.clone()),
+                (false, Some(_)) => (true, String::new()),
+                (false, None) => (false, node.why.clone()),
+            };
+            rs.row(&[
+                text(name.as_str()),
+                text(node.address),
+                text(pool.account()),
+                num(in_use),
+                num(idle_here),
+                num(max),
+                yes_no(reachable),
+                text(detail),
+                text(node.role),
+                node.read_only.and_then(yes_no),
+                node.lag_s.and_then(num),
+                text(node.gtid_position),
+                text(node.why),
+            ]);
+        }
     }
     rs
 }

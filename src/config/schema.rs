@@ -325,6 +325,16 @@ pub struct Backend {
     /// connection; for a sequence store on a Galera cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failover_addresses: Vec<String>,
+    /// The other nodes of this backend's replication group (`host:port`), reached with the same
+    /// account and TLS. idgate polls every node and writes only to the one writable node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
+    /// How often each node of a replication group is polled (each poll bounded by as long).
+    #[serde(default = "default_poll_interval_ms")]
+    pub poll_interval_ms: u64,
+    /// A replica further behind its primary than this is excluded until it catches up.
+    #[serde(default = "default_max_replica_lag_ms")]
+    pub max_replica_lag_ms: u64,
     #[serde(default)]
     pub pool: PoolSettings,
     /// Longest wait for any answer from this backend (a statement's run included); then the
@@ -348,11 +358,22 @@ impl Backend {
             password_env: None,
             password_file: None,
             failover_addresses: Vec::new(),
+            replicas: Vec::new(),
+            poll_interval_ms: default_poll_interval_ms(),
+            max_replica_lag_ms: default_max_replica_lag_ms(),
             pool: PoolSettings::default(),
             query_timeout_ms: super::limits::default_query_timeout_ms(),
             tls: Default::default(),
         }
     }
+}
+
+fn default_poll_interval_ms() -> u64 {
+    500
+}
+
+fn default_max_replica_lag_ms() -> u64 {
+    1000
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -64,6 +64,42 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
                 format!("backend `{name}`: failover address `{a}` is not host:port"),
             ));
         }
+        if let Some(a) = b.value.replicas.iter().find(|a| {
+            a.rsplit_once(':')
+                .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+        }) {
+            return Err(at(
+                &b.referenced,
+                format!("backend `{name}`: replica `{a}` is not host:port"),
+            ));
+        }
+        let own = format!("{}:{}", b.value.host, b.value.port);
+        let mut seen = std::collections::HashSet::from([own.as_str()]);
+        if let Some(a) = b.value.replicas.iter().find(|a| !seen.insert(a.as_str())) {
+            return Err(at(
+                &b.referenced,
+                format!("backend `{name}`: node `{a}` is listed twice (host or replicas)"),
+            ));
+        }
+        if !b.value.replicas.is_empty() && b.value.poll_interval_ms == 0 {
+            return Err(at(
+                &b.referenced,
+                format!("backend `{name}`: poll_interval_ms must be at least 1"),
+            ));
+        }
+        if !b.value.replicas.is_empty() && name == cfg.sequence_backend() {
+            // Until each instance raises its segments after a primary change, a replicated
+            // store could hand out a range twice after a failover: refused rather than risked.
+            return Err(at(
+                &b.referenced,
+                format!(
+                    "backend `{name}` holds the sequence store: replicas on it are not supported \
+                     yet (a range reserved on a failed primary could be handed out again); put \
+                     the sequence store on a backend of its own (sequence_store.backend) or on a \
+                     Galera cluster (failover_addresses)"
+                ),
+            ));
+        }
         if !b.value.failover_addresses.is_empty() && name != cfg.sequence_backend() {
             return Err(at(
                 &b.referenced,

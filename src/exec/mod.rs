@@ -25,6 +25,7 @@ pub mod relay;
 pub mod relay_direct;
 mod relay_whole;
 pub mod scatter;
+pub mod topology;
 
 pub use backend::{BackendConn, BackendError};
 pub use conns::{SessionConns, StatementScope};

@@ -4,6 +4,7 @@
 //! it is reset once more when the next session takes it, so that session starts from the
 //! backend's global variables as they are then.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +35,14 @@ pub struct BackendPool {
     /// as it is now (locked, expired, dropped, renamed, privileges changed) instead of the login
     /// it accepted when the connection was opened.
     reauthenticates: bool,
+    /// The backend's replication group, when it has replicas: connections open to its writable
+    /// node only.
+    topology: Option<Arc<super::topology::Topology>>,
+    /// The node the idle connections were opened to (`host:port`): when the group's writer
+    /// changes, they are dropped rather than handed out.
+    idle_node: Mutex<String>,
+    /// Bumped when the writable node changes: connections opened before go when given back.
+    writer_generation: std::sync::atomic::AtomicU64,
 }
 
 /// What became of an idle connection readied for a new session.
@@ -50,6 +59,8 @@ pub struct Lease {
     conn: Option<BackendConn>,
     pool: Arc<BackendPool>,
     permit: Option<OwnedSemaphorePermit>,
+    /// The pool's writer generation when the connection was opened or handed out.
+    writer_generation: u64,
 }
 
 impl Lease {
@@ -85,9 +96,10 @@ impl Drop for Lease {
             return; // dropping the socket closes it; the permit frees a slot
         }
         let pool = self.pool.clone();
+        let generation = self.writer_generation;
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                pool.give_back(conn).await;
+                pool.give_back(conn, generation).await;
                 drop(permit);
             });
         }
@@ -104,6 +116,9 @@ impl BackendPool {
             stats: Default::default(),
             secret: None,
             reauthenticates: false,
+            topology: super::topology::Topology::of(name, cfg),
+            idle_node: Mutex::new(format!("{}:{}", cfg.host, cfg.port)),
+            writer_generation: Default::default(),
         })
     }
 
@@ -123,6 +138,7 @@ impl BackendPool {
         let mut cfg = Backend::clone(&self.cfg.load());
         cfg.user = user.to_string();
         cfg.password = password.to_string();
+        let idle_node = Mutex::new(format!("{}:{}", cfg.host, cfg.port));
         Arc::new(BackendPool {
             name: self.name.clone(),
             cfg: ArcSwap::from_pointee(cfg),
@@ -131,6 +147,9 @@ impl BackendPool {
             stats: self.stats.clone(),
             secret,
             reauthenticates: true,
+            topology: self.topology.clone(),
+            idle_node,
+            writer_generation: Default::default(),
         })
     }
 
@@ -171,7 +190,12 @@ impl BackendPool {
 
     /// Resets a returned connection and offers it again; a backend that does not answer within
     /// the acquire timeout loses the connection instead of holding a pool slot forever.
-    async fn give_back(&self, conn: BackendConn) {
+    async fn give_back(&self, conn: BackendConn, generation: u64) {
+        if generation != self.writer_generation.load(Ordering::Relaxed) {
+            // Opened to a node that is no longer the group's writable one.
+            conn.close().await;
+            return;
+        }
         let flags = conn.flags;
         if let Ok(Some(conn)) =
             tokio::time::timeout(self.acquire_timeout(), Self::reset(conn)).await
@@ -225,16 +249,17 @@ impl BackendPool {
         .map_err(|_| self.exhausted())?
         .map_err(|_| self.exhausted())?;
         drop(waiting);
+        let (node, generation) = self.writable_node()?;
         loop {
             let idle = self.idle_list(flags).lock().ok().and_then(|mut l| l.pop());
             let Some(conn) = idle else { break };
             match self.renew(conn).await {
-                Renewed::Ready(conn) => return Ok(self.lease(*conn, permit)),
+                Renewed::Ready(conn) => return Ok(self.lease(*conn, permit, generation)),
                 Renewed::Gone => continue,
                 Renewed::Refused(e) => return Err(self.unreachable(e)),
             }
         }
-        let cfg = self.cfg.load_full();
+        let cfg = self.cfg_on(node.as_deref());
         let secret = self
             .secret
             .clone()
@@ -248,7 +273,48 @@ impl BackendPool {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.unreachable(e)
             })?;
-        Ok(self.lease(conn, permit))
+        Ok(self.lease(conn, permit, generation))
+    }
+
+    /// The replication group's writable node, for a backend with replicas (`None` for one of a
+    /// single server); idle connections to another node are dropped first.
+    fn writable_node(&self) -> Result<(Option<String>, u64), SqlError> {
+        let Some(t) = &self.topology else {
+            return Ok((None, 0));
+        };
+        let node = t.writer()?;
+        // Under the lock, so the generation handed out is the one of this node.
+        let mut idle_node = self.idle_node.lock().map_err(|_| self.exhausted())?;
+        if *idle_node != node {
+            for list in &self.idle {
+                if let Ok(mut l) = list.lock() {
+                    l.clear();
+                }
+            }
+            idle_node.clone_from(&node);
+            self.writer_generation.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok((Some(node), self.writer_generation.load(Ordering::Relaxed)))
+    }
+
+    /// How new connections log in, at `node` (`host:port`) when the group's writer is not the
+    /// configured address.
+    fn cfg_on(&self, node: Option<&str>) -> Arc<Backend> {
+        let cfg = self.cfg.load_full();
+        match node.and_then(|n| n.rsplit_once(':')) {
+            Some((host, port)) if format!("{}:{}", cfg.host, cfg.port) != node.unwrap_or("") => {
+                let mut on = Backend::clone(&cfg);
+                on.host = host.to_string();
+                on.port = port.parse().unwrap_or(on.port);
+                Arc::new(on)
+            }
+            _ => cfg,
+        }
+    }
+
+    /// The backend's replication group, when it has replicas.
+    pub fn topology(&self) -> Option<&Arc<super::topology::Topology>> {
+        self.topology.as_ref()
     }
 
     /// Readies an idle connection for a new session. It is reset again as it is taken: the reset
@@ -279,11 +345,17 @@ impl BackendPool {
         }
     }
 
-    fn lease(self: &Arc<Self>, conn: BackendConn, permit: OwnedSemaphorePermit) -> Lease {
+    fn lease(
+        self: &Arc<Self>,
+        conn: BackendConn,
+        permit: OwnedSemaphorePermit,
+        writer_generation: u64,
+    ) -> Lease {
         Lease {
             conn: Some(conn),
             pool: self.clone(),
             permit: Some(permit),
+            writer_generation,
         }
     }
 
@@ -342,7 +414,10 @@ impl BackendPool {
 
     /// Opens `min_connections` at startup so the first sessions do not pay for the logins.
     pub async fn warm_up(self: &Arc<Self>) -> Result<(), BackendError> {
-        let cfg = self.cfg.load_full();
+        let Ok((node, _)) = self.writable_node() else {
+            return Ok(()); // no writable node now: the first session opens its own
+        };
+        let cfg = self.cfg_on(node.as_deref());
         for _ in 0..cfg.pool.min_connections {
             let conn =
                 BackendConn::connect(&self.name, &cfg, Default::default(), self.acquire_timeout())

@@ -12,6 +12,7 @@ pub mod migration;
 pub mod prometheus;
 pub mod raw;
 pub mod relay;
+pub mod replication;
 pub mod rng;
 pub mod scenario;
 pub mod writers;

@@ -1,0 +1,154 @@
+//! A backend that is a replication group (`backends.NAME.replicas`): its nodes, what each was
+//! at its last poll (role, read_only, lag, GTID positions) and where writes go. The pool asks it
+//! for the node to open connections to; `SHOW IDGATE BACKENDS` and `/ready` read it. It knows
+//! nothing of sessions or statements.
+
+mod poll;
+pub mod roles;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use tracing::{info, warn};
+
+use crate::config::Backend;
+use crate::wire::errors::{self, SqlError};
+use poll::NodePoller;
+use roles::{Role, Seen, Writer};
+
+pub struct Topology {
+    pub backend: String,
+    /// Every node, the configured address first.
+    pub nodes: Vec<String>,
+    interval: Duration,
+    max_lag_ms: u64,
+    now: ArcSwap<Snapshot>,
+}
+
+/// The group as its last poll saw it.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// `None` before the first poll ended.
+    pub seen: Option<Vec<Seen>>,
+    pub roles: Vec<Role>,
+    pub writer: Writer,
+}
+
+impl Topology {
+    /// The group of `cfg`, or `None` for a backend of one server.
+    pub fn of(backend: &str, cfg: &Backend) -> Option<Arc<Topology>> {
+        if cfg.replicas.is_empty() {
+            return None;
+        }
+        let nodes: Vec<String> = std::iter::once(format!("{}:{}", cfg.host, cfg.port))
+            .chain(cfg.replicas.iter().cloned())
+            .collect();
+        let roles = vec![Role::Down("not polled yet".into()); nodes.len()];
+        Some(Arc::new(Topology {
+            backend: backend.to_string(),
+            nodes,
+            interval: Duration::from_millis(cfg.poll_interval_ms.max(1)),
+            max_lag_ms: cfg.max_replica_lag_ms,
+            now: ArcSwap::from_pointee(Snapshot {
+                seen: None,
+                roles,
+                // Until the first poll, the configured address, as without replicas.
+                writer: Writer::Node(0),
+            }),
+        }))
+    }
+
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.now.load_full()
+    }
+
+    /// The node new connections for writes go to (`host:port`), or the error a client gets when
+    /// there is none to trust.
+    pub fn writer(&self) -> Result<String, SqlError> {
+        let now = self.now.load();
+        match &now.writer {
+            Writer::Node(i) => Ok(self.nodes[*i].clone()),
+            Writer::SplitBrain(many) => {
+                let named: Vec<&str> = many.iter().map(|i| self.nodes[*i].as_str()).collect();
+                Err(SqlError::new(
+                    errors::ER_UNKNOWN_ERROR,
+                    b"HY000",
+                    format!(
+                        "idgate: backend `{}` has more than one writable node ({}); idgate sends \
+                         it nothing new until exactly one is writable: set read_only = 1 on \
+                         every node but the primary",
+                        self.backend,
+                        named.join(", ")
+                    ),
+                ))
+            }
+            Writer::None => Err(SqlError::new(
+                errors::CR_SERVER_LOST,
+                b"HY000",
+                format!(
+                    "idgate: backend `{}` has no writable node now (nodes {}): promote one \
+                     (read_only = 0) and retry",
+                    self.backend,
+                    self.nodes.join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// Polls every node until the process ends: the first round before it returns (so the first
+    /// sessions go to the node that is writable now), the others in the background.
+    pub async fn watch(self: &Arc<Self>, cfg: &Backend) {
+        let mut pollers: Vec<NodePoller> =
+            self.nodes.iter().map(|a| NodePoller::new(a, cfg)).collect();
+        self.poll_round(&mut pollers).await;
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(me.interval).await;
+                me.poll_round(&mut pollers).await;
+            }
+        });
+    }
+
+    /// One poll of every node at once, each bounded by the interval (at least 1 s: a login
+    /// can take that long on a loaded server).
+    async fn poll_round(&self, pollers: &mut [NodePoller]) {
+        let bound = self.interval.max(Duration::from_secs(1));
+        let seen = futures_util::future::join_all(pollers.iter_mut().map(|p| p.poll(bound))).await;
+        let (writer, roles) = roles::roles(&seen, self.max_lag_ms);
+        let before = self.now.load_full();
+        self.log_changes(&before, &writer, &roles);
+        self.now.store(Arc::new(Snapshot {
+            seen: Some(seen),
+            roles,
+            writer,
+        }));
+    }
+
+    /// Each role change once, and the writer's.
+    fn log_changes(&self, before: &Snapshot, writer: &Writer, roles: &[Role]) {
+        for (i, (old, new)) in before.roles.iter().zip(roles).enumerate() {
+            if old.name() != new.name() || (before.seen.is_none() && new.name() != "primary") {
+                info!(
+                    backend = %self.backend,
+                    node = %self.nodes[i],
+                    role = new.name(),
+                    why = new.why(),
+                    "node role"
+                );
+            }
+        }
+        if before.seen.is_some() && &before.writer != writer {
+            match writer {
+                Writer::Node(i) => {
+                    info!(backend = %self.backend, node = %self.nodes[*i], "writes go to a new primary")
+                }
+                Writer::SplitBrain(_) => {
+                    warn!(backend = %self.backend, "more than one writable node: writes refused")
+                }
+                Writer::None => warn!(backend = %self.backend, "no writable node"),
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! One node's poll: `@@read_only`, its GTID positions and its replication state, over a
+//! connection kept between polls (opened again after any failure). Every poll is bounded.
+
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, OptsBuilder, Row};
+
+use super::roles::{Answer, Replication, Seen};
+use crate::config::Backend;
+
+pub struct NodePoller {
+    opts: OptsBuilder,
+    tls: crate::config::tls::BackendTls,
+    conn: Option<Conn>,
+}
+
+impl NodePoller {
+    /// A poller of `addr` (validated `host:port`), with the backend's account and TLS.
+    pub fn new(addr: &str, cfg: &Backend) -> NodePoller {
+        let (host, port) = addr.rsplit_once(':').unwrap_or((addr, "3306"));
+        let opts = OptsBuilder::default()
+            .ip_or_hostname(host.to_string())
+            .tcp_port(port.parse().unwrap_or(3306))
+            .user(Some(cfg.user.clone()))
+            .pass(Some(cfg.password.clone()))
+            .prefer_socket(false);
+        NodePoller {
+            opts,
+            tls: cfg.tls.clone(),
+            conn: None,
+        }
+    }
+
+    pub async fn poll(&mut self, bound: Duration) -> Seen {
+        match tokio::time::timeout(bound, self.ask()).await {
+            Ok(Ok(a)) => Seen::Answered(a),
+            Ok(Err(e)) => {
+                self.conn = None;
+                Seen::Failed(e.to_string())
+            }
+            Err(_) => {
+                self.conn = None;
+                Seen::Failed(format!("no answer within {} ms", bound.as_millis()))
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Conn, mysql_async::Error> {
+        let tls = crate::tls::sequence_store::ssl_opts(&self.tls);
+        match Conn::new(self.opts.clone().ssl_opts(tls)).await {
+            // `preferred` TLS falls back to plain TCP with a server that offers none.
+            Err(e) if crate::tls::sequence_store::retry_plain(&self.tls, &e) => {
+                Conn::new(self.opts.clone().ssl_opts(None)).await
+            }
+            r => r,
+        }
+    }
+
+    async fn ask(&mut self) -> Result<Answer, mysql_async::Error> {
+        let conn = match self.conn.take() {
+            Some(c) => c,
+            None => self.connect().await?,
+        };
+        let conn = self.conn.insert(conn);
+        let vars: Option<(i64, String, String)> = conn
+            .query_first("SELECT @@read_only, @@gtid_binlog_pos, @@gtid_slave_pos")
+            .await?;
+        let (read_only, gtid_binlog_pos, gtid_slave_pos) = vars.unwrap_or_default();
+        // A missing privilege leaves the replication state unknown, not the node down.
+        let replication = match conn.query::<Row, _>("SHOW ALL SLAVES STATUS").await {
+            Ok(rows) => Ok(rows.first().map(replication)),
+            Err(mysql_async::Error::Server(e)) => Err(format!(
+                "{} (idgate's account needs the REPLICA MONITOR or SUPER privilege)",
+                e.message
+            )),
+            Err(e) => return Err(e),
+        };
+        Ok(Answer {
+            read_only: read_only != 0,
+            gtid_binlog_pos,
+            gtid_slave_pos,
+            replication,
+        })
+    }
+}
+
+fn replication(row: &Row) -> Replication {
+    let text = |name: &str| -> Option<String> {
+        row.get_opt::<Option<String>, _>(name)
+            .and_then(Result::ok)
+            .flatten()
+    };
+    Replication {
+        io_running: text("Slave_IO_Running").as_deref() == Some("Yes"),
+        sql_running: text("Slave_SQL_Running").as_deref() == Some("Yes"),
+        lag_s: text("Seconds_Behind_Master").and_then(|s| s.parse().ok()),
+        source: format!(
+            "{}:{}",
+            text("Master_Host").unwrap_or_default(),
+            text("Master_Port").unwrap_or_default()
+        ),
+    }
+}
