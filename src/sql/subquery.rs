@@ -88,8 +88,15 @@ pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
                 i += 1;
                 continue;
             }
+            // `SELECT DISTINCT (SELECT …)`, `SELECT ALL (SELECT …)`: a scalar item.
+            Some("ALL" | "DISTINCT" | "DISTINCTROW")
+                if i >= 2 && word_before(i - 2) == Some("SELECT") =>
+            {
+                (SubqueryUse::Scalar, paren)
+            }
             Some("UNION" | "EXCEPT" | "INTERSECT" | "ALL" | "DISTINCT")
-                if prev_word != Some("ALL") || is_set_operator(toks, i - 1) =>
+                if !matches!(prev_word, Some("ALL" | "DISTINCT"))
+                    || is_set_operator(toks, i - 1) =>
             {
                 i += 1;
                 continue;

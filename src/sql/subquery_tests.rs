@@ -318,3 +318,20 @@ fn an_in_list_of_a_union_is_one_subquery_of_its_members() {
         vec![]
     );
 }
+
+#[test]
+fn a_select_option_before_a_subquery_is_no_set_operator() {
+    for sql in [
+        "SELECT DISTINCT (SELECT MAX(id) FROM t) FROM u",
+        "SELECT ALL (SELECT MAX(id) FROM t) FROM u",
+        "SELECT COUNT(DISTINCT (SELECT MAX(id) FROM t)) FROM u",
+    ] {
+        let f = found(sql);
+        assert_eq!(f.len(), 1, "{sql}");
+        assert_eq!(f[0].0, SubqueryUse::Scalar, "{sql}");
+        assert_eq!(f[0].1, "(SELECT MAX(id) FROM t)", "{sql}");
+    }
+    // A member of the statement's own UNION DISTINCT / ALL is not a subquery.
+    let f = found("SELECT 1 FROM u UNION DISTINCT (SELECT 2 FROM t) UNION ALL (SELECT 3 FROM t)");
+    assert!(f.is_empty(), "{f:?}");
+}
