@@ -170,10 +170,12 @@ pub async fn bind_subqueries<C: Cursor>(
                 Ok(t) => t,
                 Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
             },
-            SubqueryUse::Derived => match sql::render_derived(&fetched.columns, &fetched.rows) {
-                Ok(t) => t,
-                Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
-            },
+            SubqueryUse::Derived | SubqueryUse::Cte => {
+                match sql::render_derived(&fetched.columns, &fetched.rows) {
+                    Ok(t) => t,
+                    Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
+                }
+            }
             SubqueryUse::Quantified => {
                 match sql::render_quantified(&fetched.columns, &mut fetched.rows) {
                     Ok(t) => t,
