@@ -181,8 +181,16 @@ mod tests {
              id IN (0) UNION SELECT 1, 2, (0)"
         );
         // A parenthesized first member, an UPDATE: left alone.
-        assert!(bound_item_aliases(b"(SELECT (SELECT 1)) UNION SELECT 2", &[8..18]).is_empty());
-        assert!(bound_item_aliases(b"UPDATE t SET a = (SELECT 1)", &[17..27]).is_empty());
+        assert!(bound_item_aliases(
+            b"(SELECT (SELECT 1)) UNION SELECT 2",
+            std::slice::from_ref(&(8..18))
+        )
+        .is_empty());
+        assert!(bound_item_aliases(
+            b"UPDATE t SET a = (SELECT 1)",
+            std::slice::from_ref(&(17..27))
+        )
+        .is_empty());
     }
 
     #[test]
