@@ -187,6 +187,14 @@ const CASES: &[Case] = &[
     case("SELECT v FROM {D} WHERE id = 1 AND v <=> (SELECT v FROM {T} WHERE id = 1)", false, true),
     case("SELECT (SELECT v FROM {T} WHERE id = -1) IS NULL", false, false),
     case("SELECT i, COUNT(*) FROM {D} GROUP BY i HAVING COUNT(*) > (SELECT COUNT(*) FROM {C} WHERE amount > 28) ORDER BY i", true, true),
+    // Common table expressions over sharded tables: each runs first and is bound in as a
+    // literal table, empty or not.
+    case("WITH c AS (SELECT id FROM {T} WHERE id < 0) SELECT * FROM c", false, false),
+    case("WITH c AS (SELECT id, v FROM {T} WHERE id < 0) SELECT COUNT(*) FROM c", false, true),
+    case("WITH c AS (SELECT id, k FROM {T} WHERE i = 2) SELECT * FROM c ORDER BY id", true, false),
+    case("WITH c (a, b) AS (SELECT id, d FROM {T} WHERE id < 20), e AS (SELECT * FROM c WHERE b > 10) SELECT a, b FROM e ORDER BY a", true, false),
+    case("WITH c AS (SELECT k FROM {T} WHERE i = 3) SELECT id FROM {D} WHERE id IN (SELECT k FROM c) ORDER BY id", true, true),
+    case("SELECT DISTINCT (SELECT MAX(k) FROM {T}) FROM {D}", false, false),
     // Nested: the innermost runs first.
     case("SELECT COUNT(*) FROM {D} WHERE id IN (SELECT id FROM {T} WHERE k IN (SELECT ref_id FROM {C} WHERE amount < 3))", false, true),
     // MariaDB's errors for the bound shapes.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::plan::{unsupported, PlanContext};
 use super::{Algorithm, Placement, TableRule};
-use crate::sql::{DmlAnalysis, QualifiedColumn, TableRef, TopTable};
+use crate::sql::{DmlAnalysis, FromTree, Outer, QualifiedColumn, TableRef, TopTable};
 use crate::wire::errors::SqlError;
 
 /// The rule for a table a statement names (schema from the statement, else the session's).
@@ -102,6 +102,17 @@ pub fn check_colocated(
             rule.name
         )));
     }
+    if let Some(tree) = &a.from_tree {
+        if let Err((kept, nulled)) = sharded_rows(ctx, tree) {
+            return Err(unsupported(format!(
+                "an outer join keeping every row of {kept} (no sharded table) while it \
+                 NULL-extends sharded table `{nulled}` cannot run on each shard (each shard \
+                 would add its own NULL-extended rows) and is not supported {GATEWAY_ONLY}; put \
+                 a sharded table on the side the outer join keeps, or read {kept}'s rows first \
+                 and pass their values"
+            )));
+        }
+    }
     let top: Vec<(&TopTable, Arc<TableRule>)> = a
         .from
         .iter()
@@ -176,6 +187,74 @@ pub fn check_colocated(
         )));
     }
     Ok(())
+}
+
+/// Whether `tree` holds rows of a sharded table (a sharded table's rows are each on one
+/// shard; the rows of any other are on every shard alike), or, for an outer join that keeps
+/// every row of a side holding none and NULL-extends one that holds some, that side and the
+/// sharded table: each shard would give each kept row NULL-extended unless it holds a match,
+/// and every shard would give it.
+fn sharded_rows(ctx: &PlanContext, tree: &FromTree) -> Result<bool, (String, String)> {
+    match tree {
+        FromTree::Leaf { tables, .. } => Ok(tables.iter().any(|t| {
+            rule_for(ctx, t).is_some_and(|r| matches!(r.placement, Placement::Sharded { .. }))
+        })),
+        FromTree::Join { left, right, outer } => {
+            let (l, r) = (sharded_rows(ctx, left)?, sharded_rows(ctx, right)?);
+            let wrong = match outer {
+                Some(Outer::Left) => (!l && r).then_some((left, right)),
+                Some(Outer::Right) => (l && !r).then_some((right, left)),
+                Some(Outer::Full) if l != r => Some(if l { (right, left) } else { (left, right) }),
+                _ => None,
+            };
+            match wrong {
+                Some((kept, nulled)) => Err((describe(kept), first_sharded(ctx, nulled))),
+                None => Ok(l || r),
+            }
+        }
+    }
+}
+
+/// How a refusal names one side of a join: its tables' names (or aliases), or a derived table.
+fn describe(tree: &FromTree) -> String {
+    let mut names = Vec::new();
+    leaf_names(tree, &mut names);
+    match names.as_slice() {
+        [] => "a derived table".into(),
+        [one] => format!("`{one}`"),
+        _ => format!("`{}`", names.join("`, `")),
+    }
+}
+
+fn leaf_names(tree: &FromTree, out: &mut Vec<String>) {
+    match tree {
+        FromTree::Leaf { name, .. } if !name.is_empty() => out.push(name.clone()),
+        FromTree::Leaf { .. } => {}
+        FromTree::Join { left, right, .. } => {
+            leaf_names(left, out);
+            leaf_names(right, out);
+        }
+    }
+}
+
+/// The first sharded table of `tree`.
+fn first_sharded(ctx: &PlanContext, tree: &FromTree) -> String {
+    match tree {
+        FromTree::Leaf { tables, .. } => tables
+            .iter()
+            .filter_map(|t| rule_for(ctx, t))
+            .find(|r| matches!(r.placement, Placement::Sharded { .. }))
+            .map(|r| r.name.clone())
+            .unwrap_or_default(),
+        FromTree::Join { left, right, .. } => {
+            let l = first_sharded(ctx, left);
+            if l.is_empty() {
+                first_sharded(ctx, right)
+            } else {
+                l
+            }
+        }
+    }
 }
 
 /// Whether every sharded table of the statement's subqueries is correlated, by

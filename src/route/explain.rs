@@ -190,6 +190,7 @@ fn subquery_rows(
             sql::SubqueryUse::Exists => "EXISTS, first row",
             sql::SubqueryUse::Scalar => "scalar",
             sql::SubqueryUse::Derived => "derived table",
+            sql::SubqueryUse::Cte => "common table expression",
             sql::SubqueryUse::Quantified => "ANY/SOME/ALL set",
         };
         for [b, q, m] in rows(inner, ctx)? {

@@ -67,8 +67,8 @@ pub use ordered_write::{ordered_write, OrderedWrite};
 pub use plan::{BoundMerge, PlanContext, Route, ShapePlan};
 pub use statement::{lift, Caller, Plan, StatementContext, UniqueId};
 pub use statement_gateway::{
-    correlated_later, insert_subqueries, join_plan, placed_subqueries, sharding_columns,
-    subquery_plan,
+    correlated_later, insert_subqueries, join_plan, nested_subqueries, placed_subqueries,
+    sharding_columns, subquery_plan,
 };
 pub use statement_load::{local_infile_disabled, ER_LOAD_INFILE_CAPABILITY_DISABLED};
 pub use tables::{Placement, TableRule, Tables};

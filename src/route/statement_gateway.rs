@@ -80,6 +80,13 @@ pub fn subquery_plan(stmt: &[u8], ctx: &PlanContext) -> Option<Plan> {
         .map(Plan::Subqueries)
 }
 
+/// The subqueries to run first in an inner query idgate refused to route as it is: those over
+/// placed tables, else those over the default backend's tables alone (as for the outer
+/// statement, [`subquery_plan`]).
+pub fn nested_subqueries(inner: &[u8], ctx: &PlanContext) -> Option<Vec<Subquery>> {
+    placed_subqueries(inner, ctx).or_else(|| default_backend_subqueries(inner, ctx))
+}
+
 /// The outer-level subqueries of `stmt` over tables of the default backend alone (the planner
 /// refused the statement, which names a sharded or broadcast table too): run first there and
 /// bound in, so the other backends get a statement naming only tables they hold.

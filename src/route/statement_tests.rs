@@ -400,3 +400,26 @@ fn write_modifiers_do_not_hide_the_table() {
         }
     }
 }
+
+#[test]
+fn an_outer_join_keeping_no_sharded_table_runs_in_the_gateway_not_per_shard() {
+    let f = Fixture::new();
+    for stmt in [
+        "SELECT t.title, o.id FROM orders o RIGHT JOIN (SELECT 'ABC' AS title) AS t \
+         ON o.id = 1 AND t.title = o.note",
+        "SELECT t.title, o.id FROM (SELECT 'ABC' AS title) t LEFT JOIN orders o ON o.note = t.title",
+    ] {
+        assert!(matches!(f.plan(stmt), Plan::Join(_)), "{stmt}");
+    }
+    // The sharded side kept: each shard answers for its own rows.
+    assert!(matches!(
+        f.plan("SELECT o.id, t.title FROM orders o LEFT JOIN (SELECT 'ABC' AS title) t ON t.title = o.note"),
+        Plan::Routed(..)
+    ));
+    let (code, msg) = refusal(f.plan(
+        "WITH c AS (SELECT 'ABC' AS title) SELECT c.title, o.id FROM c LEFT JOIN orders o \
+         ON o.note = c.title",
+    ));
+    assert_eq!(code, 1235);
+    assert!(msg.contains("NULL-extends sharded table `orders`"), "{msg}");
+}

@@ -12,6 +12,7 @@ use sqlparser::ast::{
 
 use super::aggregates::find_aggregate;
 use super::error::SqlParseError;
+use super::from_tree::{from_tree, FromTree};
 use super::insert::TableRef;
 use super::join_keys::{
     equalities, from_tables, subquery_tables, QualifiedColumn, SubqueryTables, TopTable,
@@ -81,6 +82,8 @@ pub struct DmlAnalysis {
     pub assigned: Vec<String>,
     /// The tables of the statement's own FROM and joins (a SELECT's), or its target.
     pub from: Vec<TopTable>,
+    /// A SELECT's own FROM as it is joined (outer joins and the sides they keep).
+    pub from_tree: Option<FromTree>,
     /// Column equalities (`a.x = b.y`) of the joins and the WHERE.
     pub equal_columns: Vec<(QualifiedColumn, QualifiedColumn)>,
     /// A SELECT's subqueries in expressions (EXISTS, IN, scalar), each with its own tables and
@@ -328,6 +331,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         assigned: Vec::new(),
         merge_of: None,
         from: Vec::new(),
+        from_tree: None,
         equal_columns: Vec::new(),
         subqueries: Vec::new(),
         ctes: cte_names(&parsed),
@@ -343,6 +347,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                     a.target = first_table(&s.from);
                     selection = s.selection.as_ref();
                     a.from = from_tables(&s.from, &table_ref);
+                    a.from_tree = from_tree(&s.from, &table_ref);
                     a.equal_columns = equalities(&s.from, &a.from, selection);
                     let grouped =
                         !matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty());

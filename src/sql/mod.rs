@@ -14,11 +14,13 @@
 mod admin;
 pub mod admin_migrate;
 pub(crate) mod aggregates;
+mod bound_names;
 mod classify;
 mod ddl_tables;
 pub(crate) mod dml;
 mod duplicate_update;
 mod error;
+mod from_tree;
 pub(crate) mod insert;
 mod insert_fast;
 mod join_keys;
@@ -40,6 +42,7 @@ mod update_parts;
 mod words;
 
 pub use admin::{admin_statement, AdminStatement, KillUserName};
+pub use bound_names::bound_item_aliases;
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
 pub use ddl_tables::{ddl_tables, DdlAction, DdlTables, ForeignKey, UniqueKey};
 pub use dml::{
@@ -50,6 +53,7 @@ pub use duplicate_update::{
     with_duplicate_update_assignment,
 };
 pub use error::{SqlParseError, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_WRONG_VALUE_COUNT_ON_ROW};
+pub use from_tree::{FromTree, Outer};
 pub use insert::{
     analyze_insert, analyze_insert_parsed, Assignment, Column, InsertAnalysis, InsertBody, Row,
     TableRef, Value,

@@ -45,6 +45,11 @@ const CLAUSES: &[&str] = &[
     "LOCK",
 ];
 
+/// Whether `w` (upper-cased) starts a clause or a query: never a name in a WITH list.
+pub(crate) fn is_clause_word(w: &str) -> bool {
+    w == "SELECT" || w == "VALUES" || w == "TABLE" || CLAUSES.contains(&w)
+}
+
 pub(crate) struct SelectText {
     pub toks: Vec<Lexeme>,
     /// Byte length of the statement without a trailing `;`.

@@ -19,6 +19,8 @@ pub enum SubqueryUse {
     Scalar,
     /// `FROM (SELECT …) AS d`: a table.
     Derived,
+    /// `WITH c AS (SELECT …)`: a table too, bound as a derived table is.
+    Cte,
     /// `x = ANY (SELECT …)`, `ALL`, `SOME`: a set bound as a literal table.
     Quantified,
 }
@@ -88,12 +90,26 @@ pub fn find_subqueries(stmt: &[u8]) -> Option<Vec<Subquery>> {
                 i += 1;
                 continue;
             }
+            // `SELECT DISTINCT (SELECT …)`, `SELECT ALL (SELECT …)`: a scalar item.
+            Some("ALL" | "DISTINCT" | "DISTINCTROW")
+                if i >= 2 && word_before(i - 2) == Some("SELECT") =>
+            {
+                (SubqueryUse::Scalar, paren)
+            }
             Some("UNION" | "EXCEPT" | "INTERSECT" | "ALL" | "DISTINCT")
-                if prev_word != Some("ALL") || is_set_operator(toks, i - 1) =>
+                if !matches!(prev_word, Some("ALL" | "DISTINCT"))
+                    || is_set_operator(toks, i - 1) =>
             {
                 i += 1;
                 continue;
             }
+            // `WITH c AS (SELECT …)`: a table. A recursive one names itself, so it cannot run
+            // alone: idgate leaves such a statement whole.
+            Some("AS") => match cte_body(toks, i) {
+                Some(true) => return None,
+                Some(false) => (SubqueryUse::Cte, paren),
+                None => (SubqueryUse::Scalar, paren),
+            },
             Some("IN") => (SubqueryUse::In, paren),
             Some("EXISTS") => {
                 let at = toks[i - 1].at.start;
@@ -182,6 +198,33 @@ pub fn union_members(inner: &[u8]) -> Option<Vec<Range<usize>>> {
             .map(|(open, close)| st.toks[open + 1].at.start..st.toks[close - 1].at.end)
             .collect()
     })
+}
+
+/// Whether the `(` at `i`, after `AS`, opens the body of a common table expression (`WITH
+/// [RECURSIVE] a AS (…), b (x, y) AS (…)`): `Some(recursive)`, else `None`.
+fn cte_body(toks: &[super::select_tokens::Lexeme], i: usize) -> Option<bool> {
+    let depth = toks[i].depth;
+    for k in (0..i.checked_sub(1)?).rev() {
+        let t = &toks[k];
+        if t.depth > depth {
+            continue;
+        }
+        if t.depth < depth {
+            return None;
+        }
+        match &t.tok {
+            Tok::Word(w) if w == "WITH" => return Some(false),
+            Tok::Word(w) if w == "RECURSIVE" => {
+                let with = k.checked_sub(1).map(|p| &toks[p].tok);
+                return matches!(with, Some(Tok::Word(w)) if w == "WITH").then_some(true);
+            }
+            // A name, `AS`, a column list, the comma between two definitions.
+            Tok::Word(w) if !super::select_tokens::is_clause_word(w) => {}
+            Tok::Other | Tok::LParen | Tok::RParen | Tok::Comma => {}
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// Whether the `ALL` at `k` follows UNION/EXCEPT/INTERSECT.

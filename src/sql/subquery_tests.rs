@@ -318,3 +318,39 @@ fn an_in_list_of_a_union_is_one_subquery_of_its_members() {
         vec![]
     );
 }
+
+#[test]
+fn a_select_option_before_a_subquery_is_no_set_operator() {
+    for sql in [
+        "SELECT DISTINCT (SELECT MAX(id) FROM t) FROM u",
+        "SELECT ALL (SELECT MAX(id) FROM t) FROM u",
+        "SELECT COUNT(DISTINCT (SELECT MAX(id) FROM t)) FROM u",
+    ] {
+        let f = found(sql);
+        assert_eq!(f.len(), 1, "{sql}");
+        assert_eq!(f[0].0, SubqueryUse::Scalar, "{sql}");
+        assert_eq!(f[0].1, "(SELECT MAX(id) FROM t)", "{sql}");
+    }
+    // A member of the statement's own UNION DISTINCT / ALL is not a subquery.
+    let f = found("SELECT 1 FROM u UNION DISTINCT (SELECT 2 FROM t) UNION ALL (SELECT 3 FROM t)");
+    assert!(f.is_empty(), "{f:?}");
+}
+
+#[test]
+fn common_table_expressions_are_tables_and_recursive_ones_are_left_whole() {
+    let f = found(
+        "WITH c AS (SELECT id FROM t), d (x, y) AS (SELECT a, b FROM u) \
+         SELECT * FROM c JOIN d ON d.x = c.id WHERE c.id = (SELECT 1 AS z)",
+    );
+    let kinds: Vec<SubqueryUse> = f.iter().map(|x| x.0).collect();
+    assert_eq!(
+        kinds,
+        vec![SubqueryUse::Cte, SubqueryUse::Cte, SubqueryUse::Scalar],
+        "{f:?}"
+    );
+    assert_eq!(f[1].2, "SELECT a, b FROM u");
+    assert!(find_subqueries(
+        b"WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r) SELECT * FROM r"
+    )
+    .is_none());
+}

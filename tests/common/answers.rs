@@ -160,3 +160,60 @@ pub fn error_of(c: &mut mysql::Conn, sql: &str) -> (u16, String) {
         other => panic!("{sql}: expected an error, got {other:?}"),
     }
 }
+
+/// Column names and rows, as a client reading by name sees them (the column types of a literal
+/// table idgate builds may differ from one server's; see the book's differences page).
+pub type NamedAnswer = Result<(Vec<String>, Vec<Vec<Option<Vec<u8>>>>), (u16, String)>;
+
+/// The column names and rows `sql` gives.
+pub fn run_named(c: &mut mysql::Conn, sql: &str) -> NamedAnswer {
+    let mut res = match c.query_iter(sql) {
+        Ok(r) => r,
+        Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
+        Err(e) => panic!("{sql}: {e}"),
+    };
+    let names = res
+        .columns()
+        .as_ref()
+        .iter()
+        .map(|col| col.name_str().into_owned())
+        .collect();
+    let mut rows = Vec::new();
+    for row in res.by_ref() {
+        match row {
+            Ok(r) => rows.push(
+                r.unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::NULL => None,
+                        Value::Bytes(b) => Some(b),
+                        other => Some(format!("{other:?}").into_bytes()),
+                    })
+                    .collect(),
+            ),
+            Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+    Ok((names, rows))
+}
+
+/// Why two [`NamedAnswer`]s differ (rows sorted first unless `ordered`), if they do; errors
+/// must have the same code.
+pub fn named_differs(ordered: bool, want: &NamedAnswer, got: &NamedAnswer) -> Option<String> {
+    match (want, got) {
+        (Err(a), Err(b)) if a.0 == b.0 => None,
+        (Ok((wn, wr)), Ok((gn, gr))) => {
+            if wn != gn {
+                return Some(format!("columns: want {wn:?}\n got {gn:?}"));
+            }
+            let (mut w, mut g) = (wr.clone(), gr.clone());
+            if !ordered {
+                w.sort();
+                g.sort();
+            }
+            (w != g).then(|| format!("want {w:?}\n got {g:?}"))
+        }
+        _ => Some(format!("want {want:?}\n got {got:?}")),
+    }
+}

@@ -121,7 +121,7 @@ pub async fn bind_subqueries<C: Cursor>(
             if let Some(lifted) = route::lift(&inner, &e) {
                 inner = lifted.into_bytes();
             }
-            if let Some(nested) = cursor.plan(|ctx| route::placed_subqueries(&inner, ctx)) {
+            if let Some(nested) = cursor.plan(|ctx| route::nested_subqueries(&inner, ctx)) {
                 match Box::pin(bind_subqueries(cursor, &inner, &nested, limits)).await? {
                     Ok(bound) => inner = bound,
                     Err(e) => return Ok(Err(e)),
@@ -170,10 +170,12 @@ pub async fn bind_subqueries<C: Cursor>(
                 Ok(t) => t,
                 Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
             },
-            SubqueryUse::Derived => match sql::render_derived(&fetched.columns, &fetched.rows) {
-                Ok(t) => t,
-                Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
-            },
+            SubqueryUse::Derived | SubqueryUse::Cte => {
+                match sql::render_derived(&fetched.columns, &fetched.rows) {
+                    Ok(t) => t,
+                    Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
+                }
+            }
             SubqueryUse::Quantified => {
                 match sql::render_quantified(&fetched.columns, &mut fetched.rows) {
                     Ok(t) => t,
@@ -183,5 +185,9 @@ pub async fn bind_subqueries<C: Cursor>(
         };
         parts.push((s.replace.clone(), text));
     }
+    // The columns keep the names one server gives them: an item's text as written.
+    let replaced: Vec<std::ops::Range<usize>> = parts.iter().map(|(r, _)| r.clone()).collect();
+    parts.extend(sql::bound_item_aliases(stmt, &replaced));
+    parts.sort_by_key(|(r, _)| (r.start, r.end));
     Ok(Ok(sql::splice(stmt, &parts)))
 }
