@@ -682,3 +682,103 @@ fn a_grouped_merge_reads_each_shard_as_its_rows_arrive() {
         ]
     );
 }
+
+/// Every statement idgate writes to the shards is valid under the session's sql_mode: with
+/// ONLY_FULL_GROUP_BY (MySQL 8's default, common on MariaDB) the merges answer as one server
+/// does, and a statement one server refuses with ERROR 1055 is refused so through idgate too.
+#[test]
+fn merges_answer_as_one_server_under_only_full_group_by() {
+    let s = setup();
+    let fold = |sql: &str, ordered: bool| Case {
+        fold: true,
+        ..case(sql.to_string(), ordered)
+    };
+    let mut cases = vec![
+        case(
+            "SELECT ASCII(v) AS a, COUNT(*) FROM T GROUP BY a".into(),
+            true,
+        ),
+        case("SELECT GROUP_CONCAT(v ORDER BY id) FROM T".into(), true),
+        case(
+            "SELECT GROUP_CONCAT(DISTINCT i ORDER BY i DESC) FROM T".into(),
+            true,
+        ),
+        case(
+            "SELECT i, GROUP_CONCAT(v ORDER BY id) AS g FROM T GROUP BY i".into(),
+            true,
+        ),
+        fold("SELECT LOWER(v) AS l, COUNT(*) FROM T GROUP BY l", true),
+        case(
+            "SELECT COUNT(*) FROM T GROUP BY LOWER(v) ORDER BY LOWER(v)".into(),
+            true,
+        ),
+        case(
+            "SELECT COUNT(DISTINCT LOWER(v)), COUNT(DISTINCT i) FROM T".into(),
+            false,
+        ),
+        case(
+            "SELECT i, COUNT(*) FROM T GROUP BY 1 ORDER BY 1 DESC".into(),
+            true,
+        ),
+        case(
+            "SELECT i + 1 AS k, SUM(d), MIN(v) FROM T GROUP BY k ORDER BY k".into(),
+            true,
+        ),
+        fold(
+            "SELECT COUNT(*), MAX(v) FROM T GROUP BY i, dt ORDER BY i, dt",
+            true,
+        ),
+        case(
+            "SELECT dt, MAX(ts) FROM T GROUP BY dt HAVING COUNT(*) > 1".into(),
+            true,
+        ),
+        case("SELECT SUM(i) FROM T GROUP BY i HAVING i > 0".into(), true),
+        case("SELECT COUNT(*) FROM T ORDER BY MAX(v)".into(), false),
+        // Refused by one server under ONLY_FULL_GROUP_BY (ERROR 1055 / 1140); otherwise any
+        // row's `v` is the group's.
+        Case {
+            count_only: true,
+            ..case("SELECT v, i, COUNT(*) FROM T GROUP BY i".into(), false)
+        },
+        Case {
+            count_only: true,
+            ..case("SELECT v, COUNT(*) FROM T".into(), false)
+        },
+    ];
+    cases.extend(generate(240));
+    let mut failures = Vec::new();
+    let mut refused = 0;
+    for mode in [None, Some("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES")] {
+        let mut c = s.g.conn();
+        let mut reference = common::direct(&s.dbs[0]);
+        if let Some(m) = mode {
+            for conn in [&mut c, &mut reference] {
+                conn.query_drop(format!("SET SESSION sql_mode = '{m}'"))
+                    .unwrap();
+            }
+        }
+        for (n, q) in cases.iter().enumerate() {
+            let want = run(&mut reference, &q.sql.replace(" T", " ref"));
+            if let Err((code, _)) = &want {
+                assert!(
+                    mode.is_some() && [1055, 1140].contains(code),
+                    "the reference rejects {} in sql_mode {mode:?}: {want:?}",
+                    q.sql
+                );
+                refused += 1;
+            }
+            let table = ["m2", "h3", "r3"][n % 3];
+            let sql = q.sql.replace(" T", &format!(" {table}"));
+            if let Some(why) = differs(q, &want, &run(&mut c, &sql)) {
+                failures.push(format!("sql_mode {mode:?}: {sql}\n{why}"));
+            }
+        }
+    }
+    assert!(refused >= 2, "one server refused only {refused} statements");
+    assert!(
+        failures.is_empty(),
+        "{} queries differ from one MariaDB:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
