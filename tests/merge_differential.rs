@@ -396,19 +396,32 @@ fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
     assert_eq!(second.len(), 1);
 }
 
+/// Lifted statements whose columns idgate still types otherwise than one server (names and
+/// values match): COUNT(*) read back from a literal table is an INT where it is small enough
+/// (MariaDB types `CAST(16 AS SIGNED)` by its length), and GROUP_CONCAT's BLOB a VARCHAR. See
+/// the book's differences page.
+const NARROWER: &[&str] = &[
+    "SELECT i, MAX(b) - MIN(b) AS span, COUNT(*) AS n FROM T WHERE id > 20 GROUP BY i \
+     HAVING COUNT(*) > 1 ORDER BY span DESC, n, i LIMIT 5",
+    "SELECT i, GROUP_CONCAT(v ORDER BY id) AS g FROM T GROUP BY i ORDER BY 2, 1",
+    "SELECT i, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS total, \
+     ROW_NUMBER() OVER (ORDER BY COUNT(*) DESC, i) AS rn FROM T GROUP BY i ORDER BY i",
+];
+
 #[test]
 fn expressions_over_aggregates_and_windows_answer_as_one_server() {
     let s = setup();
     let mut c = s.g.conn();
     let mut reference = common::direct(&s.dbs[0]);
     // Evaluated by MariaDB over a derived table of the merged aggregates (or of the rows a
-    // window sees): the same names and values (the types of a literal table's columns may be
-    // wider).
+    // window sees): the same names, types and values (the declared length, decimals and flags
+    // of a literal table's columns may differ).
+    let mut failures = Vec::new();
     let values = |r: Answer| {
         r.map(|(cols, rows)| {
             (
                 cols.iter()
-                    .map(|c| c.split(' ').next().unwrap_or("").to_string())
+                    .map(|c| c.split(" dec=").next().unwrap_or("").to_string())
                     .collect::<Vec<_>>(),
                 rows,
             )
@@ -424,6 +437,11 @@ fn expressions_over_aggregates_and_windows_answer_as_one_server() {
             "SELECT dt, COUNT(*) * 10 AS tens FROM T GROUP BY dt ORDER BY tens DESC, dt LIMIT 3",
             "SELECT i, GROUP_CONCAT(v ORDER BY id) AS g FROM T GROUP BY i ORDER BY 2, 1",
             "SELECT i, LENGTH(GROUP_CONCAT(v ORDER BY id)) AS n, BIT_OR(b) | 1 FROM T GROUP BY i ORDER BY i",
+            // Over datetimes: a DATETIME stays a DATETIME, also when the aggregate is NULL.
+            "SELECT i, MAX(ts) + INTERVAL 1 DAY AS m FROM T GROUP BY i ORDER BY i",
+            "SELECT MAX(ts) + INTERVAL 1 DAY, MIN(dt) + INTERVAL 0 DAY, MAX(tm) + INTERVAL 0 SECOND \
+             FROM T WHERE id > 1000",
+            "SELECT COALESCE(MAX(ts), MIN(ts)) AS m, COUNT(*) + 1 FROM T WHERE id = 3",
             // Window functions over the groups (MariaDB runs them after grouping).
             "SELECT i, RANK() OVER (ORDER BY i DESC) AS r FROM T GROUP BY i ORDER BY i",
             "SELECT i, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS total, \
@@ -435,12 +453,26 @@ fn expressions_over_aggregates_and_windows_answer_as_one_server() {
             "SELECT id, i, SUM(b) OVER (PARTITION BY i ORDER BY id) AS run FROM T WHERE i IS NOT NULL \
              ORDER BY id LIMIT 30",
         ] {
-            let want = values(run(&mut reference, &sql.replace(" T", " ref")));
-            let got = values(run(&mut c, &sql.replace(" T", &format!(" {table}"))));
+            let (mut want, mut got) = (
+                values(run(&mut reference, &sql.replace(" T", " ref"))),
+                values(run(&mut c, &sql.replace(" T", &format!(" {table}")))),
+            );
             assert!(want.is_ok(), "the reference rejects {sql}: {want:?}");
-            assert_eq!(got, want, "{table}: {sql}");
+            if NARROWER.contains(&sql) {
+                // Known: names and values match, the type does not (see NARROWER).
+                for (cols, _) in [&mut want, &mut got].into_iter().flatten() {
+                    for col in cols.iter_mut() {
+                        col.truncate(col.find(" MYSQL_TYPE_").unwrap_or(col.len()));
+                    }
+                }
+            }
+            if got != want {
+                let cols = |a: &Answer| a.as_ref().map(|(c, _)| c.clone()).unwrap_or_default();
+                failures.push(format!("{table}: {sql}\n want {:?}\n  got {:?}", cols(&want), cols(&got)));
+            }
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
