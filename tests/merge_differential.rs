@@ -396,19 +396,32 @@ fn shapes_idgate_cannot_merge_get_1235_and_the_session_goes_on() {
     assert_eq!(second.len(), 1);
 }
 
+/// Lifted statements whose columns idgate still types otherwise than one server (names and
+/// values match): COUNT(*) read back from a literal table is an INT where it is small enough
+/// (MariaDB types `CAST(16 AS SIGNED)` by its length), and GROUP_CONCAT's BLOB a VARCHAR. See
+/// the book's differences page.
+const NARROWER: &[&str] = &[
+    "SELECT i, MAX(b) - MIN(b) AS span, COUNT(*) AS n FROM T WHERE id > 20 GROUP BY i \
+     HAVING COUNT(*) > 1 ORDER BY span DESC, n, i LIMIT 5",
+    "SELECT i, GROUP_CONCAT(v ORDER BY id) AS g FROM T GROUP BY i ORDER BY 2, 1",
+    "SELECT i, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS total, \
+     ROW_NUMBER() OVER (ORDER BY COUNT(*) DESC, i) AS rn FROM T GROUP BY i ORDER BY i",
+];
+
 #[test]
 fn expressions_over_aggregates_and_windows_answer_as_one_server() {
     let s = setup();
     let mut c = s.g.conn();
     let mut reference = common::direct(&s.dbs[0]);
     // Evaluated by MariaDB over a derived table of the merged aggregates (or of the rows a
-    // window sees): the same names and values (the types of a literal table's columns may be
-    // wider).
+    // window sees): the same names, types and values (the declared length, decimals and flags
+    // of a literal table's columns may differ).
+    let mut failures = Vec::new();
     let values = |r: Answer| {
         r.map(|(cols, rows)| {
             (
                 cols.iter()
-                    .map(|c| c.split(' ').next().unwrap_or("").to_string())
+                    .map(|c| c.split(" dec=").next().unwrap_or("").to_string())
                     .collect::<Vec<_>>(),
                 rows,
             )
@@ -424,6 +437,11 @@ fn expressions_over_aggregates_and_windows_answer_as_one_server() {
             "SELECT dt, COUNT(*) * 10 AS tens FROM T GROUP BY dt ORDER BY tens DESC, dt LIMIT 3",
             "SELECT i, GROUP_CONCAT(v ORDER BY id) AS g FROM T GROUP BY i ORDER BY 2, 1",
             "SELECT i, LENGTH(GROUP_CONCAT(v ORDER BY id)) AS n, BIT_OR(b) | 1 FROM T GROUP BY i ORDER BY i",
+            // Over datetimes: a DATETIME stays a DATETIME, also when the aggregate is NULL.
+            "SELECT i, MAX(ts) + INTERVAL 1 DAY AS m FROM T GROUP BY i ORDER BY i",
+            "SELECT MAX(ts) + INTERVAL 1 DAY, MIN(dt) + INTERVAL 0 DAY, MAX(tm) + INTERVAL 0 SECOND \
+             FROM T WHERE id > 1000",
+            "SELECT COALESCE(MAX(ts), MIN(ts)) AS m, COUNT(*) + 1 FROM T WHERE id = 3",
             // Window functions over the groups (MariaDB runs them after grouping).
             "SELECT i, RANK() OVER (ORDER BY i DESC) AS r FROM T GROUP BY i ORDER BY i",
             "SELECT i, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS total, \
@@ -435,12 +453,26 @@ fn expressions_over_aggregates_and_windows_answer_as_one_server() {
             "SELECT id, i, SUM(b) OVER (PARTITION BY i ORDER BY id) AS run FROM T WHERE i IS NOT NULL \
              ORDER BY id LIMIT 30",
         ] {
-            let want = values(run(&mut reference, &sql.replace(" T", " ref")));
-            let got = values(run(&mut c, &sql.replace(" T", &format!(" {table}"))));
+            let (mut want, mut got) = (
+                values(run(&mut reference, &sql.replace(" T", " ref"))),
+                values(run(&mut c, &sql.replace(" T", &format!(" {table}")))),
+            );
             assert!(want.is_ok(), "the reference rejects {sql}: {want:?}");
-            assert_eq!(got, want, "{table}: {sql}");
+            if NARROWER.contains(&sql) {
+                // Known: names and values match, the type does not (see NARROWER).
+                for (cols, _) in [&mut want, &mut got].into_iter().flatten() {
+                    for col in cols.iter_mut() {
+                        col.truncate(col.find(" MYSQL_TYPE_").unwrap_or(col.len()));
+                    }
+                }
+            }
+            if got != want {
+                let cols = |a: &Answer| a.as_ref().map(|(c, _)| c.clone()).unwrap_or_default();
+                failures.push(format!("{table}: {sql}\n want {:?}\n  got {:?}", cols(&want), cols(&got)));
+            }
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
@@ -680,5 +712,105 @@ fn a_grouped_merge_reads_each_shard_as_its_rows_arrive() {
             (8, 2, "i".repeat(1000)),
             (0, 1, "a".repeat(1000)),
         ]
+    );
+}
+
+/// Every statement idgate writes to the shards is valid under the session's sql_mode: with
+/// ONLY_FULL_GROUP_BY (MySQL 8's default, common on MariaDB) the merges answer as one server
+/// does, and a statement one server refuses with ERROR 1055 is refused so through idgate too.
+#[test]
+fn merges_answer_as_one_server_under_only_full_group_by() {
+    let s = setup();
+    let fold = |sql: &str, ordered: bool| Case {
+        fold: true,
+        ..case(sql.to_string(), ordered)
+    };
+    let mut cases = vec![
+        case(
+            "SELECT ASCII(v) AS a, COUNT(*) FROM T GROUP BY a".into(),
+            true,
+        ),
+        case("SELECT GROUP_CONCAT(v ORDER BY id) FROM T".into(), true),
+        case(
+            "SELECT GROUP_CONCAT(DISTINCT i ORDER BY i DESC) FROM T".into(),
+            true,
+        ),
+        case(
+            "SELECT i, GROUP_CONCAT(v ORDER BY id) AS g FROM T GROUP BY i".into(),
+            true,
+        ),
+        fold("SELECT LOWER(v) AS l, COUNT(*) FROM T GROUP BY l", true),
+        case(
+            "SELECT COUNT(*) FROM T GROUP BY LOWER(v) ORDER BY LOWER(v)".into(),
+            true,
+        ),
+        case(
+            "SELECT COUNT(DISTINCT LOWER(v)), COUNT(DISTINCT i) FROM T".into(),
+            false,
+        ),
+        case(
+            "SELECT i, COUNT(*) FROM T GROUP BY 1 ORDER BY 1 DESC".into(),
+            true,
+        ),
+        case(
+            "SELECT i + 1 AS k, SUM(d), MIN(v) FROM T GROUP BY k ORDER BY k".into(),
+            true,
+        ),
+        fold(
+            "SELECT COUNT(*), MAX(v) FROM T GROUP BY i, dt ORDER BY i, dt",
+            true,
+        ),
+        case(
+            "SELECT dt, MAX(ts) FROM T GROUP BY dt HAVING COUNT(*) > 1".into(),
+            true,
+        ),
+        case("SELECT SUM(i) FROM T GROUP BY i HAVING i > 0".into(), true),
+        case("SELECT COUNT(*) FROM T ORDER BY MAX(v)".into(), false),
+        // Refused by one server under ONLY_FULL_GROUP_BY (ERROR 1055 / 1140); otherwise any
+        // row's `v` is the group's.
+        Case {
+            count_only: true,
+            ..case("SELECT v, i, COUNT(*) FROM T GROUP BY i".into(), false)
+        },
+        Case {
+            count_only: true,
+            ..case("SELECT v, COUNT(*) FROM T".into(), false)
+        },
+    ];
+    cases.extend(generate(240));
+    let mut failures = Vec::new();
+    let mut refused = 0;
+    for mode in [None, Some("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES")] {
+        let mut c = s.g.conn();
+        let mut reference = common::direct(&s.dbs[0]);
+        if let Some(m) = mode {
+            for conn in [&mut c, &mut reference] {
+                conn.query_drop(format!("SET SESSION sql_mode = '{m}'"))
+                    .unwrap();
+            }
+        }
+        for (n, q) in cases.iter().enumerate() {
+            let want = run(&mut reference, &q.sql.replace(" T", " ref"));
+            if let Err((code, _)) = &want {
+                assert!(
+                    mode.is_some() && [1055, 1140].contains(code),
+                    "the reference rejects {} in sql_mode {mode:?}: {want:?}",
+                    q.sql
+                );
+                refused += 1;
+            }
+            let table = ["m2", "h3", "r3"][n % 3];
+            let sql = q.sql.replace(" T", &format!(" {table}"));
+            if let Some(why) = differs(q, &want, &run(&mut c, &sql)) {
+                failures.push(format!("sql_mode {mode:?}: {sql}\n{why}"));
+            }
+        }
+    }
+    assert!(refused >= 2, "one server refused only {refused} statements");
+    assert!(
+        failures.is_empty(),
+        "{} queries differ from one MariaDB:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
     );
 }

@@ -38,24 +38,23 @@ fn generated_db() -> &'static MariaDb {
     DB.get_or_init(common::start_db)
 }
 
-/// The direct server's tables count with AUTO_INCREMENT from 1. The tables behind idgate keep
-/// AUTO_INCREMENT on the id column, as tables adopted from one server do (an explicit 0 asks
-/// for an id there too), with their own counter far away: an id the backend made itself instead
-/// of idgate would show in the transcripts.
+/// The direct server's tables count with AUTO_INCREMENT from 1. Behind idgate the id column is
+/// a plain `BIGINT PRIMARY KEY`: the generator is its AUTO_INCREMENT, so an explicit 0 asks for an
+/// id there as on the direct table. The upsert table keeps AUTO_INCREMENT, as a table adopted
+/// from one server does (an upsert that only updated reports the backend's insert id), with its
+/// own counter far away: an id the backend made itself instead of idgate would show in the
+/// transcripts.
 fn table_ddl(table: &str, behind_idgate: bool) -> String {
-    let counter = if behind_idgate {
-        " AUTO_INCREMENT = 1000000000"
-    } else {
-        ""
-    };
     // Upserts need a unique key of their own.
-    let unique = if table.ends_with("_upserts") {
-        ", UNIQUE KEY (v)"
-    } else {
-        ""
+    let upserts = table.ends_with("_upserts");
+    let unique = if upserts { ", UNIQUE KEY (v)" } else { "" };
+    let (auto_increment, counter) = match (behind_idgate, upserts) {
+        (false, _) => (" AUTO_INCREMENT", ""),
+        (true, true) => (" AUTO_INCREMENT", " AUTO_INCREMENT = 1000000000"),
+        (true, false) => ("", ""),
     };
     format!(
-        "CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40) NOT NULL, n INT{unique}){counter}"
+        "CREATE TABLE {table} (id BIGINT{auto_increment} PRIMARY KEY, v VARCHAR(40) NOT NULL, n INT{unique}){counter}"
     )
 }
 

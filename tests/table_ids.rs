@@ -125,8 +125,11 @@ fn a_snowflake_behind_the_table_or_too_wide_for_its_column_refuses_to_start() {
     assert!(said.contains("does not fit column `id`"), "{said}");
 }
 
+/// The generator is the id column's AUTO_INCREMENT whatever the backend's column says: an
+/// explicit 0 asks for an id in a plain `BIGINT` key as in an AUTO_INCREMENT one (VALUES and
+/// INSERT … SELECT), and is stored only under NO_AUTO_VALUE_ON_ZERO.
 #[test]
-fn an_explicit_zero_is_a_value_where_the_backend_column_is_not_auto_increment() {
+fn an_explicit_zero_asks_for_an_id_whatever_the_backend_column_is() {
     let db = common::start_db();
     let mut c = common::direct(&db);
     c.query_drop("CREATE TABLE plain (id BIGINT PRIMARY KEY, v VARCHAR(5))")
@@ -141,21 +144,45 @@ fn an_explicit_zero_is_a_value_where_the_backend_column_is_not_auto_increment() 
         )
     });
     let mut app = g.conn();
-    // As MariaDB: 0 is stored in a column without AUTO_INCREMENT, the OK packet reports no id.
-    app.query_drop("INSERT INTO plain (id, v) VALUES (0, 'zero')")
+    let mut ids = Vec::new();
+    for table in ["plain", "counted"] {
+        for (sql, v) in [
+            (
+                format!("INSERT INTO {table} (id, v) VALUES (0, 'zero')"),
+                "zero",
+            ),
+            (
+                format!("INSERT INTO {table} (id, v) VALUES (0, 'again')"),
+                "again",
+            ),
+            (
+                format!("INSERT INTO {table} (id, v) SELECT 0, 'sel'"),
+                "sel",
+            ),
+        ] {
+            app.query_drop(&sql).unwrap();
+            let id = app.last_insert_id();
+            assert!(id > 0, "{sql}: insert id {id}");
+            let stored: Option<String> = c
+                .query_first(format!("SELECT v FROM {table} WHERE id = {id}"))
+                .unwrap();
+            assert_eq!(stored.as_deref(), Some(v), "{sql}");
+            ids.push(id);
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "every 0 got an id of its own: {ids:?}");
+    // NO_AUTO_VALUE_ON_ZERO: 0 is a value, and a second one a duplicate.
+    app.query_drop("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
+        .unwrap();
+    app.query_drop("INSERT INTO plain (id, v) VALUES (0, 'kept')")
         .unwrap();
     assert_eq!(app.last_insert_id(), 0);
-    app.query_drop("INSERT INTO plain (v) VALUES ('gen')")
-        .unwrap();
-    let generated = app.last_insert_id();
-    assert!(generated > 0);
-    let rows: Vec<(u64, String)> = c.query("SELECT id, v FROM plain ORDER BY id").unwrap();
-    assert_eq!(rows, [(0, "zero".into()), (generated, "gen".into())]);
-    // …and asks for an id where the backend's column is AUTO_INCREMENT.
-    app.query_drop("INSERT INTO counted (id, v) VALUES (0, 'zero')")
-        .unwrap();
-    let id = app.last_insert_id();
-    assert!(id > 0);
-    let stored: Option<u64> = c.query_first("SELECT id FROM counted").unwrap();
-    assert_eq!(stored, Some(id));
+    match app.query_drop("INSERT INTO plain (id, v) VALUES (0, 'dup')") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1062, "{e}"),
+        other => panic!("a second 0 under NO_AUTO_VALUE_ON_ZERO: {other:?}"),
+    }
+    let kept: Option<String> = c.query_first("SELECT v FROM plain WHERE id = 0").unwrap();
+    assert_eq!(kept.as_deref(), Some("kept"));
 }

@@ -14,9 +14,6 @@ pub struct TableMeta {
     pub columns: Vec<String>,
     /// COLUMN_TYPE of each column (e.g. `bigint(20) unsigned`, `binary(16)`), lowercase.
     pub types: Vec<String>,
-    /// Columns the backend defines AUTO_INCREMENT: only there does an explicit 0 ask for an
-    /// id; elsewhere MariaDB stores the 0.
-    pub auto_increment: Vec<bool>,
 }
 
 impl TableMeta {
@@ -28,12 +25,6 @@ impl TableMeta {
 
     pub fn column_type(&self, column: &str) -> Option<&str> {
         self.position(column).map(|i| self.types[i].as_str())
-    }
-
-    pub fn is_auto_increment(&self, column: &str) -> bool {
-        self.position(column)
-            .and_then(|i| self.auto_increment.get(i).copied())
-            .unwrap_or(false)
     }
 }
 
@@ -100,8 +91,7 @@ impl MetadataCache {
             return Ok(Some(m));
         }
         let sql = format!(
-            "SELECT COLUMN_NAME, LOWER(COLUMN_TYPE), LOWER(EXTRA) LIKE '%auto_increment%' \
-             FROM information_schema.COLUMNS \
+            "SELECT COLUMN_NAME, LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS \
              WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
             quote_literal(schema),
             quote_literal(table)
@@ -117,7 +107,6 @@ impl MetadataCache {
         let meta = Arc::new(TableMeta {
             columns: rows.iter().map(|r| cell(r, 0)).collect(),
             types: rows.iter().map(|r| cell(r, 1)).collect(),
-            auto_increment: rows.iter().map(|r| cell(r, 2) == "1").collect(),
         });
         self.tables.insert(key(schema, table), meta.clone());
         Ok(Some(meta))

@@ -13,7 +13,6 @@ fn meta() -> TableMeta {
     TableMeta {
         columns: vec!["id".into(), "user_id".into(), "note".into()],
         types: vec!["bigint(20)".into(), "int(11)".into(), "varchar(20)".into()],
-        auto_increment: vec![true, false, false],
     }
 }
 

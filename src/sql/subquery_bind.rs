@@ -189,7 +189,8 @@ fn render_typed(c: &BoundColumn, v: Option<&[u8]>, out: &mut Vec<u8>) {
     // make it implicit and could clash with the collation of what it is compared with), unless
     // its column has a collation other than its character set's default: then the table's
     // column must sort and compare by that one, as the column it came from does.
-    if matches!(form(c), Form::Date | Form::DateTime | Form::Time) {
+    // A NULL is CAST too: a bare NULL would make the column a string's.
+    if matches!(form(c), Form::Date | Form::DateTime | Form::Time) && v.is_some() {
         return render_value(c, v, out);
     }
     if form(c) == Form::Text && v.is_some() {

@@ -68,8 +68,8 @@ pub struct Target {
     pub generator: Option<Arc<Generator>>,
     /// Index of the id column among `columns` (`None`: idgate adds it in front).
     pub id_pos: Option<usize>,
-    /// An explicit 0 is stored as 0 (the column is not AUTO_INCREMENT on the backend, or
-    /// NO_AUTO_VALUE_ON_ZERO), not replaced by a generated id.
+    /// An explicit 0 is stored as 0 (the session's sql_mode has NO_AUTO_VALUE_ON_ZERO), not
+    /// replaced by a generated id.
     pub zero_is_value: bool,
 }
 

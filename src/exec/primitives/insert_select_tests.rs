@@ -55,7 +55,6 @@ fn target() -> Target {
         meta: Arc::new(TableMeta {
             columns: vec!["id".into(), "note".into()],
             types: vec!["bigint(20)".into(), "varchar(20)".into()],
-            auto_increment: vec![false, false],
         }),
         columns: vec!["id".into(), "note".into()],
         generator: None,

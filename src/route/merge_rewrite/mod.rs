@@ -17,6 +17,7 @@ use super::merge_plan::*;
 use crate::sql::aggregates::{find_aggregate, fn_name};
 
 mod aggs;
+mod full_group;
 mod having;
 use crate::sql::parse::LineIndex;
 use crate::sql::select_tokens::SelectText;
@@ -433,6 +434,21 @@ fn window_at(p: &Planner, q: &Query) -> Option<(LimitForm, Option<Range<usize>>,
     }
 }
 
+/// What the shard statement groups by: the client's GROUP BY (a position or an alias standing
+/// for its select item's expression) and the expressions idgate adds to it.
+fn shard_groups(p: &Planner, group_exprs: &[Expr]) -> Plan<full_group::Groups> {
+    let mut texts = Vec::new();
+    if !group_exprs.is_empty() {
+        let ranges = p.layout.by_items("GROUP").ok_or("GROUP BY")?;
+        for (e, r) in group_exprs.iter().zip(ranges) {
+            let item = p.visible(e, true)?.and_then(|i| p.items[i].text.clone());
+            texts.push(p.bytes(&item.unwrap_or(r)));
+        }
+    }
+    texts.extend(p.extras.iter().cloned());
+    Ok(full_group::Groups::new(texts.iter().map(Vec::as_slice)))
+}
+
 #[cfg(test)]
 /// Plans the merge of `s` (the body of `q`, parsed from `text`, the sanitized `stmt`).
 pub(crate) fn plan_merge(stmt: &[u8], text: &str, q: &Query, s: &Select) -> Plan<MergePlan> {
@@ -632,15 +648,23 @@ pub(crate) fn plan_merge_with(
     } else {
         MergeMode::Stream
     };
-    // The shard statement: hidden items before FROM; clauses idgate applies itself removed.
+    // The shard statement: hidden items before FROM (valid under ONLY_FULL_GROUP_BY when
+    // grouped); clauses idgate applies itself removed.
     let mut edits: Vec<(Range<usize>, Vec<u8>)> = Vec::new();
     if !p.hidden.is_empty() {
+        let groups = match grouped {
+            true => Some(shard_groups(&p, group_exprs)?),
+            false => None,
+        };
         let from = p.layout.clause("FROM").ok_or("FROM")?;
         let at = p.layout.toks[from].at.start;
         let mut ins = Vec::new();
         for h in &p.hidden {
             ins.extend_from_slice(b", ");
-            ins.extend_from_slice(h);
+            match &groups {
+                Some(g) => ins.extend_from_slice(&g.hidden_item(h)),
+                None => ins.extend_from_slice(h),
+            }
         }
         ins.push(b' ');
         edits.push((at..at, ins));

@@ -136,8 +136,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             insert::check_id_type(rule, g.kind(), &meta, table)?;
         }
         let wants = insert::wanted_ids(a, rule, &meta)?;
-        let zero_is_value = wants.zero_seen()
-            && (!meta.is_auto_increment(&rule.id_column) || self.no_auto_value_on_zero().await?);
+        // The generator is the id column's AUTO_INCREMENT, whatever the backend's column says:
+        // 0 asks for an id unless the session's sql_mode has NO_AUTO_VALUE_ON_ZERO.
+        let zero_is_value = wants.zero_seen() && self.no_auto_value_on_zero().await?;
         let mut ids = insert::row_ids(a, rule, &meta, &wants, zero_is_value)?;
         let first_generated = match &generator {
             Some(g) => generated_ids::fill(g, rule, a, &meta, &mut ids).await?,

@@ -169,9 +169,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         let id_pos = columns
             .iter()
             .position(|c| c.eq_ignore_ascii_case(&rule.id_column));
-        let zero_is_value = id_pos.is_some()
-            && generator.is_some()
-            && (!meta.is_auto_increment(&rule.id_column) || self.no_auto_value_on_zero().await?);
+        // As in a VALUES INSERT: 0 asks for an id whatever the backend's column says.
+        let zero_is_value =
+            id_pos.is_some() && generator.is_some() && self.no_auto_value_on_zero().await?;
         Ok(Target {
             schema,
             meta,

@@ -131,8 +131,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             }
             targets.insert(0, Target::Column(rule.id_column.clone()));
         }
-        let zero_is_value = generator.is_some()
-            && (!meta.is_auto_increment(&rule.id_column) || self.no_auto_value_on_zero().await?);
+        // As in an INSERT: 0 asks for an id whatever the backend's column says.
+        let zero_is_value = generator.is_some() && self.no_auto_value_on_zero().await?;
         let binary_uuid = meta
             .column_type(&rule.id_column)
             .is_some_and(|t| t.starts_with("binary"));
