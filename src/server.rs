@@ -108,20 +108,20 @@ pub async fn run_with_file(
             proxy.tls_rotations.add_client_ca(ca);
         }
     }
-    if let Some(p) = path {
-        proxy.reloads.set_path(p);
-    }
+    // Migration jobs and reloads sit above the proxy: the sessions and the admin listener
+    // reach them through `control`.
+    let control = crate::admin::Control::new(proxy.clone(), path);
     #[cfg(unix)]
     match hup {
-        Ok(hup) => crate::reload::on_sighup(proxy.clone(), hup),
+        Ok(hup) => crate::reload::on_sighup(proxy.clone(), control.reloads.clone(), hup),
         Err(e) => warn!(error = %e, "cannot listen for SIGHUP; reload with IDGATE RELOAD"),
     }
     // Tables moved by IDGATE MIGRATE are routed by their new placements from the first client.
-    if let Err(e) = crate::migrate::follow_placements(&proxy).await {
+    if let Err(e) = crate::migrate::follow_placements(&control.migrations).await {
         warn!(error = %e, "cannot read moved tables' placements yet; retrying in the background");
     }
-    crate::admin::start(&proxy, stop.clone()).await?;
-    crate::migrate::watch(&proxy);
+    crate::admin::start(&control, stop.clone()).await?;
+    crate::migrate::watch(&control.migrations);
     crate::proxy::sessions::sweep_idle(&proxy);
     // Replication groups are polled from here on; the first round decides where writes go.
     for (name, pool) in &proxy.pools {
@@ -147,13 +147,13 @@ pub async fn run_with_file(
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let proxy = proxy.clone();
+                    let control = control.clone();
                     let open = proxy.metrics.client_connected();
                     // Clients take turns between this thread and the workers.
                     next = next.wrapping_add(1);
                     match workers.handles.get(next % (workers.handles.len() + 1)) {
                         None => {
-                            sessions.spawn(session::run(proxy, stream, peer, open));
+                            sessions.spawn(session::run(control, stream, peer, open));
                         }
                         // The socket moves to the worker's event loop, where its session runs.
                         Some(worker) => match stream.into_std().and_then(|std| {
@@ -161,7 +161,7 @@ pub async fn run_with_file(
                             TcpStream::from_std(std)
                         }) {
                             Ok(stream) => {
-                                sessions.spawn_on(session::run(proxy, stream, peer, open), worker);
+                                sessions.spawn_on(session::run(control, stream, peer, open), worker);
                             }
                             Err(e) => warn!(error = %e, "cannot hand client to a worker thread"),
                         },

@@ -9,15 +9,18 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use super::ready::Checker;
+use super::Control;
 use crate::proxy::Proxy;
 
 struct AdminState {
     proxy: Arc<Proxy>,
+    control: Arc<Control>,
     checker: Checker,
     registry: prometheus_client::registry::Registry,
 }
 
-pub fn router(proxy: Arc<Proxy>, checker: Checker) -> Router {
+pub fn router(control: Arc<Control>, checker: Checker) -> Router {
+    let proxy = control.proxy.clone();
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
@@ -25,8 +28,9 @@ pub fn router(proxy: Arc<Proxy>, checker: Checker) -> Router {
         .route("/metrics", get(metrics))
         .route("/reload", post(reload))
         .with_state(Arc::new(AdminState {
-            registry: super::metrics::registry(&proxy),
+            registry: super::metrics::registry(&proxy, &control.migrations),
             proxy,
+            control,
             checker,
         }))
 }
@@ -65,7 +69,7 @@ async fn metrics(State(s): State<Arc<AdminState>>) -> Response {
 
 /// `POST /reload`: as SIGHUP; 200 with the generation and the changed keys, or 409 with why not.
 async fn reload(State(s): State<Arc<AdminState>>) -> Response {
-    match crate::reload::reload(&s.proxy, "POST /reload").await {
+    match crate::reload::reload(&s.proxy, &s.control.reloads, "POST /reload").await {
         Ok(a) => Json(serde_json::json!({
             "applied": true,
             "generation": a.generation,

@@ -19,7 +19,7 @@ use crate::proxy::Proxy;
 
 /// The registry of every metric: `proxy`'s counters, and collectors reading the rest at scrape
 /// time (they hold `proxy` weakly).
-pub fn registry(proxy: &Arc<Proxy>) -> Registry {
+pub fn registry(proxy: &Arc<Proxy>, migrations: &Arc<crate::migrate::Migrations>) -> Registry {
     let m = &proxy.metrics;
     let mut registry = Registry::with_prefix("idgate");
     registry.register(
@@ -71,6 +71,7 @@ pub fn registry(proxy: &Arc<Proxy>) -> Registry {
         statements: m.statements.clone(),
         errors: m.client_errors.clone(),
         proxy: Arc::downgrade(proxy),
+        migrations: Arc::downgrade(migrations),
     }));
     registry.register_collector(Box::new(ProxyCollector {
         proxy: Arc::downgrade(proxy),

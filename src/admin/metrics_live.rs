@@ -18,6 +18,7 @@ pub(super) struct LiveCollector {
     pub statements: Arc<Statements>,
     pub errors: Arc<ClientErrors>,
     pub proxy: Weak<Proxy>,
+    pub migrations: Weak<crate::migrate::Migrations>,
 }
 
 impl fmt::Debug for LiveCollector {
@@ -64,7 +65,9 @@ impl Collector for LiveCollector {
         if let Some(proxy) = self.proxy.upgrade() {
             encode_pools(&mut enc, &proxy)?;
             encode_xa(&mut enc, &proxy)?;
-            super::metrics_migrate::encode(&mut enc, &proxy)?;
+        }
+        if let Some(migrations) = self.migrations.upgrade() {
+            super::metrics_migrate::encode(&mut enc, &migrations)?;
         }
         Ok(())
     }

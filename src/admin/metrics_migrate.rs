@@ -9,11 +9,13 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
-use crate::proxy::Proxy;
+use crate::migrate::Migrations;
 
-pub(super) fn encode(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Error> {
-    let jobs: Vec<_> = proxy
-        .migrations
+pub(super) fn encode(
+    enc: &mut DescriptorEncoder,
+    migrations: &Migrations,
+) -> Result<(), fmt::Error> {
+    let jobs: Vec<_> = migrations
         .running
         .iter()
         .map(|r| (r.key().clone(), r.value().clone()))
@@ -73,7 +75,7 @@ pub(super) fn encode(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), f
         Some(&Unit::Seconds),
         MetricType::Gauge,
     )?;
-    for h in proxy.migrations.switch_holds.iter() {
+    for h in migrations.switch_holds.iter() {
         m.encode_family(&[("table", h.key().as_str())])?
             .encode_gauge(h.value())?;
     }

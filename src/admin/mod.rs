@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod backend_nodes;
+pub mod control;
 pub mod generators;
 pub mod http;
 pub mod http_conn;
@@ -19,7 +20,7 @@ pub mod processlist;
 pub mod processlist_table;
 pub mod ready;
 pub mod resp;
-pub mod result_set;
+pub use crate::exec::result_set;
 pub mod slow_log;
 pub mod statements;
 
@@ -32,16 +33,18 @@ use tracing::info;
 
 use crate::config::ListenerTls;
 use crate::proxy::Proxy;
+pub use control::Control;
 use tokio_rustls::TlsAcceptor;
 
 /// Binds every configured admin and ID-service listener (so a taken port fails startup) and
 /// serves them in the background until `stop` turns true.
-pub async fn start(proxy: &Arc<Proxy>, stop: watch::Receiver<bool>) -> Result<(), ListenError> {
+pub async fn start(control: &Arc<Control>, stop: watch::Receiver<bool>) -> Result<(), ListenError> {
+    let proxy = &control.proxy;
     let cfg = &proxy.config;
     if let Some(admin) = &cfg.admin {
         let listener = bind(&admin.listen).await?;
         let checker = ready::Checker::new(cfg, Duration::from_millis(admin.check_timeout_ms));
-        let app = http::router(proxy.clone(), checker);
+        let app = http::router(control.clone(), checker);
         info!(listen = %admin.listen, "admin HTTP listener ready");
         let tls = listener_tls(proxy, "admin.tls", &admin.tls, HTTP_ALPN)?;
         let limits = http_serve::Limits {

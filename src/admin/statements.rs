@@ -1,12 +1,12 @@
 //! idgate's admin statements on the MySQL port (`SHOW IDGATE …`, `IDGATE RELOAD`), for users with
 //! `admin: true`: what they answer, as result sets any MySQL client reads.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
 
 use super::result_set::{datetime, num, text, yes_no, Col, ResultSet};
+use super::Control;
 use crate::proxy::Proxy;
 use crate::route::Placement;
 use crate::sql::AdminStatement;
@@ -17,46 +17,42 @@ pub const ER_SPECIFIC_ACCESS_DENIED: u16 = 1227;
 /// MySQL's ER_UNSUPPORTED_PS.
 pub const ER_UNSUPPORTED_PS: u16 = 1295;
 
-/// How an admin statement is answered.
-#[derive(Debug)]
-pub enum Answer {
-    Rows(ResultSet),
-    /// An OK packet with this info text.
-    Ok(String),
-    Err(SqlError),
-}
+pub use crate::exec::result_set::Answer;
 
 /// Longest wait for a backend's ping in `SHOW IDGATE BACKENDS` without `admin.check_timeout_ms`.
 const PING_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Answers `stmt` for `user` (checked against the configuration as it is now, so revoking
 /// `admin` binds open sessions too).
-pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStatement) -> Answer {
+pub async fn answer(control: &Control, user: &[u8], host: &str, stmt: AdminStatement) -> Answer {
+    let proxy = &control.proxy;
     if !is_admin(proxy, user) {
         return Answer::Err(access_denied(user, host));
     }
     match stmt {
-        AdminStatement::Status => Answer::Rows(status(proxy)),
+        AdminStatement::Status => Answer::Rows(status(proxy, &control.reloads)),
         AdminStatement::Backends => Answer::Rows(backends(proxy).await),
         AdminStatement::Generators => Answer::Rows(generators(proxy)),
         AdminStatement::Sessions => Answer::Rows(sessions(proxy)),
         AdminStatement::Tables => Answer::Rows(tables(proxy)),
-        AdminStatement::Reload => match crate::reload::reload(proxy, "IDGATE RELOAD").await {
-            Ok(a) if a.changed.is_empty() => Answer::Ok(format!(
-                "configuration generation {} kept: the file has no changes",
-                a.generation
-            )),
-            Ok(a) => Answer::Ok(format!(
-                "configuration generation {} applied; changed: {}",
-                a.generation,
-                a.changed.join(", ")
-            )),
-            Err(e) => Answer::Err(SqlError::new(
-                errors::ER_UNKNOWN_ERROR,
-                b"HY000",
-                format!("idgate: reload refused: {e}"),
-            )),
-        },
+        AdminStatement::Reload => {
+            match crate::reload::reload(proxy, &control.reloads, "IDGATE RELOAD").await {
+                Ok(a) if a.changed.is_empty() => Answer::Ok(format!(
+                    "configuration generation {} kept: the file has no changes",
+                    a.generation
+                )),
+                Ok(a) => Answer::Ok(format!(
+                    "configuration generation {} applied; changed: {}",
+                    a.generation,
+                    a.changed.join(", ")
+                )),
+                Err(e) => Answer::Err(SqlError::new(
+                    errors::ER_UNKNOWN_ERROR,
+                    b"HY000",
+                    format!("idgate: reload refused: {e}"),
+                )),
+            }
+        }
         // Answered by the session, which knows who asks (`admin::kill`, `admin::processlist`).
         AdminStatement::Kill { .. }
         | AdminStatement::KillExpression { .. }
@@ -68,7 +64,7 @@ pub async fn answer(proxy: &Arc<Proxy>, user: &[u8], host: &str, stmt: AdminStat
             Answer::Err(super::kill::unsupported("a session's statement here"))
         }
         AdminStatement::KillUnsupported(form) => Answer::Err(super::kill::unsupported(form)),
-        AdminStatement::Migrate(m) => crate::migrate::answer(proxy, None, m).await,
+        AdminStatement::Migrate(m) => crate::migrate::answer(&control.migrations, None, m).await,
         AdminStatement::UnknownShow => Answer::Err(SqlError::new(
             crate::sql::ER_PARSE_ERROR,
             b"42000",
@@ -106,7 +102,7 @@ pub fn not_preparable() -> SqlError {
     )
 }
 
-fn status(proxy: &Proxy) -> ResultSet {
+fn status(proxy: &Proxy, reloads: &crate::reload::Reloads) -> ResultSet {
     let mut rs = ResultSet::new(&[
         ("Version", Col::Text(64)),
         ("Server_version", Col::Text(128)),
@@ -119,7 +115,7 @@ fn status(proxy: &Proxy) -> ResultSet {
         ("Last_reload_trigger", Col::Text(32)),
         ("Last_reload_outcome", Col::Text(2048)),
     ]);
-    let last = proxy.reloads.last();
+    let last = reloads.last();
     let outcome = last.as_ref().map(|o| match &o.result {
         Ok(g) => format!("applied generation {g}"),
         Err(e) => format!("refused: {e}"),
@@ -131,7 +127,7 @@ fn status(proxy: &Proxy) -> ResultSet {
         num(proxy.sessions.len()),
         num(proxy.connections_accepted()),
         num(proxy.plan_generation()),
-        proxy.reloads.path().map(|p| p.display().to_string()),
+        reloads.path().map(|p| p.display().to_string()),
         last.as_ref().and_then(|o| datetime(o.at)),
         last.as_ref().map(|o| o.trigger.to_string()),
         outcome,

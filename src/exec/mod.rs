@@ -24,6 +24,7 @@ pub mod primitives;
 pub mod relay;
 pub mod relay_direct;
 mod relay_whole;
+pub mod result_set;
 pub mod scatter;
 pub mod topology;
 

@@ -16,8 +16,8 @@ use mysql_async::prelude::Queryable;
 use tracing::{debug, warn};
 
 use super::store::{bounded, Store};
+use super::Migrations;
 use crate::idgen::store::DB_NOW_MS;
-use crate::proxy::Proxy;
 
 const CREATE_INSTANCES: &str = "CREATE TABLE IF NOT EXISTS idgate_instances (\
     instance VARCHAR(100) NOT NULL PRIMARY KEY, \
@@ -40,7 +40,7 @@ const LIVE_MS: i64 = 3_000;
 /// How long a switch waits for every live instance to hold its tables.
 const ACK_WAIT: Duration = Duration::from_secs(2);
 /// A switch's hold ends by itself after this, should its instance die mid-switch (each held
-/// statement waits at most `hold::HOLD_TIMEOUT` anyway).
+/// statement waits at most `route::hold::HOLD_TIMEOUT` anyway).
 const EXPIRES_MS: i64 = 60_000;
 /// Instances not heard from for this long are forgotten.
 const FORGET_MS: i64 = 86_400_000;
@@ -81,11 +81,11 @@ async fn forget(store: &Store, keys: &[String]) -> Result<(), String> {
 
 /// Asks every live instance to hold statements about `keys` and waits until each says it does.
 pub async fn hold_everywhere(
-    proxy: &Proxy,
+    migrations: &Migrations,
     store: &Store,
     keys: &[String],
 ) -> Result<Everywhere, String> {
-    let me = &proxy.migrations.owner;
+    let me = &migrations.owner;
     let everywhere = Everywhere {
         store: store.clone(),
         keys: keys.to_vec(),
@@ -162,37 +162,37 @@ async fn not_holding(store: &Store, me: &str, keys: &[String]) -> Result<BTreeSe
     Ok(missing)
 }
 
-/// This instance's part, until the proxy is gone: it beats, and holds the tables other
+/// This instance's part, until the migrations are gone: it beats, and holds the tables other
 /// instances switch.
-pub fn serve(proxy: &Arc<Proxy>) {
-    let weak = Arc::downgrade(proxy);
+pub fn serve(migrations: &Arc<Migrations>) {
+    let weak = Arc::downgrade(migrations);
     tokio::spawn(async move {
         let mut beat = Instant::now() - BEAT_EVERY;
         loop {
-            let Some(proxy) = weak.upgrade() else {
+            let Some(migrations) = weak.upgrade() else {
                 return;
             };
             if beat.elapsed() >= BEAT_EVERY {
                 beat = Instant::now();
-                if let Err(e) = say_alive(&proxy).await {
+                if let Err(e) = say_alive(&migrations).await {
                     debug!(error = %e, "telling other instances this one is alive");
                 }
             }
-            if let Err(e) = follow_holds(&proxy).await {
+            if let Err(e) = follow_holds(&migrations).await {
                 debug!(error = %e, "looking for switches under way");
             }
-            drop(proxy);
+            drop(migrations);
             tokio::time::sleep(LOOK_EVERY).await;
         }
     });
 }
 
-async fn say_alive(proxy: &Arc<Proxy>) -> Result<(), String> {
-    let store = proxy.migrations.store(proxy).await?.clone();
+async fn say_alive(migrations: &Migrations) -> Result<(), String> {
+    let store = migrations.store().await?.clone();
     let mut c = store.conn().await?;
     bounded(c.exec_drop(
         format!("REPLACE INTO idgate_instances (instance, seen_ms) VALUES (?, {DB_NOW_MS})"),
-        (&proxy.migrations.owner,),
+        (&migrations.owner,),
     ))
     .await?;
     bounded(c.exec_drop(
@@ -204,9 +204,10 @@ async fn say_alive(proxy: &Arc<Proxy>) -> Result<(), String> {
 
 /// Holds what other instances switch now, says so, and ends the holds of switches that ended
 /// (after reading the placements they recorded).
-async fn follow_holds(proxy: &Arc<Proxy>) -> Result<(), String> {
-    let m = &proxy.migrations;
-    let store = m.store(proxy).await?.clone();
+async fn follow_holds(migrations: &Arc<Migrations>) -> Result<(), String> {
+    let m = migrations;
+    let holds = &m.proxy.migrations.holds;
+    let store = m.store().await?.clone();
     let mut c = store.conn().await?;
     let under_way: Vec<String> = bounded(c.exec(
         format!(
@@ -217,7 +218,7 @@ async fn follow_holds(proxy: &Arc<Proxy>) -> Result<(), String> {
     ))
     .await?;
     for k in &under_way {
-        m.holds.hold_remote(k);
+        holds.hold_remote(k);
         bounded(c.exec_drop(
             "INSERT IGNORE INTO idgate_switch_acks (table_key, instance) VALUES (?, ?)",
             (k, &m.owner),
@@ -225,8 +226,7 @@ async fn follow_holds(proxy: &Arc<Proxy>) -> Result<(), String> {
         .await?;
     }
     drop(c);
-    let ended: Vec<String> = m
-        .holds
+    let ended: Vec<String> = holds
         .remote_keys()
         .into_iter()
         .filter(|k| !under_way.contains(k))
@@ -235,12 +235,12 @@ async fn follow_holds(proxy: &Arc<Proxy>) -> Result<(), String> {
         // The switch recorded its placements before its hold ended: route by them first. Until
         // they are read, the statements stay held (each gets 1205 past its bound), rather than
         // going on to the placement the switch left.
-        if let Err(e) = super::follow_placements(proxy).await {
+        if let Err(e) = super::follow_placements(migrations).await {
             warn!(error = %e, "cannot read the placements a switch recorded; still holding");
             return Ok(());
         }
         for k in ended {
-            m.holds.release_remote(&k);
+            holds.release_remote(&k);
         }
     }
     Ok(())

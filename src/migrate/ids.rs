@@ -82,13 +82,18 @@ pub async fn raise(proxy: &Proxy, generator: &str, floor: u64) -> Result<(), Str
 
 /// On an instance that starts routing a moved table: its generator above the floor the switch
 /// recorded.
-pub async fn raise_for(proxy: &Proxy, key: &str, entry: &str) -> Result<(), String> {
+pub async fn raise_for(
+    migrations: &super::Migrations,
+    key: &str,
+    entry: &str,
+) -> Result<(), String> {
+    let proxy = &migrations.proxy;
     let rule = super::start::target_rule(proxy, key, entry)?;
     let Some(generator) = &rule.generator else {
         return Ok(());
     };
     let (schema, table) = key.split_once('.').ok_or("no schema")?;
-    let recorded = proxy.migrations.store(proxy).await?.id_floor(key).await?;
+    let recorded = migrations.store().await?.id_floor(key).await?;
     let floor = highest(proxy, rule.backends(), schema, table, &rule.id_column).await?;
     raise(proxy, generator, floor.max(recorded)).await
 }

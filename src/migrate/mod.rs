@@ -11,7 +11,6 @@ pub mod copy;
 pub mod fence;
 mod group;
 pub mod hide;
-pub mod hold;
 mod ids;
 pub mod job;
 pub mod placements;
@@ -27,7 +26,7 @@ mod verify;
 mod write_cursor;
 pub mod writer;
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -42,24 +41,25 @@ use store::Store;
 /// How often an instance looks for jobs nobody runs (a restart, a dead instance's jobs).
 const WATCH_EVERY: Duration = Duration::from_secs(2);
 
-/// This instance's jobs, and its way to the store.
+/// This instance's jobs, and its way to the store. Held above the proxy (by the server, the
+/// admin listener and the sessions); what statements must know of it is
+/// [`crate::route::moving::Moving`] in the proxy, which the jobs fill.
 pub struct Migrations {
+    /// The runtime state the jobs route and connect by.
+    pub proxy: Arc<Proxy>,
     /// Who this instance is in the store's leases.
     pub owner: String,
     store: OnceCell<Store>,
     pub running: DashMap<String, Arc<job::Running>>,
-    /// Statements waiting while a table switches.
-    pub holds: hold::Holds,
-    /// The moved tables' placements routed by now.
-    applied: Mutex<Vec<(String, String)>>,
     /// Seconds the last SWITCH of each table held statements here (a metric).
     pub switch_holds: DashMap<String, f64>,
 }
 
-impl Default for Migrations {
-    fn default() -> Self {
+impl Migrations {
+    pub fn new(proxy: Arc<Proxy>) -> Arc<Migrations> {
         let host = std::env::var("HOSTNAME").unwrap_or_default();
-        Migrations {
+        Arc::new(Migrations {
+            proxy,
             owner: format!(
                 "{host}:{}:{:08x}",
                 std::process::id(),
@@ -67,19 +67,15 @@ impl Default for Migrations {
             ),
             store: OnceCell::new(),
             running: DashMap::new(),
-            holds: Default::default(),
-            applied: Mutex::new(Vec::new()),
             switch_holds: DashMap::new(),
-        }
+        })
     }
-}
 
-impl Migrations {
     /// The store, its tables created on first use.
-    pub async fn store(&self, proxy: &Proxy) -> Result<&Store, String> {
+    pub async fn store(&self) -> Result<&Store, String> {
         self.store
             .get_or_try_init(|| async {
-                let pool = crate::proxy::sequence_store_pool(&proxy.config)
+                let pool = crate::proxy::sequence_store_pool(&self.proxy.config)
                     .await
                     .map_err(|e| format!("sequence store: {e}"))?;
                 Store::open(pool).await
@@ -87,43 +83,26 @@ impl Migrations {
             .await
     }
 
-    pub fn applied_placements(&self) -> Vec<(String, String)> {
-        self.applied.lock().map(|a| a.clone()).unwrap_or_default()
-    }
-
-    pub fn set_applied_placements(&self, moved: Vec<(String, String)>) {
-        if let Ok(mut a) = self.applied.lock() {
-            *a = moved;
-        }
-    }
-
     /// Runs the job in `row` here (its lease already held).
-    fn run(proxy: &Arc<Proxy>, spec: job::Spec, store: Store, phase: String) {
+    fn run(m: &Arc<Migrations>, spec: job::Spec, store: Store, phase: String) {
         let key = spec.key.clone();
-        let weak: Weak<Proxy> = Arc::downgrade(proxy);
+        let weak: Weak<Migrations> = Arc::downgrade(m);
         let done_key = key.clone();
-        let running = job::spawn(
-            spec,
-            store,
-            proxy.migrations.owner.clone(),
-            phase,
-            move |me| {
-                if let Some(p) = weak.upgrade() {
-                    // Only this run: a run started after it (the stream back) stays.
-                    p.migrations
-                        .running
-                        .remove_if(&done_key, |_, r| Arc::ptr_eq(r, me));
-                }
-            },
-        );
-        proxy.migrations.running.insert(key, running);
+        let running = job::spawn(spec, store, m.owner.clone(), phase, move |me| {
+            if let Some(m) = weak.upgrade() {
+                // Only this run: a run started after it (the stream back) stays.
+                m.running.remove_if(&done_key, |_, r| Arc::ptr_eq(r, me));
+            }
+        });
+        m.running.insert(key, running);
     }
 }
 
 /// Starts the stream back to the old placement of a job just switched here.
-pub(crate) async fn start_reverse(proxy: &Arc<Proxy>, store: &Store, key: &str) {
+pub(crate) async fn start_reverse(m: &Arc<Migrations>, store: &Store, key: &str) {
+    let proxy = &m.proxy;
     let r = async {
-        if !store.claim(key, &proxy.migrations.owner).await? {
+        if !store.claim(key, &m.owner).await? {
             return Err("another instance holds the job".to_string());
         }
         let j = store.job(key).await?.ok_or("the job is gone")?;
@@ -131,27 +110,27 @@ pub(crate) async fn start_reverse(proxy: &Arc<Proxy>, store: &Store, key: &str) 
     }
     .await;
     match r {
-        Ok(spec) => Migrations::run(proxy, spec, store.clone(), "switched".into()),
+        Ok(spec) => Migrations::run(m, spec, store.clone(), "switched".into()),
         Err(e) => warn!(table = %key, error = %e, "cannot stream back to the old placement yet"),
     }
 }
 
 /// Looks for jobs no live instance runs and takes them over, and serves other instances'
-/// requests for the jobs run here, until the proxy is gone.
-pub fn watch(proxy: &Arc<Proxy>) {
-    requests::serve(proxy);
-    cluster_hold::serve(proxy);
-    let weak = Arc::downgrade(proxy);
+/// requests for the jobs run here, until `m` is gone.
+pub fn watch(m: &Arc<Migrations>) {
+    requests::serve(m);
+    cluster_hold::serve(m);
+    let weak = Arc::downgrade(m);
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(WATCH_EVERY).await;
-            let Some(proxy) = weak.upgrade() else {
+            let Some(m) = weak.upgrade() else {
                 return;
             };
-            if let Err(e) = follow_placements(&proxy).await {
+            if let Err(e) = follow_placements(&m).await {
                 debug!(error = %e, "reading moved tables' placements");
             }
-            if let Err(e) = take_over(&proxy).await {
+            if let Err(e) = take_over(&m).await {
                 debug!(error = %e, "looking for migrations to run");
             }
         }
@@ -160,15 +139,15 @@ pub fn watch(proxy: &Arc<Proxy>) {
 
 /// Routes by the placements the store holds (at start, before any client is served, and
 /// whenever another instance switched a table).
-pub async fn follow_placements(proxy: &Arc<Proxy>) -> Result<(), String> {
-    let moved = proxy.migrations.store(proxy).await?.placements().await?;
-    placements::apply(proxy, &moved).await;
+pub async fn follow_placements(m: &Arc<Migrations>) -> Result<(), String> {
+    let moved = m.store().await?.placements().await?;
+    placements::apply(m, &moved).await;
     Ok(())
 }
 
-async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
-    let m = &proxy.migrations;
-    let store = m.store(proxy).await?.clone();
+async fn take_over(m: &Arc<Migrations>) -> Result<(), String> {
+    let proxy = &m.proxy;
+    let store = m.store().await?.clone();
     let jobs = store.jobs().await?;
     for j in jobs.iter().cloned() {
         let idle = !j.lease_live || j.owner.as_deref() == Some(m.owner.as_str());
@@ -196,7 +175,7 @@ async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
                 continue;
             }
             match start::reverse_spec_of(proxy, &j).await {
-                Ok(spec) => Migrations::run(proxy, spec, store.clone(), j.phase.clone()),
+                Ok(spec) => Migrations::run(m, spec, store.clone(), j.phase.clone()),
                 Err(e) => {
                     warn!(table = %j.table_key, error = %e, "cannot stream back here");
                     store.release(&j.table_key, &m.owner).await?;
@@ -222,7 +201,7 @@ async fn take_over(proxy: &Arc<Proxy>) -> Result<(), String> {
                         .await?;
                     phase = "ready".into();
                 }
-                Migrations::run(proxy, spec, store.clone(), phase);
+                Migrations::run(m, spec, store.clone(), phase);
             }
             Err(e) => {
                 warn!(table = %j.table_key, error = %e, "cannot run migration here");

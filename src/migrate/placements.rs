@@ -3,8 +3,6 @@
 //! before it serves and again whenever they change (it looks every two seconds); a
 //! configuration file that says otherwise for a moved table is reported, not obeyed.
 
-use std::sync::Arc;
-
 use tracing::{info, warn};
 
 use crate::config::Config;
@@ -75,14 +73,15 @@ pub fn moved_placement(proxy: &Proxy, rule: &TableRule) -> Option<(String, Optio
 }
 
 /// Routes by the store's placements when they differ from what `proxy` routes by now.
-pub async fn apply(proxy: &Arc<Proxy>, moved: &[(String, String)]) {
+pub async fn apply(migrations: &super::Migrations, moved: &[(String, String)]) {
+    let proxy = &migrations.proxy;
     let applied = proxy.migrations.applied_placements();
     if applied.as_slice() == moved {
         return;
     }
     for (key, entry) in moved {
         if !applied.contains(&(key.clone(), entry.clone())) {
-            if let Err(e) = super::ids::raise_for(proxy, key, entry).await {
+            if let Err(e) = super::ids::raise_for(migrations, key, entry).await {
                 warn!(table = %key, error = %e, "cannot route by the table's new placement yet");
                 return;
             }

@@ -14,8 +14,8 @@ use tracing::{debug, warn};
 
 use super::store::{bounded, Store};
 use super::verify::Difference;
+use super::Migrations;
 use crate::idgen::store::DB_NOW_MS;
-use crate::proxy::Proxy;
 use crate::wire::errors::SqlError;
 
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS idgate_migration_requests (\
@@ -87,13 +87,13 @@ fn refused(message: impl Into<String>) -> SqlError {
 
 /// Asks the instance `owner`, which runs the job `key`, to run `step`, and waits for its answer.
 pub async fn ask(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     store: &Store,
     key: &str,
     step: Step,
     owner: &str,
 ) -> Result<Answered, SqlError> {
-    let me = &proxy.migrations.owner;
+    let me = &migrations.owner;
     let mut c = store.conn().await.map_err(refused)?;
     bounded(c.exec_drop(
         format!(
@@ -158,25 +158,25 @@ pub async fn ask(
     }
 }
 
-/// Takes and runs the requests for the jobs this instance runs, until the proxy is gone.
-pub fn serve(proxy: &Arc<Proxy>) {
-    let weak = Arc::downgrade(proxy);
+/// Takes and runs the requests for the jobs this instance runs, until the migrations are gone.
+pub fn serve(migrations: &Arc<Migrations>) {
+    let weak = Arc::downgrade(migrations);
     tokio::spawn(async move {
         let mut swept = Instant::now();
         loop {
             tokio::time::sleep(POLL_EVERY).await;
-            let Some(proxy) = weak.upgrade() else {
+            let Some(migrations) = weak.upgrade() else {
                 return;
             };
-            if proxy.migrations.running.is_empty() {
+            if migrations.running.is_empty() {
                 continue;
             }
-            if let Err(e) = take_requests(&proxy).await {
+            if let Err(e) = take_requests(&migrations).await {
                 debug!(error = %e, "looking for migration requests");
             }
             if swept.elapsed() > SWEEP_EVERY {
                 swept = Instant::now();
-                if let Err(e) = forget_stale(&proxy).await {
+                if let Err(e) = forget_stale(&migrations).await {
                     debug!(error = %e, "deleting stale migration requests");
                 }
             }
@@ -185,8 +185,8 @@ pub fn serve(proxy: &Arc<Proxy>) {
 }
 
 /// Deletes requests whose asker went away without reading them (the table stays tiny).
-async fn forget_stale(proxy: &Arc<Proxy>) -> Result<(), String> {
-    let store = proxy.migrations.store(proxy).await?.clone();
+async fn forget_stale(migrations: &Arc<Migrations>) -> Result<(), String> {
+    let store = migrations.store().await?.clone();
     let mut c = store.conn().await?;
     bounded(c.query_drop(format!(
         "DELETE FROM idgate_migration_requests WHERE expires_ms < {DB_NOW_MS} - {STALE_MS}"
@@ -194,10 +194,10 @@ async fn forget_stale(proxy: &Arc<Proxy>) -> Result<(), String> {
     .await
 }
 
-async fn take_requests(proxy: &Arc<Proxy>) -> Result<(), String> {
-    let m = &proxy.migrations;
+async fn take_requests(migrations: &Arc<Migrations>) -> Result<(), String> {
+    let m = migrations;
     let keys: Vec<String> = m.running.iter().map(|r| r.key().clone()).collect();
-    let store = m.store(proxy).await?.clone();
+    let store = m.store().await?.clone();
     let mut c = store.conn().await?;
     let pending: Vec<(u64, String, String)> = bounded(c.query(format!(
         "SELECT id, table_key, step FROM idgate_migration_requests \
@@ -219,11 +219,11 @@ async fn take_requests(proxy: &Arc<Proxy>) -> Result<(), String> {
         if c.affected_rows() != 1 {
             continue;
         }
-        let (proxy, store) = (proxy.clone(), store.clone());
+        let (migrations, store) = (migrations.clone(), store.clone());
         // Each request runs on its own: a SWITCH of one table does not wait for another's.
         tokio::spawn(async move {
             let answer = match Step::from_name(&step) {
-                Some(step) => super::statements::run_here(&proxy, &key, step).await,
+                Some(step) => super::statements::run_here(&migrations, &key, step).await,
                 None => Err(refused(format!("unknown step `{step}`"))),
             };
             let text = encode(&answer).to_string();

@@ -7,9 +7,8 @@ use std::time::{Duration, Instant};
 use super::requests::{self, Answered};
 use super::start;
 use super::store::{is_finished, JobRow};
-use crate::admin::result_set::{num, text, Col, ResultSet};
-use crate::admin::statements::Answer;
-use crate::proxy::Proxy;
+use super::Migrations;
+use crate::exec::result_set::{num, text, Answer, Col, ResultSet};
 use crate::sql::admin_migrate::{MigrateStatement, MigrateStep, TableName};
 use crate::wire::errors::{self, SqlError};
 
@@ -24,13 +23,17 @@ pub fn refused(message: impl Into<String>) -> SqlError {
 }
 
 /// Answers one statement; `db` is the session's current database.
-pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement) -> Answer {
+pub async fn answer(
+    migrations: &Arc<Migrations>,
+    db: Option<&str>,
+    stmt: MigrateStatement,
+) -> Answer {
     let r = match stmt {
         MigrateStatement::Malformed(why) => {
             Err(SqlError::new(crate::sql::ER_PARSE_ERROR, b"42000", why))
         }
         MigrateStatement::Start { table, entry } => match key(&table, db) {
-            Ok((schema, name)) => start_job(proxy, &schema, &name, &entry).await,
+            Ok((schema, name)) => start_job(migrations, &schema, &name, &entry).await,
             Err(e) => Err(e),
         },
         MigrateStatement::Status { table } => {
@@ -38,7 +41,7 @@ pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement
                 Ok(k) => k.map(|(s, n)| format!("{s}.{n}")),
                 Err(e) => return Answer::Err(e),
             };
-            return match status(proxy, k.as_deref()).await {
+            return match status(migrations, k.as_deref()).await {
                 Ok(rs) => Answer::Rows(rs),
                 Err(e) => Answer::Err(e),
             };
@@ -49,12 +52,12 @@ pub async fn answer(proxy: &Arc<Proxy>, db: Option<&str>, stmt: MigrateStatement
                 Err(e) => return Answer::Err(e),
             };
             match step {
-                MigrateStep::Cancel => cancel(proxy, &k).await,
-                MigrateStep::Switch => switch(proxy, &k, true).await,
-                MigrateStep::Complete => complete(proxy, &k).await,
-                MigrateStep::Reverse => reverse(proxy, &k, true).await,
+                MigrateStep::Cancel => cancel(migrations, &k).await,
+                MigrateStep::Switch => switch(migrations, &k, true).await,
+                MigrateStep::Complete => complete(migrations, &k).await,
+                MigrateStep::Reverse => reverse(migrations, &k, true).await,
                 MigrateStep::Verify => {
-                    return match verify(proxy, &k, true).await {
+                    return match verify(migrations, &k, true).await {
                         Ok(d) => Answer::Rows(differences(d)),
                         Err(e) => Answer::Err(e),
                     }
@@ -77,13 +80,14 @@ fn key(t: &TableName, db: Option<&str>) -> Result<(String, String), SqlError> {
 }
 
 async fn start_job(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     schema: &str,
     table: &str,
     entry: &str,
 ) -> Result<String, SqlError> {
-    let m = &proxy.migrations;
-    let store = m.store(proxy).await.map_err(refused)?.clone();
+    let proxy = &migrations.proxy;
+    let m = migrations;
+    let store = m.store().await.map_err(refused)?.clone();
     let k = format!("{schema}.{table}");
     let partners = super::group::partners(proxy, schema, table, entry).map_err(refused)?;
     let jobs = store.jobs().await.map_err(refused)?;
@@ -138,7 +142,7 @@ async fn start_job(
         .map(|(spec, ..)| format!("`{}`", spec.key))
         .collect();
     for (spec, ..) in prepared {
-        super::Migrations::run(proxy, spec, store.clone(), "copying".into());
+        Migrations::run(migrations, spec, store.clone(), "copying".into());
     }
     let together = if with.is_empty() {
         String::new()
@@ -163,8 +167,8 @@ async fn undo_prepared(prepared: &[(super::job::Spec, JobRow, Vec<super::store::
     }
 }
 
-async fn status(proxy: &Arc<Proxy>, only: Option<&str>) -> Result<ResultSet, SqlError> {
-    let store = proxy.migrations.store(proxy).await.map_err(refused)?;
+async fn status(migrations: &Arc<Migrations>, only: Option<&str>) -> Result<ResultSet, SqlError> {
+    let store = migrations.store().await.map_err(refused)?;
     let mut rs = ResultSet::new(&[
         ("table", Col::Text(200)),
         ("phase", Col::Text(16)),
@@ -185,7 +189,7 @@ async fn status(proxy: &Arc<Proxy>, only: Option<&str>) -> Result<ResultSet, Sql
         let copied: i64 = streams.iter().map(|s| s.rows_copied).sum();
         let estimated: i64 = streams.iter().map(|s| s.rows_estimated).sum();
         // A job run here shows its live lag; others the lag their owner last recorded.
-        let (lag_events, lag_seconds, phase) = match proxy.migrations.running.get(&j.table_key) {
+        let (lag_events, lag_seconds, phase) = match migrations.running.get(&j.table_key) {
             Some(r) => {
                 let (e, s) = super::job::lag_of(&r);
                 (e, s, r.phase())
@@ -211,32 +215,34 @@ async fn status(proxy: &Arc<Proxy>, only: Option<&str>) -> Result<ResultSet, Sql
 
 /// Runs `step` of the job `k`, which this instance runs, for another instance that was asked.
 pub(super) async fn run_here(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     k: &str,
     step: requests::Step,
 ) -> Result<Answered, SqlError> {
     match step {
-        requests::Step::Switch => switch(proxy, k, false).await.map(Answered::Info),
-        requests::Step::Verify => verify(proxy, k, false).await.map(Answered::Differences),
-        requests::Step::Reverse => reverse(proxy, k, false).await.map(Answered::Info),
+        requests::Step::Switch => switch(migrations, k, false).await.map(Answered::Info),
+        requests::Step::Verify => verify(migrations, k, false)
+            .await
+            .map(Answered::Differences),
+        requests::Step::Reverse => reverse(migrations, k, false).await.map(Answered::Info),
     }
 }
 
 /// The instance that runs the job, when it is another live one this one may ask
 /// (`may_ask`: not itself answering another instance's request).
-fn asked_owner(proxy: &Proxy, j: &JobRow, may_ask: bool) -> Option<String> {
-    owner(j).filter(|o| may_ask && *o != proxy.migrations.owner && !is_finished(&j.phase))
+fn asked_owner(migrations: &Migrations, j: &JobRow, may_ask: bool) -> Option<String> {
+    owner(j).filter(|o| may_ask && *o != migrations.owner && !is_finished(&j.phase))
 }
 
 /// Asks the instance `o` for `step` and expects an info text back.
 async fn ask_for_info(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     store: &super::store::Store,
     k: &str,
     step: requests::Step,
     o: &str,
 ) -> Result<String, SqlError> {
-    match requests::ask(proxy, store, k, step, o).await? {
+    match requests::ask(migrations, store, k, step, o).await? {
         Answered::Info(s) => Ok(s),
         Answered::Differences(_) => Err(refused("the running instance answered with rows")),
     }
@@ -244,21 +250,16 @@ async fn ask_for_info(
 
 /// The jobs that move together with `k` (itself first), and those of them run here.
 async fn group_here(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     store: &super::store::Store,
     j: &JobRow,
 ) -> Result<(Vec<JobRow>, Vec<Arc<super::job::Running>>), SqlError> {
+    let proxy = &migrations.proxy;
     let jobs = store.jobs().await.map_err(refused)?;
     let group = super::group::group_of(proxy, j, &jobs);
     let here = group
         .iter()
-        .filter_map(|g| {
-            proxy
-                .migrations
-                .running
-                .get(&g.table_key)
-                .map(|r| r.clone())
-        })
+        .filter_map(|g| migrations.running.get(&g.table_key).map(|r| r.clone()))
         .collect();
     Ok((group, here))
 }
@@ -289,25 +290,26 @@ fn with_others(group: &[JobRow]) -> String {
     )
 }
 
-async fn switch(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, SqlError> {
-    let m = &proxy.migrations;
-    let store = m.store(proxy).await.map_err(refused)?.clone();
+async fn switch(migrations: &Arc<Migrations>, k: &str, may_ask: bool) -> Result<String, SqlError> {
+    let proxy = &migrations.proxy;
+    let m = migrations;
+    let store = m.store().await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
-    let (group, here) = group_here(proxy, &store, &j).await?;
+    let (group, here) = group_here(migrations, &store, &j).await?;
     if here.is_empty() {
-        if let Some(o) = asked_owner(proxy, &j, may_ask).filter(|_| j.phase != "switched") {
+        if let Some(o) = asked_owner(migrations, &j, may_ask).filter(|_| j.phase != "switched") {
             // This instance's statements about the tables wait too, and then run on the
             // placements the store records, instead of meeting the old placements' fence.
             let holds: Vec<_> = group
                 .iter()
                 .map(|g| {
                     let (schema, table) = g.table_key.split_once('.').unwrap_or(("", k));
-                    m.holds.hold(schema, table)
+                    proxy.migrations.holds.hold(schema, table)
                 })
                 .collect();
-            let r = ask_for_info(proxy, &store, k, requests::Step::Switch, &o).await;
+            let r = ask_for_info(migrations, &store, k, requests::Step::Switch, &o).await;
             if r.is_ok() {
-                if let Err(e) = super::follow_placements(proxy).await {
+                if let Err(e) = super::follow_placements(migrations).await {
                     tracing::warn!(table = %k, error = %e, "cannot read the new placement yet");
                 }
             }
@@ -336,7 +338,7 @@ async fn switch(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, Sq
             running,
         })
         .collect();
-    let held = super::switch::switch(proxy, &store, &members)
+    let held = super::switch::switch(migrations, &store, &members)
         .await
         .map_err(|e| {
             refused(format!(
@@ -352,16 +354,17 @@ async fn switch(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, Sq
 }
 
 async fn verify(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     k: &str,
     may_ask: bool,
 ) -> Result<Vec<super::verify::Difference>, SqlError> {
-    let m = &proxy.migrations;
-    let store = m.store(proxy).await.map_err(refused)?.clone();
+    let proxy = &migrations.proxy;
+    let m = migrations;
+    let store = m.store().await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
     let Some(running) = m.running.get(k).map(|r| r.clone()) else {
-        if let Some(o) = asked_owner(proxy, &j, may_ask) {
-            return match requests::ask(proxy, &store, k, requests::Step::Verify, &o).await? {
+        if let Some(o) = asked_owner(migrations, &j, may_ask) {
+            return match requests::ask(migrations, &store, k, requests::Step::Verify, &o).await? {
                 Answered::Differences(d) => Ok(d),
                 Answered::Info(_) => Err(refused("the running instance answered without rows")),
             };
@@ -410,9 +413,10 @@ fn differences(diffs: Vec<super::verify::Difference>) -> ResultSet {
     rs
 }
 
-async fn reverse(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, SqlError> {
-    let m = &proxy.migrations;
-    let store = m.store(proxy).await.map_err(refused)?.clone();
+async fn reverse(migrations: &Arc<Migrations>, k: &str, may_ask: bool) -> Result<String, SqlError> {
+    let proxy = &migrations.proxy;
+    let m = migrations;
+    let store = m.store().await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
     if j.phase != "switched" {
         return Err(refused(format!(
@@ -420,11 +424,11 @@ async fn reverse(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, S
             j.phase
         )));
     }
-    let (group, here) = group_here(proxy, &store, &j).await?;
+    let (group, here) = group_here(migrations, &store, &j).await?;
     let here: Vec<_> = here.into_iter().filter(|r| r.spec.reverse).collect();
     if here.is_empty() {
-        if let Some(o) = asked_owner(proxy, &j, may_ask) {
-            return ask_for_info(proxy, &store, k, requests::Step::Reverse, &o).await;
+        if let Some(o) = asked_owner(migrations, &j, may_ask) {
+            return ask_for_info(migrations, &store, k, requests::Step::Reverse, &o).await;
         }
         return Err(refused(match owner(&j) {
             Some(o) => format!(
@@ -444,7 +448,7 @@ async fn reverse(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, S
         let forward = start::spec_of(proxy, g).await.map_err(refused)?;
         members.push(super::switch::Back { forward, running });
     }
-    let held = super::switch::reverse(proxy, &store, &members)
+    let held = super::switch::reverse(migrations, &store, &members)
         .await
         .map_err(|e| {
             refused(format!(
@@ -459,13 +463,9 @@ async fn reverse(proxy: &Arc<Proxy>, k: &str, may_ask: bool) -> Result<String, S
     ))
 }
 
-async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
-    let store = proxy
-        .migrations
-        .store(proxy)
-        .await
-        .map_err(refused)?
-        .clone();
+async fn complete(migrations: &Arc<Migrations>, k: &str) -> Result<String, SqlError> {
+    let proxy = &migrations.proxy;
+    let store = migrations.store().await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
     if j.phase != "switched" {
         return Err(refused(format!(
@@ -473,15 +473,15 @@ async fn complete(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
             j.phase
         )));
     }
-    let (group, _) = group_here(proxy, &store, &j).await?;
+    let (group, _) = group_here(migrations, &store, &j).await?;
     let mut done = Vec::new();
     for g in group.iter().filter(|g| g.phase == "switched") {
         let gk = &g.table_key;
         // The stream back ends first.
-        if let Some(r) = proxy.migrations.running.get(gk).map(|r| r.clone()) {
+        if let Some(r) = migrations.running.get(gk).map(|r| r.clone()) {
             r.stop();
             let deadline = Instant::now() + CANCEL_WAIT;
-            while proxy.migrations.running.contains_key(gk) && Instant::now() < deadline {
+            while migrations.running.contains_key(gk) && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
@@ -511,15 +511,15 @@ fn owner(j: &JobRow) -> Option<String> {
 }
 
 /// CANCEL of `k` cancels every table that moves with it.
-async fn cancel(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
-    let m = &proxy.migrations;
-    let store = m.store(proxy).await.map_err(refused)?.clone();
+async fn cancel(migrations: &Arc<Migrations>, k: &str) -> Result<String, SqlError> {
+    let m = migrations;
+    let store = m.store().await.map_err(refused)?.clone();
     let j = job_of(&store, k).await?;
-    let (group, _) = group_here(proxy, &store, &j).await?;
-    let mut done = cancel_one(proxy, &store, j).await?;
+    let (group, _) = group_here(migrations, &store, &j).await?;
+    let mut done = cancel_one(migrations, &store, j).await?;
     for g in group.into_iter().skip(1) {
         let gk = g.table_key.clone();
-        cancel_one(proxy, &store, g).await.map_err(|e| {
+        cancel_one(migrations, &store, g).await.map_err(|e| {
             refused(format!(
                 "`{k}` was cancelled, `{gk}` (placed alike) not: {}",
                 e.message
@@ -531,11 +531,12 @@ async fn cancel(proxy: &Arc<Proxy>, k: &str) -> Result<String, SqlError> {
 }
 
 async fn cancel_one(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     store: &super::store::Store,
     j: JobRow,
 ) -> Result<String, SqlError> {
-    let m = &proxy.migrations;
+    let proxy = &migrations.proxy;
+    let m = migrations;
     let k = j.table_key.as_str();
     if is_finished(&j.phase) {
         return Err(refused(format!(
@@ -557,7 +558,7 @@ async fn cancel_one(
         && store.claim(k, &m.owner).await.map_err(refused)?
     {
         let spec = start::spec_of(proxy, &j).await.map_err(refused)?;
-        super::Migrations::run(proxy, spec, store.clone(), "cancelling".into());
+        Migrations::run(migrations, spec, store.clone(), "cancelling".into());
     }
     let deadline = Instant::now() + CANCEL_WAIT;
     loop {

@@ -16,6 +16,7 @@ use super::columns::quote_ident;
 use super::job::{Running, Spec};
 use super::store::Store;
 use super::writer::{exec, Change, Writer};
+use super::Migrations;
 use crate::exec::BackendConn;
 use crate::proxy::Proxy;
 
@@ -37,7 +38,7 @@ pub struct Member {
 
 /// Switches `members` together; returns how long statements about them were held.
 pub async fn switch(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     store: &Store,
     members: &[Member],
 ) -> Result<Duration, String> {
@@ -61,7 +62,7 @@ pub async fn switch(
             ));
         }
     }
-    let owner = &proxy.migrations.owner;
+    let owner = &migrations.owner;
     let back_to_ready = |upto: usize| async move {
         for m in &members[..upto] {
             let _ = store.set_phase(&m.spec.key, owner, "ready", None).await;
@@ -77,11 +78,10 @@ pub async fn switch(
     }
     let specs: Vec<&Spec> = members.iter().map(|m| &*m.spec).collect();
     let keys = keys_of(specs.iter().copied());
-    let step = cut_over(proxy, store, members);
-    let (r, held) = while_held(proxy, store, &specs, "switching", step).await;
+    let step = cut_over(migrations, store, members);
+    let (r, held) = while_held(migrations, store, &specs, "switching", step).await;
     for m in members {
-        proxy
-            .migrations
+        migrations
             .switch_holds
             .insert(m.spec.key.clone(), held.as_secs_f64());
     }
@@ -98,7 +98,7 @@ pub async fn switch(
 /// Holds statements about the tables of `specs`, here and on every other live instance, while
 /// `step` runs; returns its result and how long statements were held.
 async fn while_held(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     store: &Store,
     specs: &[&Spec],
     what: &str,
@@ -106,13 +106,13 @@ async fn while_held(
 ) -> (Result<(), String>, Duration) {
     let holds: Vec<_> = specs
         .iter()
-        .map(|s| proxy.migrations.holds.hold(&s.schema, &s.table))
+        .map(|s| migrations.proxy.migrations.holds.hold(&s.schema, &s.table))
         .collect();
     let keys = keys_of(specs.iter().copied());
     info!(tables = %keys, "{what}: statements about the tables are held");
     let since = Instant::now();
     let all: Vec<String> = specs.iter().map(|s| s.key.clone()).collect();
-    let r = match super::cluster_hold::hold_everywhere(proxy, store, &all).await {
+    let r = match super::cluster_hold::hold_everywhere(migrations, store, &all).await {
         Ok(everywhere) => {
             let r = step.await;
             everywhere.release().await;
@@ -126,12 +126,12 @@ async fn while_held(
 }
 
 /// Waits (at most `STOP_TIMEOUT`) until the jobs of `specs` no longer run here.
-async fn wait_stopped<'a>(proxy: &Proxy, specs: impl Iterator<Item = &'a Spec> + Clone) {
+async fn wait_stopped<'a>(migrations: &Migrations, specs: impl Iterator<Item = &'a Spec> + Clone) {
     let deadline = Instant::now() + STOP_TIMEOUT;
     let running = || {
         specs
             .clone()
-            .any(|s| proxy.migrations.running.contains_key(&s.key))
+            .any(|s| migrations.running.contains_key(&s.key))
     };
     while running() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -143,7 +143,12 @@ fn keys_of<'a>(specs: impl Iterator<Item = &'a Spec>) -> String {
     specs.map(|s| s.key.as_str()).collect::<Vec<_>>().join(", ")
 }
 
-async fn cut_over(proxy: &Arc<Proxy>, store: &Store, members: &[Member]) -> Result<(), String> {
+async fn cut_over(
+    migrations: &Arc<Migrations>,
+    store: &Store,
+    members: &[Member],
+) -> Result<(), String> {
+    let proxy = &migrations.proxy;
     // Fence every source of every table; a failure takes the fences off again.
     let mut fenced: Vec<(&Spec, String)> = Vec::new();
     for spec in members.iter().map(|m| &*m.spec) {
@@ -233,13 +238,13 @@ async fn cut_over(proxy: &Arc<Proxy>, store: &Store, members: &[Member]) -> Resu
     for m in members {
         m.running.stop();
     }
-    wait_stopped(proxy, members.iter().map(|m| &*m.spec)).await;
+    wait_stopped(migrations, members.iter().map(|m| &*m.spec)).await;
     let moved = store.placements().await.unwrap_or_default();
     proxy.set_tables(super::placements::tables_with(proxy, &moved));
     proxy.migrations.set_applied_placements(moved);
     for (m, r) in members.iter().zip(reverse) {
         match r {
-            Ok(_) => super::start_reverse(proxy, store, &m.spec.key).await,
+            Ok(_) => super::start_reverse(migrations, store, &m.spec.key).await,
             Err(why) => {
                 warn!(table = %m.spec.key, reason = %why, "no stream back to the old placement: REVERSE will be refused")
             }
@@ -437,7 +442,7 @@ pub struct Back {
 /// out since the switch; the old placement is unfenced and routed by again; then the new
 /// placement is emptied as CANCEL empties it.
 pub async fn reverse(
-    proxy: &Arc<Proxy>,
+    migrations: &Arc<Migrations>,
     store: &Store,
     members: &[Back],
 ) -> Result<Duration, String> {
@@ -449,8 +454,8 @@ pub async fn reverse(
     }
     let specs: Vec<&Spec> = members.iter().map(|m| &*m.running.spec).collect();
     let keys = keys_of(specs.iter().copied());
-    let step = reverse_cut_over(proxy, store, members);
-    let (r, held) = while_held(proxy, store, &specs, "reversing", step).await;
+    let step = reverse_cut_over(&migrations.proxy, store, members);
+    let (r, held) = while_held(migrations, store, &specs, "reversing", step).await;
     if r.is_err() {
         for m in members {
             m.running.switching.store(false, Ordering::Release);
@@ -460,7 +465,7 @@ pub async fn reverse(
     for m in members {
         m.running.stop();
     }
-    wait_stopped(proxy, members.iter().map(|m| &*m.running.spec)).await;
+    wait_stopped(migrations, members.iter().map(|m| &*m.running.spec)).await;
     // The new placement serves no more: its fence off, its copy undone.
     for Back { forward, running } in members {
         let back = &running.spec;

@@ -61,10 +61,9 @@ pub struct Proxy {
     pub plans: crate::route::PlanCache,
     /// Live sessions, for `SHOW IDGATE SESSIONS`.
     pub sessions: crate::proxy::sessions::Registry,
-    /// The file a reload reads (set when idgate runs from one), and the last reload's outcome.
-    pub reloads: crate::reload::Reloads,
-    /// Jobs moving tables' placements (`IDGATE MIGRATE`) this instance runs.
-    pub migrations: crate::migrate::Migrations,
+    /// What statements must know of tables IDGATE MIGRATE moves: the tables held while they
+    /// switch and the placements that moved. `migrate` fills it and runs the jobs, above.
+    pub migrations: crate::route::moving::Moving,
     /// When this process started serving (for uptime).
     pub started: std::time::Instant,
     next_connection_id: AtomicU32,
@@ -126,7 +125,6 @@ impl Proxy {
             server_version,
             backend_offers,
             sessions: Default::default(),
-            reloads: Default::default(),
             migrations: Default::default(),
             started: std::time::Instant::now(),
             next_connection_id: AtomicU32::new(1),

@@ -56,7 +56,8 @@ pub struct Outcome {
     pub result: Result<u64, String>,
 }
 
-/// The file reloads read, one reload at a time, and the last outcome.
+/// The file reloads read, one reload at a time, and the last outcome. Held above the proxy (by
+/// the admin layer's `Control` and the SIGHUP task), not in it.
 #[derive(Default)]
 pub struct Reloads {
     path: OnceLock<PathBuf>,
@@ -84,9 +85,13 @@ impl Reloads {
 }
 
 /// Reads the file again and applies it if every change can be taken live; logs the outcome.
-pub async fn reload(proxy: &Proxy, trigger: &'static str) -> Result<Applied, ReloadError> {
-    let _one_at_a_time = proxy.reloads.running.lock().await;
-    let r = read_and_apply(proxy).await;
+pub async fn reload(
+    proxy: &Proxy,
+    reloads: &Reloads,
+    trigger: &'static str,
+) -> Result<Applied, ReloadError> {
+    let _one_at_a_time = reloads.running.lock().await;
+    let r = read_and_apply(proxy, reloads).await;
     match &r {
         Ok(a) => info!(
             trigger,
@@ -96,7 +101,7 @@ pub async fn reload(proxy: &Proxy, trigger: &'static str) -> Result<Applied, Rel
         ),
         Err(e) => warn!(trigger, error = %e, "configuration reload refused"),
     }
-    proxy.reloads.record(Outcome {
+    reloads.record(Outcome {
         at: SystemTime::now(),
         trigger,
         result: r.as_ref().map(|a| a.generation).map_err(|e| e.to_string()),
@@ -104,8 +109,8 @@ pub async fn reload(proxy: &Proxy, trigger: &'static str) -> Result<Applied, Rel
     r
 }
 
-async fn read_and_apply(proxy: &Proxy) -> Result<Applied, ReloadError> {
-    let path = proxy.reloads.path().ok_or(ReloadError::NoFile)?.clone();
+async fn read_and_apply(proxy: &Proxy, reloads: &Reloads) -> Result<Applied, ReloadError> {
+    let path = reloads.path().ok_or(ReloadError::NoFile)?.clone();
     let shown = path.display().to_string();
     // Secrets named by `*_file` keys are read too: off the event loop.
     let read = tokio::task::spawn_blocking(move || Config::from_file(&path))
@@ -168,11 +173,15 @@ async fn read_and_apply(proxy: &Proxy) -> Result<Applied, ReloadError> {
 
 /// Reloads on every SIGHUP for as long as the process runs.
 #[cfg(unix)]
-pub fn on_sighup(proxy: std::sync::Arc<Proxy>, mut hup: tokio::signal::unix::Signal) {
+pub fn on_sighup(
+    proxy: std::sync::Arc<Proxy>,
+    reloads: std::sync::Arc<Reloads>,
+    mut hup: tokio::signal::unix::Signal,
+) {
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
             // The outcome is logged and kept for SHOW IDGATE STATUS.
-            let _ = reload(&proxy, "SIGHUP").await;
+            let _ = reload(&proxy, &reloads, "SIGHUP").await;
         }
     });
 }

@@ -204,7 +204,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // The current database names an unqualified table.
             AdminStatement::Migrate(m) if statements::is_admin(&self.proxy, &self.hello.user) => {
                 let db = self.db.as_deref().map(String::from_utf8_lossy);
-                crate::migrate::answer(&self.proxy, db.as_deref(), m).await
+                crate::migrate::answer(&self.control.migrations, db.as_deref(), m).await
             }
             AdminStatement::ProcessList { full } => {
                 let caller = crate::admin::processlist::Caller {
@@ -215,7 +215,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 };
                 Answer::Rows(crate::admin::processlist::answer(&self.proxy, caller, full).await)
             }
-            stmt => statements::answer(&self.proxy, &self.hello.user, &self.peer_host, stmt).await,
+            stmt => {
+                statements::answer(&self.control, &self.hello.user, &self.peer_host, stmt).await
+            }
         };
         let status = self.status_with(more);
         match answer {

@@ -40,6 +40,8 @@ pub struct Session<R, W> {
     reader: PacketReader<R>,
     writer: PacketWriter<W>,
     proxy: Arc<Proxy>,
+    /// Migration jobs and reloads, which admin statements act on (above the proxy).
+    control: Arc<crate::admin::Control>,
     peer_host: String,
     hello: ClientHello,
     /// Backend connections taken on first use and kept for the session, with their part in
@@ -111,13 +113,13 @@ pub enum End {
 /// commands it is two layers of state machine above the statement (this and `serve`), since
 /// every poll of the task reads each layer's state.
 pub async fn run(
-    proxy: Arc<Proxy>,
+    control: Arc<crate::admin::Control>,
     stream: tokio::net::TcpStream,
     peer: std::net::SocketAddr,
     _open: crate::metrics::OpenGuard,
 ) {
     let (reader, writer) = stream.into_split();
-    let end = match start(proxy, reader, writer, peer.ip().to_string()).await {
+    let end = match start(control, reader, writer, peer.ip().to_string()).await {
         Ok((mut s, span)) => {
             let _enter = span.enter();
             let end = s.serve().await;
@@ -135,11 +137,12 @@ type ClientSession = Session<NetRead, NetWrite>;
 /// The handshake, login and the session's setup: the session, with the span its commands run
 /// in, or how it ended already.
 async fn start(
-    proxy: Arc<Proxy>,
+    control: Arc<crate::admin::Control>,
     reader: tokio::net::tcp::OwnedReadHalf,
     writer: tokio::net::tcp::OwnedWriteHalf,
     peer_host: String,
 ) -> Result<(ClientSession, tracing::Span), End> {
+    let proxy = control.proxy.clone();
     let connection_id = proxy.next_connection_id();
     let live = proxy.live();
     let limit = live.config.max_packet_size as usize;
@@ -207,6 +210,7 @@ async fn start(
         db_listed: true,
         hello,
         proxy,
+        control,
         leases,
         stmts: prepared::Statements::default(),
         status: StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits(),

@@ -129,7 +129,7 @@ fn utc(secs: i64, micros: u32) -> String {
     }
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = crate::admin::result_set::civil_from_days(days);
+    let (y, m, d) = crate::exec::result_set::civil_from_days(days);
     let mut t = format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
         rem / 3600,

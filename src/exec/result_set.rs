@@ -1,9 +1,20 @@
 //! Result sets idgate composes itself (admin statements): column definitions with MariaDB's types
-//! for text, unsigned integers and datetimes, and text-protocol rows.
+//! for text, unsigned integers and datetimes, and text-protocol rows. Owned here, below `admin`
+//! and `migrate`, so that both answer statements without one importing the other.
 
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
+use crate::wire::errors::SqlError;
 use crate::wire::packets;
+
+/// How an admin statement is answered.
+#[derive(Debug)]
+pub enum Answer {
+    Rows(ResultSet),
+    /// An OK packet with this info text.
+    Ok(String),
+    Err(SqlError),
+}
 
 /// utf8mb3_general_ci, as MariaDB's own SHOW statements answer.
 const UTF8: u16 = 33;
@@ -69,13 +80,13 @@ impl ResultSet {
         let infos = self
             .columns
             .iter()
-            .map(|c| crate::exec::merge::column_info(c).ok_or("a malformed column definition"))
+            .map(|c| super::merge::column_info(c).ok_or("a malformed column definition"))
             .collect::<Result<Vec<_>, _>>()?;
         self.rows
             .iter()
             .map(|r| {
                 let values = packets::text_row(r).ok_or("a malformed row")?;
-                crate::exec::merge::binary_row(&values, &infos)
+                super::merge::binary_row(&values, &infos)
             })
             .collect()
     }
