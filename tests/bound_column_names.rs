@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::answers::{named_differs, run_named};
+use common::answers::{assert_named_alike, reference_copy};
 use mysql::prelude::Queryable;
 
 const TABLES: &str = "tables:
@@ -104,35 +104,19 @@ fn bound_select_items_keep_the_names_one_server_gives() {
         c.query_drop(format!("INSERT INTO {t} VALUES {rows}"))
             .unwrap();
     }
-    let mut shard1 = common::direct(&s.dbs[1]);
-    shard1.query_drop("CREATE DATABASE ref").unwrap();
-    for (t, cols, rows) in [
-        ("t1", T1, T1_ROWS),
-        ("dflt", OTHER, OTHER_ROWS),
-        ("bc", OTHER, OTHER_ROWS),
-    ] {
-        shard1
-            .query_drop(format!("CREATE TABLE ref.{t} {cols}"))
-            .unwrap();
-        shard1
-            .query_drop(format!("INSERT INTO ref.{t} VALUES {rows}"))
-            .unwrap();
-    }
-    let mut reference = common::direct(&s.dbs[1]);
-    reference.query_drop("USE ref").unwrap();
-    let mut failures = Vec::new();
-    for (sql, ordered) in cases() {
-        let want = run_named(&mut reference, &sql);
-        assert!(want.is_ok(), "{sql}: the reference gives {want:?}");
-        let got = run_named(&mut c, &sql);
-        if let Some(why) = named_differs(ordered, &want, &got) {
-            failures.push(format!("{sql}\n{why}"));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} differ from one MariaDB:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
+    let mut reference = reference_copy(
+        &s.dbs[1],
+        &[
+            ("t1", T1, T1_ROWS),
+            ("dflt", OTHER, OTHER_ROWS),
+            ("bc", OTHER, OTHER_ROWS),
+        ],
+    );
+    let cases = cases();
+    assert_named_alike(
+        &mut reference,
+        &mut c,
+        cases.iter().map(|(sql, ordered)| (sql.as_str(), *ordered)),
+        |want| want.is_ok(),
     );
 }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::answers::{error_of, named_differs, run_named};
+use common::answers::{assert_named_alike, error_of, reference_copy};
 use mysql::prelude::Queryable;
 
 const TABLES: &str = "tables:
@@ -77,21 +77,14 @@ fn setup() -> Setup {
     let mut shard1 = common::direct(&s.dbs[1]);
     let n: Option<u64> = shard1.query_first("SELECT COUNT(*) FROM t2").unwrap();
     assert_eq!(n, Some(4));
-    shard1.query_drop("CREATE DATABASE ref").unwrap();
-    for (t, cols, rows) in [
-        ("t2", T2, T2_ROWS),
-        ("bc", TITLED, TITLED_ROWS),
-        ("dflt", TITLED, TITLED_ROWS),
-    ] {
-        shard1
-            .query_drop(format!("CREATE TABLE ref.{t} {cols}"))
-            .unwrap();
-        shard1
-            .query_drop(format!("INSERT INTO ref.{t} VALUES {rows}"))
-            .unwrap();
-    }
-    let mut reference = common::direct(&s.dbs[1]);
-    reference.query_drop("USE ref").unwrap();
+    let reference = reference_copy(
+        &s.dbs[1],
+        &[
+            ("t2", T2, T2_ROWS),
+            ("bc", TITLED, TITLED_ROWS),
+            ("dflt", TITLED, TITLED_ROWS),
+        ],
+    );
     Setup {
         idgate: c,
         reference,
@@ -102,23 +95,11 @@ fn setup() -> Setup {
 #[test]
 fn outer_joins_keeping_an_unsharded_side_answer_as_one_server() {
     let mut s = setup();
-    let mut failures = Vec::new();
-    for &(sql, ordered) in CASES {
-        let want = run_named(&mut s.reference, sql);
-        let got = run_named(&mut s.idgate, sql);
-        assert!(
-            want.as_ref().is_ok_and(|(_, rows)| !rows.is_empty()),
-            "{sql}: the reference gives {want:?}"
-        );
-        if let Some(why) = named_differs(ordered, &want, &got) {
-            failures.push(format!("{sql}\n{why}"));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} differ from one MariaDB:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
+    assert_named_alike(
+        &mut s.reference,
+        &mut s.idgate,
+        CASES.iter().copied(),
+        |want| want.as_ref().is_ok_and(|(_, rows)| !rows.is_empty()),
     );
 
     // Prepared, rows in the binary protocol: the same rows.

@@ -55,19 +55,13 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
         ));
     }
     for (name, b) in &cfg.backends {
-        if let Some(a) = b.value.failover_addresses.iter().find(|a| {
-            a.rsplit_once(':')
-                .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
-        }) {
+        if let Some(a) = b.value.failover_addresses.iter().find(|a| !is_host_port(a)) {
             return Err(at(
                 &b.referenced,
                 format!("backend `{name}`: failover address `{a}` is not host:port"),
             ));
         }
-        if let Some(a) = b.value.replicas.iter().find(|a| {
-            a.rsplit_once(':')
-                .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
-        }) {
+        if let Some(a) = b.value.replicas.iter().find(|a| !is_host_port(a)) {
             return Err(at(
                 &b.referenced,
                 format!("backend `{name}`: replica `{a}` is not host:port"),
@@ -232,4 +226,10 @@ fn check_user_secrets(user: &super::User, plaintext_allowed: bool) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// `host:port`, with a host and a port number.
+fn is_host_port(a: &str) -> bool {
+    a.rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
 }

@@ -217,3 +217,46 @@ pub fn named_differs(ordered: bool, want: &NamedAnswer, got: &NamedAnswer) -> Op
         _ => Some(format!("want {want:?}\n got {got:?}")),
     }
 }
+
+/// A database `ref` on `db` holding `tables` (name, column list, VALUES rows) whole: what one
+/// server answers from. The connection has `ref` selected.
+pub fn reference_copy(db: &super::MariaDb, tables: &[(&str, &str, &str)]) -> mysql::Conn {
+    let mut c = super::direct(db);
+    c.query_drop("CREATE DATABASE ref").unwrap();
+    for (t, cols, rows) in tables {
+        c.query_drop(format!("CREATE TABLE ref.{t} {cols}"))
+            .unwrap();
+        c.query_drop(format!("INSERT INTO ref.{t} VALUES {rows}"))
+            .unwrap();
+    }
+    c.query_drop("USE ref").unwrap();
+    c
+}
+
+/// Runs each `(sql, ordered)` on the reference and through idgate; fails listing every
+/// statement whose column names or rows differ. `check_reference` vets the reference's answer.
+pub fn assert_named_alike<'a>(
+    reference: &mut mysql::Conn,
+    idgate: &mut mysql::Conn,
+    cases: impl IntoIterator<Item = (&'a str, bool)>,
+    check_reference: impl Fn(&NamedAnswer) -> bool,
+) {
+    let mut failures = Vec::new();
+    for (sql, ordered) in cases {
+        let want = run_named(reference, sql);
+        assert!(
+            check_reference(&want),
+            "{sql}: the reference gives {want:?}"
+        );
+        let got = run_named(idgate, sql);
+        if let Some(why) = named_differs(ordered, &want, &got) {
+            failures.push(format!("{sql}\n{why}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differ from one MariaDB:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
