@@ -1,6 +1,7 @@
 //! A backend that is a replication group (`backends.NAME.replicas`): idgate polls every node,
 //! writes only to the one writable node, follows a promotion made outside it, refuses writes
-//! while two nodes are writable, and shows each node's role in `SHOW IDGATE BACKENDS`. One group
+//! while two nodes are writable, ends sessions' connections to a former primary, and shows each
+//! node's role in `SHOW IDGATE BACKENDS`. One group
 //! of three real MariaDB servers (GTID replication) serves the whole file.
 
 mod common;
@@ -100,6 +101,11 @@ fn writes_follow_the_one_writable_node_of_a_replication_group() {
         r => Err(r.to_string()),
     });
 
+    // A session that holds its connection to the primary across the promotion below.
+    let mut held = g.conn();
+    held.query_drop("INSERT INTO notes VALUES (10, 'held')")
+        .unwrap();
+
     // A promotion done outside idgate: the old primary read-only, node 1 writable, node 2
     // replicating from it. New sessions write to node 1 within a few polls.
     group.sql(0, "SET GLOBAL read_only = 1");
@@ -111,6 +117,23 @@ fn writes_follow_the_one_writable_node_of_a_replication_group() {
         Ok(p) if p == group.nodes[1].port => Ok(()),
         other => Err(format!("{other:?}")),
     });
+    // The held session's connection to the former primary was ended: its next statement fails
+    // instead of writing there (idgate's account could, past read_only).
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        held.query_drop("INSERT INTO notes VALUES (11, 'stale')")
+            .is_err(),
+        "a session went on writing to the former primary"
+    );
+    let stale: Option<u64> = common::direct(&group.nodes[0])
+        .query_first(format!(
+            "SELECT COUNT(*) FROM {DATABASE}.notes WHERE id = 11"
+        ))
+        .unwrap();
+    assert_eq!(stale, Some(0));
+    assert!(g
+        .log()
+        .contains("ended a session's connection to the former primary"));
     let mut after = g.conn();
     after
         .query_drop("INSERT INTO notes VALUES (2, 'b')")

@@ -61,6 +61,8 @@ pub struct Lease {
     permit: Option<OwnedSemaphorePermit>,
     /// The pool's writer generation when the connection was opened or handed out.
     writer_generation: u64,
+    /// The replication group's node the connection is on, for a backend with replicas.
+    node: Option<String>,
 }
 
 impl Lease {
@@ -92,6 +94,9 @@ impl Drop for Lease {
         let (Some(conn), Some(permit)) = (self.conn.take(), self.permit.take()) else {
             return;
         };
+        if let (Some(t), Some(node)) = (&self.pool.topology, &self.node) {
+            t.released(node, conn.connection_id);
+        }
         if conn.broken {
             return; // dropping the socket closes it; the permit frees a slot
         }
@@ -254,7 +259,7 @@ impl BackendPool {
             let idle = self.idle_list(flags).lock().ok().and_then(|mut l| l.pop());
             let Some(conn) = idle else { break };
             match self.renew(conn).await {
-                Renewed::Ready(conn) => return Ok(self.lease(*conn, permit, generation)),
+                Renewed::Ready(conn) => return Ok(self.lease(*conn, permit, generation, node)),
                 Renewed::Gone => continue,
                 Renewed::Refused(e) => return Err(self.unreachable(e)),
             }
@@ -273,7 +278,7 @@ impl BackendPool {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.unreachable(e)
             })?;
-        Ok(self.lease(conn, permit, generation))
+        Ok(self.lease(conn, permit, generation, node))
     }
 
     /// The replication group's writable node, for a backend with replicas (`None` for one of a
@@ -350,12 +355,17 @@ impl BackendPool {
         conn: BackendConn,
         permit: OwnedSemaphorePermit,
         writer_generation: u64,
+        node: Option<String>,
     ) -> Lease {
+        if let (Some(t), Some(n)) = (&self.topology, &node) {
+            t.leased(n, conn.connection_id);
+        }
         Lease {
             conn: Some(conn),
             pool: self.clone(),
             permit: Some(permit),
             writer_generation,
+            node,
         }
     }
 

@@ -24,6 +24,10 @@ pub struct Topology {
     interval: Duration,
     max_lag_ms: u64,
     now: ArcSwap<Snapshot>,
+    /// The backend threads sessions hold now, by node (`host:port`, thread id): when another
+    /// node becomes the primary, those on the others are ended, so no session keeps writing to
+    /// a node that is no longer the primary.
+    leased: std::sync::Mutex<std::collections::HashSet<(String, u32)>>,
 }
 
 /// The group as its last poll saw it.
@@ -56,6 +60,7 @@ impl Topology {
                 // Until the first poll, the configured address, as without replicas.
                 writer: Writer::Node(0),
             }),
+            leased: Default::default(),
         }))
     }
 
@@ -96,6 +101,46 @@ impl Topology {
         }
     }
 
+    /// A session holds backend thread `id` on `node`.
+    pub fn leased(&self, node: &str, id: u32) {
+        if let Ok(mut l) = self.leased.lock() {
+            l.insert((node.to_string(), id));
+        }
+    }
+
+    /// The session let thread `id` on `node` go.
+    pub fn released(&self, node: &str, id: u32) {
+        if let Ok(mut l) = self.leased.lock() {
+            l.remove(&(node.to_string(), id));
+        }
+    }
+
+    /// Ends the threads sessions hold on nodes other than the new primary `writer`: their
+    /// sessions' next statement fails (lost connection) instead of writing to the old primary,
+    /// which a privileged account could still do under `read_only`.
+    async fn fence(&self, writer: usize, pollers: &mut [NodePoller]) {
+        let stale: Vec<(String, u32)> = match self.leased.lock() {
+            Ok(l) => l
+                .iter()
+                .filter(|(n, _)| *n != self.nodes[writer])
+                .cloned()
+                .collect(),
+            Err(_) => return,
+        };
+        for (node, id) in stale {
+            let Some(i) = self.nodes.iter().position(|n| *n == node) else {
+                continue;
+            };
+            match pollers[i].kill(id, Duration::from_secs(1)).await {
+                Ok(()) => info!(backend = %self.backend, node = %node, thread = id,
+                    "ended a session's connection to the former primary"),
+                Err(e) => warn!(backend = %self.backend, node = %node, thread = id, error = %e,
+                    "could not end a session's connection to the former primary"),
+            }
+            self.released(&node, id);
+        }
+    }
+
     /// Polls every node until the process ends: the first round before it returns (so the first
     /// sessions go to the node that is writable now), the others in the background.
     pub async fn watch(self: &Arc<Self>, cfg: &Backend) {
@@ -119,11 +164,18 @@ impl Topology {
         let (writer, roles) = roles::roles(&seen, self.max_lag_ms);
         let before = self.now.load_full();
         self.log_changes(&before, &writer, &roles);
+        let fence = match writer {
+            Writer::Node(i) if before.writer != writer => Some(i),
+            _ => None,
+        };
         self.now.store(Arc::new(Snapshot {
             seen: Some(seen),
             roles,
             writer,
         }));
+        if let Some(i) = fence {
+            self.fence(i, pollers).await;
+        }
     }
 
     /// Each role change once, and the writer's.

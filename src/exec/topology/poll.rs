@@ -46,6 +46,27 @@ impl NodePoller {
         }
     }
 
+    /// Ends backend thread `id` on this node (`KILL CONNECTION`), within `bound`: a connection of
+    /// idgate's that a session opened while this node was the primary.
+    pub async fn kill(&mut self, id: u32, bound: Duration) -> Result<(), String> {
+        let kill = async {
+            let conn = match self.conn.take() {
+                Some(c) => c,
+                None => self.connect().await?,
+            };
+            let conn = self.conn.insert(conn);
+            match conn.query_drop(format!("KILL CONNECTION {id}")).await {
+                // 1094: already gone.
+                Err(mysql_async::Error::Server(e)) if e.code == 1094 => Ok(()),
+                r => r,
+            }
+        };
+        match tokio::time::timeout(bound, kill).await {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no answer within {} ms", bound.as_millis())),
+        }
+    }
+
     async fn connect(&self) -> Result<Conn, mysql_async::Error> {
         let tls = crate::tls::sequence_store::ssl_opts(&self.tls);
         match Conn::new(self.opts.clone().ssl_opts(tls)).await {
