@@ -10,7 +10,7 @@ use sqlparser::ast::{SelectItem, SetExpr, Statement};
 
 use super::lex::push_backticked;
 use super::parse::{parse_one, sanitize};
-use super::select_tokens::{SelectText, Tok};
+use super::select_tokens::{SelectText, Tok, SELECT_OPTIONS};
 
 /// Words that end a select list at the statement's own level.
 const AFTER_ITEMS: &[&str] = &[
@@ -30,21 +30,6 @@ const AFTER_ITEMS: &[&str] = &[
     "LOCK",
     "PROCEDURE",
     "RETURNING",
-];
-
-/// Options between SELECT and its first item.
-const OPTIONS: &[&str] = &[
-    "ALL",
-    "DISTINCT",
-    "DISTINCTROW",
-    "HIGH_PRIORITY",
-    "STRAIGHT_JOIN",
-    "SQL_SMALL_RESULT",
-    "SQL_BIG_RESULT",
-    "SQL_BUFFER_RESULT",
-    "SQL_CACHE",
-    "SQL_NO_CACHE",
-    "SQL_CALC_FOUND_ROWS",
 ];
 
 /// Words before the first SELECT that mean the first member of a set operation is in
@@ -100,7 +85,9 @@ fn select_list(stmt: &[u8]) -> Option<Vec<(Range<usize>, bool)>> {
         return None;
     }
     let mut start = first + 1;
-    while start < st.toks.len() && word(start, OPTIONS) {
+    while start < st.toks.len()
+        && (word(start, SELECT_OPTIONS) || word(start, &["SQL_CALC_FOUND_ROWS"]))
+    {
         start += 1;
     }
     let end = (start..st.toks.len())

@@ -56,6 +56,20 @@ pub(crate) struct SelectText {
     pub end: usize,
 }
 
+/// The options that may stand between SELECT and its first item.
+pub(crate) const SELECT_OPTIONS: &[&str] = &[
+    "ALL",
+    "DISTINCT",
+    "DISTINCTROW",
+    "HIGH_PRIORITY",
+    "STRAIGHT_JOIN",
+    "SQL_SMALL_RESULT",
+    "SQL_BIG_RESULT",
+    "SQL_BUFFER_RESULT",
+    "SQL_CACHE",
+    "SQL_NO_CACHE",
+];
+
 impl SelectText {
     pub(crate) fn new(text: &str) -> Option<SelectText> {
         let dialect = MySqlDialect {};
@@ -146,19 +160,7 @@ impl SelectText {
     /// The select items (byte ranges, each with its alias if any), after SELECT and its options.
     pub(crate) fn select_items(&self) -> Option<Vec<Range<usize>>> {
         let mut i = (0..self.toks.len()).find(|&i| self.is_word(i, "SELECT"))? + 1;
-        const OPTIONS: &[&str] = &[
-            "ALL",
-            "DISTINCT",
-            "DISTINCTROW",
-            "HIGH_PRIORITY",
-            "STRAIGHT_JOIN",
-            "SQL_SMALL_RESULT",
-            "SQL_BIG_RESULT",
-            "SQL_BUFFER_RESULT",
-            "SQL_CACHE",
-            "SQL_NO_CACHE",
-        ];
-        while OPTIONS.iter().any(|o| self.is_word(i, o)) {
+        while SELECT_OPTIONS.iter().any(|o| self.is_word(i, o)) {
             i += 1;
         }
         let from = self.clause("FROM")?;
