@@ -223,6 +223,161 @@ fn a_live_table_is_copied_onto_shards_and_kept_up_to_date_while_the_application_
     assert_eq!(listed.len(), 1);
 }
 
+/// Rows the writers of the VERIFY test leave alone: the test changes them on a new shard.
+fn protected(id: u64) -> bool {
+    id % 1000 == 500
+}
+
+/// As [`writer`], over every key of the `rows` filled ones (from a point `seed` sets) but the
+/// [`protected`] ones.
+fn spread_writer(
+    g: &Idgate,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+    seed: u64,
+    rows: u64,
+) -> std::thread::JoinHandle<()> {
+    let mut c = g.conn();
+    std::thread::spawn(move || {
+        let mut k: u64 = 0;
+        while !stop.load(Ordering::Relaxed) {
+            k += 1;
+            c.query_drop(format!(
+                "INSERT INTO accounts (name, note, amount, ts, flags, kind, u, tiny) VALUES \
+                 ('w{seed}-{k}', 'written during verify', {k}.5, NOW(6), 'b', 'y', {k}, {seed})"
+            ))
+            .unwrap();
+            let id = 1 + (k * 7919 + seed * 104_729) % rows;
+            if !(id..=id + 2).any(protected) {
+                c.query_drop(format!(
+                    "UPDATE accounts SET amount = amount + 1, note = CONCAT('upd ', {seed}, '-', \
+                     {k}), flags = 'a,c' WHERE id = {id}"
+                ))
+                .unwrap();
+                if k.is_multiple_of(3) {
+                    c.query_drop(format!("DELETE FROM accounts WHERE id = {}", id + 1))
+                        .unwrap();
+                }
+                if k.is_multiple_of(50) {
+                    c.query_drop(format!(
+                        "UPDATE IGNORE accounts SET id = id + 1000000 WHERE id = {}",
+                        id + 2
+                    ))
+                    .unwrap();
+                }
+            }
+            done.fetch_add(1, Ordering::Relaxed);
+        }
+    })
+}
+
+type Diff = (String, String, String, u64, u64);
+
+/// `IDGATE MIGRATE VERIFY accounts` while the writers go on (they must be writing).
+fn verify_under_load(g: &Idgate, admin: &mut mysql::Conn, done: &AtomicU64) -> Vec<Diff> {
+    let before = done.load(Ordering::Relaxed);
+    let diffs: Vec<Diff> = admin
+        .query("IDGATE MIGRATE VERIFY accounts")
+        .unwrap_or_else(|e| panic!("VERIFY: {e}; idgate's log:\n{}", g.log()));
+    assert!(
+        done.load(Ordering::Relaxed) > before + 20,
+        "the writers wrote during VERIFY"
+    );
+    diffs
+}
+
+#[test]
+fn verify_under_writers_over_every_key_answers_only_the_rows_changed_on_a_new_shard() {
+    const ROWS: u64 = 20_000;
+    let (dbs, g) = three_servers(ROWS, false);
+    let (db0, db1, db2) = (&dbs[0], &dbs[1], &dbs[2]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (1..=4)
+        .map(|seed| spread_writer(&g, stop.clone(), done.clone(), seed, ROWS))
+        .collect();
+    let mut admin = g.conn();
+    admin.query_drop(start_stmt("shard1, shard2")).unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(120);
+    while status(&mut admin, "accounts").unwrap().phase != "ready" {
+        assert!(std::time::Instant::now() < until, "never ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // The move is right: VERIFY, run again and again while every key is being written, finds
+    // nothing.
+    for run in 0..3 {
+        let diffs = verify_under_load(&g, &mut admin, &done);
+        assert!(diffs.is_empty(), "VERIFY run {run} under writes: {diffs:?}");
+    }
+
+    // Behind idgate's back, on the new shards: a row changed, a row gone, a row that the
+    // source never had (past every key the source has).
+    let (changed, gone, extra) = (5_500u64, 12_500u64, 9_000_000_001u64);
+    direct(db1)
+        .query_drop(format!(
+            "UPDATE accounts SET note = 'tampered' WHERE id = {changed}"
+        ))
+        .unwrap();
+    direct(db1)
+        .query_drop(format!("DELETE FROM accounts WHERE id = {gone}"))
+        .unwrap();
+    direct(db2)
+        .query_drop(format!(
+            "INSERT INTO accounts (id, name) VALUES ({extra}, 'not on the source')"
+        ))
+        .unwrap();
+    let check = |diffs: &[Diff], when: &str| {
+        assert_eq!(diffs.len(), 3, "{when}: {diffs:?}");
+        let keys = |d: &Diff| -> (u64, Option<u64>) { (d.1.parse().unwrap(), d.2.parse().ok()) };
+        let holds = |d: &Diff, id: u64| {
+            let (first, last) = keys(d);
+            first <= id && last.is_none_or(|l| id <= l)
+        };
+        let of = |id: u64| {
+            diffs
+                .iter()
+                .find(|d| d.0 == "shard0" && holds(d, id))
+                .unwrap_or_else(|| panic!("{when}: no range holds {id}: {diffs:?}"))
+        };
+        let d = of(changed);
+        assert_eq!(d.3, d.4, "{when}: the changed row is on both sides: {d:?}");
+        let d = of(gone);
+        assert_eq!(d.3, d.4 + 1, "{when}: one row missing: {d:?}");
+        // The last range reaches past the largest key.
+        let d = diffs.iter().max_by_key(|d| keys(d).0).unwrap();
+        assert_eq!(d.4, d.3 + 1, "{when}: one row too many: {d:?}");
+    };
+    for run in 0..2 {
+        let diffs = verify_under_load(&g, &mut admin, &done);
+        check(&diffs, &format!("VERIFY run {run} under writes"));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
+    let diffs: Vec<Diff> = admin.query("IDGATE MIGRATE VERIFY accounts").unwrap();
+    check(&diffs, "VERIFY after the writes");
+    // Without the three rows, the shards hold exactly the source's rows.
+    let untampered = format!("id NOT IN ({changed}, {gone}, {extra})");
+    let mut src = direct(db0);
+    let want = dump(
+        &mut src,
+        &format!("SELECT {COLUMNS} FROM accounts WHERE {untampered} ORDER BY id"),
+    );
+    let mut got = Vec::new();
+    for s in [db1, db2] {
+        got.extend(dump(
+            &mut direct(s),
+            &format!("SELECT {COLUMNS} FROM accounts WHERE {untampered} ORDER BY id"),
+        ));
+    }
+    got.sort_by_key(|r| r[0].parse::<u64>().unwrap());
+    assert_eq!(got.len(), want.len(), "row counts differ");
+    assert!(got == want, "the shards' rows differ from the source's");
+}
+
 #[test]
 fn cancel_leaves_everything_as_it_was_and_a_new_start_works() {
     let (dbs, g) = three_servers(5_000, false);

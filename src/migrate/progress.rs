@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32};
 use std::sync::Mutex;
 
 use super::binlog::gtid::Position;
+use super::binlog::hold::Hold;
 
 #[derive(Debug, Default)]
 pub struct StreamProgress {
@@ -25,6 +26,8 @@ pub struct StreamProgress {
     pub last_group_time: AtomicU32,
     /// The source's position at the last measure of the lag.
     pub measured: Mutex<Option<Position>>,
+    /// VERIFY's hold of the catch-up at a point of the source's binlog.
+    pub hold: Hold,
 }
 
 impl StreamProgress {

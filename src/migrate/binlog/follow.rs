@@ -155,7 +155,25 @@ impl Follower<'_> {
         let mut batch: Vec<Change> = Vec::new();
         let mut batch_pos: Option<Position> = None;
         let mut batch_since: Option<Instant> = None;
+        let progress = self.progress;
+        let hold = &progress.hold;
+        let mut asked = hold.asked();
         loop {
+            if group.gtid.is_none() {
+                // Between two groups: VERIFY may hold the catch-up here, everything read
+                // applied first (`hold`).
+                let at = batch_pos.clone().unwrap_or_else(|| self.applied.clone());
+                if let Some(w) = hold.wanted(&at) {
+                    if let Err(e) = self.flush(writer, &mut batch, &mut batch_pos).await {
+                        return Stop::Retry(e);
+                    }
+                    batch_since = None;
+                    if hold.wait(&w, &self.applied, stop).await {
+                        return Stop::Asked;
+                    }
+                    continue;
+                }
+            }
             let flush_at = batch_since.map(|t| t + BATCH_DELAY);
             let next = tokio::select! {
                 _ = stop.changed() => {
@@ -164,6 +182,8 @@ impl Follower<'_> {
                     }
                     return Stop::Asked;
                 }
+                // Looked at above, before the next event.
+                _ = asked.changed() => continue,
                 _ = sleep_until(flush_at) => None,
                 n = tokio::time::timeout(SILENCE, stream.next()) => Some(n),
             };

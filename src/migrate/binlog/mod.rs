@@ -5,6 +5,7 @@
 
 pub mod follow;
 pub mod gtid;
+pub mod hold;
 pub mod values;
 
 use std::time::Duration;
