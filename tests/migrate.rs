@@ -613,6 +613,19 @@ fn a_split_from_two_shards_to_four_copies_only_the_rows_that_move_and_colocated_
         admin.info_str()
     );
     std::thread::sleep(Duration::from_secs(3));
+    // VERIFY of both tables, from two sources each, while the writer goes on: nothing differs.
+    for t in ["orders", "items"] {
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        while !matches!(
+            status(&mut admin, t).unwrap().phase.as_str(),
+            "catching_up" | "ready"
+        ) {
+            assert!(std::time::Instant::now() < until, "{t} never copied");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let diffs: Vec<mysql::Row> = admin.query(format!("IDGATE MIGRATE VERIFY {t}")).unwrap();
+        assert!(diffs.is_empty(), "{t}: {diffs:?}");
+    }
     stop.store(true, Ordering::Relaxed);
     w.join().unwrap();
     let s = wait_caught_up(&g, &mut admin, "orders", Duration::from_secs(60));
