@@ -16,6 +16,9 @@ pub struct NodeRow {
     pub why: String,
     /// The node that new connections go to.
     pub writer: bool,
+    /// Reads of `reads: replica` sessions it served (`None` for the primary and a backend of
+    /// one server, whose reads are not counted apart).
+    pub reads: Option<u64>,
 }
 
 /// The rows of `topology`'s nodes (`None`: the backend at `address` alone).
@@ -29,10 +32,12 @@ pub fn node_rows(topology: Option<&Topology>, address: &str) -> Vec<NodeRow> {
             gtid_position: String::new(),
             why: String::new(),
             writer: true,
+            reads: None,
         }];
     };
     let now = t.snapshot();
     let writer = t.writer().ok();
+    let reads = t.reads_served();
     t.nodes
         .iter()
         .enumerate()
@@ -63,6 +68,7 @@ pub fn node_rows(topology: Option<&Topology>, address: &str) -> Vec<NodeRow> {
                 }),
                 why: role.why().to_string(),
                 writer: writer.as_deref() == Some(node.as_str()),
+                reads: (role != Role::Primary).then(|| reads.get(i).copied().unwrap_or(0)),
             }
         })
         .collect()

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
+use crate::exec::conns::Thread;
 use crate::exec::BackendConn;
 use crate::proxy::Proxy;
 use crate::sql::KillUserName;
@@ -46,9 +47,9 @@ pub async fn kill(proxy: &Arc<Proxy>, caller: &[u8], id: u64, query: bool) -> Re
         // Held while killing: the session lets none of these connections go meanwhile.
         let conns = target.conns().lock().await;
         let mut failed = None;
-        for (backend, thread) in &conns.conns {
-            if let Err(e) = kill_thread(proxy, backend, *thread, query).await {
-                failed = Some(format!("backend `{backend}`: {e}"));
+        for t in &conns.conns {
+            if let Err(e) = kill_thread(proxy, t, query).await {
+                failed = Some(format!("backend `{}`: {e}", t.backend));
             }
         }
         failed
@@ -105,7 +106,8 @@ pub async fn kill_query_id(
         )
     };
     let done = tokio::time::timeout(KILL_TIMEOUT, async {
-        let Some(mut c) = side_connection(proxy, &backend, KILL_TIMEOUT)
+        let writer = proxy.default_pool.topology().and_then(|t| t.writer().ok());
+        let Some(mut c) = side_connection(proxy, &backend, writer.as_deref(), KILL_TIMEOUT)
             .await
             .map_err(failed)?
         else {
@@ -135,7 +137,7 @@ pub async fn kill_query_id(
             if !held
                 .conns
                 .iter()
-                .any(|(b, t)| *b == backend && *t == thread)
+                .any(|t| t.backend == backend && t.node == writer && t.id == thread)
             {
                 continue;
             }
@@ -221,14 +223,15 @@ pub async fn kill_user(
     }
 }
 
-/// A connection of idgate's own to `backend` (a session's are busy), within `limit`; `None`
-/// for a backend no longer configured.
+/// A connection of idgate's own to `backend` (a session's are busy), on its replication
+/// group's `node` when given, within `limit`; `None` for a backend no longer configured.
 pub(crate) async fn side_connection(
     proxy: &Proxy,
     backend: &str,
+    node: Option<&str>,
     limit: Duration,
 ) -> Result<Option<BackendConn>, crate::exec::BackendError> {
-    let Some(cfg) = proxy
+    let Some(mut cfg) = proxy
         .live()
         .config
         .backends
@@ -237,6 +240,10 @@ pub(crate) async fn side_connection(
     else {
         return Ok(None);
     };
+    if let Some((host, port)) = node.and_then(|n| n.rsplit_once(':')) {
+        cfg.host = host.to_string();
+        cfg.port = port.parse().unwrap_or(cfg.port);
+    }
     BackendConn::connect(backend, &cfg, Default::default(), limit)
         .await
         .map(Some)
@@ -244,17 +251,17 @@ pub(crate) async fn side_connection(
 
 /// Kills the backend thread of an abandoned connection (timed out, or its client left
 /// mid-statement) in the background, so its statement stops and its locks go.
-pub fn kill_in_background(proxy: Arc<Proxy>, backend: String, thread: u32) {
+pub fn kill_in_background(proxy: Arc<Proxy>, thread: Thread) {
     tokio::spawn(async move {
-        let killed =
-            tokio::time::timeout(KILL_TIMEOUT, kill_thread(&proxy, &backend, thread, false));
+        let killed = tokio::time::timeout(KILL_TIMEOUT, kill_thread(&proxy, &thread, false));
+        let (backend, id) = (&thread.backend, thread.id);
         match killed.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
-                warn!(%backend, connection_id = thread, error = %e, "could not kill an abandoned backend thread")
+                warn!(%backend, connection_id = id, error = %e, "could not kill an abandoned backend thread")
             }
             Err(_) => {
-                warn!(%backend, connection_id = thread, "killing an abandoned backend thread timed out")
+                warn!(%backend, connection_id = id, "killing an abandoned backend thread timed out")
             }
         }
     });
@@ -263,15 +270,15 @@ pub fn kill_in_background(proxy: Arc<Proxy>, backend: String, thread: u32) {
 /// `KILL [QUERY] thread` on `backend`, over a connection of its own (the session's is busy).
 async fn kill_thread(
     proxy: &Proxy,
-    backend: &str,
-    thread: u32,
+    thread: &Thread,
     query: bool,
 ) -> Result<(), crate::exec::BackendError> {
-    let Some(mut c) = side_connection(proxy, backend, KILL_TIMEOUT).await? else {
+    let node = thread.node.as_deref();
+    let Some(mut c) = side_connection(proxy, &thread.backend, node, KILL_TIMEOUT).await? else {
         return Ok(());
     };
     let what = if query { "QUERY " } else { "" };
-    let sent = c.query_drop(&format!("KILL {what}{thread}")).await;
+    let sent = c.query_drop(&format!("KILL {what}{}", thread.id)).await;
     c.close().await;
     match sent {
         // The statement ended, or the connection went, on its own meanwhile.

@@ -111,20 +111,25 @@ pub(super) async fn activity(
     sessions: &[u32],
     busy_only: bool,
 ) -> HashMap<u32, Activity> {
-    // Backend -> its threads, and each thread's session.
-    let mut threads: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+    // (Backend, node) -> its threads, and each thread's session.
+    type Node = (String, Option<String>);
+    let mut threads: HashMap<Node, Vec<(u32, u32)>> = HashMap::new();
     for &id in sessions {
         let Some(info) = proxy.sessions.find(id) else {
             continue;
         };
         let held = info.conns().lock().await.conns.clone();
-        for (backend, thread) in held {
-            threads.entry(backend).or_default().push((thread, id));
+        for t in held {
+            threads
+                .entry((t.backend, t.node))
+                .or_default()
+                .push((t.id, id));
         }
     }
     let mut out = HashMap::new();
-    for (backend, list) in threads {
-        let Ok(found) = backend_threads(proxy, &backend, &list, busy_only).await else {
+    for ((backend, node), list) in threads {
+        let found = backend_threads(proxy, &backend, node.as_deref(), &list, busy_only).await;
+        let Ok(found) = found else {
             continue;
         };
         for (thread, session) in list {
@@ -144,6 +149,7 @@ pub(super) async fn activity(
 async fn backend_threads(
     proxy: &Proxy,
     backend: &str,
+    node: Option<&str>,
     list: &[(u32, u32)],
     busy_only: bool,
 ) -> Result<HashMap<u32, Activity>, crate::exec::BackendError> {
@@ -159,7 +165,8 @@ async fn backend_threads(
         },
         ids.join(",")
     );
-    let Some(mut c) = super::kill::side_connection(proxy, backend, BACKEND_LOOK).await? else {
+    let Some(mut c) = super::kill::side_connection(proxy, backend, node, BACKEND_LOOK).await?
+    else {
         return Ok(HashMap::new());
     };
     let rows = c.query_rows(&sql).await;

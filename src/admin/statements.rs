@@ -150,6 +150,7 @@ async fn backends(proxy: &Proxy) -> ResultSet {
         ("Lag_s", Col::UInt),
         ("Gtid_position", Col::Text(512)),
         ("Why", Col::Text(512)),
+        ("Reads", Col::UInt),
     ]);
     let timeout = proxy
         .config
@@ -210,6 +211,7 @@ async fn backends(proxy: &Proxy) -> ResultSet {
                 node.lag_s.and_then(num),
                 text(node.gtid_position),
                 text(node.why),
+                node.reads.and_then(num),
             ]);
         }
     }

@@ -16,8 +16,8 @@ mod validate_tls;
 
 pub use logging::LogFormat;
 pub use schema::{
-    AuthPluginName, Backend, BackendAccount, CommitMode, Config, PoolSettings, SequenceStore,
-    Transactions, User,
+    AuthPluginName, Backend, BackendAccount, CommitMode, Config, PoolSettings, Reads,
+    SequenceStore, Transactions, User,
 };
 pub use tls::{BackendTls, BackendTlsMode, ListenerTls, ServerTls, TlsFiles};
 

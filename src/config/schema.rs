@@ -269,6 +269,19 @@ pub struct User {
     /// May run idgate's admin statements (`SHOW IDGATE …`, `IDGATE RELOAD`).
     #[serde(default)]
     pub admin: bool,
+    /// Where this user's reads go on backends with replicas, over the backend's `reads` (a
+    /// reporting user reads replicas while the application reads the primary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<Reads>,
+}
+
+/// Where reads that one server would answer the same on a replica go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reads {
+    #[default]
+    Primary,
+    Replica,
 }
 
 /// A backend login of a user's own.
@@ -335,6 +348,14 @@ pub struct Backend {
     /// A replica further behind its primary than this is excluded until it catches up.
     #[serde(default = "default_max_replica_lag_ms")]
     pub max_replica_lag_ms: u64,
+    /// `replica`: reads one server would answer the same on a replica go to one, after it has
+    /// applied the session's own writes.
+    #[serde(default)]
+    pub reads: Reads,
+    /// Longest a read waits for a replica to apply the session's last write; then it reads
+    /// the primary.
+    #[serde(default = "default_causal_read_timeout_ms")]
+    pub causal_read_timeout_ms: u64,
     #[serde(default)]
     pub pool: PoolSettings,
     /// Longest wait for any answer from this backend (a statement's run included); then the
@@ -361,6 +382,8 @@ impl Backend {
             replicas: Vec::new(),
             poll_interval_ms: default_poll_interval_ms(),
             max_replica_lag_ms: default_max_replica_lag_ms(),
+            reads: Reads::Primary,
+            causal_read_timeout_ms: default_causal_read_timeout_ms(),
             pool: PoolSettings::default(),
             query_timeout_ms: super::limits::default_query_timeout_ms(),
             tls: Default::default(),
@@ -373,6 +396,10 @@ fn default_poll_interval_ms() -> u64 {
 }
 
 fn default_max_replica_lag_ms() -> u64 {
+    1000
+}
+
+fn default_causal_read_timeout_ms() -> u64 {
     1000
 }
 

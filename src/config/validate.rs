@@ -81,6 +81,15 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
                 format!("backend `{name}`: poll_interval_ms must be at least 1"),
             ));
         }
+        if b.value.replicas.is_empty() && b.value.reads == super::schema::Reads::Replica {
+            return Err(at(
+                &b.referenced,
+                format!(
+                    "backend `{name}`: `reads: replica` needs the backend's replicas \
+                     (backends.{name}.replicas: [\"host:port\", …])"
+                ),
+            ));
+        }
         if !b.value.replicas.is_empty() && name == cfg.sequence_backend() {
             // Until each instance raises its segments after a primary change, a replicated
             // store could hand out a range twice after a failover: refused rather than risked.

@@ -43,6 +43,12 @@ pub struct BackendPool {
     idle_node: Mutex<String>,
     /// Bumped when the writable node changes: connections opened before go when given back.
     writer_generation: std::sync::atomic::AtomicU64,
+    /// A pool of one replica of the group: the node every connection opens to.
+    fixed_node: Option<String>,
+    /// This account's pools of the group's replicas, by node, made on first use.
+    node_pools: dashmap::DashMap<String, Arc<BackendPool>>,
+    /// Each replica's connection cap, shared by every account's pool of it.
+    node_limits: Arc<dashmap::DashMap<String, Arc<PoolLimits>>>,
 }
 
 /// What became of an idle connection readied for a new session.
@@ -69,6 +75,11 @@ impl Lease {
     /// The pool the connection goes back to.
     pub fn pool(&self) -> &Arc<BackendPool> {
         &self.pool
+    }
+
+    /// The replication group's node the connection is on (`None`: a backend of one server).
+    pub fn node(&self) -> Option<&str> {
+        self.node.as_deref()
     }
 }
 
@@ -124,7 +135,49 @@ impl BackendPool {
             topology: super::topology::Topology::of(name, cfg),
             idle_node: Mutex::new(format!("{}:{}", cfg.host, cfg.port)),
             writer_generation: Default::default(),
+            fixed_node: None,
+            node_pools: Default::default(),
+            node_limits: Default::default(),
         })
+    }
+
+    /// This account's pool of the group's replica `node` (`host:port`): connections log in as
+    /// this pool's do, under a cap of `pool.max_connections` for that node.
+    pub fn on_node(&self, node: &str) -> Arc<BackendPool> {
+        if let Some(p) = self.node_pools.get(node) {
+            return p.clone();
+        }
+        let mut cfg = Backend::clone(&self.cfg.load());
+        if let Some((host, port)) = node.rsplit_once(':') {
+            cfg.host = host.to_string();
+            cfg.port = port.parse().unwrap_or(cfg.port);
+        }
+        let limits = self
+            .node_limits
+            .entry(node.to_string())
+            .or_insert_with(|| {
+                PoolLimits::new(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms)
+            })
+            .clone();
+        let pool = Arc::new(BackendPool {
+            name: self.name.clone(),
+            idle_node: Mutex::new(node.to_string()),
+            cfg: ArcSwap::from_pointee(cfg),
+            limits,
+            idle: Default::default(),
+            stats: self.stats.clone(),
+            secret: self.secret.clone(),
+            reauthenticates: self.reauthenticates,
+            topology: None,
+            writer_generation: Default::default(),
+            fixed_node: Some(node.to_string()),
+            node_pools: Default::default(),
+            node_limits: self.node_limits.clone(),
+        });
+        self.node_pools
+            .entry(node.to_string())
+            .or_insert(pool)
+            .clone()
     }
 
     /// A pool on the same backend logging in as another account (a user's own), sharing this
@@ -155,6 +208,9 @@ impl BackendPool {
             topology: self.topology.clone(),
             idle_node,
             writer_generation: Default::default(),
+            fixed_node: None,
+            node_pools: Default::default(),
+            node_limits: self.node_limits.clone(),
         })
     }
 
@@ -173,7 +229,12 @@ impl BackendPool {
     pub fn reconfigure(&self, cfg: &Backend) {
         self.limits
             .set(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms);
+        for l in self.node_limits.iter() {
+            l.set(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms);
+        }
         self.cfg.store(Arc::new(cfg.clone()));
+        // Replicas' pools are made again from the new settings on next use.
+        self.node_pools.clear();
     }
 
     /// As [`BackendPool::reconfigure`] for the pool of a user's own account: `cfg` with the
@@ -183,6 +244,7 @@ impl BackendPool {
         cfg.user = user.to_string();
         cfg.password = password.to_string();
         self.cfg.store(Arc::new(cfg));
+        self.node_pools.clear();
     }
 
     fn acquire_timeout(&self) -> Duration {
@@ -284,6 +346,9 @@ impl BackendPool {
     /// The replication group's writable node, for a backend with replicas (`None` for one of a
     /// single server); idle connections to another node are dropped first.
     fn writable_node(&self) -> Result<(Option<String>, u64), SqlError> {
+        if let Some(n) = &self.fixed_node {
+            return Ok((Some(n.clone()), 0));
+        }
         let Some(t) = &self.topology else {
             return Ok((None, 0));
         };

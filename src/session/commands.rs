@@ -381,11 +381,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The default backend took the client's COM_SET_OPTION; the session's other connections
     /// follow, so no backend runs more statements per packet than the client may send.
     async fn mirror_multi_statements(&mut self) -> Option<End> {
-        let default = self.proxy.default_pool.name.clone();
         let on = self.multi_statements;
         let mut failed = None;
         for h in self.leases.held_mut() {
-            if h.backend == default {
+            if h.default {
                 h.lease.multi_statements = Some(on);
             } else if let Err(e) = h.lease.set_multi_statements(on).await {
                 // A connection that may not follow must not be used again.
@@ -433,10 +432,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The default backend switched database: note it on its connection and move the session's
     /// other connections along.
     pub(super) async fn follow_db(&mut self) {
-        let default = self.proxy.default_pool.name.clone();
         let mut all = std::mem::take(&mut self.leases);
         for h in all.held_mut() {
-            if h.backend == default {
+            if h.default {
                 h.lease.database = match &self.db {
                     Some(d) => CurrentDb::Named(d.clone()),
                     None => CurrentDb::Unknown,
@@ -459,14 +457,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.lid_sync = None;
         self.no_auto_value_on_zero = None;
         self.idle.reset();
+        self.forget_replica_reads();
     }
 
     /// Resets and re-prepares every held connection except the default backend's.
     async fn reset_other_leases(&mut self) -> Option<End> {
-        let default = self.proxy.default_pool.name.clone();
         let mut all = std::mem::take(&mut self.leases);
         let mut failed = None;
-        for h in all.held_mut().iter_mut().filter(|h| h.backend != default) {
+        for h in all.held_mut().iter_mut().filter(|h| !h.default) {
             h.leave_txn();
             if let Err(e) = self.setup().reset(&mut h.lease).await {
                 failed = Some(e);

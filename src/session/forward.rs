@@ -20,6 +20,7 @@ use super::prepared::Statement;
 use super::{End, Session};
 use crate::admin::kill;
 use crate::exec::client_watch;
+use crate::exec::conns::Held;
 use crate::exec::relay::{self, Adjust, Client, Relayed, Reply};
 use crate::exec::{BackendError, StatementScope};
 use crate::wire::command;
@@ -52,6 +53,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
         obs: &mut Observed,
     ) -> Result<bool, End> {
+        if self.reads.is_some() {
+            if let Some(i) = self.replica_for(packet).await {
+                return self
+                    .relay_on(i, packet, reply, backend_stmt_id, adj, scope, obs)
+                    .await;
+            }
+        }
         // The connection is almost always held already; only taking one needs the pool's name.
         let held = self.leases.default_position();
         let i = match held {
@@ -84,15 +92,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         scope: StatementScope,
         obs: &mut Observed,
     ) -> Result<bool, End> {
-        if self.proxy.xa.is_some() {
+        if self.proxy.xa.is_some() && !self.leases.held_mut()[i].replica {
             // Every connection a transaction touches joins it, the default backend's too.
             self.join_transaction(i, scope).await?;
         }
         let client_stmt_id = adj.client_stmt_id;
         let sync = match self.lid_sync {
-            Some(_) if self.leases.held_mut()[i].backend == self.proxy.default_pool.name => {
-                self.lid_sync.take()
-            }
+            Some(_) if self.leases.held_mut()[i].default => self.lid_sync.take(),
             _ => None,
         };
         let be = self.leases.get_mut(i);
@@ -277,15 +283,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             in_txn,
             "backend did not answer in time"
         );
-        let abandoned: Vec<(String, u32)> = self
+        let abandoned: Vec<_> = self
             .leases
             .held_mut()
             .iter()
             .filter(|h| h.lease.broken)
-            .map(|h| (h.backend.clone(), h.lease.connection_id))
+            .map(Held::thread)
             .collect();
-        for (b, id) in abandoned {
-            kill::kill_in_background(self.proxy.clone(), b, id);
+        for t in abandoned {
+            kill::kill_in_background(self.proxy.clone(), t);
         }
         // Other connections of the same statement may still hold part of their answers: they
         // are closed too, and the session starts afresh on every backend.
@@ -321,13 +327,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     pub(super) fn client_left_mid_statement(&mut self, i: usize) -> End {
         let held = &mut self.leases.held_mut()[i];
         held.lease.broken = true;
-        let (backend, id) = (held.backend.clone(), held.lease.connection_id);
+        let thread = held.thread();
         warn!(
-            backend,
-            connection_id = id,
+            backend = thread.backend,
+            connection_id = thread.id,
             "client left mid-statement; stopping it on the backend"
         );
-        kill::kill_in_background(self.proxy.clone(), backend, id);
+        kill::kill_in_background(self.proxy.clone(), thread);
         End::ClientGone
     }
 }

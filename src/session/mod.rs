@@ -18,6 +18,7 @@ mod long_data;
 mod observe;
 mod prepared;
 mod query;
+mod replica_reads;
 mod statement;
 mod txn;
 
@@ -86,6 +87,8 @@ pub struct Session<R, W> {
     registered: crate::proxy::sessions::Entry,
     /// COM_CHANGE_USERs refused on this connection; from the third on MariaDB answers no more.
     failed_change_user: u8,
+    /// Reads on the default backend's replicas (`reads: replica`), when the session makes them.
+    reads: Option<replica_reads::ReplicaReads>,
 }
 
 /// Why a session ended.
@@ -202,6 +205,7 @@ async fn start(
     );
     let mut leases = crate::exec::SessionConns::default();
     leases.publish_to(registered.published());
+    let reads = replica_reads::ReplicaReads::for_session(&proxy, &live, &hello.user);
     let mut s = Session {
         reader,
         writer,
@@ -229,6 +233,7 @@ async fn start(
         live,
         registered,
         failed_change_user: 0,
+        reads,
     };
     // A database named at login must exist, as on MySQL: check it now. An account read from the
     // backend must also be one the backend lets in from idgate's address: the client hears the

@@ -53,6 +53,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         if self.proxy.tables.load().is_empty()
             && self.proxy.idgen.is_empty()
+            // Replica reads need every SET noted (`after_forward`), which the plan path does.
+            && self.reads.is_none()
             && sql::explain_route_target(&packet[1..]).is_none()
             && !self.may_refuse_local_load(&packet[1..])
             && sql::admin_statement(&packet[1..]).is_none()
@@ -245,13 +247,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if sets.is_empty() {
             return;
         }
-        let default = self.proxy.default_pool.name.clone();
-        for h in self
-            .leases
-            .held_mut()
-            .iter_mut()
-            .filter(|h| h.backend != default)
-        {
+        for h in self.leases.held_mut().iter_mut().filter(|h| !h.default) {
             for stmt in &sets {
                 if let Err(e) = h.lease.query_drop_bytes(stmt).await {
                     tracing::warn!(backend = %h.backend, error = %e, "could not carry a SET over");
@@ -271,7 +267,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 // Replayed on connections to other backends the session takes later. A repeated
                 // SET moves to the end (later SETs win); the list stays bounded.
-                if self.proxy.pools.len() > 1 {
+                if self.proxy.pools.len() > 1 || self.reads.is_some() {
                     self.replay.retain(|s| s.as_slice() != stmt);
                     if self.replay.len() >= MAX_REPLAYED_SETS {
                         self.replay.remove(0);
@@ -306,7 +302,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // idgate's own statements touch no backend and no transaction.
         let plan = match plan {
             Plan::Admin(a) => return self.admin_statement(a, stmt, more, obs).await,
-            p => p,
+            // A relayed statement is judged where it is relayed (`forward_with`).
+            p @ Plan::Forward(_) => p,
+            p => {
+                self.note_primary_statement();
+                p
+            }
         };
         let default = &self.proxy.default_pool.name;
         let counts_elsewhere = match &plan {

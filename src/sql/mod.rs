@@ -31,6 +31,7 @@ mod load_data;
 mod params;
 pub(crate) mod parse;
 mod render;
+mod replica_read;
 mod scan;
 pub(crate) mod select_tokens;
 mod session_query;
@@ -66,6 +67,7 @@ pub use load_data::{
 };
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
+pub use replica_read::{reads_last_answer, replica_safe};
 pub use session_query::{session_query, SessionQuery};
 pub use shape::{shape, Shape};
 pub use split::split_statements;

@@ -19,7 +19,7 @@ use crate::exec::{BackendConn, Lease};
 
 pub use finish::Finished;
 pub use join::{JoinError, Joined, TxnView};
-pub use published::Published;
+pub use published::{Published, Thread};
 pub use savepoints::SavepointError;
 pub use scope::{commits_implicitly, may_write, StatementScope};
 
@@ -36,6 +36,9 @@ pub struct Held {
     /// It is a connection to the default backend (found without comparing names, which
     /// lie apart from the rest of the session's state).
     pub default: bool,
+    /// It is on a replica of the backend, for reads only: statements that name a backend
+    /// never find it, and it joins no transaction.
+    pub replica: bool,
 }
 
 impl Held {
@@ -48,6 +51,24 @@ impl Held {
             xa: None,
             wrote: false,
             default,
+            replica: false,
+        }
+    }
+
+    /// A connection to a replica of `backend`, for the session's reads.
+    pub fn replica(backend: String, lease: Lease) -> Held {
+        Held {
+            replica: true,
+            ..Held::new(backend, lease, false)
+        }
+    }
+
+    /// The backend thread it runs on.
+    pub fn thread(&self) -> Thread {
+        Thread {
+            backend: self.backend.clone(),
+            node: self.lease.node().map(str::to_string),
+            id: self.lease.connection_id,
         }
     }
 
@@ -90,12 +111,21 @@ impl Drop for SessionConns {
 
 impl SessionConns {
     pub fn position(&self, backend: &str) -> Option<usize> {
-        self.held.iter().position(|h| h.backend == backend)
+        self.held
+            .iter()
+            .position(|h| h.backend == backend && !h.replica)
     }
 
     /// The index of the connection to the default backend, if the session holds one.
     pub fn default_position(&self) -> Option<usize> {
         self.held.iter().position(|h| h.default)
+    }
+
+    /// The index of the session's connection to a replica of `backend`, if it holds one.
+    pub fn replica_position(&self, backend: &str) -> Option<usize> {
+        self.held
+            .iter()
+            .position(|h| h.replica && h.backend == backend)
     }
 
     pub fn get_mut(&mut self, i: usize) -> &mut Lease {
@@ -132,11 +162,7 @@ impl SessionConns {
             return; // `released` drop here
         };
         *version += 1;
-        let conns = self
-            .held
-            .iter()
-            .map(|h| (h.backend.clone(), h.lease.connection_id))
-            .collect();
+        let conns = self.held.iter().map(Held::thread).collect();
         published::publish(to, *version, conns, released);
     }
 

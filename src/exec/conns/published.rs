@@ -16,8 +16,17 @@ pub struct Published {
 pub struct List {
     /// Updates can land out of order (one deferred behind a killer): the newest wins.
     version: u64,
-    /// (backend, backend thread id) of each connection the session holds.
-    pub conns: Vec<(String, u32)>,
+    /// Each connection the session holds.
+    pub conns: Vec<Thread>,
+}
+
+/// A backend thread a session's connection runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Thread {
+    pub backend: String,
+    /// The replication group's node it runs on (`None`: the backend's one server).
+    pub node: Option<String>,
+    pub id: u32,
 }
 
 impl Published {
@@ -32,7 +41,7 @@ impl Published {
 pub(super) fn publish(
     to: &std::sync::Arc<Published>,
     version: u64,
-    conns: Vec<(String, u32)>,
+    conns: Vec<Thread>,
     released: Vec<Held>,
 ) {
     let apply = move |l: &mut List| {

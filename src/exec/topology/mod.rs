@@ -3,6 +3,7 @@
 //! for the node to open connections to; `SHOW IDGATE BACKENDS` and `/ready` read it. It knows
 //! nothing of sessions or statements.
 
+pub mod gtid;
 mod poll;
 pub mod roles;
 
@@ -28,6 +29,10 @@ pub struct Topology {
     /// node becomes the primary, those on the others are ended, so no session keeps writing to
     /// a node that is no longer the primary.
     leased: std::sync::Mutex<std::collections::HashSet<(String, u32)>>,
+    /// Reads served by each node (in `nodes`' order) for `reads: replica` sessions.
+    reads: Vec<std::sync::atomic::AtomicU64>,
+    /// Spreads sessions over the replicas.
+    next_replica: std::sync::atomic::AtomicUsize,
 }
 
 /// The group as its last poll saw it.
@@ -48,7 +53,8 @@ impl Topology {
         let nodes: Vec<String> = std::iter::once(format!("{}:{}", cfg.host, cfg.port))
             .chain(cfg.replicas.iter().cloned())
             .collect();
-        let roles = vec![Role::Down("not polled yet".into()); nodes.len()];
+        let n = nodes.len();
+        let roles = vec![Role::Down("not polled yet".into()); n];
         Some(Arc::new(Topology {
             backend: backend.to_string(),
             nodes,
@@ -61,6 +67,8 @@ impl Topology {
                 writer: Writer::Node(0),
             }),
             leased: Default::default(),
+            reads: (0..n).map(|_| Default::default()).collect(),
+            next_replica: Default::default(),
         }))
     }
 
@@ -99,6 +107,71 @@ impl Topology {
                 ),
             )),
         }
+    }
+
+    /// A replica to read from now that has applied `gtid` (the session's last write; empty for
+    /// none) as its last poll saw it, preferring `held` (the node the session reads from
+    /// already). `None` when no replica serves; `Some((node, false))` for a replica whose
+    /// poll did not show `gtid` yet (the read waits for it there).
+    pub fn replica_for(&self, gtid: &str, held: Option<&str>) -> Option<(String, bool)> {
+        let now = self.now.load();
+        let serving: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| now.roles.get(i) == Some(&Role::Replica))
+            .collect();
+        if serving.is_empty() {
+            return None;
+        }
+        let applied = |i: usize| match now.seen.as_ref().and_then(|s| s.get(i)) {
+            Some(Seen::Answered(a)) => gtid::covers(&a.gtid_slave_pos, gtid),
+            _ => false,
+        };
+        let held = held.and_then(|h| serving.iter().copied().find(|&i| self.nodes[i] == h));
+        let covering: Vec<usize> = serving.iter().copied().filter(|&i| applied(i)).collect();
+        let spread = |among: &[usize]| {
+            let k = self
+                .next_replica
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            among[k % among.len()]
+        };
+        let progress = |i: usize| match now.seen.as_ref().and_then(|s| s.get(i)) {
+            Some(Seen::Answered(a)) => gtid::progress(&a.gtid_slave_pos, gtid),
+            _ => 0,
+        };
+        let pick = match held {
+            Some(h) if applied(h) => h,
+            _ if !covering.is_empty() => spread(&covering),
+            // None has it yet: the one furthest along is likeliest to get there first.
+            _ => {
+                let best = serving.iter().map(|&i| progress(i)).max().unwrap_or(0);
+                match held {
+                    Some(h) if progress(h) == best => h,
+                    _ => {
+                        let ahead: Vec<usize> = serving
+                            .iter()
+                            .copied()
+                            .filter(|&i| progress(i) == best)
+                            .collect();
+                        spread(&ahead)
+                    }
+                }
+            }
+        };
+        Some((self.nodes[pick].clone(), applied(pick)))
+    }
+
+    /// A read went to `node`.
+    pub fn count_read(&self, node: &str) {
+        if let Some(i) = self.nodes.iter().position(|n| n == node) {
+            self.reads[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Reads each node served, in `nodes`' order.
+    pub fn reads_served(&self) -> Vec<u64> {
+        self.reads
+            .iter()
+            .map(|r| r.load(std::sync::atomic::Ordering::Relaxed))
+            .collect()
     }
 
     /// A session holds backend thread `id` on `node`.

@@ -1,0 +1,231 @@
+//! Reads on replicas (`reads: replica` on a backend with replicas, or for the user): a lone
+//! SELECT that a replica answers as the primary would (`sql::replica_safe`), outside a
+//! transaction, goes to a replica the topology serves, on a connection the session keeps for
+//! its reads (its SETs and database carried there as to any other connection it holds).
+//!
+//! Read-your-writes: after a statement ran on the primary, the next such read first asks the
+//! primary connection for `@@last_gtid` (the session's last write there) and reads from a
+//! replica that has applied it: one whose last poll shows it, or one that reaches it within
+//! `causal_read_timeout_ms` (`MASTER_GTID_WAIT`); otherwise the read goes to the primary.
+//!
+//! A statement about the last answer (`SHOW WARNINGS`, `FOUND_ROWS()`, …) goes where that
+//! answer came from. A session that made a temporary table or locked tables reads the primary
+//! from then on (a replica has neither).
+
+use std::time::Duration;
+
+use mysql_common::constants::{Command, StatusFlags};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::debug;
+
+use super::Session;
+use crate::config::Reads;
+use crate::exec::conns::Held;
+use crate::exec::topology::gtid;
+use crate::proxy::Proxy;
+
+/// What a session reading from replicas keeps.
+pub(super) struct ReplicaReads {
+    timeout: Duration,
+    /// A statement ran on the primary since `gtid` was read there.
+    dirty: bool,
+    /// The session's last write on the primary (`@@last_gtid`; empty for none).
+    gtid: String,
+    /// The last statement ran on the replica connection.
+    last_on_replica: bool,
+    /// A temporary table or LOCK TABLES: the replicas cannot answer as the primary would.
+    pinned: bool,
+}
+
+impl ReplicaReads {
+    /// The state for `user`'s session when its reads go to replicas of the default backend.
+    pub(super) fn for_session(
+        proxy: &Proxy,
+        live: &crate::live::Live,
+        user: &[u8],
+    ) -> Option<Self> {
+        proxy.default_pool.topology()?;
+        let cfg = &live.config.backends.get(&proxy.default_pool.name)?.value;
+        let mode = live.user(user).and_then(|u| u.reads).unwrap_or(cfg.reads);
+        (mode == Reads::Replica).then(|| ReplicaReads {
+            timeout: Duration::from_millis(cfg.causal_read_timeout_ms),
+            dirty: true,
+            gtid: String::new(),
+            last_on_replica: false,
+            pinned: false,
+        })
+    }
+}
+
+/// Schemas that describe the server they are read on.
+fn is_server_schema(db: &[u8]) -> bool {
+    ["information_schema", "performance_schema", "mysql", "sys"]
+        .iter()
+        .any(|s| db.eq_ignore_ascii_case(s.as_bytes()))
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// Where `packet` (a command for the default backend) runs when the session reads from
+    /// replicas: the index of its replica connection, or `None` for the primary.
+    pub(super) async fn replica_for(&mut self, packet: &[u8]) -> Option<usize> {
+        let query = packet.first() == Some(&(Command::COM_QUERY as u8));
+        let stmt = packet.get(1..).unwrap_or_default();
+        let default = self.proxy.default_pool.name.clone();
+        let r = self.reads.as_mut()?;
+        if query && r.last_on_replica && crate::sql::reads_last_answer(stmt) {
+            return self.leases.replica_position(&default);
+        }
+        let status = StatusFlags::from_bits_retain(self.status);
+        let eligible = query
+            && !r.pinned
+            && status.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
+            && !self.db.as_deref().is_some_and(is_server_schema)
+            && crate::sql::replica_safe(stmt);
+        if !eligible || self.in_transaction() || self.leases.any_joined() {
+            let r = self.reads.as_mut()?;
+            r.dirty = true;
+            r.last_on_replica = false;
+            if query
+                && (crate::sql::is_temporary_ddl(stmt)
+                    || crate::sql::first_word(stmt).eq_ignore_ascii_case(b"LOCK"))
+            {
+                r.pinned = true;
+            }
+            return None;
+        }
+        let i = self.replica_connection(&default).await;
+        let r = self.reads.as_mut()?;
+        r.last_on_replica = i.is_some();
+        if i.is_none() {
+            r.dirty = true;
+        }
+        i
+    }
+
+    /// A statement ran on the primary outside `forward_with` (one idgate ran itself): the next
+    /// replica read asks for the session's last write again.
+    pub(super) fn note_primary_statement(&mut self) {
+        if let Some(r) = self.reads.as_mut() {
+            r.dirty = true;
+            r.last_on_replica = false;
+        }
+    }
+
+    /// The session's replica connection, on a replica that has applied its last write; `None`
+    /// to read from the primary.
+    async fn replica_connection(&mut self, default: &str) -> Option<usize> {
+        let topology = self.proxy.default_pool.topology()?.clone();
+        let gtid = self.last_write_gtid().await?;
+        let held = self.leases.replica_position(default);
+        let held_node = held.and_then(|i| self.leases.held_mut()[i].lease.node().map(String::from));
+        let (node, applied) = topology.replica_for(&gtid, held_node.as_deref())?;
+        let i = match held {
+            Some(i) if held_node.as_deref() == Some(node.as_str()) => i,
+            _ => {
+                if let Some(old) = held {
+                    drop(self.leases.take(old));
+                }
+                self.take_replica(default, &node).await?
+            }
+        };
+        if !applied && !self.wait_for_gtid(i, &gtid).await {
+            return None;
+        }
+        topology.count_read(&node);
+        Some(i)
+    }
+
+    /// The session's last write on the primary, read there when a statement ran since;
+    /// `None` when it cannot be known (read from the primary then).
+    async fn last_write_gtid(&mut self) -> Option<String> {
+        let r = self.reads.as_ref()?;
+        if !r.dirty {
+            return Some(r.gtid.clone());
+        }
+        let gtid = match self.leases.default_position() {
+            // No connection to the primary yet: the session wrote nothing there.
+            None => String::new(),
+            Some(i) => {
+                let rows = self
+                    .leases
+                    .get_mut(i)
+                    .query_rows("SELECT @@last_gtid")
+                    .await
+                    .ok()?;
+                let v = rows.into_iter().next()?.into_iter().next()??;
+                String::from_utf8(v).ok()?
+            }
+        };
+        if !gtid.is_empty() && !gtid::is_gtid(&gtid) {
+            return None;
+        }
+        let r = self.reads.as_mut()?;
+        r.dirty = false;
+        r.gtid.clone_from(&gtid);
+        Some(gtid)
+    }
+
+    /// Takes a connection to replica `node` for the session's reads, brought to the session's
+    /// database, collation and SETs.
+    async fn take_replica(&mut self, default: &str, node: &str) -> Option<usize> {
+        let pool = self.live.pool_for(
+            &self.proxy.pools,
+            default,
+            &self.hello.user,
+            self.hello.backend_login.as_deref(),
+        )?;
+        let flags = crate::exec::backend::LoginFlags::of_client(
+            self.hello.capabilities,
+            self.hello.mariadb,
+        );
+        let mut lease = match pool.on_node(node).acquire(flags).await {
+            Ok(l) => l,
+            Err(e) => {
+                debug!(node, error = %e.message, "no replica connection; reading the primary");
+                return None;
+            }
+        };
+        self.setup().prepare(&mut lease).await.ok()?;
+        for stmt in &self.replay {
+            if let Err(e) = lease.query_drop_bytes(stmt).await {
+                debug!(node, error = %e, "a SET did not replay on the replica; reading the primary");
+                return None;
+            }
+        }
+        Some(self.leases.push(Held::replica(default.to_string(), lease)))
+    }
+
+    /// Waits on replica connection `i` until it has applied `gtid`, at most the causal read
+    /// timeout; false when it did not (the connection is dropped if it did not answer).
+    async fn wait_for_gtid(&mut self, i: usize, gtid: &str) -> bool {
+        let Some(timeout) = self.reads.as_ref().map(|r| r.timeout) else {
+            return false;
+        };
+        let sql = format!(
+            "SELECT MASTER_GTID_WAIT('{gtid}', {}.{:03})",
+            timeout.as_secs(),
+            timeout.subsec_millis()
+        );
+        let lease = self.leases.get_mut(i);
+        let answer =
+            tokio::time::timeout(timeout + Duration::from_secs(2), lease.query_rows(&sql)).await;
+        match answer {
+            Ok(Ok(rows)) => rows
+                .first()
+                .and_then(|r| r.first())
+                .is_some_and(|v| v.as_deref() == Some(b"0")),
+            _ => {
+                lease.broken = true;
+                self.leases.drop_broken();
+                false
+            }
+        }
+    }
+
+    /// A reset or a new user: the replica connection goes, and the reads follow the (new)
+    /// user's setting.
+    pub(super) fn forget_replica_reads(&mut self) {
+        self.leases.retain(|h| !h.replica);
+        self.reads = ReplicaReads::for_session(&self.proxy, &self.live, &self.hello.user);
+    }
+}
