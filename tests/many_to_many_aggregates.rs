@@ -216,14 +216,22 @@ fn aggregates_over_the_many_to_many_join_answer_as_one_server() {
                     .map(|f| format!("{algorithm}: {f}")),
             );
         }
-        // The join runs in the gateway, each table fetched from both shards.
-        let sql = fill(CASES[3].0);
-        let route: Vec<(String, String, String)> =
-            idgate.query(format!("EXPLAIN ROUTE {sql}")).unwrap();
-        assert!(
-            route.iter().any(|r| r.2.contains("join")),
-            "{algorithm}: {route:?}"
-        );
+        // The join runs in the gateway, each table fetched from both shards; nested in a
+        // derived table, first, its rows bound in.
+        for (case, nested) in [(3, false), (0, true)] {
+            let sql = fill(CASES[case].0);
+            let route: Vec<(String, String, String)> =
+                idgate.query(format!("EXPLAIN ROUTE {sql}")).unwrap();
+            let steps = route.iter().filter(|r| r.2.contains("join step")).count();
+            assert_eq!(steps, 4, "{algorithm}: {route:?}");
+            assert!(
+                !nested
+                    || route
+                        .iter()
+                        .all(|r| r.2.contains("derived table") || r.2.contains("outer statement")),
+                "{algorithm}: {route:?}"
+            );
+        }
     }
     assert!(
         failures.is_empty(),
