@@ -362,7 +362,7 @@ fn django_adds_keep_one_link_row_per_pair_as_one_server() {
 }
 
 #[test]
-fn ignore_replace_and_upserts_into_per_shard_keys_over_shards_are_refused() {
+fn ignore_replace_upserts_and_loads_into_per_shard_keys_over_shards_are_refused() {
     let s = common::two_shards(&django_tables("per_shard"), &[]);
     let mut idgate = s.g.conn();
     let ids = django_authors(&mut idgate);
@@ -391,6 +391,16 @@ fn ignore_replace_and_upserts_into_per_shard_keys_over_shards_are_refused() {
             Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{sql}: {}", e.message),
             other => panic!("{sql}: prepared gave {other:?}"),
         }
+    }
+    // LOAD DATA LOCAL skips (or REPLACE replaces) a row whose key is there: refused before the
+    // file is asked for.
+    for (sql, what) in [
+        ("LOAD DATA LOCAL INFILE 'links.tsv' INTO TABLE aggregation_author_friends (from_author_id, to_author_id)", "LOAD DATA LOCAL"),
+        ("LOAD DATA LOCAL INFILE 'links.tsv' REPLACE INTO TABLE aggregation_author_friends (from_author_id, to_author_id)", "LOAD DATA ... REPLACE"),
+    ] {
+        let (code, msg) = error_of(&mut idgate, sql);
+        assert_eq!(code, 1235, "{sql}: {msg}");
+        assert!(msg.contains(what) && msg.contains("unique: global"), "{sql}: {msg}");
     }
     // Nothing was written; the session goes on.
     let n: Option<u64> = idgate

@@ -63,21 +63,45 @@ pub fn per_shard_refusal(rule: &TableRule, key: &str, columns: &[String]) -> Sql
 /// and relies on the pair's key; the duplicates then count twice in every join). Refused: a
 /// wrong row written is worse than a refusal.
 pub fn per_shard_key_write(a: &InsertAnalysis, rule: &TableRule) -> Result<(), SqlError> {
+    let (what, verb) = if a.replace {
+        ("REPLACE", "replaces the existing row with")
+    } else if a.on_duplicate_update {
+        (
+            "INSERT ... ON DUPLICATE KEY UPDATE",
+            "updates the existing row for",
+        )
+    } else if a.ignore {
+        ("INSERT IGNORE", "leaves out")
+    } else {
+        return Ok(());
+    };
+    refuse_per_shard(rule, what, verb)
+}
+
+/// LOAD DATA into such a table: with LOCAL, MariaDB skips a row whose key is there already
+/// (as with IGNORE), or replaces the existing row (REPLACE); each shard would do so for its
+/// own rows only.
+pub fn per_shard_key_load(replace: bool, rule: &TableRule) -> Result<(), SqlError> {
+    if replace {
+        refuse_per_shard(
+            rule,
+            "LOAD DATA ... REPLACE",
+            "replaces the existing row with",
+        )
+    } else {
+        refuse_per_shard(rule, "LOAD DATA LOCAL", "skips")
+    }
+}
+
+/// The refusal of `what` (which one server answers by what it `verb` a duplicate row) into
+/// `rule`'s table, when its keys hold per shard over several shards.
+fn refuse_per_shard(rule: &TableRule, what: &str, verb: &str) -> Result<(), SqlError> {
     let Placement::Sharded { shards, .. } = &rule.placement else {
         return Ok(());
     };
     if rule.unique != Some(UniqueScope::PerShard) || shards.len() < 2 {
         return Ok(());
     }
-    let what = if a.replace {
-        "REPLACE"
-    } else if a.on_duplicate_update {
-        "INSERT ... ON DUPLICATE KEY UPDATE"
-    } else if a.ignore {
-        "INSERT IGNORE"
-    } else {
-        return Ok(());
-    };
     Err(SqlError::new(
         ER_NOT_SUPPORTED_YET,
         b"42000",
@@ -90,13 +114,6 @@ pub fn per_shard_key_write(a: &InsertAnalysis, rule: &TableRule) -> Result<(), S
              unique key of `{t}` contains its sharding column, drop `unique: per_shard`",
             t = rule.name,
             n = shards.len(),
-            verb = if a.ignore && !a.replace && !a.on_duplicate_update {
-                "leaves out"
-            } else if a.replace {
-                "replaces the existing row with"
-            } else {
-                "updates the existing row for"
-            },
         ),
     ))
 }
@@ -182,5 +199,11 @@ mod tests {
             shards.truncate(1);
         }
         assert!(per_shard_key_write(&ignore, &one).is_ok());
+        // LOAD DATA LOCAL skips duplicates (or REPLACE replaces them): the same.
+        for replace in [false, true] {
+            assert!(per_shard_key_load(replace, &links).is_err());
+            assert!(per_shard_key_load(replace, &global).is_ok());
+            assert!(per_shard_key_load(replace, &one).is_ok());
+        }
     }
 }
