@@ -193,7 +193,8 @@ fn subquery_rows(
             sql::SubqueryUse::Cte => "common table expression",
             sql::SubqueryUse::Quantified => "ANY/SOME/ALL set",
         };
-        for [b, q, m] in rows(inner, ctx)? {
+        // An inner join of tables not placed alike runs in the gateway first: its steps.
+        for [b, q, m] in explain(inner, ctx)? {
             let m = format!("subquery {} ({what}), run first and bound in: {m}", n + 1);
             out.push([b, q, m]);
         }

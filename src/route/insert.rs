@@ -134,8 +134,10 @@ pub(super) fn err(code: u16, state: &[u8; 5], msg: impl Into<String>) -> SqlErro
 }
 
 /// Refuses what idgate cannot plan before anything else is looked at: INSERT … SELECT (the
-/// session runs those its own way) and an ON DUPLICATE KEY UPDATE that would move a row.
+/// session runs those its own way), an ON DUPLICATE KEY UPDATE that would move a row, and
+/// IGNORE/REPLACE/upserts whose keys would hold per shard only.
 pub fn check_statement(stmt: &[u8], a: &InsertAnalysis, rule: &TableRule) -> Result<(), SqlError> {
+    super::unique_keys::per_shard_key_write(a, rule)?;
     if matches!(a.body, InsertBody::Select { .. }) {
         return Err(err(
             sql::ER_NOT_SUPPORTED_YET,

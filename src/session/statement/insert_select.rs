@@ -50,7 +50,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
             return Ok(false);
         };
         let query = &stmt[query.clone()];
-        let target = match insert_select::refuse_shape(a) {
+        let shape = insert_select::refuse_shape(a)
+            .and_then(|()| crate::route::unique_keys::per_shard_key_write(a, rule));
+        let target = match shape {
             Ok(()) => self.insert_target(a, rule).await,
             Err(e) => Err(e),
         };

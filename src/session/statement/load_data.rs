@@ -73,6 +73,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         {
             return Ok(Err(crate::unique::load_data_refusal(&ld.table.name)));
         }
+        let replace = ld.on_duplicate == crate::sql::OnDuplicate::Replace;
+        if let Err(e) = crate::route::unique_keys::per_shard_key_load(replace, rule) {
+            return Ok(Err(e));
+        }
         let (targets, row_plan) = match self.load_targets(&ld, rule, &schema).await {
             Ok(t) => t,
             Err(e) => return Ok(Err(e)),
