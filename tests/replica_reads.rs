@@ -10,15 +10,17 @@ mod common;
 use std::time::Duration;
 
 use common::idgate_proc::{APP_PASSWORD, APP_USER};
+use common::prometheus::{must_sample, scrape};
 use common::replication::{eventually, Group};
-use common::{start_db, Idgate, MariaDb, DATABASE, PASSWORD, USER};
+use common::{free_port, start_db, Idgate, MariaDb, DATABASE, PASSWORD, USER};
 use mysql::prelude::Queryable;
 
 const PRIMARY_ONLY: &str = "tracker";
 
-fn config(port: u16, group: &Group, store: &MariaDb) -> String {
+fn config(port: u16, admin: u16, group: &Group, store: &MariaDb) -> String {
     format!(
         "listen: 127.0.0.1:{port}\nallow_plaintext_passwords: true\n\
+         admin:\n  listen: 127.0.0.1:{admin}\n\
          users:\n  - name: {APP_USER}\n    password: {APP_PASSWORD}\n    admin: true\n\
          \x20 - name: {PRIMARY_ONLY}\n    password: {APP_PASSWORD}\n    reads: primary\n\
          backends:\n\
@@ -64,7 +66,8 @@ fn nodes(c: &mut mysql::Conn) -> Vec<(String, Option<u64>)> {
 fn reads_go_to_replicas_and_a_session_reads_its_own_writes() {
     let group = Group::start(2);
     let store = start_db();
-    let g = Idgate::start_with(|port| config(port, &group, &store));
+    let admin_port = free_port().unwrap();
+    let g = Idgate::start_with(|port| config(port, admin_port, &group, &store));
     let mut admin = g.conn();
     let within = Duration::from_secs(10);
     eventually(within, || match nodes(&mut admin).as_slice() {
@@ -227,6 +230,34 @@ fn reads_go_to_replicas_and_a_session_reads_its_own_writes() {
         2,
         "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 0; START SLAVE",
     );
+    // The metrics say the same: each node's role, the reads replicas served, and that reads
+    // after a write waited for a replica (none had it at its last poll right after the write).
+    let text = scrape(admin_port);
+    let series = |name: &str, i: usize, extra: &str| {
+        format!(
+            "idgate_{name}{{backend=\"db\",node=\"{}\"{extra}}}",
+            group.addr(i)
+        )
+    };
+    let role = |i: usize, r: &str| {
+        must_sample(
+            &text,
+            &series("backend_node_role", i, &format!(",role=\"{r}\"")),
+        )
+    };
+    assert_eq!(
+        (role(0, "primary"), role(0, "replica"), role(1, "replica")),
+        (1.0, 0.0, 1.0)
+    );
+    let reads: f64 = (1..=2)
+        .map(|i| must_sample(&text, &series("backend_node_reads_total", i, "")))
+        .sum();
+    assert_eq!(
+        reads as u64,
+        served[1].1.unwrap_or(0) + served[2].1.unwrap_or(0),
+        "{text}"
+    );
+    assert!(must_sample(&text, "idgate_causal_read_waits_total{backend=\"db\"}") > 0.0);
 
     // Replicas that stop applying serve nothing until they catch up again.
     for i in 1..=2 {
@@ -248,4 +279,99 @@ fn reads_go_to_replicas_and_a_session_reads_its_own_writes() {
             Err(n)
         }
     });
+}
+
+#[test]
+fn reads_of_a_sharded_table_go_to_the_shards_replicas() {
+    let group = Group::start(1);
+    let solo = start_db();
+    let store = start_db();
+    let g = Idgate::start_with(|port| {
+        format!(
+            "listen: 127.0.0.1:{port}\nallow_plaintext_passwords: true\n\
+             users:\n  - name: {APP_USER}\n    password: {APP_PASSWORD}\n    admin: true\n\
+             backends:\n\
+             \x20 db:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n\
+             \x20   replicas: [\"{}\"]\n    poll_interval_ms: 100\n    reads: replica\n\
+             \x20 solo:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n\
+             \x20 store:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n\
+             default_backend: db\nsequence_store:\n  backend: store\n\
+             tables:\n  accounts:\n    sharding:\n      columns: [id]\n      algorithm: mod\n\
+             \x20     shards: [db, solo]\n",
+            group.nodes[0].port,
+            group.addr(1),
+            solo.port,
+            store.port
+        )
+    });
+    let ddl = format!("CREATE TABLE {DATABASE}.accounts (id BIGINT PRIMARY KEY, node VARCHAR(16))");
+    group.sql(0, &ddl);
+    common::direct(&solo).query_drop(&ddl).unwrap();
+    group.caught_up(1, 0);
+    // Row 2 lives on `db` (a different `node` on each of its nodes), row 1 on `solo`.
+    for (i, name) in ["primary", "replica1"].iter().enumerate() {
+        group.sql(
+            i,
+            &format!(
+                "SET SESSION sql_log_bin = 0; INSERT INTO {DATABASE}.accounts VALUES (2, '{name}')"
+            ),
+        );
+    }
+    common::direct(&solo)
+        .query_drop(format!(
+            "INSERT INTO {DATABASE}.accounts VALUES (1, 'solo')"
+        ))
+        .unwrap();
+    let mut admin = g.conn();
+    eventually(Duration::from_secs(10), || {
+        match nodes(&mut admin).as_slice() {
+            [(p, _), (r, _)] if p == "primary" && r == "replica" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+
+    let mut app = g.conn();
+    assert_eq!(
+        who(&mut app, "SELECT node FROM accounts WHERE id = 2"),
+        "replica1"
+    );
+    let all: Vec<String> = app.query("SELECT node FROM accounts ORDER BY id").unwrap();
+    assert_eq!(all, ["solo", "replica1"], "a merged read of both shards");
+    assert_eq!(
+        who(
+            &mut app,
+            "SELECT node FROM accounts WHERE id = 2 FOR UPDATE"
+        ),
+        "primary"
+    );
+    app.query_drop("BEGIN").unwrap();
+    assert_eq!(
+        who(&mut app, "SELECT node FROM accounts WHERE id = 2"),
+        "primary"
+    );
+    app.query_drop("COMMIT").unwrap();
+
+    // A write through idgate, then its read: the session sees it on the replica.
+    group.sql(
+        1,
+        "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 1; START SLAVE",
+    );
+    for id in [4, 6, 8] {
+        app.query_drop(format!("INSERT INTO accounts VALUES ({id}, 'new')"))
+            .unwrap();
+        assert_eq!(
+            who(
+                &mut app,
+                &format!("SELECT node FROM accounts WHERE id = {id}")
+            ),
+            "new",
+            "the session's own write"
+        );
+    }
+    group.sql(
+        1,
+        "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 0; START SLAVE",
+    );
+    let served = nodes(&mut admin);
+    assert!(served[1].1.unwrap_or(0) >= 2, "{served:?}");
 }

@@ -164,6 +164,7 @@ impl Collector for ProxyCollector {
         encode_fetch_histogram(&mut enc, &gens)?;
         encode_generator_gauges(&mut enc, &gens)?;
         encode_pool_gauges(&mut enc, &proxy)?;
+        super::metrics_nodes::encode(&mut enc, &proxy)?;
         encode_plan_cache(&mut enc, &proxy)?;
         Ok(())
     }

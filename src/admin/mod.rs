@@ -16,6 +16,7 @@ pub mod kill;
 pub mod metrics;
 mod metrics_live;
 mod metrics_migrate;
+mod metrics_nodes;
 pub mod processlist;
 pub mod processlist_table;
 pub mod ready;

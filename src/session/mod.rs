@@ -399,6 +399,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             session: self,
             scope,
             obs,
+            replica: false,
         }
     }
 

@@ -302,11 +302,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // idgate's own statements touch no backend and no transaction.
         let plan = match plan {
             Plan::Admin(a) => return self.admin_statement(a, stmt, more, obs).await,
-            // A relayed statement is judged where it is relayed (`forward_with`).
-            p @ Plan::Forward(_) => p,
-            p => {
+            p => p,
+        };
+        // A relayed statement is judged where it is relayed (`forward_with`); a read of
+        // sharded tables may go to the shards' replicas.
+        let replica = match &plan {
+            Plan::Forward(_) => false,
+            Plan::Routed(_, StatementKind::Select) if self.reads_on_replicas(stmt) => true,
+            _ => {
                 self.note_primary_statement();
-                p
+                false
             }
         };
         let default = &self.proxy.default_pool.name;
@@ -347,8 +352,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return step;
             }
         }
-        self.cursor(scope, obs)
-            .execute_plan(stmt, plan, packet, more)
-            .await
+        let mut cursor = self.cursor(scope, obs);
+        cursor.replica = replica;
+        cursor.execute_plan(stmt, plan, packet, more).await
     }
 }

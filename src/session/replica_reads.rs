@@ -1,17 +1,20 @@
 //! Reads on replicas (`reads: replica` on a backend with replicas, or for the user): a lone
 //! SELECT that a replica answers as the primary would (`sql::replica_safe`), outside a
-//! transaction, goes to a replica the topology serves, on a connection the session keeps for
-//! its reads (its SETs and database carried there as to any other connection it holds).
+//! transaction, goes to replicas of the backends it reads: relayed to the default backend's,
+//! or routed to the shards' (one shard, scatter, merges). The session keeps one connection per
+//! such backend for its reads, its SETs and database carried there as to any other connection
+//! it holds.
 //!
-//! Read-your-writes: after a statement ran on the primary, the next such read first asks the
-//! primary connection for `@@last_gtid` (the session's last write there) and reads from a
-//! replica that has applied it: one whose last poll shows it, or one that reaches it within
-//! `causal_read_timeout_ms` (`MASTER_GTID_WAIT`); otherwise the read goes to the primary.
+//! Read-your-writes: after a statement ran on a primary, the next such read of that backend
+//! first asks the session's primary connection for `@@last_gtid` (its last write there) and
+//! reads from a replica that has applied it: one whose last poll shows it, or one that reaches
+//! it within `causal_read_timeout_ms` (`MASTER_GTID_WAIT`); otherwise it reads the primary.
 //!
-//! A statement about the last answer (`SHOW WARNINGS`, `FOUND_ROWS()`, …) goes where that
-//! answer came from. A session that made a temporary table or locked tables reads the primary
-//! from then on (a replica has neither).
+//! A statement about the last answer (`SHOW WARNINGS`, `FOUND_ROWS()`, …) after a relayed read
+//! goes where that answer came from. A session that made a temporary table or locked tables
+//! reads the primaries from then on (a replica has neither).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use mysql_common::constants::{Command, StatusFlags};
@@ -26,34 +29,61 @@ use crate::proxy::Proxy;
 
 /// What a session reading from replicas keeps.
 pub(super) struct ReplicaReads {
-    timeout: Duration,
-    /// A statement ran on the primary since `gtid` was read there.
-    dirty: bool,
-    /// The session's last write on the primary (`@@last_gtid`; empty for none).
-    gtid: String,
-    /// The last statement ran on the replica connection.
+    /// The backends whose reads go to replicas for this session, with what it knows of its
+    /// writes there.
+    backends: HashMap<String, Causal>,
+    /// The last statement ran on the default backend's replica connection.
     last_on_replica: bool,
     /// A temporary table or LOCK TABLES: the replicas cannot answer as the primary would.
     pinned: bool,
 }
 
+struct Causal {
+    timeout: Duration,
+    /// A statement ran on the primary since `gtid` was read there.
+    dirty: bool,
+    /// The session's last write on the backend's primary (`@@last_gtid`; empty for none).
+    gtid: String,
+}
+
 impl ReplicaReads {
-    /// The state for `user`'s session when its reads go to replicas of the default backend.
+    /// The state for `user`'s session when its reads of some backends go to their replicas.
     pub(super) fn for_session(
         proxy: &Proxy,
         live: &crate::live::Live,
         user: &[u8],
     ) -> Option<Self> {
-        proxy.default_pool.topology()?;
-        let cfg = &live.config.backends.get(&proxy.default_pool.name)?.value;
-        let mode = live.user(user).and_then(|u| u.reads).unwrap_or(cfg.reads);
-        (mode == Reads::Replica).then(|| ReplicaReads {
-            timeout: Duration::from_millis(cfg.causal_read_timeout_ms),
-            dirty: true,
-            gtid: String::new(),
+        let own = live.user(user).and_then(|u| u.reads);
+        let backends: HashMap<String, Causal> = proxy
+            .pools
+            .iter()
+            .filter(|(_, p)| p.topology().is_some())
+            .filter_map(|(name, _)| {
+                let cfg = &live.config.backends.get(name)?.value;
+                (own.unwrap_or(cfg.reads) == Reads::Replica).then(|| {
+                    let causal = Causal {
+                        timeout: Duration::from_millis(cfg.causal_read_timeout_ms),
+                        dirty: true,
+                        gtid: String::new(),
+                    };
+                    (name.clone(), causal)
+                })
+            })
+            .collect();
+        (!backends.is_empty()).then_some(ReplicaReads {
+            backends,
             last_on_replica: false,
             pinned: false,
         })
+    }
+
+    /// A statement ran on the primaries: the next replica reads ask for the session's last
+    /// writes again.
+    fn wrote(&mut self) {
+        for c in self.backends.values_mut() {
+            c.dirty = true;
+        }
+        self.last_on_replica = false;
     }
 }
 
@@ -75,16 +105,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if query && r.last_on_replica && crate::sql::reads_last_answer(stmt) {
             return self.leases.replica_position(&default);
         }
-        let status = StatusFlags::from_bits_retain(self.status);
-        let eligible = query
-            && !r.pinned
-            && status.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
-            && !self.db.as_deref().is_some_and(is_server_schema)
-            && crate::sql::replica_safe(stmt);
-        if !eligible || self.in_transaction() || self.leases.any_joined() {
-            let r = self.reads.as_mut()?;
-            r.dirty = true;
-            r.last_on_replica = false;
+        let eligible = query && self.reads_on_replicas(stmt);
+        let r = self.reads.as_mut()?;
+        if !eligible || !r.backends.contains_key(&default) {
+            r.wrote();
             if query
                 && (crate::sql::is_temporary_ddl(stmt)
                     || crate::sql::first_word(stmt).eq_ignore_ascii_case(b"LOCK"))
@@ -96,27 +120,60 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let i = self.replica_connection(&default).await;
         let r = self.reads.as_mut()?;
         r.last_on_replica = i.is_some();
-        if i.is_none() {
-            r.dirty = true;
-        }
         i
+    }
+
+    /// Whether the session may read `stmt` (the client's statement) from replicas now: it
+    /// is one a replica answers as the primary would, and the session is outside a
+    /// transaction, has autocommit on and nothing only the primary has.
+    pub(super) fn reads_on_replicas(&self, stmt: &[u8]) -> bool {
+        let Some(r) = self.reads.as_ref() else {
+            return false;
+        };
+        let status = StatusFlags::from_bits_retain(self.status);
+        !r.pinned
+            && status.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
+            && !self.in_transaction()
+            && !self.leases.any_joined()
+            && !self.db.as_deref().is_some_and(is_server_schema)
+            && crate::sql::replica_safe(stmt)
+    }
+
+    /// The index of the session's connection for a read of `backend` in a statement that may
+    /// read replicas (`replica`): its replica connection when the backend's reads go there and
+    /// one serves, else its primary connection.
+    pub(super) async fn read_index(
+        &mut self,
+        backend: &str,
+        replica: bool,
+    ) -> Result<usize, crate::wire::errors::SqlError> {
+        let on = replica
+            && self
+                .reads
+                .as_ref()
+                .is_some_and(|r| r.backends.contains_key(backend));
+        if on {
+            if let Some(i) = self.replica_connection(backend).await {
+                return Ok(i);
+            }
+        }
+        self.lease_index(backend).await
     }
 
     /// A statement ran on the primary outside `forward_with` (one idgate ran itself): the next
     /// replica read asks for the session's last write again.
     pub(super) fn note_primary_statement(&mut self) {
         if let Some(r) = self.reads.as_mut() {
-            r.dirty = true;
-            r.last_on_replica = false;
+            r.wrote();
         }
     }
 
     /// The session's replica connection, on a replica that has applied its last write; `None`
     /// to read from the primary.
-    async fn replica_connection(&mut self, default: &str) -> Option<usize> {
-        let topology = self.proxy.default_pool.topology()?.clone();
-        let gtid = self.last_write_gtid().await?;
-        let held = self.leases.replica_position(default);
+    async fn replica_connection(&mut self, backend: &str) -> Option<usize> {
+        let topology = self.proxy.pools.get(backend)?.topology()?.clone();
+        let gtid = self.last_write_gtid(backend).await?;
+        let held = self.leases.replica_position(backend);
         let held_node = held.and_then(|i| self.leases.held_mut()[i].lease.node().map(String::from));
         let (node, applied) = topology.replica_for(&gtid, held_node.as_deref())?;
         let i = match held {
@@ -125,11 +182,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 if let Some(old) = held {
                     drop(self.leases.take(old));
                 }
-                self.take_replica(default, &node).await?
+                self.take_replica(backend, &node).await?
             }
         };
-        if !applied && !self.wait_for_gtid(i, &gtid).await {
-            return None;
+        if !applied {
+            let reached = self.wait_for_gtid(i, backend, &gtid).await;
+            let c = &topology.counts;
+            let counter = if reached {
+                &c.causal_waits
+            } else {
+                &c.causal_fallbacks
+            };
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if !reached {
+                return None;
+            }
         }
         topology.count_read(&node);
         Some(i)
@@ -137,13 +204,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// The session's last write on the primary, read there when a statement ran since;
     /// `None` when it cannot be known (read from the primary then).
-    async fn last_write_gtid(&mut self) -> Option<String> {
-        let r = self.reads.as_ref()?;
-        if !r.dirty {
-            return Some(r.gtid.clone());
+    async fn last_write_gtid(&mut self, backend: &str) -> Option<String> {
+        let c = self.reads.as_ref()?.backends.get(backend)?;
+        if !c.dirty {
+            return Some(c.gtid.clone());
         }
-        let gtid = match self.leases.default_position() {
-            // No connection to the primary yet: the session wrote nothing there.
+        let gtid = match self.leases.position(backend) {
+            // No connection to the primary: the session wrote nothing there.
             None => String::new(),
             Some(i) => {
                 let rows = self
@@ -159,18 +226,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if !gtid.is_empty() && !gtid::is_gtid(&gtid) {
             return None;
         }
-        let r = self.reads.as_mut()?;
-        r.dirty = false;
-        r.gtid.clone_from(&gtid);
+        let c = self.reads.as_mut()?.backends.get_mut(backend)?;
+        c.dirty = false;
+        c.gtid.clone_from(&gtid);
         Some(gtid)
     }
 
     /// Takes a connection to replica `node` for the session's reads, brought to the session's
     /// database, collation and SETs.
-    async fn take_replica(&mut self, default: &str, node: &str) -> Option<usize> {
+    async fn take_replica(&mut self, backend: &str, node: &str) -> Option<usize> {
         let pool = self.live.pool_for(
             &self.proxy.pools,
-            default,
+            backend,
             &self.hello.user,
             self.hello.backend_login.as_deref(),
         )?;
@@ -192,13 +259,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 return None;
             }
         }
-        Some(self.leases.push(Held::replica(default.to_string(), lease)))
+        Some(self.leases.push(Held::replica(backend.to_string(), lease)))
     }
 
     /// Waits on replica connection `i` until it has applied `gtid`, at most the causal read
     /// timeout; false when it did not (the connection is dropped if it did not answer).
-    async fn wait_for_gtid(&mut self, i: usize, gtid: &str) -> bool {
-        let Some(timeout) = self.reads.as_ref().map(|r| r.timeout) else {
+    async fn wait_for_gtid(&mut self, i: usize, backend: &str, gtid: &str) -> bool {
+        let timeout = self.reads.as_ref().and_then(|r| r.backends.get(backend));
+        let Some(timeout) = timeout.map(|c| c.timeout) else {
             return false;
         };
         let sql = format!(

@@ -70,6 +70,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         i: usize,
         scope: StatementScope,
     ) -> Result<(), End> {
+        if self.leases.held_mut()[i].replica {
+            return Ok(()); // reads on a replica are outside any transaction
+        }
         let proxy = self.proxy.clone();
         let txn = TxnView {
             open: self.in_transaction(),

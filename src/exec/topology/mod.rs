@@ -33,6 +33,19 @@ pub struct Topology {
     reads: Vec<std::sync::atomic::AtomicU64>,
     /// Spreads sessions over the replicas.
     next_replica: std::sync::atomic::AtomicUsize,
+    /// Counters for the metrics.
+    pub counts: Counts,
+}
+
+/// What the group's metrics count.
+#[derive(Default)]
+pub struct Counts {
+    /// Times another node became the writable one.
+    pub primary_changes: std::sync::atomic::AtomicU64,
+    /// Reads that waited on a replica for the session's last write and got it in time.
+    pub causal_waits: std::sync::atomic::AtomicU64,
+    /// Reads sent to the primary because no replica applied the session's last write in time.
+    pub causal_fallbacks: std::sync::atomic::AtomicU64,
 }
 
 /// The group as its last poll saw it.
@@ -69,6 +82,7 @@ impl Topology {
             leased: Default::default(),
             reads: (0..n).map(|_| Default::default()).collect(),
             next_replica: Default::default(),
+            counts: Counts::default(),
         }))
     }
 
@@ -241,6 +255,11 @@ impl Topology {
             Writer::Node(i) if before.writer != writer => Some(i),
             _ => None,
         };
+        if fence.is_some() && before.seen.is_some() {
+            self.counts
+                .primary_changes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         self.now.store(Arc::new(Snapshot {
             seen: Some(seen),
             roles,

@@ -44,6 +44,9 @@ pub(in crate::session) struct StatementExec<'a, R, W> {
     pub(in crate::session) scope: StatementScope,
     /// What the statement's measurement learns on the way (route, rows).
     pub(in crate::session) obs: &'a mut crate::session::observe::Observed,
+    /// The client's statement may read replicas (`reads: replica`): its reads of backends
+    /// with replicas go there.
+    pub(in crate::session) replica: bool,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Cursor for StatementExec<'_, R, W> {
@@ -307,11 +310,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for StatementExec<
     type Client = W;
 
     async fn connection(&mut self, backend: &str) -> Result<Result<usize, SqlError>, End> {
-        Ok(self.session.lease_index(backend).await)
+        Ok(self.session.read_index(backend, self.replica).await)
     }
 
     async fn joined(&mut self, backend: &str) -> Result<Result<usize, SqlError>, End> {
-        let i = match self.session.lease_index(backend).await {
+        let i = match self.session.read_index(backend, self.replica).await {
             Ok(i) => i,
             Err(e) => return Ok(Err(e)),
         };
@@ -324,10 +327,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> RelayCursor for StatementExec<
         backends: &[String],
         packet: &[u8],
     ) -> Result<Result<Vec<usize>, SqlError>, End> {
+        let replica = self.replica;
         let s = &mut *self.session;
         let mut idx = Vec::with_capacity(backends.len());
         for b in backends {
-            match s.lease_index(b).await {
+            match s.read_index(b, replica).await {
                 Ok(i) => idx.push(i),
                 Err(e) => return Ok(Err(e)),
             }

@@ -86,6 +86,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         limits: FetchLimits,
     ) -> Result<Result<Fetched, FetchError>, End> {
         let scope = self.scope;
+        let replica = self.replica;
         let s = &mut *self.session;
         let (backends, packet, merge) = match route {
             Route::One(b) => (vec![b], crate::wire::command::query_packet(select), None),
@@ -101,7 +102,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
         };
         let mut idx = Vec::with_capacity(backends.len());
         for b in &backends {
-            match s.lease_index(b).await {
+            match s.read_index(b, replica).await {
                 Ok(i) => idx.push(i),
                 Err(e) => return Ok(Err(FetchError::Answer(e))),
             }
