@@ -148,6 +148,18 @@ fn reads_go_to_replicas_and_a_session_reads_its_own_writes() {
         "primary",
         "a session with a temporary table reads the primary"
     );
+    // A temporary table made in a batch shadows `marker` for this session only: one server
+    // answers from it (empty), and so must idgate.
+    let mut shadow = g.conn();
+    assert!(is_replica(&who(&mut shadow, "SELECT name FROM marker")));
+    shadow
+        .query_drop("DO 1; CREATE TEMPORARY TABLE marker (name VARCHAR(16))")
+        .unwrap();
+    assert_eq!(
+        who(&mut shadow, "SELECT name FROM marker"),
+        "",
+        "the shadowing table"
+    );
     let mut tracker = mysql::Conn::new(
         mysql::OptsBuilder::new()
             .ip_or_hostname(Some("127.0.0.1"))

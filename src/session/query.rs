@@ -310,7 +310,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Plan::Forward(_) => false,
             Plan::Routed(_, StatementKind::Select) if self.reads_on_replicas(stmt) => true,
             _ => {
-                self.note_primary_statement();
+                self.note_primary_statement(stmt);
                 false
             }
         };

@@ -99,6 +99,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// replicas: the index of its replica connection, or `None` for the primary.
     pub(super) async fn replica_for(&mut self, packet: &[u8]) -> Option<usize> {
         let query = packet.first() == Some(&(Command::COM_QUERY as u8));
+        let text = query || packet.first() == Some(&(Command::COM_STMT_PREPARE as u8));
         let stmt = packet.get(1..).unwrap_or_default();
         let default = self.proxy.default_pool.name.clone();
         let r = self.reads.as_mut()?;
@@ -109,10 +110,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let r = self.reads.as_mut()?;
         if !eligible || !r.backends.contains_key(&default) {
             r.wrote();
-            if query
-                && (crate::sql::is_temporary_ddl(stmt)
-                    || crate::sql::first_word(stmt).eq_ignore_ascii_case(b"LOCK"))
-            {
+            if text && crate::sql::pins_to_primary(stmt) {
                 r.pinned = true;
             }
             return None;
@@ -162,9 +160,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// A statement ran on the primary outside `forward_with` (one idgate ran itself): the next
     /// replica read asks for the session's last write again.
-    pub(super) fn note_primary_statement(&mut self) {
+    pub(super) fn note_primary_statement(&mut self, stmt: &[u8]) {
         if let Some(r) = self.reads.as_mut() {
             r.wrote();
+            if crate::sql::pins_to_primary(stmt) {
+                r.pinned = true;
+            }
         }
     }
 
@@ -228,8 +229,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         }
         let c = self.reads.as_mut()?.backends.get_mut(backend)?;
         c.dirty = false;
-        c.gtid.clone_from(&gtid);
-        Some(gtid)
+        // `@@last_gtid` only moves forward on one connection; a new connection (the old one
+        // was lost) starts empty, and the write the old one made must still be waited for.
+        if !gtid.is_empty() {
+            c.gtid = gtid;
+        }
+        Some(c.gtid.clone())
     }
 
     /// Takes a connection to replica `node` for the session's reads, brought to the session's

@@ -67,7 +67,7 @@ pub use load_data::{
 };
 pub use params::{bind_insert, bind_placeholders, push_literal};
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
-pub use replica_read::{reads_last_answer, replica_safe};
+pub use replica_read::{pins_to_primary, reads_last_answer, replica_safe};
 pub use session_query::{session_query, SessionQuery};
 pub use shape::{shape, Shape};
 pub use split::split_statements;

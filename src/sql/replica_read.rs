@@ -353,6 +353,16 @@ pub fn replica_safe(stmt: &[u8]) -> bool {
     true
 }
 
+/// Whether `stmt` may leave the session with something only its primary connection has: a
+/// temporary table (named anywhere: `CREATE TEMPORARY TABLE`, in a batch or a procedure call's
+/// text) or locked tables. Such a session reads the primary from then on.
+pub fn pins_to_primary(stmt: &[u8]) -> bool {
+    let mut toks = Tokens::new(stmt).map(|(_, t)| t);
+    let lock = matches!(toks.next(), Some(Token::Word(w)) if w.eq_ignore_ascii_case(b"LOCK"));
+    lock || Tokens::new(stmt)
+        .any(|(_, t)| matches!(t, Token::Word(w) if w.eq_ignore_ascii_case(b"TEMPORARY")))
+}
+
 /// Whether `stmt` reads what the session's last statement left behind (its warnings, found
 /// rows, row count, diagnostics): it must run where that statement ran.
 pub fn reads_last_answer(stmt: &[u8]) -> bool {
@@ -425,6 +435,25 @@ mod tests {
             "SHOW TABLES",
         ] {
             assert!(!replica_safe(s.as_bytes()), "{s}");
+        }
+    }
+
+    #[test]
+    fn temporary_tables_and_locks_pin_the_session() {
+        for s in [
+            "CREATE TEMPORARY TABLE t (a INT)",
+            "SELECT 1; CREATE TEMPORARY TABLE t (a INT)",
+            "create temporary table if not exists t like u",
+            "LOCK TABLES t WRITE",
+        ] {
+            assert!(pins_to_primary(s.as_bytes()), "{s}");
+        }
+        for s in [
+            "INSERT INTO t (temporary_flag) VALUES ('TEMPORARY')",
+            "SELECT 1",
+            "UNLOCK TABLES",
+        ] {
+            assert!(!pins_to_primary(s.as_bytes()), "{s}");
         }
     }
 
