@@ -17,7 +17,6 @@ mod common;
 
 use common::answers::error_of;
 use mysql::prelude::Queryable;
-use mysql::Value;
 
 const AUTHOR: &str = "(id INT PRIMARY KEY, name VARCHAR(255) NOT NULL, age INT NOT NULL)";
 const FRIENDS: &str = "(id INT PRIMARY KEY, from_author_id INT NOT NULL, \
@@ -104,36 +103,12 @@ type Answer = Result<(Vec<String>, Vec<Vec<Option<Vec<u8>>>>), u16>;
 /// What `sql` gives: each column's name and type (a column idgate computes over fetched rows may
 /// declare another length or NOT NULL flag: the book's differences page), and the rows.
 fn run(c: &mut mysql::Conn, sql: &str) -> Answer {
-    let mut res = match c.query_iter(sql) {
-        Ok(r) => r,
-        Err(mysql::Error::MySqlError(e)) => return Err(e.code),
+    let describe = |col: &mysql::Column| format!("{} {:?}", col.name_str(), col.column_type());
+    match c.query_iter(sql) {
+        Ok(r) => common::answers::collect_with(r, sql, describe).map_err(|(code, _)| code),
+        Err(mysql::Error::MySqlError(e)) => Err(e.code),
         Err(e) => panic!("{sql}: {e}"),
-    };
-    let columns = res
-        .columns()
-        .as_ref()
-        .iter()
-        .map(|col| format!("{} {:?}", col.name_str(), col.column_type()))
-        .collect();
-    let mut rows = Vec::new();
-    for row in res.by_ref() {
-        let row = match row {
-            Ok(r) => r,
-            Err(mysql::Error::MySqlError(e)) => return Err(e.code),
-            Err(e) => panic!("{sql}: {e}"),
-        };
-        rows.push(
-            row.unwrap()
-                .into_iter()
-                .map(|v| match v {
-                    Value::NULL => None,
-                    Value::Bytes(b) => Some(b),
-                    other => Some(format!("{other:?}").into_bytes()),
-                })
-                .collect(),
-        );
     }
-    Ok((columns, rows))
 }
 
 /// Every case under `sql_mode` on `reference` and through `idgate`; the differences.

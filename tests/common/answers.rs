@@ -44,25 +44,30 @@ pub fn run_prepared(c: &mut mysql::Conn, sql: &str, params: mysql::Params) -> An
 }
 
 pub fn collect<P: mysql::prelude::Protocol>(
-    mut res: mysql::QueryResult<'_, '_, '_, P>,
+    res: mysql::QueryResult<'_, '_, '_, P>,
     sql: &str,
 ) -> Answer {
-    let meta = res
-        .columns()
-        .as_ref()
-        .iter()
-        .map(|col| {
-            format!(
-                "{} {:?} dec={} len={} cs={} flags={:?}",
-                col.name_str(),
-                col.column_type(),
-                col.decimals(),
-                col.column_length(),
-                col.character_set(),
-                col.flags()
-            )
-        })
-        .collect();
+    collect_with(res, sql, |col| {
+        format!(
+            "{} {:?} dec={} len={} cs={} flags={:?}",
+            col.name_str(),
+            col.column_type(),
+            col.decimals(),
+            col.column_length(),
+            col.character_set(),
+            col.flags()
+        )
+    })
+}
+
+/// Each column as `describe` renders it, and the rows (NULL as `None`, any other value as its
+/// text); or the error's code and message.
+pub fn collect_with<P: mysql::prelude::Protocol>(
+    mut res: mysql::QueryResult<'_, '_, '_, P>,
+    sql: &str,
+    describe: impl Fn(&mysql::Column) -> String,
+) -> Answer {
+    let meta = res.columns().as_ref().iter().map(describe).collect();
     let mut rows = Vec::new();
     for row in res.by_ref() {
         let row = match row {
@@ -167,35 +172,11 @@ pub type NamedAnswer = Result<(Vec<String>, Vec<Vec<Option<Vec<u8>>>>), (u16, St
 
 /// The column names and rows `sql` gives.
 pub fn run_named(c: &mut mysql::Conn, sql: &str) -> NamedAnswer {
-    let mut res = match c.query_iter(sql) {
-        Ok(r) => r,
-        Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
+    match c.query_iter(sql) {
+        Ok(r) => collect_with(r, sql, |col| col.name_str().into_owned()),
+        Err(mysql::Error::MySqlError(e)) => Err((e.code, e.message)),
         Err(e) => panic!("{sql}: {e}"),
-    };
-    let names = res
-        .columns()
-        .as_ref()
-        .iter()
-        .map(|col| col.name_str().into_owned())
-        .collect();
-    let mut rows = Vec::new();
-    for row in res.by_ref() {
-        match row {
-            Ok(r) => rows.push(
-                r.unwrap()
-                    .into_iter()
-                    .map(|v| match v {
-                        Value::NULL => None,
-                        Value::Bytes(b) => Some(b),
-                        other => Some(format!("{other:?}").into_bytes()),
-                    })
-                    .collect(),
-            ),
-            Err(mysql::Error::MySqlError(e)) => return Err((e.code, e.message)),
-            Err(e) => panic!("{sql}: {e}"),
-        }
     }
-    Ok((names, rows))
 }
 
 /// Why two [`NamedAnswer`]s differ (rows sorted first unless `ordered`), if they do; errors
