@@ -231,7 +231,7 @@ pub(crate) async fn side_connection(
     node: Option<&str>,
     limit: Duration,
 ) -> Result<Option<BackendConn>, crate::exec::BackendError> {
-    let Some(mut cfg) = proxy
+    let Some(cfg) = proxy
         .live()
         .config
         .backends
@@ -240,10 +240,10 @@ pub(crate) async fn side_connection(
     else {
         return Ok(None);
     };
-    if let Some((host, port)) = node.and_then(|n| n.rsplit_once(':')) {
-        cfg.host = host.to_string();
-        cfg.port = port.parse().unwrap_or(cfg.port);
-    }
+    let cfg = match node {
+        Some(n) => cfg.at_node(n),
+        None => cfg,
+    };
     BackendConn::connect(backend, &cfg, Default::default(), limit)
         .await
         .map(Some)

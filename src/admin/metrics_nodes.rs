@@ -23,7 +23,7 @@ pub fn encode(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Err
     groups.sort_by(|a, b| a.0.cmp(b.0));
     let rows: Vec<_> = groups
         .iter()
-        .map(|(n, t)| (n.as_str(), node_rows(Some(t), ""), t.reads_served()))
+        .map(|(n, t)| (n.as_str(), node_rows(Some(t), "")))
         .collect();
     let mut m = enc.encode_descriptor(
         "backend_node_role",
@@ -31,7 +31,7 @@ pub fn encode(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Err
         None,
         MetricType::Gauge,
     )?;
-    for (backend, nodes, _) in &rows {
+    for (backend, nodes) in &rows {
         for n in nodes {
             for role in ROLES {
                 let labels = [
@@ -50,7 +50,7 @@ pub fn encode(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Err
         Some(&Unit::Seconds),
         MetricType::Gauge,
     )?;
-    for (backend, nodes, _) in &rows {
+    for (backend, nodes) in &rows {
         for n in nodes {
             if let Some(lag) = n.lag_s {
                 let labels = [("backend", *backend), ("node", n.address.as_str())];
@@ -64,11 +64,12 @@ pub fn encode(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Err
         None,
         MetricType::Counter,
     )?;
-    for ((backend, _, served), (_, t)) in rows.iter().zip(&groups) {
-        for (node, n) in t.nodes.iter().zip(served) {
-            let labels = [("backend", *backend), ("node", node.as_str())];
+    for (backend, nodes) in &rows {
+        for n in nodes {
+            // The primary's reads are not counted apart: 0.
+            let labels = [("backend", *backend), ("node", n.address.as_str())];
             m.encode_family(&labels)?
-                .encode_counter::<NoLabelSet, _, u64>(n, None)?;
+                .encode_counter::<NoLabelSet, _, u64>(&n.reads.unwrap_or(0), None)?;
         }
     }
     for (name, help, read) in COUNTS {

@@ -391,6 +391,18 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// The same login at `node` (a validated `host:port` of its replication group).
+    pub fn at_node(&self, node: &str) -> Backend {
+        let mut on = self.clone();
+        if let Some((host, port)) = node.rsplit_once(':') {
+            on.host = host.to_string();
+            on.port = port.parse().unwrap_or(on.port);
+        }
+        on
+    }
+}
+
 fn default_poll_interval_ms() -> u64 {
     500
 }

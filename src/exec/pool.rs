@@ -147,11 +147,7 @@ impl BackendPool {
         if let Some(p) = self.node_pools.get(node) {
             return p.clone();
         }
-        let mut cfg = Backend::clone(&self.cfg.load());
-        if let Some((host, port)) = node.rsplit_once(':') {
-            cfg.host = host.to_string();
-            cfg.port = port.parse().unwrap_or(cfg.port);
-        }
+        let cfg = self.cfg.load().at_node(node);
         let limits = self
             .node_limits
             .entry(node.to_string())
@@ -371,13 +367,8 @@ impl BackendPool {
     /// configured address.
     fn cfg_on(&self, node: Option<&str>) -> Arc<Backend> {
         let cfg = self.cfg.load_full();
-        match node.and_then(|n| n.rsplit_once(':')) {
-            Some((host, port)) if format!("{}:{}", cfg.host, cfg.port) != node.unwrap_or("") => {
-                let mut on = Backend::clone(&cfg);
-                on.host = host.to_string();
-                on.port = port.parse().unwrap_or(on.port);
-                Arc::new(on)
-            }
+        match node {
+            Some(n) if format!("{}:{}", cfg.host, cfg.port) != n => Arc::new(cfg.at_node(n)),
             _ => cfg,
         }
     }
