@@ -84,7 +84,7 @@ pub fn encode(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Err
 
 type Count = fn(&Topology) -> &std::sync::atomic::AtomicU64;
 
-const COUNTS: [(&str, &str, Count); 3] = [
+const COUNTS: [(&str, &str, Count); 5] = [
     (
         "backend_primary_changes",
         "Times another node of the group became the writable one",
@@ -99,5 +99,15 @@ const COUNTS: [(&str, &str, Count); 3] = [
         "causal_read_fallbacks",
         "Reads sent to the primary because no replica applied the session's last write in time",
         |t| &t.counts.causal_fallbacks,
+    ),
+    (
+        "backend_switchovers",
+        "IDGATE SWITCHOVERs of the group this instance completed",
+        |t| &t.counts.switchovers,
+    ),
+    (
+        "backend_held_statements",
+        "Statements and connection requests that waited while the group's primary changed",
+        |t| &t.gate.waited,
     ),
 ];

@@ -24,6 +24,7 @@ pub mod resp;
 pub use crate::exec::result_set;
 pub mod slow_log;
 pub mod statements;
+mod switchover;
 
 use std::sync::Arc;
 use std::time::Duration;

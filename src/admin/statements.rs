@@ -65,6 +65,7 @@ pub async fn answer(control: &Control, user: &[u8], host: &str, stmt: AdminState
         }
         AdminStatement::KillUnsupported(form) => Answer::Err(super::kill::unsupported(form)),
         AdminStatement::Migrate(m) => crate::migrate::answer(&control.migrations, None, m).await,
+        AdminStatement::Switchover(s) => super::switchover::answer(proxy, s).await,
         AdminStatement::UnknownShow => Answer::Err(SqlError::new(
             crate::sql::ER_PARSE_ERROR,
             b"42000",

@@ -79,6 +79,9 @@ impl Config {
             if !b.value.password.is_empty() {
                 b.value.password = "********".into();
             }
+            if b.value.replication_password.is_some() {
+                b.value.replication_password = Some("********".into());
+            }
         }
         for b in shown.backends.values_mut() {
             if b.value.password_env.is_some() || b.value.password_file.is_some() {

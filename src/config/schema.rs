@@ -356,6 +356,21 @@ pub struct Backend {
     /// the primary.
     #[serde(default = "default_causal_read_timeout_ms")]
     pub causal_read_timeout_ms: u64,
+    /// The account the group's nodes replicate with after `IDGATE SWITCHOVER` points them at
+    /// the new primary (`CHANGE MASTER … MASTER_USER`); the backend's own account when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_password: Option<String>,
+    /// Longest `IDGATE SWITCHOVER` waits for the running transactions and then for the new
+    /// primary to apply the old one's last write; past it, the switchover is undone.
+    #[serde(default = "default_switchover_timeout_ms")]
+    pub switchover_timeout_ms: u64,
+    /// Longest `IDGATE SWITCHOVER` lets running statements and open transactions on the old
+    /// primary finish (within `switchover_timeout_ms`); then their connections are ended and
+    /// their clients told.
+    #[serde(default = "default_switchover_drain_ms")]
+    pub switchover_drain_ms: u64,
     #[serde(default)]
     pub pool: PoolSettings,
     /// Longest wait for any answer from this backend (a statement's run included); then the
@@ -384,6 +399,10 @@ impl Backend {
             max_replica_lag_ms: default_max_replica_lag_ms(),
             reads: Reads::Primary,
             causal_read_timeout_ms: default_causal_read_timeout_ms(),
+            replication_user: None,
+            replication_password: None,
+            switchover_timeout_ms: default_switchover_timeout_ms(),
+            switchover_drain_ms: default_switchover_drain_ms(),
             pool: PoolSettings::default(),
             query_timeout_ms: super::limits::default_query_timeout_ms(),
             tls: Default::default(),
@@ -413,6 +432,14 @@ fn default_max_replica_lag_ms() -> u64 {
 
 fn default_causal_read_timeout_ms() -> u64 {
     1000
+}
+
+fn default_switchover_timeout_ms() -> u64 {
+    5000
+}
+
+fn default_switchover_drain_ms() -> u64 {
+    500
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -303,6 +303,10 @@ impl BackendPool {
     }
 
     async fn acquire_untimed(self: &Arc<Self>, flags: LoginFlags) -> Result<Lease, SqlError> {
+        if let Some(t) = self.topology.as_ref().filter(|t| t.gate.holding()) {
+            // The primary is changing: the connection opens to the new one.
+            t.gate.wait(t.hold_bound, &self.name).await?;
+        }
         let waiting = self.stats.waiting();
         let permit = tokio::time::timeout(
             self.acquire_timeout(),
@@ -371,6 +375,11 @@ impl BackendPool {
             Some(n) if format!("{}:{}", cfg.host, cfg.port) != n => Arc::new(cfg.at_node(n)),
             _ => cfg,
         }
+    }
+
+    /// How this pool's connections log in now (the backend's settings after the last reload).
+    pub fn config(&self) -> Arc<Backend> {
+        self.cfg.load_full()
     }
 
     /// The backend's replication group, when it has replicas.

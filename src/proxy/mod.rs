@@ -28,6 +28,9 @@ pub struct Proxy {
     live: ArcSwap<Live>,
     pub pools: HashMap<String, Arc<BackendPool>>,
     pub default_pool: Arc<BackendPool>,
+    /// Some backend is a replication group: sessions keep what they SET, so that they can move
+    /// to a new primary (a reload cannot add or remove backends).
+    pub replicated: bool,
     /// Every backend's name, the default backend's first (a database lives on each).
     pub backend_names: Vec<String>,
     /// The default backend's version string plus `-idgate`, so drivers enable the same features.
@@ -119,6 +122,7 @@ impl Proxy {
             tls_rotations: Default::default(),
             config,
             live: ArcSwap::from_pointee(live),
+            replicated: pools.values().any(|p| p.topology().is_some()),
             pools,
             default_pool,
             backend_names,

@@ -453,6 +453,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.txn = Default::default();
         self.leases.forget_txn();
         self.replay.clear();
+        self.bound_state = false;
         self.last_insert_id = None;
         self.lid_sync = None;
         self.no_auto_value_on_zero = None;

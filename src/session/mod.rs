@@ -17,6 +17,7 @@ mod login;
 mod long_data;
 mod observe;
 mod prepared;
+mod primary_moves;
 mod query;
 mod replica_reads;
 mod statement;
@@ -58,6 +59,9 @@ pub struct Session<R, W> {
     status: u16,
     /// SET statements that succeeded, replayed on backend connections taken later.
     replay: Vec<Vec<u8>>,
+    /// The session may have state on its connections that `replay` does not carry (user
+    /// variables, temporary tables, locks…, or SETs past the replay list's bound).
+    bound_state: bool,
     /// The last id idgate generated, while it is the session's LAST_INSERT_ID().
     last_insert_id: Option<u64>,
     /// Cached: does the session's sql_mode have NO_AUTO_VALUE_ON_ZERO?
@@ -219,6 +223,7 @@ async fn start(
         stmts: prepared::Statements::default(),
         status: StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits(),
         replay: Vec::new(),
+        bound_state: false,
         last_insert_id: None,
         no_auto_value_on_zero: None,
         lid_sync: None,
@@ -326,12 +331,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             let started = std::time::Instant::now();
             self.registered.busy(packet.first().copied().unwrap_or(0));
-            let end = match self.plainly_relayed_execute(&packet) {
-                Some(plain) => match self.send_execute(&plain, &packet).await {
-                    Direct::Relayed(r) => self.executed(&plain, Ok(Ok(r)), &packet, started),
-                    direct => self.relay_execute(&plain, direct, &packet, started).await,
+            let followed = match self.proxy.replicated {
+                true => {
+                    self.follow_primaries(packet.first().copied().unwrap_or(0))
+                        .await
+                }
+                false => Ok(true),
+            };
+            let end = match followed {
+                Err(end) => Some(end),
+                Ok(false) => None, // the client was told why
+                Ok(true) => match self.plainly_relayed_execute(&packet) {
+                    Some(plain) => match self.send_execute(&plain, &packet).await {
+                        Direct::Relayed(r) => self.executed(&plain, Ok(Ok(r)), &packet, started),
+                        direct => self.relay_execute(&plain, direct, &packet, started).await,
+                    },
+                    None => self.dispatch(&packet, started).await,
                 },
-                None => self.dispatch(&packet, started).await,
             };
             let db_changed = !std::mem::replace(&mut self.db_listed, true);
             self.registered
@@ -409,6 +425,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if let Some(i) = self.leases.position(backend) {
             return Ok(i);
         }
+        self.take_lease(backend, false).await
+    }
+
+    /// A new connection to `backend` for the session, as `lease_index` takes one; with
+    /// `replay_all` the SETs replay on the default backend's too (one replacing the
+    /// connection that ran them).
+    pub(super) async fn take_lease(
+        &mut self,
+        backend: &str,
+        replay_all: bool,
+    ) -> Result<usize, SqlError> {
         let Some(pool) = self.live.pool_for(
             &self.proxy.pools,
             backend,
@@ -428,7 +455,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             ))
             .await?;
         self.setup().prepare(&mut lease).await?;
-        if backend != self.proxy.default_pool.name {
+        if replay_all || backend != self.proxy.default_pool.name {
             for stmt in &self.replay {
                 lease.query_drop_bytes(stmt).await.map_err(|e| {
                     SqlError::new(

@@ -51,10 +51,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if self.proxy.migrations.holds.active() && !self.wait_for_switch(&packet[1..]).await {
             return None;
         }
+        if self.proxy.replicated {
+            self.note_connection_state(&packet[1..]);
+        }
         if self.proxy.tables.load().is_empty()
             && self.proxy.idgen.is_empty()
-            // Replica reads need every SET noted (`after_forward`), which the plan path does.
-            && self.reads.is_none()
+            // Replica reads, and moving to a new primary, need every SET noted
+            // (`after_forward`), which the plan path does.
+            && !self.proxy.replicated
             && sql::explain_route_target(&packet[1..]).is_none()
             && !self.may_refuse_local_load(&packet[1..])
             && sql::admin_statement(&packet[1..]).is_none()
@@ -267,10 +271,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 // Replayed on connections to other backends the session takes later. A repeated
                 // SET moves to the end (later SETs win); the list stays bounded.
-                if self.proxy.pools.len() > 1 || self.reads.is_some() {
+                if self.proxy.pools.len() > 1 || self.proxy.replicated {
                     self.replay.retain(|s| s.as_slice() != stmt);
                     if self.replay.len() >= MAX_REPLAYED_SETS {
                         self.replay.remove(0);
+                        // What the dropped SET set is no longer carried to a new primary.
+                        self.bound_state = true;
                     }
                     self.replay.push(stmt.to_vec());
                     self.pending_sets.push(stmt.to_vec());

@@ -5,6 +5,7 @@
 //! the first words only, so every other statement pays a keyword comparison or two.
 
 use super::admin_migrate::{self, MigrateStatement};
+use super::admin_switchover::{self, SwitchoverStatement};
 use super::lex::{only_trivia_left, skip_quoted, skip_trivia, unquote_ident, word_end};
 use super::session_query::{session_query, SessionQuery};
 
@@ -19,6 +20,8 @@ pub enum AdminStatement {
     Reload,
     /// `IDGATE MIGRATE …` and `SHOW IDGATE MIGRATIONS`.
     Migrate(MigrateStatement),
+    /// `IDGATE SWITCHOVER <backend> TO '<host:port>'`.
+    Switchover(SwitchoverStatement),
     /// `SHOW IDGATE` followed by something else (answered with the list of what exists).
     UnknownShow,
     /// `KILL [HARD | SOFT] [CONNECTION | QUERY] <id>`: the id is one idgate gave a session
@@ -101,6 +104,11 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
         let second = words.next()?;
         if is(second, b"MIGRATE") {
             return Some(AdminStatement::Migrate(admin_migrate::parse(
+                &words.s[words.i..],
+            )));
+        }
+        if is(second, b"SWITCHOVER") {
+            return Some(AdminStatement::Switchover(admin_switchover::parse(
                 &words.s[words.i..],
             )));
         }

@@ -45,6 +45,10 @@ fn kind(stmt: &str) -> Option<&'static str> {
             },
             MigrateStatement::Malformed(_) => return None,
         },
+        AdminStatement::Switchover(s) => match s {
+            crate::sql::admin_switchover::SwitchoverStatement::To { .. } => "IDGATE SWITCHOVER",
+            crate::sql::admin_switchover::SwitchoverStatement::Malformed(_) => return None,
+        },
         AdminStatement::UnknownShow | AdminStatement::KillUnsupported(_) => return None,
         AdminStatement::Kill { .. } | AdminStatement::KillExpression { .. } => "KILL",
         AdminStatement::KillQueryId { .. } => "KILL QUERY ID",
@@ -75,6 +79,7 @@ const ALL: &[&str] = &[
     "IDGATE MIGRATE REVERSE",
     "IDGATE MIGRATE COMPLETE",
     "IDGATE MIGRATE CANCEL",
+    "IDGATE SWITCHOVER",
     "KILL",
     "KILL QUERY ID",
     "KILL USER",

@@ -98,13 +98,14 @@ pub fn parse(rest: &[u8]) -> MigrateStatement {
     stmt
 }
 
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
+/// Reads the words, names and strings of an admin statement's tail.
+pub(super) struct Parser<'a> {
+    pub(super) s: &'a [u8],
+    pub(super) i: usize,
 }
 
 impl<'a> Parser<'a> {
-    fn word(&mut self) -> Option<&'a [u8]> {
+    pub(super) fn word(&mut self) -> Option<&'a [u8]> {
         let start = skip_trivia(self.s, self.i);
         let mut end = start;
         while end < self.s.len() && (self.s[end].is_ascii_alphanumeric() || self.s[end] == b'_') {
@@ -115,7 +116,7 @@ impl<'a> Parser<'a> {
     }
 
     /// One identifier, bare or in backquotes (a doubled backquote inside is one).
-    fn ident(&mut self) -> Option<String> {
+    pub(super) fn ident(&mut self) -> Option<String> {
         let start = skip_trivia(self.s, self.i);
         if self.s.get(start) == Some(&b'`') {
             let mut j = start + 1;
@@ -140,7 +141,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `name` or `schema.name`; `None` (nothing consumed) when no identifier follows.
-    fn table(&mut self) -> Option<TableName> {
+    pub(super) fn table(&mut self) -> Option<TableName> {
         let before = self.i;
         let first = self.ident();
         let Some(first) = first else {
@@ -163,7 +164,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A string in single or double quotes, with SQL's escapes (`''`, `\'`, `\\`, `\n`).
-    fn string(&mut self) -> Option<String> {
+    pub(super) fn string(&mut self) -> Option<String> {
         let start = skip_trivia(self.s, self.i);
         let q = *self.s.get(start).filter(|&&b| b == b'\'' || b == b'"')?;
         let mut out = Vec::new();
@@ -196,7 +197,7 @@ impl<'a> Parser<'a> {
         String::from_utf8(out).ok()
     }
 
-    fn at_end(&self) -> bool {
+    pub(super) fn at_end(&self) -> bool {
         only_trivia_left(self.s, self.i)
     }
 }

@@ -13,9 +13,11 @@
 
 mod admin;
 pub mod admin_migrate;
+pub mod admin_switchover;
 pub(crate) mod aggregates;
 mod bound_names;
 mod classify;
+mod connection_state;
 mod ddl_tables;
 pub(crate) mod dml;
 mod duplicate_update;
@@ -45,6 +47,7 @@ mod words;
 pub use admin::{admin_statement, AdminStatement, KillUserName};
 pub use bound_names::bound_item_aliases;
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
+pub use connection_state::binds_connection;
 pub use ddl_tables::{ddl_tables, DdlAction, DdlTables, ForeignKey, UniqueKey};
 pub use dml::{
     analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyTerm, KeyValue,

@@ -4,8 +4,10 @@
 //! nothing of sessions or statements.
 
 pub mod gtid;
+pub mod hold;
 mod poll;
 pub mod roles;
+mod switchover;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +17,10 @@ use tracing::{info, warn};
 
 use crate::config::Backend;
 use crate::wire::errors::{self, SqlError};
+use hold::WriteGate;
 use poll::NodePoller;
 use roles::{Role, Seen, Writer};
+pub use switchover::Switched;
 
 pub struct Topology {
     pub backend: String,
@@ -24,6 +28,8 @@ pub struct Topology {
     pub nodes: Vec<String>,
     interval: Duration,
     max_lag_ms: u64,
+    /// Longest a statement waits while the group's writes are held.
+    pub hold_bound: Duration,
     now: ArcSwap<Snapshot>,
     /// The backend threads sessions hold now, by node (`host:port`, thread id): when another
     /// node becomes the primary, those on the others are ended, so no session keeps writing to
@@ -35,6 +41,13 @@ pub struct Topology {
     next_replica: std::sync::atomic::AtomicUsize,
     /// Counters for the metrics.
     pub counts: Counts,
+    /// Holds the group's writes while its primary changes.
+    pub gate: WriteGate,
+    /// Threads idgate ended on a node that stopped being the primary: their sessions take a
+    /// new connection (or are told their state is gone) instead of using them.
+    fenced: std::sync::Mutex<std::collections::HashSet<(String, u32)>>,
+    /// Asks the poller for a round now (after idgate changed the primary itself).
+    repoll: tokio::sync::Notify,
 }
 
 /// What the group's metrics count.
@@ -46,6 +59,8 @@ pub struct Counts {
     pub causal_waits: std::sync::atomic::AtomicU64,
     /// Reads sent to the primary because no replica applied the session's last write in time.
     pub causal_fallbacks: std::sync::atomic::AtomicU64,
+    /// `IDGATE SWITCHOVER`s this instance completed.
+    pub switchovers: std::sync::atomic::AtomicU64,
 }
 
 /// The group as its last poll saw it.
@@ -73,6 +88,10 @@ impl Topology {
             nodes,
             interval: Duration::from_millis(cfg.poll_interval_ms.max(1)),
             max_lag_ms: cfg.max_replica_lag_ms,
+            // The switchover's own bound, the wait to see the new primary and some slack.
+            hold_bound: Duration::from_millis(
+                cfg.switchover_timeout_ms + cfg.poll_interval_ms.saturating_mul(4) + 4000,
+            ),
             now: ArcSwap::from_pointee(Snapshot {
                 seen: None,
                 roles,
@@ -83,6 +102,9 @@ impl Topology {
             reads: (0..n).map(|_| Default::default()).collect(),
             next_replica: Default::default(),
             counts: Counts::default(),
+            gate: WriteGate::default(),
+            fenced: Default::default(),
+            repoll: Default::default(),
         }))
     }
 
@@ -173,6 +195,39 @@ impl Topology {
         Some((self.nodes[pick].clone(), applied(pick)))
     }
 
+    /// Whether a session's connection to `node` (backend thread `id`) must be left for one to
+    /// the primary: another node is the writable one now, or idgate ended the thread. With no
+    /// single writable node nothing is gained by leaving (writes are refused either way).
+    pub fn is_stale(&self, node: &str, id: u32) -> bool {
+        let now = self.now.load();
+        let moved = matches!(now.writer, Writer::Node(i) if self.nodes[i] != node);
+        moved
+            || self
+                .fenced
+                .lock()
+                .is_ok_and(|f| f.contains(&(node.to_string(), id)))
+    }
+
+    /// The threads sessions hold on `node` now.
+    fn leased_on(&self, node: &str) -> Vec<u32> {
+        self.leased
+            .lock()
+            .map(|l| {
+                l.iter()
+                    .filter(|(n, _)| n == node)
+                    .map(|(_, id)| *id)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Notes that idgate ends thread `id` on `node`: its session must not use it again.
+    fn mark_fenced(&self, node: &str, id: u32) {
+        if let Ok(mut f) = self.fenced.lock() {
+            f.insert((node.to_string(), id));
+        }
+    }
+
     /// A read went to `node`.
     pub fn count_read(&self, node: &str) {
         if let Some(i) = self.nodes.iter().position(|n| n == node) {
@@ -197,8 +252,12 @@ impl Topology {
 
     /// The session let thread `id` on `node` go.
     pub fn released(&self, node: &str, id: u32) {
+        let key = (node.to_string(), id);
         if let Ok(mut l) = self.leased.lock() {
-            l.remove(&(node.to_string(), id));
+            l.remove(&key);
+        }
+        if let Ok(mut f) = self.fenced.lock() {
+            f.remove(&key);
         }
     }
 
@@ -218,13 +277,13 @@ impl Topology {
             let Some(i) = self.nodes.iter().position(|n| *n == node) else {
                 continue;
             };
+            self.mark_fenced(&node, id);
             match pollers[i].kill(id, Duration::from_secs(1)).await {
                 Ok(()) => info!(backend = %self.backend, node = %node, thread = id,
                     "ended a session's connection to the former primary"),
                 Err(e) => warn!(backend = %self.backend, node = %node, thread = id, error = %e,
                     "could not end a session's connection to the former primary"),
             }
-            self.released(&node, id);
         }
     }
 
@@ -237,7 +296,10 @@ impl Topology {
         let me = self.clone();
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(me.interval).await;
+                tokio::select! {
+                    () = tokio::time::sleep(me.interval) => {}
+                    () = me.repoll.notified() => {}
+                }
                 me.poll_round(&mut pollers).await;
             }
         });

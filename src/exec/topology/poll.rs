@@ -18,15 +18,8 @@ pub struct NodePoller {
 impl NodePoller {
     /// A poller of `addr` (validated `host:port`), with the backend's account and TLS.
     pub fn new(addr: &str, cfg: &Backend) -> NodePoller {
-        let (host, port) = addr.rsplit_once(':').unwrap_or((addr, "3306"));
-        let opts = OptsBuilder::default()
-            .ip_or_hostname(host.to_string())
-            .tcp_port(port.parse().unwrap_or(3306))
-            .user(Some(cfg.user.clone()))
-            .pass(Some(cfg.password.clone()))
-            .prefer_socket(false);
         NodePoller {
-            opts,
+            opts: node_opts(addr, cfg),
             tls: cfg.tls.clone(),
             conn: None,
         }
@@ -68,14 +61,7 @@ impl NodePoller {
     }
 
     async fn connect(&self) -> Result<Conn, mysql_async::Error> {
-        let tls = crate::tls::sequence_store::ssl_opts(&self.tls);
-        match Conn::new(self.opts.clone().ssl_opts(tls)).await {
-            // `preferred` TLS falls back to plain TCP with a server that offers none.
-            Err(e) if crate::tls::sequence_store::retry_plain(&self.tls, &e) => {
-                Conn::new(self.opts.clone().ssl_opts(None)).await
-            }
-            r => r,
-        }
+        open(&self.opts, &self.tls).await
     }
 
     async fn ask(&mut self) -> Result<Answer, mysql_async::Error> {
@@ -103,6 +89,47 @@ impl NodePoller {
             gtid_slave_pos,
             replication,
         })
+    }
+}
+
+/// How idgate logs in to node `addr` (a validated `host:port`) of the group of `cfg`.
+fn node_opts(addr: &str, cfg: &Backend) -> OptsBuilder {
+    let (host, port) = addr.rsplit_once(':').unwrap_or((addr, "3306"));
+    OptsBuilder::default()
+        .ip_or_hostname(host.to_string())
+        .tcp_port(port.parse().unwrap_or(3306))
+        .user(Some(cfg.user.clone()))
+        .pass(Some(cfg.password.clone()))
+        .prefer_socket(false)
+}
+
+async fn open(
+    opts: &OptsBuilder,
+    tls: &crate::config::tls::BackendTls,
+) -> Result<Conn, mysql_async::Error> {
+    let ssl = crate::tls::sequence_store::ssl_opts(tls);
+    match Conn::new(opts.clone().ssl_opts(ssl)).await {
+        // `preferred` TLS falls back to plain TCP with a server that offers none.
+        Err(e) if crate::tls::sequence_store::retry_plain(tls, &e) => {
+            Conn::new(opts.clone().ssl_opts(None)).await
+        }
+        r => r,
+    }
+}
+
+/// A connection of idgate's own to node `addr` of the group of `cfg`, opened within `bound`.
+pub(super) async fn connect_node(
+    addr: &str,
+    cfg: &Backend,
+    bound: std::time::Duration,
+) -> Result<Conn, String> {
+    match tokio::time::timeout(bound, open(&node_opts(addr, cfg), &cfg.tls)).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(format!("{addr}: {e}")),
+        Err(_) => Err(format!(
+            "{addr}: no connection within {} ms",
+            bound.as_millis()
+        )),
     }
 }
 
