@@ -3,7 +3,8 @@
 //! the new primary and points the other nodes at it: no client error, every acknowledged
 //! write on the new primary, the old primary read-only and replicating from it. Sessions with
 //! state only their connection had, and transactions open across the change, are told so.
-//! One group of three real MariaDB servers (GTID replication) serves the whole file.
+//! One group of three real MariaDB servers (GTID, semi-synchronous replication) serves the
+//! whole file; the switchover carries the semi-sync roles to the new primary.
 
 mod common;
 
@@ -139,7 +140,7 @@ fn load(
 
 #[test]
 fn switchover_moves_writes_without_an_error_or_a_lost_write() {
-    let group = Group::start(2);
+    let group = Group::start_semi_sync(2);
     let store = start_db();
     let admin_port = free_port().unwrap();
     let g = Idgate::start_with(|port| config(port, admin_port, &group, &store));
@@ -250,6 +251,14 @@ fn switchover_moves_writes_without_an_error_or_a_lost_write() {
     // Every acknowledged write is on the new primary; the old one follows it, read-only.
     assert_eq!(read_only(&group, 1), 0);
     assert_eq!(read_only(&group, 0), 1);
+    let semi: Option<(String, String)> = direct(&group.nodes[1])
+        .query_first("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_status'")
+        .unwrap();
+    assert_eq!(
+        semi.map(|(_, v)| v).as_deref(),
+        Some("ON"),
+        "the new primary waits for a replica"
+    );
     let new = &group.nodes[1];
     let rows: Vec<(u32, u32)> = direct(new)
         .query(format!(

@@ -84,7 +84,7 @@ pub fn encode(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::Err
 
 type Count = fn(&Topology) -> &std::sync::atomic::AtomicU64;
 
-const COUNTS: [(&str, &str, Count); 5] = [
+const COUNTS: [(&str, &str, Count); 6] = [
     (
         "backend_primary_changes",
         "Times another node of the group became the writable one",
@@ -104,6 +104,11 @@ const COUNTS: [(&str, &str, Count); 5] = [
         "backend_switchovers",
         "IDGATE SWITCHOVERs of the group this instance completed",
         |t| &t.counts.switchovers,
+    ),
+    (
+        "backend_failovers",
+        "Times the primary stopped answering and statements were held until another node became writable",
+        |t| &t.counts.failovers,
     ),
     (
         "backend_held_statements",

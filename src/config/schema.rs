@@ -371,6 +371,10 @@ pub struct Backend {
     /// their clients told.
     #[serde(default = "default_switchover_drain_ms")]
     pub switchover_drain_ms: u64,
+    /// When the primary stops answering, statements for the backend wait this long in idgate
+    /// for another node to become writable (0: they fail at once).
+    #[serde(default = "default_failover_hold_ms")]
+    pub failover_hold_ms: u64,
     #[serde(default)]
     pub pool: PoolSettings,
     /// Longest wait for any answer from this backend (a statement's run included); then the
@@ -403,6 +407,7 @@ impl Backend {
             replication_password: None,
             switchover_timeout_ms: default_switchover_timeout_ms(),
             switchover_drain_ms: default_switchover_drain_ms(),
+            failover_hold_ms: default_failover_hold_ms(),
             pool: PoolSettings::default(),
             query_timeout_ms: super::limits::default_query_timeout_ms(),
             tls: Default::default(),
@@ -440,6 +445,10 @@ fn default_switchover_timeout_ms() -> u64 {
 
 fn default_switchover_drain_ms() -> u64 {
     500
+}
+
+fn default_failover_hold_ms() -> u64 {
+    10_000
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -40,6 +40,38 @@ impl Group {
         g
     }
 
+    /// As [`Group::start`], with semi-synchronous replication: the primary commits once a
+    /// replica has the transaction (`AFTER_SYNC`), and every node acknowledges as a replica.
+    /// Turned on once the servers run (their own setup would otherwise wait for replicas not
+    /// there yet); a promotion turns the new primary's side on ([`Group::semi_sync_primary`]).
+    pub fn start_semi_sync(replicas: usize) -> Group {
+        let nodes: Vec<MariaDb> = (0..=replicas).map(|_| node()).collect();
+        let g = Group { nodes };
+        for i in 0..=replicas {
+            g.sql(
+                i,
+                "SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC; \
+                 SET GLOBAL rpl_semi_sync_master_timeout = 30000; \
+                 SET GLOBAL rpl_semi_sync_slave_enabled = ON",
+            );
+        }
+        g.semi_sync_primary(0);
+        for i in 1..=replicas {
+            g.replicate(i, 0);
+        }
+        g
+    }
+
+    /// Node `i` waits for a replica's acknowledgement of each commit (a replica must not: its
+    /// own commits of what it applies would wait for replicas it does not have).
+    pub fn semi_sync_primary(&self, i: usize) {
+        self.sql(
+            i,
+            "SET GLOBAL rpl_semi_sync_slave_enabled = OFF; \
+             SET GLOBAL rpl_semi_sync_master_enabled = ON",
+        );
+    }
+
     pub fn addr(&self, i: usize) -> String {
         format!("127.0.0.1:{}", self.nodes[i].port)
     }
@@ -78,7 +110,23 @@ impl Group {
         let waited: Option<i64> = super::direct(&self.nodes[i])
             .query_first(format!("SELECT MASTER_GTID_WAIT('{pos}', 20)"))
             .unwrap();
-        assert_eq!(waited, Some(0), "node {i} did not reach {pos}");
+        if waited != Some(0) {
+            let status: Option<mysql::Row> = super::direct(&self.nodes[i])
+                .query_first("SHOW SLAVE STATUS")
+                .unwrap();
+            let why = status.map(|r| {
+                let get = |c: &str| r.get::<Option<String>, _>(c).flatten().unwrap_or_default();
+                format!(
+                    "IO {} ({}), SQL {} ({}), at {}",
+                    get("Slave_IO_Running"),
+                    get("Last_IO_Error"),
+                    get("Slave_SQL_Running"),
+                    get("Last_SQL_Error"),
+                    get("Gtid_IO_Pos")
+                )
+            });
+            panic!("node {i} did not reach {pos}: {why:?}");
+        }
     }
 }
 

@@ -1,7 +1,8 @@
-//! Holding a replication group's writes while its primary changes (`IDGATE SWITCHOVER`):
-//! statements of sessions on that backend, and new connections to it, wait in idgate until
-//! the hold ends, then go on to the new primary. A wait is bounded in time, and no more than
-//! `MAX_HELD` wait at once; past either the client gets MariaDB's lock-wait error.
+//! Holding a replication group's writes while its primary changes (`IDGATE SWITCHOVER`, or a
+//! primary that stopped answering until another node is promoted): statements of sessions on
+//! that backend, and new connections to it, wait in idgate until the hold ends, then go on to
+//! the new primary. A wait is bounded in time, and no more than `MAX_HELD` wait at once; past
+//! either the client gets MariaDB's lock-wait error.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -16,8 +17,10 @@ pub const MAX_HELD: usize = 10_000;
 const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
 
 pub struct WriteGate {
-    /// True while held.
-    held: watch::Sender<bool>,
+    /// How many holds are on (a switchover's, a failover's).
+    held: watch::Sender<u32>,
+    /// A switchover is under way.
+    switching: std::sync::atomic::AtomicBool,
     waiting: AtomicUsize,
     /// Statements (and connection requests) that waited, for the metrics.
     pub waited: AtomicU64,
@@ -26,7 +29,8 @@ pub struct WriteGate {
 impl Default for WriteGate {
     fn default() -> WriteGate {
         WriteGate {
-            held: watch::channel(false).0,
+            held: watch::channel(0).0,
+            switching: Default::default(),
             waiting: AtomicUsize::new(0),
             waited: AtomicU64::new(0),
         }
@@ -40,23 +44,38 @@ pub struct GateHold<'a> {
 
 impl Drop for GateHold<'_> {
     fn drop(&mut self) {
-        self.gate.held.send_replace(false);
+        self.gate.end();
+        self.gate.switching.store(false, Ordering::Release);
     }
 }
 
 impl WriteGate {
     #[inline]
     pub fn holding(&self) -> bool {
-        *self.held.borrow()
+        *self.held.borrow() > 0
     }
 
-    /// Starts holding; `None` when a hold is on already (one change of primary at a time).
+    /// Starts a switchover's hold; `None` when one is under way already (one at a time).
     pub fn hold(&self) -> Option<GateHold<'_>> {
-        let was = self.held.send_replace(true);
-        if was {
+        if self.switching.swap(true, Ordering::AcqRel) {
             return None;
         }
+        self.begin();
         Some(GateHold { gate: self })
+    }
+
+    /// Whether a switchover holds now (it makes the group briefly have no writable node).
+    pub fn switching(&self) -> bool {
+        self.switching.load(Ordering::Acquire)
+    }
+
+    /// Starts a hold that [`WriteGate::end`] ends (the poller's, while no node is writable).
+    pub fn begin(&self) {
+        self.held.send_modify(|n| *n += 1);
+    }
+
+    pub fn end(&self) {
+        self.held.send_modify(|n| *n = n.saturating_sub(1));
     }
 
     /// How many wait now.
@@ -75,7 +94,7 @@ impl WriteGate {
         }
         self.waited.fetch_add(1, Ordering::Relaxed);
         let mut rx = self.held.subscribe();
-        let r = tokio::time::timeout(bound, rx.wait_for(|held| !*held)).await;
+        let r = tokio::time::timeout(bound, rx.wait_for(|held| *held == 0)).await;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
         match r {
             Ok(_) => Ok(()),
@@ -117,5 +136,13 @@ mod tests {
         assert!(!gate.holding());
         assert_eq!(gate.waited.load(Ordering::Relaxed), 2);
         assert!(gate.hold().is_some(), "held again after the first ended");
+        gate.begin();
+        let switch = gate
+            .hold()
+            .expect("a failover's hold does not stop a switchover");
+        drop(switch);
+        assert!(gate.holding(), "the failover's hold stays");
+        gate.end();
+        assert!(!gate.holding());
     }
 }

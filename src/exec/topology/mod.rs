@@ -30,6 +30,10 @@ pub struct Topology {
     max_lag_ms: u64,
     /// Longest a statement waits while the group's writes are held.
     pub hold_bound: Duration,
+    /// How long statements are held when the primary stops answering.
+    failover_hold: Duration,
+    /// Since when they are (the poller's state).
+    failing_over: std::sync::Mutex<Option<std::time::Instant>>,
     now: ArcSwap<Snapshot>,
     /// The backend threads sessions hold now, by node (`host:port`, thread id): when another
     /// node becomes the primary, those on the others are ended, so no session keeps writing to
@@ -61,6 +65,9 @@ pub struct Counts {
     pub causal_fallbacks: std::sync::atomic::AtomicU64,
     /// `IDGATE SWITCHOVER`s this instance completed.
     pub switchovers: std::sync::atomic::AtomicU64,
+    /// Times the primary stopped answering and statements were held until another node
+    /// became writable.
+    pub failovers: std::sync::atomic::AtomicU64,
 }
 
 /// The group as its last poll saw it.
@@ -88,10 +95,14 @@ impl Topology {
             nodes,
             interval: Duration::from_millis(cfg.poll_interval_ms.max(1)),
             max_lag_ms: cfg.max_replica_lag_ms,
-            // The switchover's own bound, the wait to see the new primary and some slack.
+            // The switchover's own bound, the wait to see the new primary and some slack; or
+            // the failover hold's, which the poller ends.
             hold_bound: Duration::from_millis(
-                cfg.switchover_timeout_ms + cfg.poll_interval_ms.saturating_mul(4) + 4000,
+                (cfg.switchover_timeout_ms + cfg.poll_interval_ms.saturating_mul(4) + 4000)
+                    .max(cfg.failover_hold_ms + cfg.poll_interval_ms.max(1000) * 2),
             ),
+            failover_hold: Duration::from_millis(cfg.failover_hold_ms),
+            failing_over: Default::default(),
             now: ArcSwap::from_pointee(Snapshot {
                 seen: None,
                 roles,
@@ -261,10 +272,17 @@ impl Topology {
         }
     }
 
-    /// Ends the threads sessions hold on nodes other than the new primary `writer`: their
-    /// sessions' next statement fails (lost connection) instead of writing to the old primary,
-    /// which a privileged account could still do under `read_only`.
+    /// Ends the threads sessions hold on nodes other than the new primary `writer`, so that
+    /// none writes to the old primary (which a privileged account could still do under
+    /// `read_only`); their sessions move before their next statement. Nodes the poll found down
+    /// are skipped: their threads went with them, and each try would cost a connect timeout.
     async fn fence(&self, writer: usize, pollers: &mut [NodePoller]) {
+        let down: Vec<bool> = self
+            .snapshot()
+            .roles
+            .iter()
+            .map(|r| matches!(r, Role::Down(_)))
+            .collect();
         let stale: Vec<(String, u32)> = match self.leased.lock() {
             Ok(l) => l
                 .iter()
@@ -278,6 +296,9 @@ impl Topology {
                 continue;
             };
             self.mark_fenced(&node, id);
+            if down.get(i) == Some(&true) {
+                continue;
+            }
             match pollers[i].kill(id, Duration::from_secs(1)).await {
                 Ok(()) => info!(backend = %self.backend, node = %node, thread = id,
                     "ended a session's connection to the former primary"),
@@ -322,13 +343,55 @@ impl Topology {
                 .primary_changes
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+        let changed_from = before.writer.clone();
         self.now.store(Arc::new(Snapshot {
             seen: Some(seen),
             roles,
-            writer,
+            writer: writer.clone(),
         }));
+        if before.seen.is_some() {
+            self.hold_through_failover(&changed_from, &writer);
+        }
         if let Some(i) = fence {
             self.fence(i, pollers).await;
+        }
+    }
+
+    /// While no node is writable after the primary was, holds the group's statements (at most
+    /// `failover_hold`): they go on to the node that becomes writable, or fail when none does
+    /// in time. Called after the new snapshot is stored, so released statements see it.
+    fn hold_through_failover(&self, before: &Writer, now: &Writer) {
+        let Ok(mut since) = self.failing_over.lock() else {
+            return;
+        };
+        match (since.as_ref(), now) {
+            (None, Writer::None)
+                if matches!(before, Writer::Node(_))
+                    && !self.failover_hold.is_zero()
+                    && !self.gate.switching() =>
+            {
+                self.gate.begin();
+                *since = Some(std::time::Instant::now());
+                warn!(backend = %self.backend, hold_ms = self.failover_hold.as_millis() as u64,
+                    "the primary stopped answering: holding statements until a node is writable");
+            }
+            (Some(t0), Writer::Node(i)) => {
+                self.counts
+                    .failovers
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                info!(backend = %self.backend, node = %self.nodes[*i],
+                    held_ms = t0.elapsed().as_millis() as u64,
+                    "a node became writable: held statements go to it");
+                *since = None;
+                self.gate.end();
+            }
+            (Some(t0), w) if t0.elapsed() >= self.failover_hold || *w != Writer::None => {
+                warn!(backend = %self.backend,
+                    "no single writable node within failover_hold_ms: held statements fail");
+                *since = None;
+                self.gate.end();
+            }
+            _ => {}
         }
     }
 
