@@ -10,11 +10,29 @@ use std::sync::Mutex;
 
 #[derive(Debug, Default)]
 struct Slot {
+    /// The range's first id (only read by `view`).
+    first: AtomicU64,
     next: AtomicU64,
     /// Exclusive end.
     end: AtomicU64,
     /// `next` value at which the standby range should be fetched.
     preload_mark: AtomicU64,
+}
+
+/// One slot as the operator's console draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotView {
+    /// The range `[first, end)` it holds (or held, once used up).
+    pub first: u64,
+    pub end: u64,
+    /// The id the next take from it starts at.
+    pub next: u64,
+    /// Where taking from it asks for the standby range.
+    pub preload_mark: u64,
+    /// It is the slot ids are taken from now.
+    pub current: bool,
+    /// For the standby slot: a fetched range waits in it.
+    pub ready: bool,
 }
 
 /// A range `[first, end)` of reserved IDs.
@@ -99,6 +117,7 @@ impl Buffers {
         let i = self.cur.load(Acquire);
         let j = 1 - i;
         let s = &self.slots[j];
+        s.first.store(r.first, Release);
         s.next.store(r.first, Release);
         s.end.store(r.end, Release);
         s.preload_mark.store(mark, Release);
@@ -113,6 +132,24 @@ impl Buffers {
 
     pub fn standby_ready(&self) -> bool {
         self.standby_ready.load(Acquire)
+    }
+
+    /// Both slots, the current one first (read under the lock, so no refill is half seen).
+    pub fn view(&self) -> [SlotView; 2] {
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let i = self.cur.load(Acquire);
+        let one = |j: usize| {
+            let s = &self.slots[j];
+            SlotView {
+                first: s.first.load(Acquire),
+                end: s.end.load(Acquire),
+                next: s.next.load(Acquire),
+                preload_mark: s.preload_mark.load(Acquire),
+                current: j == i,
+                ready: j == i || self.standby_ready.load(Acquire),
+            }
+        };
+        [one(i), one(1 - i)]
     }
 
     /// IDs left in the current range and in the standby range (`None` when none is ready).
