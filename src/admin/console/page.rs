@@ -15,12 +15,12 @@ header{background:#1d2330;color:#fff;padding:.6em 1.2em;display:flex;gap:1em;ali
 header h1{font-size:1.2em;margin:0}header small{opacity:.7}\
 main{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1em;padding:1em}\
 section{background:#fff;border-radius:6px;padding:.6em 1em;box-shadow:0 1px 2px #0002;overflow-x:auto}\
-section.stale{opacity:.55}h2{font-size:1.05em;margin:.2em 0 .5em}h3{font-size:.95em;margin:.8em 0 .3em}\
+section.stale{opacity:.55}section#traffic{grid-column:1/-1}h2{font-size:1.05em;margin:.2em 0 .5em}h3{font-size:.95em;margin:.8em 0 .3em}\
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.25em .5em;border-bottom:1px solid #e3e5ea;vertical-align:top}\
-th{font-weight:600;font-size:.85em;color:#555}td.num{text-align:right;font-variant-numeric:tabular-nums}\
+th{font-weight:600;font-size:.85em;color:#555}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.pool{white-space:nowrap}\
 tr.bad td,.bad{color:#b00020}tr.bad td:first-child{border-left:4px solid #b00020}.ok{color:#17692e}\
 .warn{color:#a05a00}.err{color:#b00020}.none,.more{color:#666;font-style:italic}\
-.bar{display:inline-block;position:relative;width:140px;height:10px;background:#e3e5ea;border-radius:3px;vertical-align:middle;overflow:hidden}\
+.bar{display:inline-block;position:relative;width:120px;height:10px;background:#e3e5ea;border-radius:3px;vertical-align:middle;overflow:hidden}\
 .bar .fill{position:absolute;left:0;top:0;bottom:0;background:#3b6fd6}\
 .bar .mark{position:absolute;top:0;bottom:0;width:2px;background:#d6903b}\
 .buf{display:flex;gap:.5em;align-items:center;font-size:.85em}.buf .lbl{width:4.5em;color:#555}\

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::escape::esc;
 
-pub const WIDTH: u32 = 240;
+pub const WIDTH: u32 = 160;
 pub const HEIGHT: u32 = 36;
 
 /// `values` (oldest first, `None` for a gap) over the chart's width, titled `title`; the

@@ -76,7 +76,7 @@ fn row(r: &BackendRow, out: &mut String) {
     let _ = write!(
         out,
         "<tr data-backend=\"{}\" data-node=\"{}\" class=\"{}\"><td>{}</td><td>{}{}</td>\
-         <td class=\"role\">{}{}</td><td class=\"num\">{}</td><td>",
+         <td class=\"role\">{}{}</td><td class=\"num\">{}</td><td class=\"pool\">",
         esc(&r.name),
         esc(&n.address),
         if r.reachable { "ok" } else { "bad" },

@@ -145,8 +145,9 @@ fn segment(s: &Segment, out: &mut String) {
         s.step,
         s.fetches
     );
+    let standby_ready = s.slots[1].ready;
     for slot in &s.slots {
-        buffer(slot, s.fetching, out);
+        buffer(slot, s.fetching, standby_ready, out);
     }
     if !s.last_error.is_empty() {
         let _ = write!(
@@ -160,7 +161,7 @@ fn segment(s: &Segment, out: &mut String) {
 
 /// One buffer: the share of its range used, and on the current one where the standby range is
 /// fetched.
-fn buffer(slot: &SlotView, fetching: bool, out: &mut String) {
+fn buffer(slot: &SlotView, fetching: bool, standby_ready: bool, out: &mut String) {
     let which = if slot.current { "current" } else { "standby" };
     let _ = write!(
         out,
@@ -196,7 +197,9 @@ fn buffer(slot: &SlotView, fetching: bool, out: &mut String) {
         left
     );
     if slot.current {
-        if fetching {
+        if standby_ready {
+            out.push_str(" · next range ready");
+        } else if fetching {
             out.push_str(" · fetching the next range");
         } else {
             let _ = write!(out, " · next fetch at {}", slot.preload_mark);
