@@ -39,32 +39,34 @@ pub async fn jobs(m: &Arc<Migrations>, only: Option<&str>) -> Result<Vec<JobStat
         }
         let streams = store.streams(&j.table_key).await?;
         let estimated: i64 = streams.iter().map(|s| s.rows_estimated).sum();
-        let row = match m.running.get(&j.table_key) {
-            // A job run here shows its live figures; others what their owner last recorded.
+        let mut copied: i64 = streams.iter().map(|s| s.rows_copied).sum();
+        let mut done = !streams.is_empty() && streams.iter().all(|s| s.copy_done);
+        let mut pace = None;
+        // A job run here shows its live figures; others what their owner last recorded.
+        let (phase, lag_e, lag_s) = match m.running.get(&j.table_key) {
             Some(r) => {
-                let copied: i64 = r
-                    .streams
-                    .iter()
-                    .map(|(_, p)| p.rows_copied.load(Relaxed))
-                    .sum();
-                let done = r.streams.iter().all(|(_, p)| p.copy_done.load(Relaxed));
-                let (lag_e, lag_s) = super::job::lag_of(&r);
-                let pace = r.copy_base.get().map(|&(t0, before)| Pace {
-                    since: t0.elapsed(),
-                    copied: copied - before,
-                });
-                let mut s = status_of(&j, r.phase(), copied, estimated, done, pace);
-                (s.lag_events, s.lag_seconds) = (lag(lag_e), lag(lag_s));
-                s
+                // The stream back after a switch copies nothing: the copy's figures stay.
+                // (Until the run has read the store's figures, the store's are the larger.)
+                if !r.spec.reverse {
+                    let live: i64 = r
+                        .streams
+                        .iter()
+                        .map(|(_, p)| p.rows_copied.load(Relaxed))
+                        .sum();
+                    copied = copied.max(live);
+                    done |= r.streams.iter().all(|(_, p)| p.copy_done.load(Relaxed));
+                    pace = r.copy_base.get().map(|&(t0, before)| Pace {
+                        since: t0.elapsed(),
+                        copied: copied - before,
+                    });
+                }
+                let (e, s) = super::job::lag_of(&r);
+                (r.phase(), e, s)
             }
-            None => {
-                let copied: i64 = streams.iter().map(|s| s.rows_copied).sum();
-                let done = !streams.is_empty() && streams.iter().all(|s| s.copy_done);
-                let mut s = status_of(&j, j.phase.clone(), copied, estimated, done, None);
-                (s.lag_events, s.lag_seconds) = (lag(j.lag_events), lag(j.lag_seconds));
-                s
-            }
+            None => (j.phase.clone(), j.lag_events, j.lag_seconds),
         };
+        let mut row = status_of(&j, phase, copied, estimated, done, pace);
+        (row.lag_events, row.lag_seconds) = (lag(lag_e), lag(lag_s));
         out.push(row);
     }
     Ok(out)

@@ -9,45 +9,50 @@ use axum::response::{IntoResponse, Response};
 
 use super::Console;
 
-pub fn check(c: &Console, headers: &HeaderMap, peer: &SocketAddr) -> Result<(), Response> {
+/// `None` when the request may see the console; otherwise the answer that refuses it.
+pub fn refusal(c: &Console, headers: &HeaderMap, peer: &SocketAddr) -> Option<Response> {
     if c.loopback {
-        return Ok(());
+        return None;
     }
     let proxy = &c.control.proxy;
     let host = peer.ip().to_string();
     let throttle = &proxy.auth_throttle;
     if let Some(wait) = throttle.wait(&host) {
         let ms = wait.as_millis().max(1);
-        return Err((
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, ms.div_ceil(1000).to_string())],
-            format!("too many failed logins from this host; try again in {ms} ms\n"),
-        )
-            .into_response());
+        return Some(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, ms.div_ceil(1000).to_string())],
+                format!("too many failed logins from this host; try again in {ms} ms\n"),
+            )
+                .into_response(),
+        );
     }
     let Some(value) = headers.get(header::AUTHORIZATION) else {
         // A question, not a guess: the browser asks for the credentials.
-        return Err(ask("the console needs an idgate admin user's credentials"));
+        return Some(ask("the console needs an idgate admin user's credentials"));
     };
     let user = crate::admin::auth::basic(value)
         .ok()
         .and_then(|(name, password)| crate::admin::auth::check(proxy, &name, &password));
     let Some(user) = user else {
         throttle.failed(&host);
-        return Err(ask("wrong user name or password"));
+        return Some(ask("wrong user name or password"));
     };
     throttle.succeeded(&host);
     if !user.admin {
-        return Err((
-            StatusCode::FORBIDDEN,
-            format!(
-                "`{}` is not an idgate admin (admin: true); the console is for admins\n",
-                user.name
-            ),
-        )
-            .into_response());
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                format!(
+                    "`{}` is not an idgate admin (admin: true); the console is for admins\n",
+                    user.name
+                ),
+            )
+                .into_response(),
+        );
     }
-    Ok(())
+    None
 }
 
 fn ask(why: &str) -> Response {

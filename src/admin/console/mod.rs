@@ -88,7 +88,7 @@ async fn page(
     ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(r) = access::check(&c, &headers, &peer) {
+    if let Some(r) = access::refusal(&c, &headers, &peer) {
         return r;
     }
     use Section::*;
@@ -117,7 +117,7 @@ async fn section(
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(r) = access::check(&c, &headers, &peer) {
+    if let Some(r) = access::refusal(&c, &headers, &peer) {
         return r;
     }
     match Section::named(&name) {

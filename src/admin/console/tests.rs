@@ -33,10 +33,14 @@ fn big_page() -> String {
         rows: (0..generators::SHOWN)
             .map(|i| generators::Row {
                 name: hostile(i),
-                kind: if i % 2 == 0 { "segment" } else { "snowflake" },
+                kind: if i.is_multiple_of(2) {
+                    "segment"
+                } else {
+                    "snowflake"
+                },
                 ids_issued: 123_456_789,
                 rate: Some(1234.5),
-                detail: if i % 2 == 0 {
+                detail: if i.is_multiple_of(2) {
                     generators::Detail::Segment(generators::Segment {
                         tag: hostile(i),
                         step: 1000,
@@ -64,7 +68,7 @@ fn big_page() -> String {
         lag_s: Some(3),
         gtid_position: "0-1-100".into(),
         why: hostile(i),
-        writer: i % 3 == 0,
+        writer: i.is_multiple_of(3),
         reads: Some(5),
     };
     let rows: Vec<BackendRow> = (0..200)
@@ -74,7 +78,7 @@ fn big_page() -> String {
             in_use: 3,
             idle: 2,
             max: 64,
-            reachable: i % 5 != 0,
+            reachable: !i.is_multiple_of(5),
             detail: hostile(i),
             acquire_timeouts: 1,
             connect_errors: 2,
@@ -82,9 +86,9 @@ fn big_page() -> String {
         })
         .collect();
     let ready = Readiness {
-        checks: (0..300)
+        checks: (0..300usize)
             .map(|i| {
-                let r = if i % 2 == 0 {
+                let r = if i.is_multiple_of(2) {
                     Ok(hostile(i))
                 } else {
                     Err(hostile(i))
@@ -136,9 +140,13 @@ fn big_page() -> String {
                 user: hostile(i as usize % 120),
                 host: "10.1.1.1:5000".into(),
                 db: None,
-                command: if i % 4 == 0 { "Query" } else { "Sleep" },
+                command: if i.is_multiple_of(4) {
+                    "Query"
+                } else {
+                    "Sleep"
+                },
                 time_s: 10,
-                in_transaction: i % 7 == 0,
+                in_transaction: i.is_multiple_of(7),
             })
             .collect(),
         (0..crate::admin::slow_log::KEPT)

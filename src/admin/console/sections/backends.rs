@@ -105,7 +105,7 @@ fn row(r: &BackendRow, out: &mut String) {
         );
         let _ = write!(out, " {} / {} / {}", r.in_use, r.idle, r.max);
     } else {
-        out.push_str("–");
+        out.push('–');
     }
     let errors = r.acquire_timeouts + r.connect_errors;
     let _ = write!(

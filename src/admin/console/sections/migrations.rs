@@ -80,7 +80,7 @@ fn job(j: &JobStatus, out: &mut String) {
         (Some(e), None) => {
             let _ = write!(out, "{e} events");
         }
-        _ => out.push_str("–"),
+        _ => out.push('–'),
     }
     let eta = match j.eta_seconds {
         Some(0) => "copied".to_string(),

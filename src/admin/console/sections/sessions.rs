@@ -50,11 +50,11 @@ pub fn gather(rows: Vec<Row>, mut slow: Vec<Kept>, slow_ms: Option<u64>) -> View
             in_transaction,
         })
         .collect();
-    groups.sort_by(|a, b| b.count.cmp(&a.count));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.count));
     let groups_total = groups.len();
     groups.truncate(GROUPS_SHOWN);
     let slow_total = slow.len();
-    slow.sort_by(|a, b| b.took.cmp(&a.took));
+    slow.sort_by_key(|s| std::cmp::Reverse(s.took));
     slow.truncate(SLOW_SHOWN);
     View {
         total,
