@@ -132,6 +132,9 @@ def main():
         until("a relayed-statements chart", 15,
               lambda: d.find_elements(By.CSS_SELECTOR, 'tr[data-route="relayed"] svg polyline'))
         assert d.find_elements(By.CSS_SELECTOR, 'tr[data-route="all"] svg'), "no total chart"
+        # Its scale: the busiest sample's rate, at least one statement a second.
+        scale = text_of(d, 'tr[data-route="relayed"] svg text')
+        assert scale.endswith("/s") and float(scale[:-2]) >= 1.0, f"relayed chart scale {scale}"
 
         # Sessions: the idle sessions the test holds, and its slow statement.
         n = text_of(d, f'tr[data-user="{args.idle_user}"][data-state="Sleep"] td.count')
