@@ -161,3 +161,42 @@ impl Buffers {
         (left(&self.slots[i]), standby)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_view_follows_install_take_and_switch() {
+        let b = Buffers::default();
+        b.install(Range { first: 1, end: 101 }, 0.9);
+        assert!(matches!(b.switch(0), Switch::Switched { .. }));
+        assert!(matches!(b.take(30), Take::Got { first: 1, .. }));
+        let [cur, standby] = b.view();
+        assert_eq!((cur.first, cur.end, cur.next), (1, 101, 31));
+        assert_eq!(cur.preload_mark, 91);
+        assert!(cur.current && cur.ready);
+        assert!(!standby.current && !standby.ready);
+        b.install(
+            Range {
+                first: 201,
+                end: 301,
+            },
+            0.9,
+        );
+        let [cur, standby] = b.view();
+        assert_eq!(cur.next, 31);
+        assert_eq!((standby.first, standby.next, standby.end), (201, 201, 301));
+        assert!(standby.ready);
+        // The standby becomes current: the view's first slot is always the current one.
+        let [cur, _] = b.view();
+        assert!(matches!(
+            b.switch(b.cur.load(Acquire)),
+            Switch::Switched { wasted: 70 }
+        ));
+        let [now, before] = b.view();
+        assert_eq!(now.first, 201);
+        assert_eq!(before.first, cur.first);
+        assert!(!before.ready);
+    }
+}
