@@ -186,6 +186,8 @@ fn a_live_table_is_copied_onto_shards_and_kept_up_to_date_while_the_application_
 
     let s = wait_caught_up(&g, &mut admin, "accounts", Duration::from_secs(60));
     assert!(s.rows_copied >= 90_000, "{s:?}");
+    // Copied: all of it, nothing left of the copy.
+    assert_eq!((s.percent, s.eta_seconds), (Some(100), Some(0)), "{s:?}");
     assert_same_rows(db0, &[db1, db2]);
     // VERIFY agrees, and finds a row changed behind idgate's back on the new placement.
     let diffs: Vec<mysql::Row> = admin.query("IDGATE MIGRATE VERIFY accounts").unwrap();

@@ -1,6 +1,9 @@
 //! Checks an idgate user's clear password (HTTP Basic, Redis `AUTH`) against the configured
 //! mysql_native_password or caching_sha2_password hash, in constant time.
 
+use axum::http::HeaderValue;
+use base64::Engine;
+
 use crate::config::User;
 use crate::proxy::Proxy;
 use crate::wire::auth::{hash_password, hash_password_sha2, parse_native_hash, parse_sha2_hash};
@@ -19,6 +22,29 @@ pub fn check(proxy: &Proxy, name: &str, password: &str) -> Option<User> {
         (None, None, None) => false,
     };
     same.then_some(user)
+}
+
+/// The user name and password of an `Authorization: Basic …` header, or what is wrong with it.
+pub fn basic(value: &HeaderValue) -> Result<(String, String), &'static str> {
+    let text = value
+        .to_str()
+        .map_err(|_| "malformed Authorization header")?;
+    let Some(encoded) = text
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
+        .map(|(_, rest)| rest.trim())
+    else {
+        return Err("only HTTP Basic authentication is accepted");
+    };
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or("malformed Basic credentials")?;
+    let (user, password) = decoded
+        .split_once(':')
+        .ok_or("malformed Basic credentials (user:password)")?;
+    Ok((user.to_string(), password.to_string()))
 }
 
 /// Two hashes, where `None` is the empty password's.
@@ -49,6 +75,21 @@ mod tests {
         b[0] = 0;
         assert!(!ct_eq(&a, &b));
         assert!(!ct_eq(&a, &a[..19]));
+    }
+
+    #[test]
+    fn reads_basic_credentials() {
+        let h = |s: &str| HeaderValue::from_str(s).unwrap();
+        // "u:p:q": the password may hold colons.
+        assert_eq!(basic(&h("Basic dTpwOnE=")), Ok(("u".into(), "p:q".into())));
+        assert_eq!(
+            basic(&h("basic  dTpwOnE= ")),
+            Ok(("u".into(), "p:q".into()))
+        );
+        assert!(basic(&h("Bearer abc")).is_err());
+        assert!(basic(&h("Basic !!!")).is_err());
+        // "nocolon"
+        assert!(basic(&h("Basic bm9jb2xvbg==")).is_err());
     }
 
     #[test]

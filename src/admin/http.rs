@@ -1,4 +1,5 @@
-//! The admin HTTP listener: `/health`, `/ready`, `/generators`, `/metrics`, `POST /reload`.
+//! The admin HTTP listener: `/health`, `/ready`, `/generators`, `/metrics`, `POST /reload`, and
+//! the operator's console (`/`, `/console/section/NAME`).
 
 use std::sync::Arc;
 
@@ -15,12 +16,24 @@ use crate::proxy::Proxy;
 struct AdminState {
     proxy: Arc<Proxy>,
     control: Arc<Control>,
-    checker: Checker,
+    checker: Arc<Checker>,
     registry: prometheus_client::registry::Registry,
 }
 
-pub fn router(control: Arc<Control>, checker: Checker) -> Router {
+pub fn router(
+    control: Arc<Control>,
+    checker: Checker,
+    ring: Arc<super::console::traffic_ring::TrafficRing>,
+    loopback: bool,
+) -> Router {
     let proxy = control.proxy.clone();
+    let checker = Arc::new(checker);
+    let console = super::console::router(super::console::Console {
+        control: control.clone(),
+        checker: checker.clone(),
+        ring,
+        loopback,
+    });
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
@@ -33,6 +46,7 @@ pub fn router(control: Arc<Control>, checker: Checker) -> Router {
             control,
             checker,
         }))
+        .merge(console)
 }
 
 async fn health() -> &'static str {

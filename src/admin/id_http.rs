@@ -15,7 +15,6 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use base64::Engine;
 use serde_json::json;
 
 use super::http_conn::Peer;
@@ -94,27 +93,8 @@ impl HttpState {
             ));
         };
         let bad = Refusal::Unauthenticated("wrong user name or password");
-        let text = value
-            .to_str()
-            .map_err(|_| Refusal::Unauthenticated("malformed Authorization header"))?;
-        let Some(encoded) = text
-            .split_once(' ')
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
-            .map(|(_, rest)| rest.trim())
-        else {
-            return Err(Refusal::Unauthenticated(
-                "only HTTP Basic authentication is accepted",
-            ));
-        };
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .ok_or(Refusal::Unauthenticated("malformed Basic credentials"))?;
-        let (user, password) = decoded.split_once(':').ok_or(Refusal::Unauthenticated(
-            "malformed Basic credentials (user:password)",
-        ))?;
-        super::auth::check(&self.proxy, user, password).ok_or(bad)
+        let (user, password) = super::auth::basic(value).map_err(Refusal::Unauthenticated)?;
+        super::auth::check(&self.proxy, &user, &password).ok_or(bad)
     }
 
     async fn serve(

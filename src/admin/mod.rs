@@ -1,10 +1,12 @@
 //! The operator's side of idgate: the admin HTTP listener (`/health`, `/ready`, `/generators`,
-//! `/metrics`), the Prometheus registry, and the ID service (HTTP, Leaf-compatible, and the
+//! `/metrics`, the console at `/`), the Prometheus registry, and the ID service (HTTP, Leaf-compatible, and the
 //! Redis protocol) that hands out ids from the same generators to the same users as SQL.
 //! Must not: reach into a session's state; it reads what the proxy, pools and generators publish.
 
 pub mod auth;
 pub mod backend_nodes;
+pub mod backend_rows;
+pub mod console;
 pub mod control;
 pub mod generators;
 pub mod http;
@@ -46,7 +48,17 @@ pub async fn start(control: &Arc<Control>, stop: watch::Receiver<bool>) -> Resul
     if let Some(admin) = &cfg.admin {
         let listener = bind(&admin.listen).await?;
         let checker = ready::Checker::new(cfg, Duration::from_millis(admin.check_timeout_ms));
-        let app = http::router(control.clone(), checker);
+        let ring = console::traffic_ring::TrafficRing::new();
+        tokio::spawn(console::traffic_ring::sample(
+            ring.clone(),
+            Arc::downgrade(proxy),
+            stop.clone(),
+        ));
+        let loopback = admin
+            .listen
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| a.ip().is_loopback());
+        let app = http::router(control.clone(), checker, ring, loopback);
         info!(listen = %admin.listen, "admin HTTP listener ready");
         let tls = listener_tls(proxy, "admin.tls", &admin.tls, HTTP_ALPN)?;
         let limits = http_serve::Limits {

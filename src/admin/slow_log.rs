@@ -1,8 +1,11 @@
 //! The slow statement log: a statement slower than `slow_statement_ms` is logged at WARN with
 //! who ran it, how idgate ran it and how long it took. The text is logged with its literals
-//! replaced by `?` (values can be personal data or secrets) and cut at `MAX_TEXT` bytes.
+//! replaced by `?` (values can be personal data or secrets) and cut at `MAX_TEXT` bytes. The
+//! last `KEPT` of them are also kept in memory for the operator's console.
 
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 use crate::metrics::statement_metrics::{kind_label, StmtRoute};
 use crate::sql::StatementKind;
@@ -22,7 +25,49 @@ pub struct SlowStatement<'a> {
     pub text: &'a [u8],
 }
 
+/// How many of the latest slow statements the console can show.
+pub const KEPT: usize = 100;
+
+/// A slow statement as kept for the console (its text without literals, as logged).
+#[derive(Debug, Clone)]
+pub struct Kept {
+    pub at: SystemTime,
+    pub user: String,
+    pub route: &'static str,
+    pub kind: &'static str,
+    pub took: Duration,
+    pub rows: u64,
+    pub text: String,
+}
+
+/// The latest slow statements, oldest first. Only a slow statement takes this lock.
+static RECENT: Mutex<VecDeque<Kept>> = Mutex::new(VecDeque::new());
+
+/// The kept slow statements, oldest first.
+pub fn recent() -> Vec<Kept> {
+    let g = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+    g.iter().cloned().collect()
+}
+
+fn keep(k: Kept) {
+    let mut g = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+    if g.len() >= KEPT {
+        g.pop_front();
+    }
+    g.push_back(k);
+}
+
 pub fn log(s: &SlowStatement<'_>) {
+    let statement = without_literals(s.text);
+    keep(Kept {
+        at: SystemTime::now(),
+        user: String::from_utf8_lossy(s.user).into_owned(),
+        route: s.route.label(),
+        kind: kind_label(s.kind),
+        took: s.took,
+        rows: s.rows,
+        text: statement.clone(),
+    });
     tracing::warn!(
         user = %String::from_utf8_lossy(s.user),
         database = %s.database.map(String::from_utf8_lossy).unwrap_or_default(),
@@ -30,7 +75,7 @@ pub fn log(s: &SlowStatement<'_>) {
         kind = kind_label(s.kind),
         duration_ms = s.took.as_secs_f64() * 1e3,
         rows = s.rows,
-        statement = %without_literals(s.text),
+        statement = %statement,
         "slow statement"
     );
 }
@@ -118,6 +163,25 @@ mod tests {
             "SELECT * FROM `t1` WHERE name = ? AND id IN (?, ?) AND x2 = ?"
         );
         assert_eq!(without_literals(b"SELECT SLEEP(0.2)"), "SELECT SLEEP(?)");
+    }
+
+    #[test]
+    fn only_the_latest_are_kept() {
+        for i in 0..KEPT + 5 {
+            log(&SlowStatement {
+                user: b"u",
+                database: None,
+                route: StmtRoute::Relayed,
+                kind: StatementKind::Select,
+                took: Duration::from_millis(i as u64),
+                rows: 0,
+                text: format!("SELECT {i}").as_bytes(),
+            });
+        }
+        let kept = recent();
+        assert_eq!(kept.len(), KEPT);
+        assert_eq!(kept[KEPT - 1].took, Duration::from_millis(KEPT as u64 + 4));
+        assert_eq!(kept[KEPT - 1].text, "SELECT ?");
     }
 
     #[test]

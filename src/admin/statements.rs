@@ -1,10 +1,6 @@
 //! idgate's admin statements on the MySQL port (`SHOW IDGATE …`, `IDGATE RELOAD`), for users with
 //! `admin: true`: what they answer, as result sets any MySQL client reads.
 
-use std::time::Duration;
-
-use tokio::task::JoinSet;
-
 use super::result_set::{datetime, num, text, yes_no, Col, ResultSet};
 use super::Control;
 use crate::proxy::Proxy;
@@ -18,9 +14,6 @@ pub const ER_SPECIFIC_ACCESS_DENIED: u16 = 1227;
 pub const ER_UNSUPPORTED_PS: u16 = 1295;
 
 pub use crate::exec::result_set::Answer;
-
-/// Longest wait for a backend's ping in `SHOW IDGATE BACKENDS` without `admin.check_timeout_ms`.
-const PING_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Answers `stmt` for `user` (checked against the configuration as it is now, so revoking
 /// `admin` binds open sessions too).
@@ -153,68 +146,24 @@ async fn backends(proxy: &Proxy) -> ResultSet {
         ("Why", Col::Text(512)),
         ("Reads", Col::UInt),
     ]);
-    let timeout = proxy
-        .config
-        .admin
-        .as_ref()
-        .map_or(PING_TIMEOUT, |a| Duration::from_millis(a.check_timeout_ms));
-    let live = proxy.live();
-    let mut names: Vec<&String> = proxy.pools.keys().collect();
-    names.sort();
-    let mut pings = JoinSet::new();
-    for (i, name) in names.iter().enumerate() {
-        let pool = proxy.pools[*name].clone();
-        pings.spawn(async move { (i, super::ready::ping_backend(pool, timeout).await) });
-    }
-    let mut outcomes = vec![Err("not checked".to_string()); names.len()];
-    while let Some(done) = pings.join_next().await {
-        if let Ok((i, r)) = done {
-            outcomes[i] = r;
-        }
-    }
-    for (name, outcome) in names.iter().zip(outcomes) {
-        let pool = &proxy.pools[*name];
-        let b = &live.config.backends[*name].value;
-        let idle = pool.idle_count()
-            + live
-                .account_pools(name)
-                .iter()
-                .map(|p| p.idle_count())
-                .sum::<usize>();
-        let (reachable, detail) = match outcome {
-            Ok(d) => (true, d),
-            Err(e) => (false, e),
-        };
-        let address = format!("{}:{}", b.host, b.port);
-        for node in super::backend_nodes::node_rows(pool.topology().map(|t| &**t), &address) {
-            // The pool's figures and ping are the writable node's.
-            let (in_use, idle_here, max) = if node.writer {
-                (pool.in_use_count(), idle, pool.max_connections())
-            } else {
-                (0, 0, 0)
-            };
-            let (reachable, detail) = match (node.writer, node.read_only) {
-                (true, _) => (reachable, detail.clone()),
-                (false, Some(_)) => (true, String::new()),
-                (false, None) => (false, node.why.clone()),
-            };
-            rs.row(&[
-                text(name.as_str()),
-                text(node.address),
-                text(pool.account()),
-                num(in_use),
-                num(idle_here),
-                num(max),
-                yes_no(reachable),
-                text(detail),
-                text(node.role),
-                node.read_only.and_then(yes_no),
-                node.lag_s.and_then(num),
-                text(node.gtid_position),
-                text(node.why),
-                node.reads.and_then(num),
-            ]);
-        }
+    for r in super::backend_rows::rows(proxy).await {
+        let node = r.node;
+        rs.row(&[
+            text(r.name),
+            text(node.address),
+            text(r.user),
+            num(r.in_use),
+            num(r.idle),
+            num(r.max),
+            yes_no(r.reachable),
+            text(r.detail),
+            text(node.role),
+            node.read_only.and_then(yes_no),
+            node.lag_s.and_then(num),
+            text(node.gtid_position),
+            text(node.why),
+            node.reads.and_then(num),
+        ]);
     }
     rs
 }

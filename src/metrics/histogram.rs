@@ -48,6 +48,11 @@ impl AtomicHistogram {
             .fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Relaxed);
     }
 
+    /// Each bucket's count (not cumulative), the +Inf bucket last.
+    pub fn counts(&self) -> [u64; LATENCY_BUCKETS.len() + 1] {
+        std::array::from_fn(|i| self.counts[i].load(Relaxed))
+    }
+
     pub fn count(&self) -> u64 {
         self.counts.iter().map(|c| c.load(Relaxed)).sum()
     }

@@ -54,6 +54,8 @@ pub struct Running {
     pub phase: Mutex<String>,
     /// A SWITCH is under way: the supervisor leaves the phase alone.
     pub switching: std::sync::atomic::AtomicBool,
+    /// When this run started copying and the rows copied before it (its pace, for the ETA).
+    pub copy_base: std::sync::OnceLock<(std::time::Instant, i64)>,
     stop: watch::Sender<bool>,
 }
 
@@ -87,6 +89,7 @@ pub fn spawn(
             .collect(),
         phase: Mutex::new(phase),
         switching: Default::default(),
+        copy_base: Default::default(),
         stop,
     });
     let r = running.clone();
@@ -138,6 +141,8 @@ async fn supervise(
         let rx = stream_stop.subscribe();
         tasks.spawn(async move { task.run(rx).await });
     }
+    let before: i64 = saved.iter().map(|s| s.rows_copied).sum();
+    let _ = running.copy_base.set((std::time::Instant::now(), before));
     let mut fatal: Option<String> = None;
     let mut tick = tokio::time::interval(TICK);
     loop {

@@ -20,6 +20,7 @@ mod requests;
 pub mod source;
 mod start;
 mod statements;
+pub mod status_rows;
 pub mod store;
 mod switch;
 mod verify;

@@ -168,7 +168,6 @@ async fn undo_prepared(prepared: &[(super::job::Spec, JobRow, Vec<super::store::
 }
 
 async fn status(migrations: &Arc<Migrations>, only: Option<&str>) -> Result<ResultSet, SqlError> {
-    let store = migrations.store().await.map_err(refused)?;
     let mut rs = ResultSet::new(&[
         ("table", Col::Text(200)),
         ("phase", Col::Text(16)),
@@ -180,34 +179,26 @@ async fn status(migrations: &Arc<Migrations>, only: Option<&str>) -> Result<Resu
         ("sources", Col::Text(1024)),
         ("target", Col::Text(1024)),
         ("owner", Col::Text(100)),
+        ("percent", Col::UInt),
+        ("eta_seconds", Col::UInt),
     ]);
-    for j in store.jobs().await.map_err(refused)? {
-        if only.is_some_and(|k| k != j.table_key) {
-            continue;
-        }
-        let streams = store.streams(&j.table_key).await.map_err(refused)?;
-        let copied: i64 = streams.iter().map(|s| s.rows_copied).sum();
-        let estimated: i64 = streams.iter().map(|s| s.rows_estimated).sum();
-        // A job run here shows its live lag; others the lag their owner last recorded.
-        let (lag_events, lag_seconds, phase) = match migrations.running.get(&j.table_key) {
-            Some(r) => {
-                let (e, s) = super::job::lag_of(&r);
-                (e, s, r.phase())
-            }
-            None => (j.lag_events, j.lag_seconds, j.phase.clone()),
-        };
-        let lag = |v: i64| if v < 0 { None } else { num(v) };
+    for j in super::status_rows::jobs(migrations, only)
+        .await
+        .map_err(refused)?
+    {
         rs.row(&[
-            text(j.table_key.clone()),
-            text(phase),
-            num(copied.max(0)),
-            num(estimated.max(0)),
-            lag(lag_events),
-            lag(lag_seconds),
-            j.last_error.clone(),
+            text(j.table),
+            text(j.phase),
+            num(j.rows_copied),
+            num(j.rows_estimated),
+            j.lag_events.and_then(num),
+            j.lag_seconds.and_then(num),
+            j.last_error,
             text(j.sources.join(",")),
-            text(j.target.clone()),
-            owner(&j),
+            text(j.target),
+            j.owner,
+            j.percent.and_then(num),
+            j.eta_seconds.and_then(num),
         ]);
     }
     Ok(rs)

@@ -33,6 +33,10 @@ pub struct Status {
     pub rows_copied: u64,
     pub lag_events: Option<u64>,
     pub last_error: Option<String>,
+    /// Share of the estimated rows copied (100 once copied).
+    pub percent: Option<u64>,
+    /// Seconds left of the copy at its pace (0 once copied).
+    pub eta_seconds: Option<u64>,
 }
 
 pub fn status(c: &mut mysql::Conn, table: &str) -> Option<Status> {
@@ -42,6 +46,8 @@ pub fn status(c: &mut mysql::Conn, table: &str) -> Option<Status> {
         rows_copied: r.get::<u64, _>("rows_copied").unwrap(),
         lag_events: r.get::<Option<u64>, _>("lag_events").unwrap(),
         last_error: r.get::<Option<String>, _>("last_error").unwrap(),
+        percent: r.get::<Option<u64>, _>("percent").unwrap(),
+        eta_seconds: r.get::<Option<u64>, _>("eta_seconds").unwrap(),
     })
 }
 

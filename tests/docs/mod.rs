@@ -53,7 +53,7 @@ pub fn links(text: &str) -> Vec<(String, usize)> {
     Parser::new(text)
         .into_offset_iter()
         .filter_map(|(e, r)| match e {
-            Event::Start(Tag::Link { dest_url, .. }) => {
+            Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => {
                 Some((dest_url.to_string(), line_of(text, r.start)))
             }
             _ => None,

@@ -10,11 +10,29 @@ use std::sync::Mutex;
 
 #[derive(Debug, Default)]
 struct Slot {
+    /// The range's first id (only read by `view`).
+    first: AtomicU64,
     next: AtomicU64,
     /// Exclusive end.
     end: AtomicU64,
     /// `next` value at which the standby range should be fetched.
     preload_mark: AtomicU64,
+}
+
+/// One slot as the operator's console draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotView {
+    /// The range `[first, end)` it holds (or held, once used up).
+    pub first: u64,
+    pub end: u64,
+    /// The id the next take from it starts at.
+    pub next: u64,
+    /// Where taking from it asks for the standby range.
+    pub preload_mark: u64,
+    /// It is the slot ids are taken from now.
+    pub current: bool,
+    /// For the standby slot: a fetched range waits in it.
+    pub ready: bool,
 }
 
 /// A range `[first, end)` of reserved IDs.
@@ -99,6 +117,7 @@ impl Buffers {
         let i = self.cur.load(Acquire);
         let j = 1 - i;
         let s = &self.slots[j];
+        s.first.store(r.first, Release);
         s.next.store(r.first, Release);
         s.end.store(r.end, Release);
         s.preload_mark.store(mark, Release);
@@ -115,6 +134,24 @@ impl Buffers {
         self.standby_ready.load(Acquire)
     }
 
+    /// Both slots, the current one first (read under the lock, so no refill is half seen).
+    pub fn view(&self) -> [SlotView; 2] {
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let i = self.cur.load(Acquire);
+        let one = |j: usize| {
+            let s = &self.slots[j];
+            SlotView {
+                first: s.first.load(Acquire),
+                end: s.end.load(Acquire),
+                next: s.next.load(Acquire),
+                preload_mark: s.preload_mark.load(Acquire),
+                current: j == i,
+                ready: j == i || self.standby_ready.load(Acquire),
+            }
+        };
+        [one(i), one(1 - i)]
+    }
+
     /// IDs left in the current range and in the standby range (`None` when none is ready).
     pub fn left(&self) -> (u64, Option<u64>) {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -122,5 +159,44 @@ impl Buffers {
         let i = self.cur.load(Acquire);
         let standby = self.standby_ready().then(|| left(&self.slots[1 - i]));
         (left(&self.slots[i]), standby)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_view_follows_install_take_and_switch() {
+        let b = Buffers::default();
+        b.install(Range { first: 1, end: 101 }, 0.9);
+        assert!(matches!(b.switch(0), Switch::Switched { .. }));
+        assert!(matches!(b.take(30), Take::Got { first: 1, .. }));
+        let [cur, standby] = b.view();
+        assert_eq!((cur.first, cur.end, cur.next), (1, 101, 31));
+        assert_eq!(cur.preload_mark, 91);
+        assert!(cur.current && cur.ready);
+        assert!(!standby.current && !standby.ready);
+        b.install(
+            Range {
+                first: 201,
+                end: 301,
+            },
+            0.9,
+        );
+        let [cur, standby] = b.view();
+        assert_eq!(cur.next, 31);
+        assert_eq!((standby.first, standby.next, standby.end), (201, 201, 301));
+        assert!(standby.ready);
+        // The standby becomes current: the view's first slot is always the current one.
+        let [cur, _] = b.view();
+        assert!(matches!(
+            b.switch(b.cur.load(Acquire)),
+            Switch::Switched { wasted: 70 }
+        ));
+        let [now, before] = b.view();
+        assert_eq!(now.first, 201);
+        assert_eq!(before.first, cur.first);
+        assert!(!before.ready);
     }
 }

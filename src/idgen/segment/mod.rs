@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+pub use self::buffer::SlotView;
 use self::buffer::{Buffers, Range, Switch, Take};
 use self::store::SegmentStore;
 use super::clock::Clock;
@@ -171,6 +172,13 @@ impl SegmentGen {
     /// IDs left in the current range and in the standby range (`None`: not fetched yet).
     pub fn buffered(&self) -> (u64, Option<u64>) {
         self.inner.buf.left()
+    }
+
+    /// Both buffers' ranges and fill, the current one first; and whether the fetch of the
+    /// standby range is under way.
+    pub fn slots(&self) -> ([SlotView; 2], bool) {
+        let buf = &self.inner.buf;
+        (buf.view(), buf.fetch_requested.load(Acquire))
     }
 
     /// The id the next request starts at, without taking it (a used-up current range gives
