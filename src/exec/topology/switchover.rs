@@ -123,7 +123,13 @@ impl Topology {
         info!(backend = %self.backend, from = %from, to = %to, held_ms = held.as_millis() as u64,
             "switchover: writes go to the new primary");
         let mut not_following = Vec::new();
-        let unlocked = step_drop(&mut old, "UNLOCK TABLES").await;
+        // Other instances move at their next poll; until then their writes to the old primary
+        // wait on its lock. Those are ended before it is lifted, so none is applied there.
+        tokio::time::sleep(self.interval * 2).await;
+        let unlocked = match end_clients(&mut old).await {
+            Ok(_) => step_drop(&mut old, "UNLOCK TABLES").await,
+            Err(e) => Err(e),
+        };
         if let Err(e) = unlocked.and(follow(&mut old, &to, cfg, true, semi_sync).await) {
             not_following.push(format!("{from}: {e}"));
         }
@@ -222,24 +228,20 @@ impl Topology {
         // read_only does not stop accounts with READ_ONLY ADMIN: the lock stops every writer.
         step_drop(old, &format!("SET SESSION lock_wait_timeout = {lock_wait}")).await?;
         step_drop(old, "FLUSH TABLES WITH READ LOCK").await?;
-        let ids = self.leased_on(from);
-        for &id in &ids {
+        for id in self.leased_on(from) {
             self.mark_fenced(from, id);
-            match bounded(old.query_drop(format!("KILL CONNECTION {id}"))).await {
-                Ok(()) => {}
-                Err(e) if e.contains("1094") || e.contains("Unknown thread") => {}
-                Err(e) => {
-                    return Err(format!(
-                        "cannot end a session's connection to `{from}`: {e}"
-                    ))
-                }
-            }
         }
+        // Every client's connection goes, not only this instance's sessions': other idgate
+        // instances, their sequence stores and direct clients would otherwise write there once
+        // the lock is gone, after the position the new primary was brought to.
+        let ids = end_clients(old)
+            .await
+            .map_err(|e| format!("cannot end the clients' connections to `{from}`: {e}"))?;
         // A killed thread may still be committing: its write must be in the position read next.
         while !ids.is_empty() && alive(old, &ids).await? > 0 {
             if Instant::now() >= deadline {
                 return Err(format!(
-                    "the sessions' connections to `{from}` did not end in time"
+                    "the clients' connections to `{from}` did not end in time"
                 ));
             }
             tokio::time::sleep(DRAIN_EVERY).await;
@@ -343,6 +345,27 @@ async fn follow(
     )
     .await?;
     step_drop(c, "START SLAVE").await
+}
+
+/// The client threads of a node other than the asking one: replication's (the replicas' dump
+/// threads, which must still send the last writes) and the server's own are kept.
+const CLIENT_THREADS: &str = "SELECT ID FROM information_schema.PROCESSLIST WHERE \
+     ID <> CONNECTION_ID() AND USER <> 'system user' AND \
+     COMMAND NOT IN ('Binlog Dump', 'Daemon', 'Killed')";
+
+/// Ends every client connection of the node `c` is on but its own (`CLIENT_THREADS`); their
+/// ids.
+async fn end_clients(c: &mut Conn) -> Result<Vec<u32>, String> {
+    let ids: Vec<u32> = bounded(c.query(CLIENT_THREADS)).await?;
+    for &id in &ids {
+        match bounded(c.query_drop(format!("KILL CONNECTION {id}"))).await {
+            Ok(()) => {}
+            // Gone already.
+            Err(e) if e.contains("1094") || e.contains("Unknown thread") => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(ids)
 }
 
 /// How many of threads `ids` run a statement or hold an open transaction.
