@@ -107,6 +107,20 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
             }
         }
     }
+    // HAVING moves out too, over the groups' values: there it may name the client's aliases
+    // (`HAVING total > 10`), as one server's HAVING does, which the inner statement has not.
+    let having = match (layout.clause("HAVING"), layout.clause_range("HAVING")) {
+        (Some(kw), Some(r)) => {
+            let start = layout.toks.get(kw + 1)?.at.start;
+            let end = text[..r.end].trim_end().len();
+            let rewritten = lift.rewrite(start..end)?;
+            if !only_lifted_names(&rewritten, &aliases) {
+                return None;
+            }
+            Some((r.start, rewritten))
+        }
+        _ => None,
+    };
     let mut order = Vec::new();
     for piece in layout.by_items("ORDER").unwrap_or_default() {
         let last = layout.token_at(piece.end).saturating_sub(1);
@@ -134,9 +148,9 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
         return None;
     }
     // The inner statement: the GROUP BY values and the aggregates, over the client's own FROM
-    // … HAVING.
+    // … GROUP BY.
     let from = layout.toks[layout.clause("FROM")?].at.start;
-    let tail_end = tail_start(&layout);
+    let tail_end = having.as_ref().map_or(tail_start(&layout), |(at, _)| *at);
     let mut inner: Vec<String> = lift
         .groups
         .iter()
@@ -155,6 +169,10 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
         inner.join(", "),
         text[from..tail_end].trim_end()
     );
+    if let Some((_, h)) = &having {
+        out.push_str(" HAVING ");
+        out.push_str(h);
+    }
     if !order.is_empty() {
         out.push_str(" ORDER BY ");
         out.push_str(&order.join(", "));

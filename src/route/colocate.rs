@@ -76,7 +76,7 @@ pub fn placed_alike(a: &TableRule, b: &TableRule) -> bool {
 
 /// What idgate does with the joins refused here in a SELECT, text or prepared (the session runs
 /// such joins in the gateway; `session/statement/join.rs`).
-const GATEWAY_ONLY: &str =
+pub(super) const GATEWAY_ONLY: &str =
     "except in a SELECT joining plain tables (idgate runs that join in the gateway)";
 
 /// Whether `e` is a refusal of [`check_colocated`] for tables not placed alike (not one of a
