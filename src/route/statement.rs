@@ -269,7 +269,8 @@ fn ordered_write(
     refusal: &SqlError,
     ctx: &PlanContext,
 ) -> Option<Plan> {
-    if !refusal.message.contains(ORDERED_WRITE_REFUSED) {
+    // A multi-table UPDATE's LIMIT counts joined rows: no SELECT of one table's ids picks them.
+    if !refusal.message.contains(ORDERED_WRITE_REFUSED) || sql::is_multi_table_write(stmt) {
         return None;
     }
     let a = sql::analyze_dml(stmt).ok()?;

@@ -459,8 +459,7 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                 }
             }
             // ORDER BY alone only orders each shard's own rows, which is all it can change.
-            // (MariaDB refuses LIMIT in a multi-table UPDATE itself.)
-            if u.limit.is_some() && !a.multi_table {
+            if u.limit.is_some() {
                 a.needs_merge = Some("ORDER BY/LIMIT");
             }
         }
