@@ -260,6 +260,15 @@ const UPDATES: &[(&str, Option<&[i64]>)] = &[
         "UPDATE sd_orders o JOIN sd_countries c ON o.country = c.id SET o.x = 200 WHERE c.id IN (1, 3)",
         None,
     ),
+    // Three tables, two sharded alike and one broadcast.
+    (
+        "UPDATE sd_orders o, sd_events ev, sd_countries c SET o.x = ev.y + c.rate, ev.y = c.rate WHERE o.id = ev.order_id AND o.country = c.id",
+        None,
+    ),
+    (
+        "UPDATE sd_countries c JOIN sd_orders o ON o.country = c.id JOIN sd_events ev ON ev.order_id = o.id SET ev.y = ev.y + c.rate WHERE o.x > ?",
+        Some(&[9]),
+    ),
     // Pinned to one shard by the target's own key.
     (
         "UPDATE sd_orders o, sd_events ev SET o.x = ev.y WHERE o.id = ev.order_id AND o.id = ?",
@@ -321,6 +330,11 @@ const REFUSED_UPDATES: &[(&str, &str)] = &[
     (
         "UPDATE sd_orders o, sd_events ev SET o.x = 1 WHERE o.id = ev.order_id LIMIT 1",
         "pin it to one shard",
+    ),
+    // A parenthesized join: which table `c` is, idgate does not read.
+    (
+        "UPDATE sd_orders o JOIN (sd_events ev JOIN sd_countries c ON c.id = ev.id) ON o.id = ev.order_id SET c.rate = 1",
+        "write the tables one after another",
     ),
     // Writing the broadcast table would change each backend's copy by its own shard's rows.
     (

@@ -210,8 +210,9 @@ fn check_multi_table_update(
             .find(|t| t.qualifier.eq_ignore_ascii_case(q))
             .and_then(|t| rule_for(ctx, &t.table))
     };
-    let broadcast = a.from.iter().find_map(|t| {
-        rule_for(ctx, &t.table)
+    // Any broadcast table it names, in its joins or deeper.
+    let broadcast = a.relations.iter().find_map(|t| {
+        rule_for(ctx, t)
             .filter(|r| matches!(r.placement, Placement::Broadcast { .. }))
             .map(|r| r.name.clone())
     });
@@ -222,6 +223,13 @@ fn check_multi_table_update(
                     "a multi-table UPDATE that joins broadcast table `{b}` must name the table of \
                      each column it assigns (`t.{c} = …`, not `{c} = …`): idgate runs it on each \
                      shard and must know it changes no broadcast table"
+                )))
+            }
+            (Some(q), _) if !a.from.iter().any(|t| t.qualifier.eq_ignore_ascii_case(q)) => {
+                return Err(unsupported(format!(
+                    "a multi-table UPDATE assigning `{q}.{c}`, which is not a table of its own \
+                     join as idgate reads it (a parenthesized join), is not supported; write the \
+                     tables one after another (`UPDATE a JOIN b ON … JOIN c ON … SET …`)"
                 )))
             }
             (Some(q), _) => {

@@ -401,6 +401,8 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
     };
     let mut selection = None;
     let mut wants_merge = false;
+    // How the statement names the table its key conditions must be about.
+    let mut own: Option<String> = None;
     match &parsed {
         Statement::Query(q) => {
             a.kind = DmlKind::Select;
@@ -439,7 +441,9 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
             a.from = from_tables(tables, &table_ref);
             a.from_tree = from_tree(tables, &table_ref);
             a.equal_columns = equalities(tables, &a.from, selection);
-            a.multi_table = !u.table.joins.is_empty() || u.from.is_some();
+            a.multi_table = !u.table.joins.is_empty()
+                || u.from.is_some()
+                || !matches!(u.table.relation, TableFactor::Table { .. });
             let mut assign = |n: &ObjectName| {
                 let parts: Vec<String> =
                     n.0.iter()
@@ -473,6 +477,12 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                 .first()
                 .map(table_ref)
                 .or_else(|| first_table(from));
+            // `DELETE FROM t AS x WHERE x.id = …`: its conditions name it by its alias.
+            if d.tables.is_empty() {
+                own = from_tables(from, &table_ref)
+                    .first()
+                    .map(|t| t.qualifier.clone());
+            }
             selection = d.selection.as_ref();
             if d.limit.is_some() {
                 a.needs_merge = Some("ORDER BY/LIMIT");
@@ -485,10 +495,8 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
     }
     // A condition on another table's column (`c.id = 2` of a joined table) pins nothing of
     // the target's: only columns written bare or qualified by the target count.
-    let own = a
-        .from
-        .first()
-        .map(|t| t.qualifier.clone())
+    let own = own
+        .or_else(|| a.from.first().map(|t| t.qualifier.clone()))
         .or_else(|| a.target.as_ref().map(|t| t.name.to_lowercase()));
     if let Some(own) = own {
         a.keys.retain(|(c, _)| match c.split_once('\0') {
@@ -585,6 +593,76 @@ mod tests {
         );
         let a = analyze_dml(b"SELECT * FROM t WHERE id = 1 OR name = 'x'").unwrap();
         assert!(a.keys.is_empty(), "an OR over two columns pins nothing");
+    }
+
+    #[test]
+    fn multi_table_updates_are_read_as_joins() {
+        let sql = b"UPDATE a o, b ev SET o.x = ev.y WHERE o.id = ev.a_id AND o.id = 7";
+        let a = analyze_dml(sql).unwrap();
+        assert!(a.multi_table);
+        assert_eq!(a.target.clone().unwrap().name, "a");
+        let from: Vec<(String, String)> = a
+            .from
+            .iter()
+            .map(|t| (t.qualifier.clone(), t.table.name.clone()))
+            .collect();
+        assert_eq!(from, [("o".into(), "a".into()), ("ev".into(), "b".into())]);
+        assert_eq!(
+            a.equal_columns[0],
+            (("o".into(), "id".into()), ("ev".into(), "a_id".into()))
+        );
+        assert_eq!(a.key_values(sql), [("id".into(), vec![KeyValue::Int(7)])]);
+        assert_eq!(a.assigned, ["x"]);
+        assert_eq!(a.assigned_qualifiers, [Some("o".to_string())]);
+        // Commas inside parentheses or after SET stay commas.
+        let a = analyze_dml(
+            b"UPDATE a USE INDEX (i, j), b, c SET a.x = 1, b.y = CONCAT(c.z, 'a,b') WHERE a.id = b.id",
+        )
+        .unwrap();
+        let names: Vec<&str> = a.from.iter().map(|t| t.table.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(a.assigned, ["x", "y"]);
+        let a = analyze_dml(b"UPDATE t SET a = 1, b = 2 WHERE id = 3").unwrap();
+        assert!(!a.multi_table);
+    }
+
+    #[test]
+    fn conditions_on_another_table_pin_nothing() {
+        let sql = b"SELECT o.id FROM orders o JOIN countries c ON o.country = c.id WHERE c.id = 2";
+        assert!(analyze_dml(sql).unwrap().key_values(sql).is_empty());
+        let sql = b"SELECT * FROM orders o JOIN c ON o.k = c.k WHERE o.id = 2 AND id IN (3) OR 1";
+        assert!(analyze_dml(sql).unwrap().key_values(sql).is_empty());
+        let sql =
+            b"SELECT * FROM orders o JOIN c ON o.k = c.k WHERE (o.id = 2 OR id = 3) AND c.id = 4";
+        assert_eq!(
+            analyze_dml(sql).unwrap().key_values(sql),
+            [("id".into(), vec![KeyValue::Int(2), KeyValue::Int(3)])]
+        );
+        let sql = b"DELETE FROM orders AS x WHERE x.id = 5";
+        assert_eq!(
+            analyze_dml(sql).unwrap().key_values(sql),
+            [("id".into(), vec![KeyValue::Int(5)])]
+        );
+        let sql = b"UPDATE orders o JOIN c ON o.k = c.k SET o.v = 1 WHERE c.id = 5";
+        assert!(analyze_dml(sql).unwrap().key_values(sql).is_empty());
+    }
+
+    #[test]
+    fn recursive_expressions_name_what_they_read() {
+        let a = analyze_dml(
+            b"WITH RECURSIVE r AS (SELECT id FROM t WHERE id = 1 UNION ALL SELECT t.id FROM t JOIN r ON t.parent = r.id), \
+              n AS (SELECT id FROM u) SELECT * FROM r JOIN n USING (id)",
+        )
+        .unwrap();
+        let reads: Vec<(&str, &str)> = a
+            .recursive_reads
+            .iter()
+            .map(|(c, t)| (c.as_str(), t.name.as_str()))
+            .collect();
+        assert_eq!(reads, [("r", "t"), ("r", "t")]);
+        // WITH RECURSIVE whose expressions do not name themselves: nothing recursive.
+        let a = analyze_dml(b"WITH RECURSIVE n AS (SELECT id FROM u) SELECT * FROM n").unwrap();
+        assert!(a.recursive_reads.is_empty());
     }
 
     #[test]

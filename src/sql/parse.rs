@@ -7,7 +7,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError, ParserOptions};
-use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer, Whitespace};
 
 use super::error::SqlParseError;
 
@@ -56,7 +56,7 @@ pub(crate) fn parse_one(text: &str) -> Result<Statement, SqlParseError> {
 }
 
 /// The tokens of `UPDATE a, b SET …` with each comma between UPDATE and SET (outside
-/// parentheses) read as `JOIN`, each keeping the comma's span. sqlparser reads only one table
+/// parentheses) read as `CROSS JOIN`, keeping the comma's span. sqlparser reads only one table
 /// with its joins there; MariaDB's comma is an inner join without a condition (of lower
 /// precedence than JOIN, which changes no row the statement matches, only which ON
 /// conditions may name which tables: MariaDB checks that when it runs the statement).
@@ -81,8 +81,15 @@ fn update_commas_as_joins(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> 
             _ => {}
         }
     }
-    for i in commas {
-        tokens[i].token = Token::make_keyword("JOIN");
+    // Back to front, so the indexes before each insertion stay put.
+    for i in commas.into_iter().rev() {
+        let span = tokens[i].span;
+        tokens[i].token = Token::make_keyword("CROSS");
+        tokens.insert(i + 1, TokenWithSpan::new(Token::make_keyword("JOIN"), span));
+        tokens.insert(
+            i + 1,
+            TokenWithSpan::new(Token::Whitespace(Whitespace::Space), span),
+        );
     }
     tokens
 }
