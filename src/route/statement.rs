@@ -269,11 +269,14 @@ fn ordered_write(
     refusal: &SqlError,
     ctx: &PlanContext,
 ) -> Option<Plan> {
-    // A multi-table UPDATE's LIMIT counts joined rows: no SELECT of one table's ids picks them.
-    if !refusal.message.contains(ORDERED_WRITE_REFUSED) || sql::is_multi_table_write(stmt) {
+    if !refusal.message.contains(ORDERED_WRITE_REFUSED) {
         return None;
     }
     let a = sql::analyze_dml(stmt).ok()?;
+    // A multi-table UPDATE's LIMIT counts joined rows: no SELECT of one table's ids picks them.
+    if a.multi_table {
+        return None;
+    }
     let target = a.target?;
     let schema = target.schema.as_deref().or(ctx.db);
     let rule = ctx.tables.lookup(schema, &target.name)?;
