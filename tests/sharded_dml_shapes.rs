@@ -436,6 +436,13 @@ const READS: &[(&str, bool)] = &[
     ("SELECT k, SUM(v) AS total FROM sd_tree GROUP BY k HAVING total > (SELECT AVG(v) FROM sd_tree)", false),
     ("SELECT k, SUM(amount) AS total FROM sd_tree GROUP BY k HAVING total > (SELECT AVG(amount) FROM sd_tree) ORDER BY k", true),
     ("SELECT k, COUNT(*) AS n FROM sd_tree GROUP BY k HAVING n > 1 ORDER BY k", true),
+    ("SELECT k, SUM(v) AS total FROM sd_tree GROUP BY 1 HAVING total > 10 ORDER BY 1", true),
+    ("SELECT k AS kk, SUM(v) total FROM sd_tree GROUP BY kk HAVING total > 10 ORDER BY kk", true),
+    ("SELECT k, SUM(v) AS total FROM sd_tree GROUP BY k HAVING total > 10 ORDER BY total LIMIT 1", true),
+    ("SELECT k, SUM(v) AS total FROM sd_tree GROUP BY k HAVING total BETWEEN 10 AND 30 ORDER BY k", true),
+    ("SELECT k, AVG(v) AS a FROM sd_tree GROUP BY k HAVING a > 4 ORDER BY k", true),
+    // A join the gateway runs (notes are placed by their own id).
+    ("SELECT o.country, SUM(n.y) AS total FROM sd_orders o JOIN sd_notes n ON n.order_id = o.id GROUP BY o.country HAVING total > 150 ORDER BY o.country", true),
     // Items computing on aggregates: idgate lifts the aggregates into a derived table, the
     // HAVING over the client's aliases goes with the items.
     ("SELECT k, SUM(v) * 2 AS total FROM sd_tree GROUP BY k HAVING total > 10", false),
@@ -445,6 +452,7 @@ const READS: &[(&str, bool)] = &[
     ("SELECT k, SUM(amount) / COUNT(*) AS mean FROM sd_tree GROUP BY k HAVING mean > 3 ORDER BY mean", true),
     ("SELECT k, SUM(v) * 2 AS v FROM sd_tree GROUP BY k HAVING v > 10 ORDER BY k", true),
     ("SELECT k, SUM(v) * 2 AS total FROM sd_tree GROUP BY k HAVING k > 1 ORDER BY k", true),
+    ("SELECT k, SUM(v) * 2 AS total FROM sd_tree GROUP BY k HAVING total > 10 ORDER BY total DESC LIMIT 1", true),
     // ORDER BY / GROUP BY a scalar subquery (its value a constant for the whole statement).
     ("SELECT id FROM sd_tree ORDER BY (SELECT MAX(v) FROM sd_tree)", false),
     ("SELECT id FROM sd_tree ORDER BY (SELECT MAX(v) FROM sd_tree), id", true),
