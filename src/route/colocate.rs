@@ -320,3 +320,23 @@ fn subqueries_colocated(
     }
     true
 }
+
+/// A recursive common table expression over a sharded table: each shard would follow the
+/// links through its own rows only, and a row's next one may be on another shard.
+pub fn check_recursive_reads(ctx: &PlanContext, a: &DmlAnalysis) -> Result<(), SqlError> {
+    for (cte, t) in &a.recursive_reads {
+        let Some(r) = rule_for(ctx, t).filter(|r| matches!(r.placement, Placement::Sharded { .. }))
+        else {
+            continue;
+        };
+        return Err(unsupported(format!(
+            "a recursive common table expression (`WITH RECURSIVE {cte}`) over sharded table \
+             `{}` is not supported: each shard would recurse over its own rows only, while the \
+             rows it links may be on other shards; SELECT the rows it needs and follow the links \
+             in the application, or configure `{}` as broadcast (every backend then holds all \
+             of its rows)",
+            r.name, r.name
+        )));
+    }
+    Ok(())
+}

@@ -37,6 +37,7 @@ pub mod join_steps;
 mod merge_plan;
 mod merge_rewrite;
 pub mod moving;
+mod multi_table_update;
 mod ordered_write;
 pub mod pinned;
 pub mod plan;
