@@ -626,3 +626,36 @@ fn explain_route_shows_per_shard_key_writes_refused() {
     let n: Option<u64> = g.query_first("SELECT COUNT(*) FROM sd_links").unwrap();
     assert_eq!(n, Some(2));
 }
+
+/// With a default backend that is not one of the table's shards (it holds no copy of the
+/// table), a prepared recursive CTE over the sharded table is refused at PREPARE with the
+/// same 1235 as in the text protocol, not the default backend's "doesn't exist" (1146).
+#[test]
+fn a_prepared_recursive_cte_is_refused_where_the_default_backend_lacks_the_table() {
+    let (_dbs, g) = common::three_shards(
+        "tables:
+  far_tree:
+    sharding:
+      columns: [id]
+      algorithm: mod
+      shards: [shard1, shard2]
+",
+    );
+    let mut c = g.conn();
+    c.query_drop("CREATE TABLE far_tree (id INT PRIMARY KEY, parent INT)")
+        .unwrap();
+    c.query_drop("INSERT INTO far_tree VALUES (1, NULL), (2, 1), (3, 2), (4, 1)")
+        .unwrap();
+    let sql = "WITH RECURSIVE r AS (SELECT id, parent FROM far_tree WHERE id = 1 UNION ALL \
+               SELECT x.id, x.parent FROM far_tree x JOIN r ON x.parent = r.id) SELECT id FROM r";
+    for prepared in [false, true] {
+        let got = answer(&mut c, sql, prepared.then_some(mysql::Params::Empty));
+        match got {
+            Err((1235, m)) if m.contains("recursive common table expression") => {}
+            other => panic!("prepared={prepared}: {other:?}"),
+        }
+    }
+    // The session goes on.
+    let n: Option<u64> = c.query_first("SELECT COUNT(*) FROM far_tree").unwrap();
+    assert_eq!(n, Some(4));
+}
