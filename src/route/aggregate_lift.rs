@@ -74,6 +74,8 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
     // The outer select list: each item's expression rewritten, with its alias or, without
     // one, its text as written (MariaDB's name for the column).
     let mut aliases = Vec::new();
+    // Each alias with its item's expression over the derived table.
+    let mut expansions: Vec<(String, String)> = Vec::new();
     let mut outer = Vec::new();
     for (item, piece) in s.projection.iter().zip(pieces) {
         let (expr, alias) = match item {
@@ -90,6 +92,7 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
         }
         match alias {
             Some(a) => {
+                expansions.push((alias_name(&a), rewritten.clone()));
                 aliases.push(alias_name(&a));
                 outer.push(format!("{rewritten} {a}"));
             }
@@ -107,6 +110,23 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
             }
         }
     }
+    // HAVING moves out too, as a WHERE over the groups' rows: it may name the client's
+    // aliases (`HAVING total > 10`), which the inner statement has not; each stands for its
+    // item's expression there (a HAVING over the outer rows would name columns of no group,
+    // which ONLY_FULL_GROUP_BY refuses).
+    let having = match (layout.clause("HAVING"), layout.clause_range("HAVING")) {
+        (Some(kw), Some(r)) => {
+            let start = layout.toks.get(kw + 1)?.at.start;
+            let end = text[..r.end].trim_end().len();
+            let rewritten = lift.rewrite(start..end)?;
+            let condition = expand_aliases(&rewritten, &expansions)?;
+            if !only_lifted_names(&condition, &[]) {
+                return None;
+            }
+            Some((r.start, condition))
+        }
+        _ => None,
+    };
     let mut order = Vec::new();
     for piece in layout.by_items("ORDER").unwrap_or_default() {
         let last = layout.token_at(piece.end).saturating_sub(1);
@@ -134,9 +154,9 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
         return None;
     }
     // The inner statement: the GROUP BY values and the aggregates, over the client's own FROM
-    // … HAVING.
+    // … GROUP BY.
     let from = layout.toks[layout.clause("FROM")?].at.start;
-    let tail_end = tail_start(&layout);
+    let tail_end = having.as_ref().map_or(tail_start(&layout), |(at, _)| *at);
     let mut inner: Vec<String> = lift
         .groups
         .iter()
@@ -155,6 +175,10 @@ pub fn lift_aggregates(stmt: &[u8]) -> Option<String> {
         inner.join(", "),
         text[from..tail_end].trim_end()
     );
+    if let Some((_, h)) = &having {
+        out.push_str(" WHERE ");
+        out.push_str(h);
+    }
     if !order.is_empty() {
         out.push_str(" ORDER BY ");
         out.push_str(&order.join(", "));
@@ -329,6 +353,49 @@ fn alias_name(written: &str) -> String {
     a.trim_matches(['`', '\'', '"']).to_string()
 }
 
+/// `text` (a condition over the derived table) with each bare name of an alias in `items`
+/// replaced by that item's expression, parenthesized.
+fn expand_aliases(text: &str, items: &[(String, String)]) -> Option<String> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let dialect = sqlparser::dialect::MySqlDialect {};
+    let toks = Tokenizer::new(&dialect, text)
+        .with_unescape(false)
+        .tokenize_with_location()
+        .ok()?;
+    let solid: Vec<_> = toks
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    let index = crate::sql::parse::LineIndex::new(text);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (i, t) in solid.iter().enumerate() {
+        let Token::Word(w) = &t.token else {
+            continue;
+        };
+        // A qualified name (`d.total`, `total.x`) or a call (`total(…)`) is not the alias.
+        let after_dot = i > 0 && solid[i - 1].token == Token::Period;
+        let next = solid.get(i + 1).map(|n| &n.token);
+        if !matches!(w.quote_style, None | Some('`'))
+            || after_dot
+            || matches!(next, Some(Token::Period | Token::LParen))
+        {
+            continue;
+        }
+        let Some((_, expr)) = items.iter().find(|(a, _)| a.eq_ignore_ascii_case(&w.value)) else {
+            continue;
+        };
+        let r = index.range(t.span)?;
+        out.push_str(text.get(at..r.start)?);
+        out.push('(');
+        out.push_str(expr);
+        out.push(')');
+        at = r.end;
+    }
+    out.push_str(text.get(at..)?);
+    Some(out)
+}
+
 /// Whether the expression `text` names no column but the derived table's (and `aliases`).
 fn only_lifted_names(text: &str, aliases: &[String]) -> bool {
     let Some(e) = super::merge_rewrite::parse_expr(text) else {
@@ -403,6 +470,24 @@ mod tests {
         assert_eq!(
             lift("SELECT SUM(x) / COUNT(*), SUM( x ) FROM t").as_deref(),
             Some("SELECT idgate_aggregates.idgate_a0 / idgate_aggregates.idgate_a1 AS `SUM(x) / COUNT(*)`, idgate_aggregates.idgate_a0 AS `SUM( x )` FROM (SELECT SUM(x) AS idgate_a0, COUNT(*) AS idgate_a1 FROM t) AS idgate_aggregates")
+        );
+    }
+
+    #[test]
+    fn having_goes_out_with_the_items_its_aliases_name() {
+        assert_eq!(
+            lift("SELECT k, SUM(v) * 2 AS total FROM t GROUP BY k HAVING total > 10").as_deref(),
+            Some("SELECT idgate_aggregates.idgate_g0 AS `k`, idgate_aggregates.idgate_a0 * 2 AS total FROM (SELECT k AS idgate_g0, SUM(v) AS idgate_a0 FROM t GROUP BY k) AS idgate_aggregates WHERE (idgate_aggregates.idgate_a0 * 2) > 10")
+        );
+        // An aggregate only HAVING names is fetched too; a group value is the derived one.
+        assert_eq!(
+            lift("SELECT k, COUNT(*) + 0 AS n FROM t GROUP BY k HAVING `n` > 1 AND MIN(v) > 1 OR k = 3 ORDER BY k").as_deref(),
+            Some("SELECT idgate_aggregates.idgate_g0 AS `k`, idgate_aggregates.idgate_a0 + 0 AS n FROM (SELECT k AS idgate_g0, COUNT(*) AS idgate_a0, MIN(v) AS idgate_a1 FROM t GROUP BY k) AS idgate_aggregates WHERE (idgate_aggregates.idgate_a0 + 0) > 1 AND idgate_aggregates.idgate_a1 > 1 OR idgate_aggregates.idgate_g0 = 3 ORDER BY idgate_aggregates.idgate_g0")
+        );
+        // A column neither grouped, aggregated nor an alias: not lifted.
+        assert_eq!(
+            lift("SELECT k, SUM(v) * 2 AS s FROM t GROUP BY k HAVING v > 1"),
+            None
         );
     }
 

@@ -76,7 +76,7 @@ pub fn placed_alike(a: &TableRule, b: &TableRule) -> bool {
 
 /// What idgate does with the joins refused here in a SELECT, text or prepared (the session runs
 /// such joins in the gateway; `session/statement/join.rs`).
-const GATEWAY_ONLY: &str =
+pub(super) const GATEWAY_ONLY: &str =
     "except in a SELECT joining plain tables (idgate runs that join in the gateway)";
 
 /// Whether `e` is a refusal of [`check_colocated`] for tables not placed alike (not one of a
@@ -319,4 +319,24 @@ fn subqueries_colocated(
         placed.push((Some(i), t, r));
     }
     true
+}
+
+/// A recursive common table expression over a sharded table: each shard would follow the
+/// links through its own rows only, and a row's next one may be on another shard.
+pub fn check_recursive_reads(ctx: &PlanContext, a: &DmlAnalysis) -> Result<(), SqlError> {
+    for (cte, t) in &a.recursive_reads {
+        let Some(r) = rule_for(ctx, t).filter(|r| matches!(r.placement, Placement::Sharded { .. }))
+        else {
+            continue;
+        };
+        return Err(unsupported(format!(
+            "a recursive common table expression (`WITH RECURSIVE {cte}`) over sharded table \
+             `{}` is not supported: each shard would recurse over its own rows only, while the \
+             rows it links may be on other shards; SELECT the rows it needs and follow the links \
+             in the application, or configure `{}` as broadcast (every backend then holds all \
+             of its rows)",
+            r.name, r.name
+        )));
+    }
+    Ok(())
 }

@@ -6,6 +6,7 @@ use super::join_steps::{join_steps, BATCH};
 use super::plan::Route;
 use super::statement::{reads_placed_tables, Plan, StatementContext};
 use super::statement_gateway::{correlated_later, join_plan, subquery_plan};
+use super::statement_load::{plan_load_data, plan_other, refuse_bypass};
 use super::Placement;
 use crate::sql::{self, StatementKind};
 use crate::wire::errors::SqlError;
@@ -37,6 +38,14 @@ fn rows(stmt: &[u8], ctx: &StatementContext) -> Result<Vec<Row>, SqlError> {
             let Some(rule) = found.or_else(|| reads_placed_tables(stmt, &a, ctx)) else {
                 return Ok(vec![row(ctx.default_backend, "none")]);
             };
+            // What running it would refuse before writing anything (IGNORE/REPLACE/upserts
+            // whose keys hold per shard only, an upsert moving a row), refused here alike.
+            match &a.body {
+                sql::InsertBody::Select { .. } => {
+                    super::unique_keys::per_shard_key_write(&a, &rule)?
+                }
+                _ => super::insert::check_statement(stmt, &a, &rule)?,
+            }
             let ids = match &rule.generator {
                 Some(g) => format!("ids from generator `{g}` into `{}`; ", rule.id_column),
                 None => String::new(),
@@ -84,6 +93,9 @@ fn rows(stmt: &[u8], ctx: &StatementContext) -> Result<Vec<Row>, SqlError> {
                 })
                 .collect())
         }
+        StatementKind::Other if sql::first_word(stmt).eq_ignore_ascii_case(b"LOAD") => {
+            load_rows(stmt, ctx, &row)
+        }
         StatementKind::Select | StatementKind::Update | StatementKind::Delete
             if ctx.route(stmt).is_err() =>
         {
@@ -98,6 +110,63 @@ fn rows(stmt: &[u8], ctx: &StatementContext) -> Result<Vec<Row>, SqlError> {
             ctx.default_backend,
         )),
     }
+}
+
+/// The rows of a `LOAD DATA`: where its rows go, or the refusal running it would get.
+fn load_rows(
+    stmt: &[u8],
+    ctx: &StatementContext,
+    row: &dyn Fn(&str, &str) -> Row,
+) -> Result<Vec<Row>, SqlError> {
+    let tables = ctx.tables.tables;
+    let rule = match plan_load_data(stmt, ctx) {
+        Some(Plan::LoadData(boxed)) => {
+            let (ld, rule) = *boxed;
+            let schema = ld.table.schema.as_deref().or(ctx.tables.db);
+            if let Some(schema) = schema {
+                if tables.global_keys(schema, &ld.table.name, &rule).is_some() {
+                    return Err(crate::unique::load_data_refusal(&ld.table.name));
+                }
+            }
+            let replace = ld.on_duplicate == sql::OnDuplicate::Replace;
+            super::unique_keys::per_shard_key_load(replace, &rule)?;
+            rule
+        }
+        Some(Plan::Refuse(e)) => return Err(e),
+        _ if tables.mentioned_in(stmt) => {
+            if let Some(e) = refuse_bypass(stmt, tables) {
+                return Err(e);
+            }
+            return match plan_other(stmt, ctx.local_files) {
+                Plan::Refuse(e) => Err(e),
+                _ => Ok(vec![row(ctx.default_backend, "none")]),
+            };
+        }
+        _ => {
+            return match plan_other(stmt, ctx.local_files) {
+                Plan::Refuse(e) => Err(e),
+                _ => Ok(vec![row(ctx.default_backend, "none")]),
+            }
+        }
+    };
+    let ids = match &rule.generator {
+        Some(g) => format!("ids from generator `{g}` into `{}`; ", rule.id_column),
+        None => String::new(),
+    };
+    let merge = match &rule.placement {
+        Placement::Single { .. } => format!("{ids}the file's rows read by idgate; one backend"),
+        Placement::Broadcast { .. } => {
+            format!("{ids}the file's rows read by idgate, every row on every backend")
+        }
+        Placement::Sharded {
+            columns, algorithm, ..
+        } => format!(
+            "{ids}the file's rows read by idgate and split by {} ({}); affected rows summed",
+            columns.join(", "),
+            algorithm.name()
+        ),
+    };
+    Ok(rule.backends().iter().map(|b| row(b, &merge)).collect())
 }
 
 /// The rows of a routed statement (`sql_text`) or of one run where it would without idgate.

@@ -37,6 +37,7 @@ pub mod join_steps;
 mod merge_plan;
 mod merge_rewrite;
 pub mod moving;
+mod multi_table_update;
 mod ordered_write;
 pub mod pinned;
 pub mod plan;
@@ -67,7 +68,7 @@ pub use merge_plan::{
 pub use merge_rewrite::MERGE_REFUSED;
 pub use ordered_write::{ordered_write, OrderedWrite};
 pub use plan::{BoundMerge, PlanContext, Route, ShapePlan};
-pub use statement::{lift, Caller, Plan, StatementContext, UniqueId};
+pub use statement::{lift, refused_when_prepared, Caller, Plan, StatementContext, UniqueId};
 pub use statement_gateway::{
     correlated_later, insert_subqueries, join_plan, nested_subqueries, placed_subqueries,
     sharding_columns, subquery_plan,

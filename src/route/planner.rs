@@ -4,8 +4,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::colocate::{check_colocated, default_only_table, rule_for};
+use super::colocate::{check_colocated, check_recursive_reads, default_only_table, rule_for};
 use super::ddl::ddl_backends;
+use super::multi_table_update::{check_multi_table_update, multi_table_refusal};
 use super::plan::{
     unsupported, Fill, KeyProbe, MergeTemplate, PlanContext, ShapeKind, ShapePlan, ShardedPlan,
     Term,
@@ -79,11 +80,23 @@ pub fn plan(
             _ => ShapeKind::BroadcastWrite(placed[0].backends().to_vec()),
         }));
     };
-    check_colocated(ctx, &a, &rules, &rule)?;
+    check_recursive_reads(ctx, &a)?;
+    if a.multi_table {
+        check_multi_table_update(ctx, &a, &rules)?;
+    }
+    check_colocated(ctx, &a, &rules, &rule).map_err(|e| match a.multi_table {
+        true => multi_table_refusal(e),
+        false => e,
+    })?;
+    // A multi-table UPDATE runs on each shard whichever of its tables is named first.
     let is_target = a
         .target
         .as_ref()
-        .is_some_and(|t| t.name.eq_ignore_ascii_case(&rule.name));
+        .is_some_and(|t| t.name.eq_ignore_ascii_case(&rule.name))
+        || (a.multi_table
+            && a.from
+                .iter()
+                .any(|t| rule_for(ctx, &t.table).is_some_and(|r| Arc::ptr_eq(&r, &rule))));
     if !is_target {
         return Err(unsupported(format!(
             "sharded table `{}` inside a subquery or join is not supported yet; name it first \

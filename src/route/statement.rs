@@ -237,6 +237,17 @@ pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
     }
 }
 
+/// The refusal a statement gets whatever its parameters, given at COM_STMT_PREPARE instead of
+/// preparing it on the default backend (which may hold none of the tables it reads): a
+/// recursive common table expression over a sharded table.
+pub fn refused_when_prepared(stmt: &[u8], ctx: &PlanContext) -> Option<SqlError> {
+    if !ctx.tables.placed_mentioned_in(stmt) || sql::classify(stmt) != StatementKind::Select {
+        return None;
+    }
+    let a = sql::analyze_dml(stmt).ok()?;
+    super::colocate::check_recursive_reads(ctx, &a).err()
+}
+
 /// A column that must be a unique key of its table by itself, checked on one of its shards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UniqueId {
@@ -273,6 +284,10 @@ fn ordered_write(
         return None;
     }
     let a = sql::analyze_dml(stmt).ok()?;
+    // A multi-table UPDATE's LIMIT counts joined rows: no SELECT of one table's ids picks them.
+    if a.multi_table {
+        return None;
+    }
     let target = a.target?;
     let schema = target.schema.as_deref().or(ctx.db);
     let rule = ctx.tables.lookup(schema, &target.name)?;

@@ -255,6 +255,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.writer.send_error(&e);
             return None;
         }
+        // Refused whatever its parameters: said now, not as the default backend's 1146.
+        if let Some(e) =
+            self.with_plan_context(|ctx| crate::route::refused_when_prepared(&packet[1..], ctx))
+        {
+            self.writer.send_error(&e);
+            return None;
+        }
         let id = self.stmts.next_id();
         let adj = Adjust {
             client_stmt_id: Some(id),

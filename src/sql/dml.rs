@@ -80,6 +80,8 @@ pub struct DmlAnalysis {
     pub implicit_group: bool,
     /// Columns an UPDATE assigns.
     pub assigned: Vec<String>,
+    /// The table (alias or name, lowercase) each of `assigned` is qualified by, if it is.
+    pub assigned_qualifiers: Vec<Option<String>>,
     /// The tables of the statement's own FROM and joins (a SELECT's), or its target.
     pub from: Vec<TopTable>,
     /// A SELECT's own FROM as it is joined (outer joins and the sides they keep).
@@ -89,6 +91,11 @@ pub struct DmlAnalysis {
     /// A SELECT's subqueries in expressions (EXISTS, IN, scalar), each with its own tables and
     /// equalities: a correlated one may run per shard with the outer statement.
     pub subqueries: Vec<SubqueryTables>,
+    /// The tables a recursive common table expression reads besides itself, each with the
+    /// expression's name (lowercase).
+    pub recursive_reads: Vec<(String, TableRef)>,
+    /// An UPDATE of several tables (`UPDATE a JOIN b …`, `UPDATE a, b …`).
+    pub multi_table: bool,
     /// Names of the common table expressions (`WITH name AS …`) anywhere in the statement,
     /// lowercase: a relation of that name without a schema may be one, not a table.
     pub ctes: Vec<String>,
@@ -158,10 +165,17 @@ struct KeyScan<'a> {
 }
 
 impl KeyScan<'_> {
+    /// The column `e` names: bare, or qualified (`qualifier\0column`: the table it is qualified
+    /// by, which [`analyze_dml`] checks and strips).
     fn column(e: &Expr) -> Option<String> {
         match e {
             Expr::Identifier(i) => Some(i.value.clone()),
-            Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
+            Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                // NUL separates them: no identifier holds one.
+                [.., q, c] => Some(format!("{}\0{}", q.value, c.value)),
+                [c] => Some(c.value.clone()),
+                [] => None,
+            },
             Expr::Nested(inner) => Self::column(inner),
             _ => None,
         }
@@ -233,11 +247,22 @@ impl KeyScan<'_> {
             } => {
                 let (c1, mut v1) = self.disjunction(left)?;
                 let (c2, v2) = self.disjunction(right)?;
-                if !c1.eq_ignore_ascii_case(&c2) {
-                    return None;
-                }
+                // `t.id = 1 OR id = 2`: one column, if the bare name is t's (else MariaDB
+                // finds it ambiguous); the qualified spelling is kept for the check.
+                let bare = |c: &str| c.rsplit('\0').next().unwrap_or_default().to_string();
+                let column = match (c1.contains('\0'), c2.contains('\0')) {
+                    (true, true) | (false, false) if c1.eq_ignore_ascii_case(&c2) => c1,
+                    (true, false) | (false, true) if bare(&c1).eq_ignore_ascii_case(&bare(&c2)) => {
+                        if c1.contains('\0') {
+                            c1
+                        } else {
+                            c2
+                        }
+                    }
+                    _ => return None,
+                };
                 v1.extend(v2);
-                Some((c1, v1))
+                Some((column, v1))
             }
             Expr::Nested(inner) => self.disjunction(inner),
             _ => None,
@@ -286,6 +311,41 @@ fn cte_names(parsed: &Statement) -> Vec<String> {
     v.0
 }
 
+/// The tables read by the common table expressions of `parsed` that name themselves (`WITH
+/// RECURSIVE r AS (… UNION ALL SELECT … FROM t JOIN r …)`), with the name of the expression.
+fn recursive_reads(parsed: &Statement) -> Vec<(String, TableRef)> {
+    struct Recursive(Vec<(String, TableRef)>);
+    impl Visitor for Recursive {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+            let Some(with) = q.with.as_ref().filter(|w| w.recursive) else {
+                return ControlFlow::Continue(());
+            };
+            for cte in &with.cte_tables {
+                let name = cte.alias.name.value.to_lowercase();
+                let mut read = Vec::new();
+                let _ = visit_relations(&*cte.query, |n| {
+                    read.push(table_ref(n));
+                    ControlFlow::<()>::Continue(())
+                });
+                let itself =
+                    |t: &TableRef| t.schema.is_none() && t.name.eq_ignore_ascii_case(&name);
+                if read.iter().any(itself) {
+                    self.0.extend(
+                        read.into_iter()
+                            .filter(|t| !itself(t))
+                            .map(|t| (name.clone(), t)),
+                    );
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut v = Recursive(Vec::new());
+    let _ = parsed.visit(&mut v);
+    v.0
+}
+
 /// Byte offsets of each `?` outside quotes and comments.
 pub fn placeholder_offsets(stmt: &[u8]) -> Vec<usize> {
     let mut out = Vec::new();
@@ -329,15 +389,20 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
         needs_merge: None,
         implicit_group: false,
         assigned: Vec::new(),
+        assigned_qualifiers: Vec::new(),
         merge_of: None,
         from: Vec::new(),
         from_tree: None,
         equal_columns: Vec::new(),
         subqueries: Vec::new(),
+        multi_table: false,
+        recursive_reads: recursive_reads(&parsed),
         ctes: cte_names(&parsed),
     };
     let mut selection = None;
     let mut wants_merge = false;
+    // How the statement names the table its key conditions must be about.
+    let mut own: Option<String> = None;
     match &parsed {
         Statement::Query(q) => {
             a.kind = DmlKind::Select;
@@ -370,12 +435,31 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                 a.target = Some(table_ref(name));
             }
             selection = u.selection.as_ref();
+            // Every table it joins (`UPDATE a JOIN b …`, `UPDATE a, b …`), as a SELECT's FROM:
+            // whether it can run on each shard is decided as for a join.
+            let tables = std::slice::from_ref(&u.table);
+            a.from = from_tables(tables, &table_ref);
+            a.from_tree = from_tree(tables, &table_ref);
+            a.equal_columns = equalities(tables, &a.from, selection);
+            a.multi_table = !u.table.joins.is_empty()
+                || u.from.is_some()
+                || !matches!(u.table.relation, TableFactor::Table { .. });
+            let mut assign = |n: &ObjectName| {
+                let parts: Vec<String> =
+                    n.0.iter()
+                        .map(|p| unquote_ident(p.to_string().as_bytes()))
+                        .collect();
+                a.assigned.push(table_ref(n).name);
+                let qualifier = match parts.as_slice() {
+                    [.., q, _] => Some(q.to_lowercase()),
+                    _ => None,
+                };
+                a.assigned_qualifiers.push(qualifier);
+            };
             for asg in &u.assignments {
                 match &asg.target {
-                    AssignmentTarget::ColumnName(n) => a.assigned.push(table_ref(n).name),
-                    AssignmentTarget::Tuple(ns) => {
-                        a.assigned.extend(ns.iter().map(|n| table_ref(n).name))
-                    }
+                    AssignmentTarget::ColumnName(n) => assign(n),
+                    AssignmentTarget::Tuple(ns) => ns.iter().for_each(&mut assign),
                 }
             }
             // ORDER BY alone only orders each shard's own rows, which is all it can change.
@@ -393,6 +477,12 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
                 .first()
                 .map(table_ref)
                 .or_else(|| first_table(from));
+            // `DELETE FROM t AS x WHERE x.id = …`: its conditions name it by its alias.
+            if d.tables.is_empty() {
+                own = from_tables(from, &table_ref)
+                    .first()
+                    .map(|t| t.qualifier.clone());
+            }
             selection = d.selection.as_ref();
             if d.limit.is_some() {
                 a.needs_merge = Some("ORDER BY/LIMIT");
@@ -403,7 +493,23 @@ pub fn analyze_dml(stmt: &[u8]) -> Result<DmlAnalysis, SqlParseError> {
     if let Some(w) = selection {
         scan.conjunction(w, &mut a.keys);
     }
-    if a.kind != DmlKind::Select {
+    // A condition on another table's column (`c.id = 2` of a joined table) pins nothing of
+    // the target's: only columns written bare or qualified by the target count.
+    let own = own
+        .or_else(|| a.from.first().map(|t| t.qualifier.clone()))
+        .or_else(|| a.target.as_ref().map(|t| t.name.to_lowercase()));
+    if let Some(own) = own {
+        a.keys.retain(|(c, _)| match c.split_once('\0') {
+            Some((q, _)) => q.eq_ignore_ascii_case(&own),
+            None => true,
+        });
+        for (c, _) in &mut a.keys {
+            if let Some((_, bare)) = c.split_once('\0') {
+                *c = bare.to_string();
+            }
+        }
+    }
+    if a.kind != DmlKind::Select && a.from.is_empty() {
         a.from.extend(a.target.clone().map(|t| TopTable {
             qualifier: t.name.to_lowercase(),
             table: t,
@@ -487,6 +593,76 @@ mod tests {
         );
         let a = analyze_dml(b"SELECT * FROM t WHERE id = 1 OR name = 'x'").unwrap();
         assert!(a.keys.is_empty(), "an OR over two columns pins nothing");
+    }
+
+    #[test]
+    fn multi_table_updates_are_read_as_joins() {
+        let sql = b"UPDATE a o, b ev SET o.x = ev.y WHERE o.id = ev.a_id AND o.id = 7";
+        let a = analyze_dml(sql).unwrap();
+        assert!(a.multi_table);
+        assert_eq!(a.target.clone().unwrap().name, "a");
+        let from: Vec<(String, String)> = a
+            .from
+            .iter()
+            .map(|t| (t.qualifier.clone(), t.table.name.clone()))
+            .collect();
+        assert_eq!(from, [("o".into(), "a".into()), ("ev".into(), "b".into())]);
+        assert_eq!(
+            a.equal_columns[0],
+            (("o".into(), "id".into()), ("ev".into(), "a_id".into()))
+        );
+        assert_eq!(a.key_values(sql), [("id".into(), vec![KeyValue::Int(7)])]);
+        assert_eq!(a.assigned, ["x"]);
+        assert_eq!(a.assigned_qualifiers, [Some("o".to_string())]);
+        // Commas inside parentheses or after SET stay commas.
+        let a = analyze_dml(
+            b"UPDATE a USE INDEX (i, j), b, c SET a.x = 1, b.y = CONCAT(c.z, 'a,b') WHERE a.id = b.id",
+        )
+        .unwrap();
+        let names: Vec<&str> = a.from.iter().map(|t| t.table.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(a.assigned, ["x", "y"]);
+        let a = analyze_dml(b"UPDATE t SET a = 1, b = 2 WHERE id = 3").unwrap();
+        assert!(!a.multi_table);
+    }
+
+    #[test]
+    fn conditions_on_another_table_pin_nothing() {
+        let sql = b"SELECT o.id FROM orders o JOIN countries c ON o.country = c.id WHERE c.id = 2";
+        assert!(analyze_dml(sql).unwrap().key_values(sql).is_empty());
+        let sql = b"SELECT * FROM orders o JOIN c ON o.k = c.k WHERE o.id = 2 AND id IN (3) OR 1";
+        assert!(analyze_dml(sql).unwrap().key_values(sql).is_empty());
+        let sql =
+            b"SELECT * FROM orders o JOIN c ON o.k = c.k WHERE (o.id = 2 OR id = 3) AND c.id = 4";
+        assert_eq!(
+            analyze_dml(sql).unwrap().key_values(sql),
+            [("id".into(), vec![KeyValue::Int(2), KeyValue::Int(3)])]
+        );
+        let sql = b"DELETE FROM orders AS x WHERE x.id = 5";
+        assert_eq!(
+            analyze_dml(sql).unwrap().key_values(sql),
+            [("id".into(), vec![KeyValue::Int(5)])]
+        );
+        let sql = b"UPDATE orders o JOIN c ON o.k = c.k SET o.v = 1 WHERE c.id = 5";
+        assert!(analyze_dml(sql).unwrap().key_values(sql).is_empty());
+    }
+
+    #[test]
+    fn recursive_expressions_name_what_they_read() {
+        let a = analyze_dml(
+            b"WITH RECURSIVE r AS (SELECT id FROM t WHERE id = 1 UNION ALL SELECT t.id FROM t JOIN r ON t.parent = r.id), \
+              n AS (SELECT id FROM u) SELECT * FROM r JOIN n USING (id)",
+        )
+        .unwrap();
+        let reads: Vec<(&str, &str)> = a
+            .recursive_reads
+            .iter()
+            .map(|(c, t)| (c.as_str(), t.name.as_str()))
+            .collect();
+        assert_eq!(reads, [("r", "t"), ("r", "t")]);
+        // WITH RECURSIVE whose expressions do not name themselves: nothing recursive.
+        let a = analyze_dml(b"WITH RECURSIVE n AS (SELECT id FROM u) SELECT * FROM n").unwrap();
+        assert!(a.recursive_reads.is_empty());
     }
 
     #[test]

@@ -75,8 +75,8 @@ pub use session_query::{session_query, SessionQuery};
 pub use shape::{shape, Shape};
 pub use split::split_statements;
 pub use subquery::{
-    find_subqueries, has_own_limit, is_multi_table_write, splice, union_members, Subquery,
-    SubqueryUse,
+    find_subqueries, has_own_limit, is_multi_table_write, is_sort_item, splice, union_members,
+    Subquery, SubqueryUse,
 };
 pub use subquery_bind::{
     render_derived, render_exists, render_in_list, render_quantified, render_scalar, render_value,

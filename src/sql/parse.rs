@@ -5,8 +5,9 @@ use std::borrow::Cow;
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError, ParserOptions};
-use sqlparser::tokenizer::{Location, Span};
+use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer, Whitespace};
 
 use super::error::SqlParseError;
 
@@ -30,10 +31,16 @@ pub(crate) fn sanitize(stmt: &[u8]) -> Cow<'_, str> {
 pub(crate) fn parse_one(text: &str) -> Result<Statement, SqlParseError> {
     let dialect = MySqlDialect {};
     let text = &*without_write_modifiers(text);
-    let mut stmts = Parser::new(&dialect)
-        .with_options(ParserOptions::new().with_unescape(false))
-        .try_with_sql(text)
-        .and_then(|mut p| p.parse_statements())
+    let mut stmts = Tokenizer::new(&dialect, text)
+        .with_unescape(false)
+        .tokenize_with_location()
+        .map_err(ParserError::from)
+        .and_then(|tokens| {
+            Parser::new(&dialect)
+                .with_options(ParserOptions::new().with_unescape(false))
+                .with_tokens_with_locations(update_commas_as_joins(tokens))
+                .parse_statements()
+        })
         .map_err(|e| syntax_error(text, e))?;
     match (stmts.pop(), stmts.is_empty()) {
         (Some(s), true) => Ok(s),
@@ -46,6 +53,45 @@ pub(crate) fn parse_one(text: &str) -> Result<Statement, SqlParseError> {
             "idgate rewrites one statement at a time here; separate the statements with ';' in a multi-statement query".into(),
         )),
     }
+}
+
+/// The tokens of `UPDATE a, b SET …` with each comma between UPDATE and SET (outside
+/// parentheses) read as `CROSS JOIN`, keeping the comma's span. sqlparser reads only one table
+/// with its joins there; MariaDB's comma is an inner join without a condition (of lower
+/// precedence than JOIN, which changes no row the statement matches, only which ON
+/// conditions may name which tables: MariaDB checks that when it runs the statement).
+fn update_commas_as_joins(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut words = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)));
+    let is_update = |t: &Token| matches!(t, Token::Word(w) if w.keyword == Keyword::UPDATE);
+    match words.next() {
+        Some((_, t)) if is_update(&t.token) => {}
+        _ => return tokens,
+    }
+    let mut depth = 0usize;
+    let mut commas = Vec::new();
+    for (i, t) in words {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(w) if depth == 0 && w.keyword == Keyword::SET => break,
+            Token::Comma if depth == 0 => commas.push(i),
+            _ => {}
+        }
+    }
+    // Back to front, so the indexes before each insertion stay put.
+    for i in commas.into_iter().rev() {
+        let span = tokens[i].span;
+        tokens[i].token = Token::make_keyword("CROSS");
+        tokens.insert(i + 1, TokenWithSpan::new(Token::make_keyword("JOIN"), span));
+        tokens.insert(
+            i + 1,
+            TokenWithSpan::new(Token::Whitespace(Whitespace::Space), span),
+        );
+    }
+    tokens
 }
 
 /// `text` with the modifiers of `UPDATE [LOW_PRIORITY] [IGNORE]` and `DELETE [LOW_PRIORITY]

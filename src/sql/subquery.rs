@@ -255,6 +255,79 @@ fn in_from_list(toks: &[super::select_tokens::Lexeme], k: usize) -> bool {
     false
 }
 
+/// Whether the parenthesized subquery at `replace` in `stmt` is a whole ORDER BY or GROUP BY
+/// item (`ORDER BY (SELECT …) DESC, id`). Its value bound there must not be written as a bare
+/// integer: MariaDB reads `ORDER BY (20)` as the 20th select item.
+pub fn is_sort_item(stmt: &[u8], replace: &Range<usize>) -> bool {
+    let Some(st) = std::str::from_utf8(stmt).ok().and_then(SelectText::new) else {
+        return false;
+    };
+    let toks = &st.toks;
+    let Some(open) = toks.iter().position(|t| t.at.start == replace.start) else {
+        return false;
+    };
+    let Some(close) = toks.iter().position(|t| t.at.end == replace.end) else {
+        return false;
+    };
+    let word = |t: Option<&super::select_tokens::Lexeme>, of: &[&str]| matches!(t.map(|t| &t.tok), Some(Tok::Word(w)) if of.contains(&w.as_str()));
+    let starts_item = match open.checked_sub(1).map(|p| &toks[p].tok) {
+        Some(Tok::Word(w)) if w == "BY" => word(
+            open.checked_sub(2).and_then(|p| toks.get(p)),
+            &["ORDER", "GROUP"],
+        ),
+        Some(Tok::Comma) => in_clause(toks, open - 1, &["ORDER", "GROUP"]),
+        _ => false,
+    };
+    const AFTER_ITEM: &[&str] = &[
+        "ASC",
+        "DESC",
+        "LIMIT",
+        "HAVING",
+        "WINDOW",
+        "WITH",
+        "UNION",
+        "EXCEPT",
+        "INTERSECT",
+        "FOR",
+        "LOCK",
+        "INTO",
+        "PROCEDURE",
+        "OFFSET",
+        "FETCH",
+        "ORDER",
+    ];
+    let ends_item = match toks.get(close + 1) {
+        None => true,
+        Some(t) => {
+            matches!(t.tok, Tok::Comma | Tok::RParen | Tok::Semicolon) || word(Some(t), AFTER_ITEM)
+        }
+    };
+    starts_item && ends_item
+}
+
+/// Whether the `,` at `k` separates items of a clause that starts with one of `clauses`.
+fn in_clause(toks: &[super::select_tokens::Lexeme], k: usize, clauses: &[&str]) -> bool {
+    let depth = toks[k].depth;
+    for (i, t) in toks[..k].iter().enumerate().rev() {
+        if t.depth < depth {
+            return false;
+        }
+        if t.depth > depth {
+            continue;
+        }
+        if let Tok::Word(w) = &t.tok {
+            if w == "BY" {
+                return i > 0
+                    && matches!(&toks[i - 1].tok, Tok::Word(c) if clauses.contains(&c.as_str()));
+            }
+            if CLAUSE_WORDS.contains(&w.as_str()) {
+                return false;
+            }
+        }
+    }
+    false
+}
+
 /// Whether the `(` at `k` opens a parenthesized FROM item (`FROM ((SELECT …) d JOIN …)`) or a
 /// UNION member (`((SELECT …) UNION …)`): shapes idgate leaves alone.
 fn is_table_group(toks: &[super::select_tokens::Lexeme], k: usize) -> bool {

@@ -3,7 +3,8 @@
 use mysql_common::constants::{ColumnFlags, ColumnType};
 
 use super::subquery::{
-    find_subqueries, has_own_limit, is_multi_table_write, splice, union_members, SubqueryUse,
+    find_subqueries, has_own_limit, is_multi_table_write, is_sort_item, splice, union_members,
+    SubqueryUse,
 };
 use super::subquery_bind::*;
 
@@ -353,4 +354,31 @@ fn common_table_expressions_are_tables_and_recursive_ones_are_left_whole() {
         b"WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r) SELECT * FROM r"
     )
     .is_none());
+}
+
+#[test]
+fn whole_sort_and_group_items_are_told_apart() {
+    let at = |sql: &str, sub: &str| {
+        let start = sql.find(sub).unwrap();
+        is_sort_item(sql.as_bytes(), &(start..start + sub.len()))
+    };
+    let sub = "(SELECT MAX(v) FROM t)";
+    for sql in [
+        "SELECT id FROM t ORDER BY (SELECT MAX(v) FROM t)",
+        "SELECT id FROM t ORDER BY (SELECT MAX(v) FROM t) DESC, id",
+        "SELECT id FROM t ORDER BY id, (SELECT MAX(v) FROM t) LIMIT 3",
+        "SELECT COUNT(*) FROM t GROUP BY (SELECT MAX(v) FROM t) HAVING COUNT(*) > 1",
+        "SELECT a FROM (SELECT id AS a FROM t ORDER BY (SELECT MAX(v) FROM t)) d",
+    ] {
+        assert!(at(sql, sub), "{sql}");
+    }
+    for sql in [
+        "SELECT id FROM t ORDER BY (SELECT MAX(v) FROM t) + id",
+        "SELECT id FROM t ORDER BY id + (SELECT MAX(v) FROM t)",
+        "SELECT (SELECT MAX(v) FROM t), id FROM t ORDER BY id",
+        "SELECT id FROM t WHERE v = (SELECT MAX(v) FROM t) ORDER BY id",
+        "SELECT id FROM t ORDER BY FIELD(id, (SELECT MAX(v) FROM t))",
+    ] {
+        assert!(!at(sql, sub), "{sql}");
+    }
 }

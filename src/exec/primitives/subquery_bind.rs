@@ -167,6 +167,14 @@ pub async fn bind_subqueries<C: Cursor>(
             SubqueryUse::In => sql::render_in_list(&fetched.columns, &fetched.rows),
             SubqueryUse::Exists => sql::render_exists(!fetched.rows.is_empty()),
             SubqueryUse::Scalar => match sql::render_scalar(&fetched.columns, &fetched.rows) {
+                // A whole sort or group item stays a subquery (of no table): a bare integer
+                // there would name a select item by its position.
+                Ok(t) if sql::is_sort_item(stmt, &s.replace) => {
+                    let mut wrapped = b"(SELECT ".to_vec();
+                    wrapped.extend_from_slice(&t);
+                    wrapped.push(b')');
+                    wrapped
+                }
                 Ok(t) => t,
                 Err(e) => return Ok(Err(SqlError::new(e.code, e.state, e.message))),
             },

@@ -83,8 +83,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StatementExec<'_, R, W> {
                 ));
                 return Ok(false);
             }
-            // A join of tables not placed alike, its subqueries bound: run in the gateway.
-            Err(e) => return self.execute_join_or_refuse(&bound, e).await,
+            Err(e) => {
+                // Computing on aggregates across shards, its subqueries bound: lifted over a
+                // derived table of them, as the text protocol's plan does.
+                if let Some(lifted) = crate::route::lift(&bound, &e).map(String::into_bytes) {
+                    if let Some(Plan::Subqueries(subs)) = self
+                        .session
+                        .with_plan_context(|ctx| crate::route::subquery_plan(&lifted, ctx))
+                    {
+                        return Box::pin(self.execute_with_subqueries(&lifted, &subs)).await;
+                    }
+                }
+                // A join of tables not placed alike, its subqueries bound: run in the gateway.
+                return self.execute_join_or_refuse(&bound, e).await;
+            }
         };
         merged_answer::run_binary(self, &backends, bound).await
     }
