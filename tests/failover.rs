@@ -3,7 +3,8 @@
 //! by hand, as an operator or a failover manager would. idgate holds the statements that
 //! arrive meanwhile and sends them to the promoted node: writes resume within seconds of the
 //! promotion, no acknowledged write is lost, no id is handed out twice, and nothing is
-//! written to a read-only node.
+//! written to a read-only node; the same with the sequence store on that group, where a
+//! store without semi-synchronous replication is refused at startup.
 
 mod common;
 
@@ -17,7 +18,16 @@ use common::replication::{eventually, Group};
 use common::{direct, free_port, start_db, Idgate, MariaDb, DATABASE, PASSWORD, USER};
 use mysql::prelude::Queryable;
 
-fn config(port: u16, admin: u16, group: &Group, store: &MariaDb) -> String {
+/// idgate on `group`, its sequence store on `store` or (without one) on the group itself.
+fn config(port: u16, admin: u16, group: &Group, store: Option<&MariaDb>, extra: &str) -> String {
+    let store = match store {
+        Some(s) => format!(
+            "\x20 store:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: \
+             {PASSWORD}\nsequence_store:\n  backend: store\n",
+            s.port
+        ),
+        None => "sequence_store:\n  backend: db\n".to_string(),
+    };
     format!(
         "listen: 127.0.0.1:{port}\nallow_plaintext_passwords: true\n\
          admin:\n  listen: 127.0.0.1:{admin}\n\
@@ -26,16 +36,14 @@ fn config(port: u16, admin: u16, group: &Group, store: &MariaDb) -> String {
          \x20 db:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n\
          \x20   replicas: [\"{}\", \"{}\"]\n    poll_interval_ms: 100\n\
          \x20   max_replica_lag_ms: 5000\n    failover_hold_ms: 20000\n\
-         \x20 store:\n    host: 127.0.0.1\n    port: {}\n    user: {USER}\n    password: {PASSWORD}\n\
-         default_backend: db\nsequence_store:\n  backend: store\n\
-         generators:\n  seq:\n    kind: segment\n    step: 50\n\
-         tables:\n  gen:\n    generator: seq\n",
+         {store}default_backend: db\n\
+         generators:\n  seq:\n    kind: segment\n    step: 20\n    max_step: 20\n\
+         tables:\n  gen:\n    generator: seq\n{extra}",
         common::idgate_proc::APP_USER,
         common::idgate_proc::APP_PASSWORD,
         group.nodes[0].port,
         group.addr(1),
         group.addr(2),
-        store.port
     )
 }
 
@@ -68,10 +76,110 @@ fn received(group: &Group, i: usize) -> (u64, String) {
 
 #[test]
 fn a_killed_primary_is_followed_without_a_lost_write_or_a_reused_id() {
-    let group = Group::start_semi_sync(2);
     let store = start_db();
+    killed_primary(Some(&store));
+}
+
+#[test]
+fn the_sequence_store_on_the_group_reuses_no_id_across_the_failover() {
+    killed_primary(None);
+}
+
+#[test]
+fn the_sequence_store_on_a_group_without_semi_sync_is_refused_unless_allowed() {
+    let group = Group::start(2);
+    let port = free_port().unwrap();
+    let path = std::env::temp_dir().join(format!("idgate-failover-{}.yaml", std::process::id()));
+    std::fs::write(&path, config(port, free_port().unwrap(), &group, None, "")).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
+        .args(["run", "--config"])
+        .arg(&path)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("idgate started with an asynchronous sequence store");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success());
+    assert!(
+        err.contains("rpl_semi_sync_master_wait_point = AFTER_SYNC"),
+        "{err}"
+    );
+    assert!(err.contains("allow_async_failover"), "{err}");
+    let _ = std::fs::remove_file(&path);
+    // Accepted when asked for.
+    let g = Idgate::start_with(|port| {
+        config(port, free_port().unwrap(), &group, None, "").replace(
+            "sequence_store:\n  backend: db\n",
+            "sequence_store:\n  backend: db\n  allow_async_failover: true\n",
+        )
+    });
+    let mut c = g.conn();
+    c.query_drop("CREATE TABLE gen (id BIGINT PRIMARY KEY, writer INT, seq INT)")
+        .unwrap();
+    for i in 1..=2 {
+        group.caught_up(i, 0);
+    }
+    // The ranges reserved from now on reach only the primary, which then dies: the promoted
+    // replica's store is behind what this instance handed out. Its next range must start
+    // above all of it.
+    for i in 1..=2 {
+        group.sql(i, "STOP SLAVE SQL_THREAD");
+    }
+    let insert = |c: &mut mysql::Conn, writer: u32, n: u32, ids: &mut Vec<u64>| {
+        for seq in 0..n {
+            c.query_drop(format!(
+                "INSERT INTO gen (writer, seq) VALUES ({writer}, {seq})"
+            ))?;
+            ids.push(c.last_insert_id());
+        }
+        Ok::<(), mysql::Error>(())
+    };
+    let mut ids = Vec::new();
+    insert(&mut c, 1, 70, &mut ids).unwrap();
+    group.nodes[0].kill();
+    group.promote(1);
+    group.replicate(2, 1);
+    // The session on the dead primary is gone; new ones go to the new primary.
+    let t0 = Instant::now();
+    loop {
+        let done = mysql::Conn::new(mysql::Opts::from_url(&g.url(DATABASE)).unwrap())
+            .and_then(|mut c| insert(&mut c, 2, 70, &mut ids));
+        match done {
+            Ok(()) => break,
+            Err(e) if t0.elapsed() > Duration::from_secs(20) => panic!("{e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    let unique: HashSet<u64> = ids.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        ids.len(),
+        "an id was handed out twice: {ids:?}"
+    );
+    assert!(
+        g.log().contains("sequence store: moved to another node"),
+        "{}",
+        g.log()
+    );
+}
+
+/// The primary killed under writers, the most advanced replica promoted by hand.
+fn killed_primary(store: Option<&MariaDb>) {
+    let group = Group::start_semi_sync(2);
     let admin_port = free_port().unwrap();
-    let g = Idgate::start_with(|port| config(port, admin_port, &group, &store));
+    let g = Idgate::start_with(|port| config(port, admin_port, &group, store, ""));
     let mut admin = g.conn();
     admin
         .query_drop("CREATE TABLE gen (id BIGINT PRIMARY KEY, writer INT, seq INT)")
@@ -215,6 +323,13 @@ fn a_killed_primary_is_followed_without_a_lost_write_or_a_reused_id() {
     };
     assert_eq!(count(other), count(new));
 
+    if store.is_none() {
+        assert!(
+            g.log().contains("sequence store: moved to another node"),
+            "{}",
+            g.log()
+        );
+    }
     let metrics = scrape(admin_port);
     assert_eq!(
         must_sample(&metrics, "idgate_backend_failovers_total{backend=\"db\"}"),

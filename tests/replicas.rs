@@ -162,7 +162,7 @@ fn writes_follow_the_one_writable_node_of_a_replication_group() {
 }
 
 #[test]
-fn replicas_are_refused_on_the_sequence_stores_backend_and_must_be_host_port() {
+fn replicas_must_be_host_port_and_not_beside_failover_addresses() {
     let db = start_db();
     let bad = |extra: &str| {
         let dir = std::env::temp_dir().join(format!("idgate-replicas-{}", std::process::id()));
@@ -187,8 +187,8 @@ fn replicas_are_refused_on_the_sequence_stores_backend_and_must_be_host_port() {
         assert!(!out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    let e = bad("    replicas: [\"127.0.0.1:9\"]\n");
-    assert!(e.contains("holds the sequence store"), "{e}");
+    let e = bad("    replicas: [\"127.0.0.1:9\"]\n    failover_addresses: [\"127.0.0.1:8\"]\n");
+    assert!(e.contains("not both"), "{e}");
     let e = bad("    replicas: [\"nowhere\"]\n");
     assert!(e.contains("is not host:port"), "{e}");
     let e = bad(&format!("    replicas: [\"127.0.0.1:{}\"]\n", db.port));

@@ -168,6 +168,10 @@ pub struct SequenceStore {
     /// Database for idgate's own tables, created if missing.
     #[serde(default = "default_sequence_db")]
     pub database: String,
+    /// On a backend with replicas, start without semi-synchronous replication: a failover may
+    /// then lose acknowledged worker leases and XA decisions (segment ranges are raised again).
+    #[serde(default)]
+    pub allow_async_failover: bool,
 }
 
 fn default_sequence_db() -> String {
@@ -179,6 +183,7 @@ impl Default for SequenceStore {
         SequenceStore {
             backend: None,
             database: default_sequence_db(),
+            allow_async_failover: false,
         }
     }
 }

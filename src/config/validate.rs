@@ -90,16 +90,12 @@ pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
                 ),
             ));
         }
-        if !b.value.replicas.is_empty() && name == cfg.sequence_backend() {
-            // Until each instance raises its segments after a primary change, a replicated
-            // store could hand out a range twice after a failover: refused rather than risked.
+        if !b.value.replicas.is_empty() && !b.value.failover_addresses.is_empty() {
             return Err(at(
                 &b.referenced,
                 format!(
-                    "backend `{name}` holds the sequence store: replicas on it are not supported \
-                     yet (a range reserved on a failed primary could be handed out again); put \
-                     the sequence store on a backend of its own (sequence_store.backend) or on a \
-                     Galera cluster (failover_addresses)"
+                    "backend `{name}`: give either replicas (a replication group) or \
+                     failover_addresses (a Galera cluster's other nodes), not both"
                 ),
             ));
         }

@@ -211,6 +211,9 @@ pub async fn sequence_store_pool(config: &Config) -> Result<StorePool, mysql_asy
         .ssl_opts(crate::tls::sequence_store::ssl_opts(&b.tls));
     let mut addresses = vec![format!("{}:{}", b.host, b.port)];
     addresses.extend(b.failover_addresses.iter().cloned());
+    // A replication group: its writable node holds the store.
+    let group = !b.replicas.is_empty();
+    addresses.extend(b.replicas.iter().cloned());
     // Validation made sure every address is host:port.
     let pool_on = |base: &mysql_async::OptsBuilder, db: Option<String>| {
         let nodes = addresses
@@ -225,7 +228,10 @@ pub async fn sequence_store_pool(config: &Config) -> Result<StorePool, mysql_asy
                 Some((a.clone(), mysql_async::Pool::new(opts)))
             })
             .collect();
-        StorePool::nodes(nodes, STORE_NODE_ATTEMPT)
+        match group {
+            true => StorePool::group(nodes, STORE_NODE_ATTEMPT),
+            false => StorePool::nodes(nodes, STORE_NODE_ATTEMPT),
+        }
     };
     let mut conn = match pool_on(&base, None).get_conn().await {
         // `preferred` TLS falls back to plain TCP with a server that offers none.
@@ -235,11 +241,49 @@ pub async fn sequence_store_pool(config: &Config) -> Result<StorePool, mysql_asy
         }
         r => r?,
     };
+    if group && !config.sequence_store.allow_async_failover {
+        semi_sync_required(&mut conn, config.sequence_backend()).await?;
+    }
     let quoted = db.replace('`', "``");
     conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS `{quoted}`"))
         .await?;
     conn.disconnect().await?;
     Ok(pool_on(&base, Some(db.clone())))
+}
+
+/// The sequence store on a replication group needs semi-synchronous replication that waits
+/// before the commit is visible (`AFTER_SYNC`): an asynchronous failover could lose worker
+/// leases and XA decisions idgate was told were written.
+async fn semi_sync_required(
+    conn: &mut mysql_async::Conn,
+    backend: &str,
+) -> Result<(), mysql_async::Error> {
+    use mysql_async::prelude::Queryable;
+    let vars: Vec<(String, String)> = conn
+        .query(
+            "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES \
+             WHERE VARIABLE_NAME IN ('RPL_SEMI_SYNC_MASTER_ENABLED', \
+             'RPL_SEMI_SYNC_MASTER_WAIT_POINT')",
+        )
+        .await?;
+    let is = |name: &str, want: &str| {
+        vars.iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case(name) && v.eq_ignore_ascii_case(want))
+    };
+    if is("RPL_SEMI_SYNC_MASTER_ENABLED", "ON")
+        && is("RPL_SEMI_SYNC_MASTER_WAIT_POINT", "AFTER_SYNC")
+    {
+        return Ok(());
+    }
+    Err(mysql_async::Error::Io(mysql_async::IoError::Io(
+        std::io::Error::other(format!(
+            "backend `{backend}` holds the sequence store and has replicas, but its primary does \
+         not run semi-synchronous replication with rpl_semi_sync_master_enabled = ON and \
+         rpl_semi_sync_master_wait_point = AFTER_SYNC: a failover could lose worker leases and \
+         XA decisions idgate was told were written. Turn it on, or set \
+         sequence_store.allow_async_failover: true to accept that"
+        )),
+    )))
 }
 
 /// How long one node of the sequence store may take to give a connection before the next is

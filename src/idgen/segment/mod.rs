@@ -57,12 +57,12 @@ impl SegmentGen {
         metrics: Arc<Metrics>,
     ) -> Result<SegmentGen> {
         cfg.validate(name)?;
-        let store = SegmentStore {
+        let store = SegmentStore::new(
             pool,
-            name: name.to_string(),
-            tag: cfg.tag.clone().unwrap_or_else(|| name.to_string()),
-            timeout: Duration::from_millis(cfg.store_timeout_ms),
-        };
+            name,
+            cfg.tag.as_deref().unwrap_or(name),
+            Duration::from_millis(cfg.store_timeout_ms),
+        );
         store
             .prepare(cfg.start, cfg.step, cfg.description.as_deref())
             .await?;
