@@ -22,8 +22,10 @@ def connect(port, user, password, db):
 
 
 class Load:
-    def __init__(self, port, user, password, db):
+    def __init__(self, port, user, password, db, first_writer):
         self.args = (port, user, password, db)
+        # Writers of each run have ids of their own, so rows of runs on one table differ.
+        self.first_writer = first_writer
         self.stop = False
         self.lock = threading.Lock()
         self.longest = 0.0
@@ -48,9 +50,11 @@ class Load:
             try:
                 with c.cursor() as cur:
                     if w < 4:
-                        cur.execute("INSERT INTO ha (writer, seq) VALUES (%s, %s)", (w, seq))
+                        cur.execute("INSERT INTO ha (writer, seq) VALUES (%s, %s)",
+                                    (self.first_writer + w, seq))
                     else:
-                        cur.execute("SELECT COUNT(*) FROM ha WHERE writer = %s", (w - 4,))
+                        cur.execute("SELECT COUNT(*) FROM ha WHERE writer = %s",
+                                    (self.first_writer + w - 4,))
                         cur.fetchall()
                 took = time.monotonic() - t0
                 with self.lock:
@@ -74,7 +78,7 @@ class Load:
 
 
 def switchover(port, user, password, db, target):
-    load = Load(port, user, password, db)
+    load = Load(port, user, password, db, 0)
     load.start()
     time.sleep(2)
     admin = connect(port, user, password, db)
@@ -82,8 +86,12 @@ def switchover(port, user, password, db, target):
     with admin.cursor() as cur:
         cur.execute(f"IDGATE SWITCHOVER db TO '{target}'")
     took = time.monotonic() - t0
-    # The OK packet's info: how long idgate held the statements.
-    info = (getattr(admin._result, "message", b"") or b"").decode()
+    # The OK packet's info (how long idgate held the statements); PyMySQL keeps its length
+    # byte when the server tracks session state.
+    raw = getattr(admin._result, "message", b"") or b""
+    if raw and raw[0] == len(raw) - 1:
+        raw = raw[1:]
+    info = raw.decode()
     time.sleep(2)
     load.end()
     print(json.dumps({"statement_s": took, "longest_s": load.longest,
@@ -92,7 +100,7 @@ def switchover(port, user, password, db, target):
 
 
 def failover(port, user, password, db):
-    load = Load(port, user, password, db)
+    load = Load(port, user, password, db, 100)
     load.start()
     time.sleep(2)
     print("ready", flush=True)
@@ -110,7 +118,8 @@ def failover(port, user, password, db):
     time.sleep(1)
     load.end()
     print(json.dumps({"first_write_after_promotion_s": first, "writes": len(load.acked),
-                      "errors": len(load.errors)}), flush=True)
+                      "errors": len(load.errors),
+                      "first_errors": sorted({e for _, e in load.errors})[:5]}), flush=True)
 
 
 if __name__ == "__main__":

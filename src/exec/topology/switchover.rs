@@ -112,27 +112,8 @@ impl Topology {
         self.counts
             .switchovers
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // Held statements go on once this instance routes to the new primary.
-        self.await_writer(
-            t,
-            Duration::from_millis(self.interval.as_millis() as u64 * 4 + 2000),
-        )
-        .await;
-        let held = since.elapsed();
-        drop(hold);
-        info!(backend = %self.backend, from = %from, to = %to, held_ms = held.as_millis() as u64,
-            "switchover: writes go to the new primary");
+        // The other replicas first: with semi-sync the new primary's commits wait for one.
         let mut not_following = Vec::new();
-        // Other instances move at their next poll; until then their writes to the old primary
-        // wait on its lock. Those are ended before it is lifted, so none is applied there.
-        tokio::time::sleep(self.interval * 2).await;
-        let unlocked = match end_clients(&mut old).await {
-            Ok(_) => step_drop(&mut old, "UNLOCK TABLES").await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = unlocked.and(follow(&mut old, &to, cfg, true, semi_sync).await) {
-            not_following.push(format!("{from}: {e}"));
-        }
         for (i, node) in self.nodes.iter().enumerate() {
             if i == p || i == t {
                 continue;
@@ -144,6 +125,27 @@ impl Topology {
             if let Err(e) = r {
                 not_following.push(format!("{node}: {e}"));
             }
+        }
+
+        // Held statements go on once this instance routes to the new primary.
+        self.await_writer(
+            t,
+            Duration::from_millis(self.interval.as_millis() as u64 * 4 + 2000),
+        )
+        .await;
+        let held = since.elapsed();
+        drop(hold);
+        info!(backend = %self.backend, from = %from, to = %to, held_ms = held.as_millis() as u64,
+            "switchover: writes go to the new primary");
+        // Other instances move at their next poll; until then their writes to the old primary
+        // wait on its lock. Those are ended before it is lifted, so none is applied there.
+        tokio::time::sleep(self.interval * 2).await;
+        let unlocked = match end_clients(&mut old).await {
+            Ok(_) => step_drop(&mut old, "UNLOCK TABLES").await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = unlocked.and(follow(&mut old, &to, cfg, true, semi_sync).await) {
+            not_following.push(format!("{from}: {e}"));
         }
         for n in &not_following {
             warn!(backend = %self.backend, node = %n, "switchover: a node does not replicate from the new primary");
