@@ -43,6 +43,11 @@ pub async fn kill(proxy: &Arc<Proxy>, caller: &[u8], id: u64, query: bool) -> Re
             format!("You are not owner of thread {id}"),
         ));
     }
+    if !query {
+        // Before its backend threads go: their connections closing under a running statement
+        // must read as this KILL, not as a lost backend.
+        target.mark_killed();
+    }
     let killed = tokio::time::timeout(KILL_TIMEOUT, async {
         // Held while killing: the session lets none of these connections go meanwhile.
         let conns = target.conns().lock().await;

@@ -63,6 +63,13 @@ impl Info {
         &self.conns
     }
 
+    /// KILL CONNECTION is under way: the session's backend threads are about to be killed, so
+    /// a connection that fails under its statement now ends it without an answer, as MariaDB
+    /// closes a killed connection. [`end`](Self::end) wakes it once they are.
+    pub fn mark_killed(&self) {
+        self.killed.store(true, Ordering::Relaxed);
+    }
+
     /// Asks the session to end (it does at once when idle, else when its command ends).
     pub fn end(&self) {
         self.killed.store(true, Ordering::Relaxed);

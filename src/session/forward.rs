@@ -259,6 +259,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// The backend connection failed mid-command: its session state is gone, so tell the client
     /// and end the session (as a direct connection would end).
     pub(super) fn backend_lost(&mut self, e: BackendError) -> End {
+        if self.registered.killed() {
+            // KILL CONNECTION from another session killed the backend thread under the
+            // statement: the client connection closes without an answer, as MariaDB closes a
+            // killed connection (its client reports 2013). An error packet of idgate's own
+            // would carry a client-side code, which libmariadb reads as a malformed packet.
+            self.leases.clear();
+            return End::Killed;
+        }
         if let BackendError::QueryTimeout { backend, ms } = &e {
             return self.backend_timed_out(&backend.clone(), *ms);
         }
