@@ -519,3 +519,35 @@ fn kill_takes_an_expression_evaluated_as_the_session() {
         .query_drop("DROP SEQUENCE kill_seq; DROP FUNCTION kill_fn")
         .unwrap();
 }
+
+/// A session killed while its statement runs (waiting on another session's table lock, or
+/// MariaDB's main.lock_kill: its own ALTER under LOCK TABLES) reads what MariaDB's killed
+/// connection gives: no answer and the connection closed (libmariadb's 2013), never an error
+/// packet of idgate's own, whose client-side code libmariadb reads as a malformed packet (2027).
+#[test]
+fn a_session_killed_mid_statement_closes_as_mariadbs_does() {
+    use common::clients::*;
+    require_python_modules("pymysql", "pymysql");
+    let db = common::shared_db();
+    let g = Idgate::start(db);
+    let t = differential(
+        "kill",
+        "killed_mid_statement",
+        db,
+        &g,
+        Duration::from_secs(120),
+        |t| {
+            let mut cmd = std::process::Command::new("python3");
+            cmd.arg(source_dir().join("py_kill.py"));
+            client_args(&mut cmd, t);
+            cmd
+        },
+    );
+    assert_has(
+        &t,
+        "pymysql waiting statement killed: bytes b'', then closed",
+    );
+    assert_has(&t, "libmariadb waiting statement killed: reap gives 2013");
+    assert_has(&t, "lock_kill: every reap is one mysqltest accepts: True");
+    assert_has(&t, "done");
+}
