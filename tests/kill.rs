@@ -551,3 +551,56 @@ fn a_session_killed_mid_statement_closes_as_mariadbs_does() {
     assert_has(&t, "lock_kill: every reap is one mysqltest accepts: True");
     assert_has(&t, "done");
 }
+
+/// `@@pseudo_thread_id` in a SELECT is the id the client got, as on MariaDB until the session
+/// sets it (then its own value), described as MariaDB describes it, so `KILL` of what it read
+/// ends that session (MariaDB's main.loadxml kills a connection by it).
+#[test]
+fn pseudo_thread_id_reads_the_sessions_id_until_it_sets_its_own() {
+    let db = common::shared_db();
+    let g = Idgate::start(db);
+    let reads = [
+        "SELECT @@pseudo_thread_id",
+        "SELECT @@session.pseudo_thread_id AS p, 1",
+        "SELECT @@pseudo_thread_id + 1",
+        "SELECT @@pseudo_thread_id + 1 x",
+        "SELECT @@LOCAL.Pseudo_Thread_Id FROM DUAL",
+        "SELECT COUNT(*) + {me} AS n FROM DUAL WHERE @@pseudo_thread_id = {me}",
+    ];
+    // What each read answers, relative to the session's own id, and how its columns look.
+    let answers = |c: &mut mysql::Conn| {
+        let me = i64::from(c.connection_id());
+        let mut out = Vec::new();
+        for sql in reads {
+            let sql = &sql.replace("{me}", &me.to_string());
+            let values: Vec<Option<i64>> = c
+                .query_map(sql, |r: mysql::Row| r.get::<i64, _>(0))
+                .unwrap();
+            let relative: Vec<Option<i64>> =
+                values.into_iter().map(|v| v.map(|v| v - me)).collect();
+            let shown = sql.replace(&me.to_string(), "me");
+            out.push(format!("{shown}: {relative:?} {:?}", columns_of(c, sql)));
+        }
+        // Once set, the session's own value.
+        c.query_drop("SET @@pseudo_thread_id = 4242").unwrap();
+        let set: Option<u64> = c.query_first("SELECT @@pseudo_thread_id").unwrap();
+        out.push(format!("set: {set:?}"));
+        out
+    };
+    let direct = answers(&mut common::direct(db));
+    let through = answers(&mut g.conn());
+    assert_eq!(through, direct);
+    assert!(
+        direct[0].starts_with("SELECT @@pseudo_thread_id: [Some(0)]"),
+        "{direct:?}"
+    );
+
+    // main.loadxml: one session reads its @@pseudo_thread_id, another kills it by that.
+    let mut victim = g.conn();
+    let id: Option<u64> = victim.query_first("SELECT @@pseudo_thread_id").unwrap();
+    let id = id.unwrap();
+    assert_eq!(id, u64::from(victim.connection_id()));
+    g.conn().query_drop(format!("KILL {id}")).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(victim.query_drop("SELECT 1").is_err(), "still open");
+}

@@ -53,7 +53,8 @@ pub async fn answer(control: &Control, user: &[u8], host: &str, stmt: AdminState
         | AdminStatement::KillQueryId { .. } => Answer::Err(super::kill::unsupported("KILL here")),
         AdminStatement::ProcessList { .. }
         | AdminStatement::ConnectionId { .. }
-        | AdminStatement::ProcessListQuery { .. } => {
+        | AdminStatement::ProcessListQuery { .. }
+        | AdminStatement::PseudoThreadId => {
             Answer::Err(super::kill::unsupported("a session's statement here"))
         }
         AdminStatement::KillUnsupported(form) => Answer::Err(super::kill::unsupported(form)),

@@ -36,10 +36,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// session's, with the session's own id for `CONNECTION_ID()` and `@@pseudo_thread_id`.
     async fn kill_target(&mut self, expr: &[u8]) -> Result<u64, SqlError> {
         self.kill_reads_values_only(expr).await?;
-        let set_own = self
-            .replay
-            .iter()
-            .any(|s| crate::sql::mentions(s, b"pseudo_thread_id"));
+        let set_own = self.sets_pseudo_thread_id();
         let expr = crate::sql::with_session_id(expr, self.registered.id(), set_own);
         let mut sql = b"SELECT CAST((\n".to_vec();
         sql.extend_from_slice(&expr);
@@ -182,6 +179,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             AdminStatement::ProcessListQuery { tables } => {
                 return self.processlist_query(text, &tables, more, obs).await;
             }
+            AdminStatement::PseudoThreadId => {
+                // The client's own value once it set one: the backend reads which, on the
+                // connection taken here, which runs the SELECT.
+                let thread = match self.backend().await {
+                    Ok(be) => be.connection_id,
+                    Err(e) => {
+                        self.writer.send_error(&e);
+                        return Step::Failed;
+                    }
+                };
+                let id = self.registered.id();
+                let rewritten = crate::sql::with_session_pseudo_thread_id(text, id, thread);
+                return self.forward_select(&rewritten, more, obs).await;
+            }
             AdminStatement::ConnectionId { column } => {
                 // idgate's id of this session, in the column MariaDB describes (INT UNSIGNED,
                 // 10 wide).
@@ -267,12 +278,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     return Step::Failed;
                 }
             };
+        self.forward_select(&rewritten, more, obs).await
+    }
+
+    /// Whether the session SET its own `pseudo_thread_id` (kept among the SETs it replays).
+    fn sets_pseudo_thread_id(&self) -> bool {
+        self.replay
+            .iter()
+            .any(|s| crate::sql::mentions(s, b"pseudo_thread_id"))
+    }
+
+    /// Runs `rewritten`, a SELECT idgate made from the client's, on the default backend.
+    async fn forward_select(&mut self, rewritten: &[u8], more: bool, obs: &mut Observed) -> Step {
         let adj = crate::exec::relay::Adjust {
             more_results: more,
             ..Default::default()
         };
-        let packet = crate::wire::command::query_packet(&rewritten);
-        let scope = self.statement_scope(&rewritten, crate::sql::StatementKind::Select);
+        let packet = crate::wire::command::query_packet(rewritten);
+        let scope = self.statement_scope(rewritten, crate::sql::StatementKind::Select);
         let reply = crate::exec::relay::Reply::Results;
         match self
             .forward_with(&packet, reply, None, adj, scope, obs)

@@ -241,6 +241,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 crate::sql::AdminStatement::ConnectionId { .. }
                     | crate::sql::AdminStatement::ProcessList { .. }
                     | crate::sql::AdminStatement::ProcessListQuery { .. }
+                    | crate::sql::AdminStatement::PseudoThreadId
             )
         };
         if crate::sql::admin_statement(&packet[1..]).is_some_and(|a| !about_connections(&a)) {

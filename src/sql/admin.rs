@@ -62,6 +62,9 @@ pub enum AdminStatement {
     ProcessListQuery {
         tables: Vec<std::ops::Range<usize>>,
     },
+    /// A SELECT reading `@@[SESSION.|LOCAL.]pseudo_thread_id`, which is the connection id on
+    /// MariaDB until the session sets it: run with the session's idgate id in its place.
+    PseudoThreadId,
 }
 
 /// Whose sessions `KILL USER` names.
@@ -89,6 +92,11 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
             if !tables.is_empty() {
                 return Some(AdminStatement::ProcessListQuery { tables });
             }
+        }
+        if super::words::mentions(stmt, b"pseudo_thread_id")
+            && !super::words::pseudo_thread_ids(stmt).is_empty()
+        {
+            return Some(AdminStatement::PseudoThreadId);
         }
         if !is(words.next()?, b"CONNECTION_ID") {
             return None;

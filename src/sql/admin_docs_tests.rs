@@ -56,6 +56,7 @@ fn kind(stmt: &str) -> Option<&'static str> {
         AdminStatement::ProcessList { .. } => "SHOW PROCESSLIST",
         AdminStatement::ConnectionId { .. } => "CONNECTION_ID()",
         AdminStatement::ProcessListQuery { .. } => "information_schema.PROCESSLIST",
+        AdminStatement::PseudoThreadId => "@@pseudo_thread_id",
     })
 }
 
@@ -86,6 +87,7 @@ const ALL: &[&str] = &[
     "SHOW PROCESSLIST",
     "CONNECTION_ID()",
     "information_schema.PROCESSLIST",
+    "@@pseudo_thread_id",
 ];
 
 #[test]

@@ -32,6 +32,7 @@ mod load;
 mod load_data;
 mod params;
 pub(crate) mod parse;
+mod pseudo_thread_id;
 mod render;
 mod replica_read;
 mod scan;
@@ -69,6 +70,7 @@ pub use load_data::{
     analyze_load_data, Field, FieldReader, FileError, FileFormat, LoadData, OnDuplicate, Target,
 };
 pub use params::{bind_insert, bind_placeholders, push_literal};
+pub use pseudo_thread_id::with_session_pseudo_thread_id;
 pub use render::{placeholder_order, render_insert, IdFill, IdValue, ParamSource};
 pub use replica_read::{pins_to_primary, reads_last_answer, replica_safe};
 pub use session_query::{session_query, SessionQuery};

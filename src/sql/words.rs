@@ -22,7 +22,7 @@ pub(crate) enum Token<'a> {
 }
 
 impl Token<'_> {
-    fn is_word(&self, w: &str) -> bool {
+    pub(crate) fn is_word(&self, w: &str) -> bool {
         matches!(self, Token::Word(x) if x.eq_ignore_ascii_case(w.as_bytes()))
     }
 
@@ -412,7 +412,7 @@ pub fn expression_reach(expr: &[u8]) -> ExpressionReach {
 }
 
 /// The byte ranges of `@@pseudo_thread_id` (with `SESSION.` or `LOCAL.`) outside quotes.
-fn pseudo_thread_ids(s: &[u8]) -> Vec<Range<usize>> {
+pub(crate) fn pseudo_thread_ids(s: &[u8]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < s.len() {
