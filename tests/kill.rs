@@ -604,3 +604,50 @@ fn pseudo_thread_id_reads_the_sessions_id_until_it_sets_its_own() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(victim.query_drop("SELECT 1").is_err(), "still open");
 }
+
+/// MariaDB's mtr waits for a disconnected session to leave `information_schema.PROCESSLIST`
+/// (`wait_until_count_sessions.inc`): through idgate a session is gone from it as promptly as
+/// from MariaDB's, whether its client quit or it was killed busy.
+#[test]
+fn a_disconnected_session_leaves_the_process_list_as_promptly_as_on_mariadb() {
+    let db = common::start_db();
+    let g = Idgate::start(&db);
+    let count = |c: &mut mysql::Conn| -> u64 {
+        c.query_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST")
+            .unwrap()
+            .unwrap()
+    };
+    // How long each way of leaving takes to show in the count (at most 10 s).
+    let leave = |watcher: &mut mysql::Conn, open: &dyn Fn() -> mysql::Conn| -> Vec<String> {
+        let base = count(watcher);
+        let mut out = Vec::new();
+        for how in ["quit", "killed busy"] {
+            let mut c = open();
+            let id = c.connection_id();
+            match how {
+                "quit" => drop(c),
+                _ => {
+                    let t = std::thread::spawn(move || {
+                        let _ = c.query_drop("SELECT SLEEP(30)");
+                    });
+                    std::thread::sleep(Duration::from_millis(300));
+                    watcher.query_drop(format!("KILL {id}")).unwrap();
+                    t.join().unwrap();
+                }
+            }
+            let t0 = Instant::now();
+            while count(watcher) != base && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            out.push(format!(
+                "{how}: gone within 2 s: {}",
+                t0.elapsed() < Duration::from_secs(2)
+            ));
+        }
+        out
+    };
+    let direct = leave(&mut common::direct(&db), &|| common::direct(&db));
+    let through = leave(&mut g.conn(), &|| g.conn());
+    assert!(direct.iter().all(|l| l.ends_with("true")), "{direct:?}");
+    assert_eq!(through, direct);
+}
