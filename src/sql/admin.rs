@@ -93,9 +93,8 @@ pub fn admin_statement(stmt: &[u8]) -> Option<AdminStatement> {
                 return Some(AdminStatement::ProcessListQuery { tables });
             }
         }
-        if super::words::mentions(stmt, b"pseudo_thread_id")
-            && !super::words::pseudo_thread_ids(stmt).is_empty()
-        {
+        // A byte search first (memchr): only a SELECT naming a system variable is read again.
+        if stmt.contains(&b'@') && !super::words::pseudo_thread_ids(stmt).is_empty() {
             return Some(AdminStatement::PseudoThreadId);
         }
         if !is(words.next()?, b"CONNECTION_ID") {
@@ -425,6 +424,24 @@ mod tests {
             Some(KillUnsupported("KILL USER with that name"))
         );
         assert_eq!(admin_statement(b"SELECT 'KILL 1'"), None);
+    }
+
+    #[test]
+    fn recognises_a_select_reading_pseudo_thread_id() {
+        for s in [
+            &b"SELECT @@pseudo_thread_id"[..],
+            b"select 1, @@SESSION.pseudo_thread_id + 1 from t",
+        ] {
+            assert_eq!(admin_statement(s), Some(PseudoThreadId), "{s:?}");
+        }
+        for s in [
+            &b"SELECT '@@pseudo_thread_id'"[..],
+            b"SELECT @@pseudo_thread_ids",
+            b"SELECT @@global.autocommit",
+            b"SET @@pseudo_thread_id = 5",
+        ] {
+            assert_eq!(admin_statement(s), None, "{s:?}");
+        }
     }
 
     #[test]
