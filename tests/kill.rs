@@ -420,6 +420,12 @@ fn kill_query_reaches_every_shard_of_the_session() {
             ORDERS_MOD_2,
         )
     });
+    // A SELECT of a sharded table reading @@pseudo_thread_id is still routed to every shard.
+    let rows: Vec<(i64, i64)> = g
+        .conn()
+        .query("SELECT v, @@pseudo_thread_id > 0 FROM orders")
+        .unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
     // A scatter that sleeps on both shards.
     let (id, h) = running(&g, "SELECT v, SLEEP(30) AS kill_shards FROM orders");
     wait_running(&[&dbs[0], &dbs[1]], "kill_shards");
@@ -611,14 +617,13 @@ fn pseudo_thread_id_reads_the_sessions_id_until_it_sets_its_own() {
 #[test]
 fn a_disconnected_session_leaves_the_process_list_as_promptly_as_on_mariadb() {
     let db = common::start_db();
-    let g = Idgate::start(&db);
     let count = |c: &mut mysql::Conn| -> u64 {
         c.query_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST")
             .unwrap()
             .unwrap()
     };
     // How long each way of leaving takes to show in the count (at most 10 s).
-    let leave = |watcher: &mut mysql::Conn, open: &dyn Fn() -> mysql::Conn| -> Vec<String> {
+    let leave = |watcher: &mut mysql::Conn, open: &dyn Fn() -> mysql::Conn| -> Vec<Duration> {
         let base = count(watcher);
         let mut out = Vec::new();
         for how in ["quit", "killed busy"] {
@@ -639,15 +644,21 @@ fn a_disconnected_session_leaves_the_process_list_as_promptly_as_on_mariadb() {
             while count(watcher) != base && t0.elapsed() < Duration::from_secs(10) {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            out.push(format!(
-                "{how}: gone within 2 s: {}",
-                t0.elapsed() < Duration::from_secs(2)
-            ));
+            out.push(t0.elapsed());
         }
         out
     };
+    // MariaDB alone first: idgate's own backend connections stay out of its count.
     let direct = leave(&mut common::direct(&db), &|| common::direct(&db));
+    let g = Idgate::start(&db);
     let through = leave(&mut g.conn(), &|| g.conn());
-    assert!(direct.iter().all(|l| l.ends_with("true")), "{direct:?}");
-    assert_eq!(through, direct);
+    let limit = Duration::from_secs(10);
+    assert!(direct.iter().all(|d| *d < limit), "directly: {direct:?}");
+    // Never lingering where MariaDB's are gone (a busy machine's scheduling allowed for).
+    for (t, d) in through.iter().zip(&direct) {
+        assert!(
+            *t < *d + Duration::from_secs(2),
+            "through idgate {through:?}, directly {direct:?}"
+        );
+    }
 }

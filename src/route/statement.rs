@@ -144,7 +144,13 @@ impl StatementContext<'_> {
 /// Decides what to do with one statement; cheap unless it names a configured table.
 pub fn plan(stmt: &[u8], ctx: &StatementContext) -> Plan {
     if let Some(a) = sql::admin_statement(stmt) {
-        return Plan::Admin(a);
+        // A SELECT that may read a configured table is routed as before: its
+        // `@@pseudo_thread_id` stays the backend connection's (docs: differences).
+        let routed = matches!(a, sql::AdminStatement::PseudoThreadId)
+            && ctx.tables.tables.mentioned_in(stmt);
+        if !routed {
+            return Plan::Admin(a);
+        }
     }
     if let Some(inner) = sql::explain_route_target(stmt) {
         let start = inner.as_ptr() as usize - stmt.as_ptr() as usize;
