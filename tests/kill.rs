@@ -516,6 +516,10 @@ fn kill_takes_an_expression_evaluated_as_the_session() {
         "KILL kill_fn()",
         "KILL 4000000 + 1",
         "KILL 'nothing'",
+        "KILL USER()",
+        "KILL no_such_function()",
+        "KILL QUERY NULL",
+        "KILL (SELECT 0 FROM no_such_table)",
     ] {
         let expected = error_code(direct.query_drop(bad));
         assert!(expected.is_some(), "{bad} succeeded directly");

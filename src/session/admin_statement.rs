@@ -43,6 +43,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         sql.extend_from_slice(b"\n) AS SIGNED)");
         let rows = self.backend().await?.query_rows(&sql).await;
         let rows = rows.map_err(|e| match e {
+            // A call of no function there (no such stored one, or no database to hold it):
+            // MariaDB takes it for a stored function and refuses it before looking.
+            crate::exec::backend::BackendError::Server { code, .. }
+                if code == ER_SP_DOES_NOT_EXIST || code == ER_NO_DB_ERROR =>
+            {
+                stored_function_refused()
+            }
             crate::exec::backend::BackendError::Server { code, message } => {
                 SqlError::new(code, b"HY000", message)
             }
@@ -68,13 +75,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// (ER_SUBQUERIES_NOT_SUPPORTED); an unqualified call is a stored function when the current
     /// database has a function of that name.
     async fn kill_reads_values_only(&mut self, expr: &[u8]) -> Result<(), SqlError> {
-        let refused = || {
-            SqlError::new(
-                ER_SUBQUERIES_NOT_SUPPORTED,
-                b"42000",
-                "KILL does not support subqueries or stored functions",
-            )
-        };
+        let refused = stored_function_refused;
         let calls = match crate::sql::expression_reach(expr) {
             crate::sql::ExpressionReach::Tables => return Err(refused()),
             crate::sql::ExpressionReach::Calls(c) if c.is_empty() || self.db.is_none() => {
@@ -310,6 +311,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
 /// MariaDB's ER_SUBQUERIES_NOT_SUPPORTED.
 const ER_SUBQUERIES_NOT_SUPPORTED: u16 = 1970;
+
+/// MariaDB's ER_SP_DOES_NOT_EXIST and ER_NO_DB_ERROR.
+const ER_SP_DOES_NOT_EXIST: u16 = 1305;
+const ER_NO_DB_ERROR: u16 = 1046;
+
+/// MariaDB's refusal of a KILL expression reading a table or calling a stored function.
+fn stored_function_refused() -> SqlError {
+    SqlError::new(
+        ER_SUBQUERIES_NOT_SUPPORTED,
+        b"42000",
+        "KILL does not support subqueries or stored functions",
+    )
+}
 
 /// MariaDB's ER_CONNECTION_KILLED.
 const ER_CONNECTION_KILLED: u16 = 1927;

@@ -185,7 +185,9 @@ fn kill(words: &mut Words) -> AdminStatement {
             };
         }
     }
-    if is(w, b"USER") {
+    // `KILL USER()` is an expression: the function's value, as MariaDB's grammar reads it.
+    let call = words.s.get(skip_trivia(words.s, words.i)) == Some(&b'(');
+    if is(w, b"USER") && !call {
         return match kill_user_name(words) {
             Some(user) if words.at_end() => AdminStatement::KillUser { user, query },
             _ => AdminStatement::KillUnsupported("KILL USER with that name"),
@@ -424,6 +426,22 @@ mod tests {
             Some(KillUnsupported("KILL USER with that name"))
         );
         assert_eq!(admin_statement(b"SELECT 'KILL 1'"), None);
+    }
+
+    #[test]
+    fn kill_user_call_is_an_expression() {
+        assert!(matches!(
+            admin_statement(b"KILL USER()"),
+            Some(KillExpression { query: false, .. })
+        ));
+        assert!(matches!(
+            admin_statement(b"KILL QUERY USER ( )"),
+            Some(KillExpression { query: true, .. })
+        ));
+        assert!(matches!(
+            admin_statement(b"KILL USER app"),
+            Some(KillUser { .. })
+        ));
     }
 
     #[test]
