@@ -22,7 +22,7 @@ pub(crate) enum Token<'a> {
 }
 
 impl Token<'_> {
-    pub(crate) fn is_word(&self, w: &str) -> bool {
+    fn is_word(&self, w: &str) -> bool {
         matches!(self, Token::Word(x) if x.eq_ignore_ascii_case(w.as_bytes()))
     }
 
