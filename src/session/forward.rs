@@ -264,6 +264,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             // statement: the client connection closes without an answer, as MariaDB closes a
             // killed connection (its client reports 2013). An error packet of idgate's own
             // would carry a client-side code, which libmariadb reads as a malformed packet.
+            // Its other connections may hold part of an answer: closed, not given back.
+            for h in self.leases.held_mut() {
+                h.lease.broken = true;
+            }
             self.leases.clear();
             return End::Killed;
         }
