@@ -253,6 +253,13 @@ mod tests {
         // Another holder waits its turn.
         assert!(hold.take(Duration::from_millis(50)).await.is_err());
         drop(holder);
+        // The catch-up leaves its hold before it is stopped: a stop seen together with the
+        // release could win the follower's select.
+        let mut held = hold.held.subscribe();
+        tokio::time::timeout(Duration::from_secs(5), held.wait_for(|h| h.is_none()))
+            .await
+            .unwrap()
+            .unwrap();
         let _ = stop_tx.send(true);
         let ended = task.await.unwrap();
         assert!(ended > seq + 1000, "released, it went on ({ended})");
