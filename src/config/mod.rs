@@ -16,7 +16,7 @@ mod validate_tls;
 
 pub use logging::LogFormat;
 pub use schema::{
-    AuthPluginName, Backend, BackendAccount, CommitMode, Config, PoolSettings, Reads,
+    AuthPluginName, Backend, BackendAccount, CommitMode, Config, PoolMode, PoolSettings, Reads,
     SequenceStore, Transactions, User,
 };
 pub use tls::{BackendTls, BackendTlsMode, ListenerTls, ServerTls, TlsFiles};

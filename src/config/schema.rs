@@ -468,6 +468,22 @@ pub struct PoolSettings {
     /// How long a session waits for a free connection before it gets an error.
     #[serde(default = "default_acquire_timeout")]
     pub acquire_timeout_ms: u64,
+    /// Whether a session keeps its connection (`session`) or lends it out between
+    /// transactions (`transaction`).
+    #[serde(default)]
+    pub mode: PoolMode,
+}
+
+/// How long a session keeps a backend connection (PgBouncer's words).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolMode {
+    /// From its first statement on that backend to its end.
+    #[default]
+    Session,
+    /// For one statement outside a transaction, or one transaction; between them another
+    /// session may use it, and the session's state follows it to the next connection.
+    Transaction,
 }
 
 impl Default for PoolSettings {
@@ -476,6 +492,7 @@ impl Default for PoolSettings {
             max_connections: default_pool_max(),
             min_connections: 0,
             acquire_timeout_ms: default_acquire_timeout(),
+            mode: PoolMode::default(),
         }
     }
 }

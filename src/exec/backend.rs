@@ -319,6 +319,12 @@ impl BackendConn {
     }
 
     /// Starts a new command: the payload becomes packet 0 of a fresh sequence.
+    /// Whether the server sent something, or closed, while the connection sat unused: then it
+    /// was killed or timed out, and must not serve a statement.
+    pub fn spoke_unasked(&mut self) -> bool {
+        self.reader.spoke_unasked()
+    }
+
     pub fn write_command(&mut self, payload: &[u8]) {
         self.writer.seq = 0;
         self.writer.write(payload);

@@ -2,7 +2,9 @@
 //! (so its variables, transactions, temporary tables and prepared statements stay put); when the
 //! lease ends, the connection is reset with COM_RESET_CONNECTION and only then offered again;
 //! it is reset once more when the next session takes it, so that session starts from the
-//! backend's global variables as they are then.
+//! backend's global variables as they are then. With `pool.mode: transaction` a session parks
+//! its connection between transactions (`pool_parking`), and a session that finds the pool full
+//! takes over the one parked longest.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -14,7 +16,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::backend::login_flags::KINDS;
 use super::backend::{BackendConn, BackendError, CurrentDb, LoginFlags};
 use super::pool_limits::PoolLimits;
-use crate::config::Backend;
+use super::pool_parking::{ParkingLot, Taken, TakenOver, Ticket};
+use crate::config::{Backend, PoolMode};
 use crate::wire::auth::Secret;
 use crate::wire::errors::{self, SqlError};
 
@@ -24,6 +27,8 @@ pub struct BackendPool {
     cfg: ArcSwap<Backend>,
     /// The cap and acquire timeout, shared with the pools of users' own accounts here.
     limits: Arc<PoolLimits>,
+    /// Connections sessions parked between transactions, under the same cap as `limits`.
+    lot: Arc<ParkingLot<Lease>>,
     /// Idle connections, by the client's choices they logged in with (`LoginFlags::index`).
     idle: [Mutex<Vec<BackendConn>>; KINDS],
     /// Waits, acquire times and failures, shared with the pools of users' accounts here.
@@ -53,10 +58,24 @@ pub struct BackendPool {
 
 /// What became of an idle connection readied for a new session.
 enum Renewed {
-    Ready(Box<BackendConn>),
+    Ready,
     /// It did not answer (or answered nonsense): dropped, try the next.
     Gone,
     /// The backend refused the account's login now: the client hears why.
+    Refused(BackendError),
+}
+
+/// Where a new connection's place under the cap comes from.
+enum Slot {
+    Permit(OwnedSemaphorePermit),
+    Parked(Box<TakenOver<Lease>>),
+}
+
+/// What became of a parked connection taken over.
+enum TakeOver {
+    Ready(Box<Lease>, Came),
+    /// It could not serve (closed): its slot opens a new connection.
+    Slot(OwnedSemaphorePermit),
     Refused(BackendError),
 }
 
@@ -69,6 +88,18 @@ pub struct Lease {
     writer_generation: u64,
     /// The replication group's node the connection is on, for a backend with replicas.
     node: Option<String>,
+    /// What the session that holds it set on it (`SessionSetup::settings_key`): a session
+    /// with the same key takes it over without a reset.
+    pub settings: u64,
+}
+
+/// How a connection came to a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Came {
+    /// Opened, or reset: it has the backend's defaults.
+    Fresh,
+    /// Taken over from another session with the same settings: as that session left it.
+    AsSet,
 }
 
 impl Lease {
@@ -128,6 +159,7 @@ impl BackendPool {
             name: name.to_string(),
             cfg: ArcSwap::from_pointee(cfg.clone()),
             limits: PoolLimits::new(cfg.pool.max_connections, cfg.pool.acquire_timeout_ms),
+            lot: Default::default(),
             idle: Default::default(),
             stats: Default::default(),
             secret: None,
@@ -160,6 +192,8 @@ impl BackendPool {
             idle_node: Mutex::new(node.to_string()),
             cfg: ArcSwap::from_pointee(cfg),
             limits,
+            // Replicas' connections serve reads outside transactions; none is parked.
+            lot: Default::default(),
             idle: Default::default(),
             stats: self.stats.clone(),
             secret: self.secret.clone(),
@@ -197,6 +231,7 @@ impl BackendPool {
             name: self.name.clone(),
             cfg: ArcSwap::from_pointee(cfg),
             limits: self.limits.clone(),
+            lot: self.lot.clone(),
             idle: Default::default(),
             stats: self.stats.clone(),
             secret,
@@ -294,34 +329,55 @@ impl BackendPool {
 
     /// Takes a connection, opening one if none is idle; waits at most `acquire_timeout` for a slot.
     pub async fn acquire(self: &Arc<Self>, flags: LoginFlags) -> Result<Lease, SqlError> {
+        self.acquire_for(flags, None).await.map(|(lease, _)| lease)
+    }
+
+    /// As [`BackendPool::acquire`], for a session whose settings are `settings`
+    /// (`SessionSetup::settings_key`): a parked connection it takes over with the same key
+    /// comes as that session left it ([`Came::AsSet`]), any other reset ([`Came::Fresh`]).
+    pub async fn acquire_for(
+        self: &Arc<Self>,
+        flags: LoginFlags,
+        settings: Option<u64>,
+    ) -> Result<(Lease, Came), SqlError> {
         let t0 = std::time::Instant::now();
-        let lease = self.acquire_untimed(flags).await;
+        let lease = self.acquire_untimed(flags, settings).await;
         if lease.is_ok() {
             self.stats.acquire.observe(t0.elapsed());
         }
         lease
     }
 
-    async fn acquire_untimed(self: &Arc<Self>, flags: LoginFlags) -> Result<Lease, SqlError> {
+    async fn acquire_untimed(
+        self: &Arc<Self>,
+        flags: LoginFlags,
+        settings: Option<u64>,
+    ) -> Result<(Lease, Came), SqlError> {
         if let Some(t) = self.topology.as_ref().filter(|t| t.gate.holding()) {
             // The primary is changing: the connection opens to the new one.
             t.gate.wait(t.hold_bound, &self.name).await?;
         }
         let waiting = self.stats.waiting();
-        let permit = tokio::time::timeout(
-            self.acquire_timeout(),
-            self.limits.permits().acquire_owned(),
-        )
-        .await
-        .map_err(|_| self.exhausted())?
-        .map_err(|_| self.exhausted())?;
+        let slot = self.slot().await?;
         drop(waiting);
         let (node, generation) = self.writable_node()?;
+        let permit = match slot {
+            Slot::Permit(p) => p,
+            Slot::Parked(taken) => {
+                match self.take_over(*taken, flags, settings, generation).await {
+                    TakeOver::Ready(lease, came) => return Ok((*lease, came)),
+                    TakeOver::Slot(p) => p,
+                    TakeOver::Refused(e) => return Err(self.unreachable(e)),
+                }
+            }
+        };
         loop {
             let idle = self.idle_list(flags).lock().ok().and_then(|mut l| l.pop());
-            let Some(conn) = idle else { break };
-            match self.renew(conn).await {
-                Renewed::Ready(conn) => return Ok(self.lease(*conn, permit, generation, node)),
+            let Some(mut conn) = idle else { break };
+            match self.renew(&mut conn).await {
+                Renewed::Ready => {
+                    return Ok((self.lease(conn, permit, generation, node), Came::Fresh))
+                }
                 Renewed::Gone => continue,
                 Renewed::Refused(e) => return Err(self.unreachable(e)),
             }
@@ -340,7 +396,112 @@ impl BackendPool {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.unreachable(e)
             })?;
-        Ok(self.lease(conn, permit, generation, node))
+        Ok((self.lease(conn, permit, generation, node), Came::Fresh))
+    }
+
+    /// A free slot under the cap or, when every slot is taken and sessions share connections,
+    /// the connection parked longest ago; waits at most the acquire timeout for either.
+    async fn slot(&self) -> Result<Slot, SqlError> {
+        let permits = self.limits.permits();
+        let deadline = tokio::time::Instant::now() + self.acquire_timeout();
+        loop {
+            if let Ok(p) = permits.clone().try_acquire_owned() {
+                return Ok(Slot::Permit(p));
+            }
+            if let Some(t) = self.lot.take_oldest() {
+                return Ok(Slot::Parked(Box::new(t)));
+            }
+            tokio::select! {
+                p = permits.clone().acquire_owned() => {
+                    return p.map(Slot::Permit).map_err(|_| self.exhausted());
+                }
+                () = self.lot.wait_parked() => {}
+                () = tokio::time::sleep_until(deadline) => return Err(self.exhausted()),
+            }
+        }
+    }
+
+    /// Readies a connection another session parked: its owner learns its LAST_INSERT_ID();
+    /// then it serves as it is (same pool, login and `settings`), reset, or, when it cannot
+    /// serve this pool, it is closed and its slot opens a new one.
+    async fn take_over(
+        self: &Arc<Self>,
+        mut taken: TakenOver<Lease>,
+        flags: LoginFlags,
+        settings: Option<u64>,
+        generation: u64,
+    ) -> TakeOver {
+        let timeout = self.acquire_timeout();
+        let read = tokio::time::timeout(timeout, taken.conn.query_rows("SELECT LAST_INSERT_ID()"));
+        let last_insert_id = match read.await {
+            Ok(Ok(rows)) => rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next().flatten())
+                .and_then(|v| String::from_utf8_lossy(&v).parse().ok())
+                .unwrap_or(0),
+            _ => {
+                taken.conn.broken = true;
+                0
+            }
+        };
+        let mut lease = taken.tell_owner(Taken { last_insert_id });
+        let same = Arc::ptr_eq(&lease.pool, self)
+            && lease.flags == flags
+            && lease.writer_generation == generation
+            && !lease.broken;
+        if same && settings == Some(lease.settings) {
+            return TakeOver::Ready(Box::new(lease), Came::AsSet);
+        }
+        if same {
+            match self.renew(&mut lease).await {
+                Renewed::Ready => {
+                    lease.settings = 0;
+                    return TakeOver::Ready(Box::new(lease), Came::Fresh);
+                }
+                Renewed::Gone => {}
+                Renewed::Refused(e) => {
+                    lease.broken = true;
+                    return TakeOver::Refused(e);
+                }
+            }
+        }
+        let (conn, permit) = (lease.conn.take(), lease.permit.take());
+        if let (Some(t), Some(node), Some(c)) = (&lease.pool.topology, &lease.node, &conn) {
+            t.released(node, c.connection_id);
+        }
+        drop(lease);
+        if let Some(conn) = conn {
+            conn.close().await;
+        }
+        match permit {
+            Some(p) => TakeOver::Slot(p),
+            // A lease always holds its slot; should it not, wait for a free one.
+            None => match self.limits.permits().acquire_owned().await {
+                Ok(p) => TakeOver::Slot(p),
+                Err(_) => TakeOver::Refused(BackendError::Login {
+                    backend: self.name.clone(),
+                    code: 0,
+                    message: "the pool is closed".into(),
+                }),
+            },
+        }
+    }
+
+    /// Lends `lease` out until its session takes it back (`pool.mode: transaction`).
+    pub fn park(lease: Lease) -> Ticket<Lease> {
+        let lot = lease.pool.lot.clone();
+        lot.park(lease)
+    }
+
+    /// Whether sessions lend this pool's connections out between transactions.
+    pub fn shares_connections(&self) -> bool {
+        self.fixed_node.is_none() && self.cfg.load().pool.mode == PoolMode::Transaction
+    }
+
+    /// Connections parked now, over every account sharing this backend's cap.
+    pub fn parked_count(&self) -> usize {
+        self.lot.len()
     }
 
     /// The replication group's writable node, for a backend with replicas (`None` for one of a
@@ -392,11 +553,11 @@ impl BackendPool {
     /// must start from the globals as of its own login (a `SET GLOBAL sql_mode` in between would
     /// otherwise not reach it). A client's own account logs in again instead, which resets too.
     /// Either answers only if the backend is still there, so it is the liveness check as well.
-    async fn renew(&self, mut conn: BackendConn) -> Renewed {
+    async fn renew(&self, conn: &mut BackendConn) -> Renewed {
         let timeout = self.acquire_timeout();
         if self.reauthenticates {
             return match tokio::time::timeout(timeout, conn.change_user_no_db()).await {
-                Ok(Ok(())) => Renewed::Ready(Box::new(conn)),
+                Ok(Ok(())) => Renewed::Ready,
                 Ok(Err(BackendError::Server { code, message })) => {
                     Renewed::Refused(BackendError::Login {
                         backend: self.name.clone(),
@@ -410,7 +571,7 @@ impl BackendPool {
         // The reset keeps the selected database and the pool's character set.
         let reset = mysql_common::constants::Command::COM_RESET_CONNECTION as u8;
         match tokio::time::timeout(timeout, conn.simple_command(&[reset])).await {
-            Ok(Ok(0x00)) => Renewed::Ready(Box::new(conn)),
+            Ok(Ok(0x00)) => Renewed::Ready,
             _ => Renewed::Gone,
         }
     }
@@ -431,6 +592,7 @@ impl BackendPool {
             permit: Some(permit),
             writer_generation,
             node,
+            settings: 0,
         }
     }
 

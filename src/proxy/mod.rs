@@ -31,6 +31,11 @@ pub struct Proxy {
     /// Some backend is a replication group: sessions keep what they SET, so that they can move
     /// to a new primary (a reload cannot add or remove backends).
     pub replicated: bool,
+    /// Some backend lends connections between transactions (`pool.mode: transaction`).
+    pub shares_connections: bool,
+    /// Sessions may move to another backend connection (`replicated` or
+    /// `shares_connections`): they keep what they SET and note state that pins them.
+    pub sessions_move: bool,
     /// Every backend's name, the default backend's first (a database lives on each).
     pub backend_names: Vec<String>,
     /// The default backend's version string plus `-idgate`, so drivers enable the same features.
@@ -107,6 +112,8 @@ impl Proxy {
             config.max_auth_failures,
             std::time::Duration::from_millis(config.auth_backoff_ms),
         );
+        let replicated = pools.values().any(|p| p.topology().is_some());
+        let shares_connections = pools.values().any(|p| p.shares_connections());
         Arc::new(Proxy {
             metrics: Arc::new(crate::metrics::Metrics::new()),
             plans: crate::route::PlanCache::new(config.plan_cache_size),
@@ -122,7 +129,9 @@ impl Proxy {
             tls_rotations: Default::default(),
             config,
             live: ArcSwap::from_pointee(live),
-            replicated: pools.values().any(|p| p.topology().is_some()),
+            replicated,
+            shares_connections,
+            sessions_move: replicated || shares_connections,
             pools,
             default_pool,
             backend_names,

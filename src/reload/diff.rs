@@ -78,6 +78,8 @@ pub fn is_live(key: &str) -> bool {
     let parts: Vec<&str> = key.split('.').collect();
     match parts.as_slice() {
         [top, ..] if LIVE_TOP.contains(top) => true,
+        // Sessions decide at login whether their connections move: not under them.
+        ["backends", _, "pool", "mode"] => false,
         ["backends", _, k, ..] => LIVE_BACKEND.contains(k),
         _ => false,
     }
@@ -123,5 +125,7 @@ mod tests {
         assert!(!is_live("tables.t.sharding.algorithm"));
         assert!(!is_live("backends.new"));
         assert!(is_live("users"));
+        assert!(!is_live("backends.main.pool.mode"));
+        assert!(is_live("backends.main.pool.acquire_timeout_ms"));
     }
 }

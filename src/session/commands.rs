@@ -256,6 +256,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.writer.send_error(&e);
             return None;
         }
+        if self.proxy.sessions_move
+            && crate::sql::classify(&packet[1..]) == crate::sql::StatementKind::Set
+        {
+            // A prepared SET is not among the SETs replayed: what it sets stays here.
+            self.bound_state = true;
+        }
+        if self.proxy.sessions_move {
+            self.note_connection_state(&packet[1..]);
+        }
         // Refused whatever its parameters: said now, not as the default backend's 1146.
         if let Some(e) =
             self.with_plan_context(|ctx| crate::route::refused_when_prepared(&packet[1..], ctx))
@@ -464,6 +473,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.bound_state = false;
         self.last_insert_id = None;
         self.lid_sync = None;
+        self.carried_lid = Some(0);
         self.no_auto_value_on_zero = None;
         self.idle.reset();
         self.forget_replica_reads();

@@ -238,6 +238,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if r.status != 0 || r.ok.is_some() {
             self.status = r.status;
         }
+        if let (None, Some(ok)) = (self.carried_lid, &r.ok) {
+            // The LAST_INSERT_ID() a lost connection took along is known again once one is
+            // generated here.
+            if ok.last_insert_id != 0 {
+                self.carried_lid = Some(ok.last_insert_id);
+            }
+        }
         obs.relayed(&r);
         if let (Some((backend_id, _, _)), Some(id)) = (r.prepared, client_stmt_id) {
             self.stmts.insert(

@@ -20,12 +20,13 @@ mod prepared;
 mod primary_moves;
 mod query;
 mod replica_reads;
+mod sharing;
 mod statement;
 mod txn;
 
 use std::sync::Arc;
 
-use mysql_common::constants::StatusFlags;
+use mysql_common::constants::{Command as Com, StatusFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::debug;
 
@@ -93,6 +94,14 @@ pub struct Session<R, W> {
     failed_change_user: u8,
     /// Reads on the default backend's replicas (`reads: replica`), when the session makes them.
     reads: Option<replica_reads::ReplicaReads>,
+    /// Connections lent out between transactions (`pool.mode: transaction`).
+    parked: Vec<sharing::Parked>,
+    /// This command runs on a connection other than the one the last statement ran on:
+    /// what that statement left there (ROW_COUNT(), warnings) is not here.
+    answers_lost: bool,
+    /// The LAST_INSERT_ID() the session's lost default connection had (`None`: unknown, the
+    /// server closed it).
+    carried_lid: Option<u64>,
 }
 
 /// Why a session ended.
@@ -239,6 +248,9 @@ async fn start(
         registered,
         failed_change_user: 0,
         reads,
+        parked: Vec::new(),
+        answers_lost: false,
+        carried_lid: Some(0),
     };
     // A database named at login must exist, as on MySQL: check it now. An account read from the
     // backend must also be one the backend lets in from idgate's address: the client hears the
@@ -288,6 +300,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 let lease = default.map(|i| self.leases.get_mut(i));
                 self.idle.refresh(lease).await;
             }
+            self.park_connections();
             // Idle from here, not from the end of the last command: its answer's flush, the
             // read-back above and the login's own checks do not count against wait_timeout.
             self.registered.waiting(self.idle.current());
@@ -331,6 +344,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             }
             let started = std::time::Instant::now();
             self.registered.busy(packet.first().copied().unwrap_or(0));
+            if !self.parked.is_empty() && packet.first() != Some(&(Com::COM_QUIT as u8)) {
+                self.take_back_parked().await;
+            }
             let followed = match self.proxy.replicated {
                 true => {
                     self.follow_primaries(packet.first().copied().unwrap_or(0))
@@ -349,6 +365,10 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     None => self.dispatch(&packet, started).await,
                 },
             };
+            if !self.leases.is_empty() {
+                // A statement ran on a connection: its answers are the ones to read next.
+                self.answers_lost = false;
+            }
             let db_changed = !std::mem::replace(&mut self.db_listed, true);
             self.registered
                 .idle(self.status, db_changed.then_some(&self.db));
@@ -448,14 +468,26 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 format!("idgate: no backend named `{backend}`"),
             ));
         };
-        let mut lease = pool
-            .acquire(crate::exec::backend::LoginFlags::of_client(
-                self.hello.capabilities,
-                self.hello.mariadb,
-            ))
-            .await?;
+        let flags = crate::exec::backend::LoginFlags::of_client(
+            self.hello.capabilities,
+            self.hello.mariadb,
+        );
+        let shares = pool.shares_connections();
+        let key = shares.then(|| self.settings_key());
+        let (mut lease, came) = pool.acquire_for(flags, key).await?;
+        let default = backend == self.proxy.default_pool.name;
+        if shares && default {
+            self.lid_for_new_default(came);
+        }
+        if came == crate::exec::Came::AsSet {
+            // Another session's connection with the very same settings: nothing to set.
+            return Ok(self
+                .leases
+                .push(Held::new(backend.to_string(), lease, default)));
+        }
         self.setup().prepare(&mut lease).await?;
-        if replay_all || backend != self.proxy.default_pool.name {
+        // A shared connection to the default backend has none of the session's SETs either.
+        if replay_all || !default || shares {
             for stmt in &self.replay {
                 lease.query_drop_bytes(stmt).await.map_err(|e| {
                     SqlError::new(
@@ -466,7 +498,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 })?;
             }
         }
-        let default = backend == self.proxy.default_pool.name;
+        if let Some(key) = key {
+            lease.settings = key;
+        }
         Ok(self
             .leases
             .push(Held::new(backend.to_string(), lease, default)))

@@ -26,7 +26,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     /// Whether the session's state on its connections is all in its database, collation and
     /// the SETs it replays.
-    fn movable(&self) -> bool {
+    pub(super) fn movable(&self) -> bool {
         !self.bound_state && self.stmts.len() == 0
     }
 
@@ -119,7 +119,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             ER_CONNECTION_KILLED,
             b"70100",
             format!(
-                "Connection was killed: backend `{backend}`'s primary changed during this                  session's transaction, which was rolled back on {node}; reconnect and run the                  transaction again"
+                "Connection was killed: backend `{backend}`'s primary changed during this \
+                 session's transaction, which was rolled back on {node}; reconnect and run the \
+                 transaction again"
             ),
         ));
         Err(End::Fatal(format!(

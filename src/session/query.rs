@@ -51,14 +51,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         if self.proxy.migrations.holds.active() && !self.wait_for_switch(&packet[1..]).await {
             return None;
         }
-        if self.proxy.replicated {
+        if self.answers_lost || self.carried_lid.is_none() {
+            let sql = &packet[1..];
+            let first = sql::split_statements(sql).into_iter().next();
+            if let Some(e) = self.lost_answer_refusal(first.map_or(sql, |r| &sql[r])) {
+                self.writer.send_error(&e);
+                return None;
+            }
+        }
+        if self.proxy.sessions_move {
             self.note_connection_state(&packet[1..]);
         }
         if self.proxy.tables.load().is_empty()
             && self.proxy.idgen.is_empty()
-            // Replica reads, and moving to a new primary, need every SET noted
-            // (`after_forward`), which the plan path does.
-            && !self.proxy.replicated
+            // Replica reads, and moving to a new primary or another pooled connection, need
+            // every SET noted (`after_forward`), which the plan path does.
+            && !self.proxy.sessions_move
             && sql::explain_route_target(&packet[1..]).is_none()
             && !self.may_refuse_local_load(&packet[1..])
             && sql::admin_statement(&packet[1..]).is_none()
@@ -271,7 +279,21 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 }
                 // Replayed on connections to other backends the session takes later. A repeated
                 // SET moves to the end (later SETs win); the list stays bounded.
-                if self.proxy.pools.len() > 1 || self.proxy.replicated {
+                if self.proxy.pools.len() > 1 || self.proxy.sessions_move {
+                    let reach = sql::set_reach(stmt);
+                    match reach {
+                        // Ran once where it ran; done.
+                        sql::SetReach::Statement | sql::SetReach::Global => return,
+                        // The connections the session holds now start their next
+                        // transaction with it; one taken later would keep it too long.
+                        sql::SetReach::NextTransaction => {
+                            self.bound_state = true;
+                            self.pending_sets.push(stmt.to_vec());
+                            return;
+                        }
+                        sql::SetReach::Unknown => self.bound_state = true,
+                        sql::SetReach::Session => {}
+                    }
                     self.replay.retain(|s| s.as_slice() != stmt);
                     if self.replay.len() >= MAX_REPLAYED_SETS {
                         self.replay.remove(0);

@@ -93,6 +93,24 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         }
     }
 
+    /// Whether the peer sent something or closed while nobody asked it anything (a server that
+    /// killed an idle connection sends its error and closes). Looks without waiting: costs no
+    /// system call while the runtime knows the socket is not readable.
+    pub fn spoke_unasked(&mut self) -> bool {
+        if !self.inner.buffer().is_empty() {
+            return true;
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        !self.compressed && self.poll_closed_or_spoke(&mut cx)
+    }
+
+    fn poll_closed_or_spoke(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        use tokio::io::AsyncBufRead;
+        std::pin::Pin::new(&mut self.inner)
+            .poll_fill_buf(cx)
+            .is_ready()
+    }
+
     /// Reads one logical packet (joining continuations) into `buf`, replacing its content.
     /// A packet over the limit is read to its end and discarded, so the stream stays in step.
     pub async fn read(&mut self, buf: &mut Vec<u8>) -> Result<(), FrameError> {

@@ -195,6 +195,17 @@ impl SessionConns {
         self.publish(released);
     }
 
+    /// Takes out the connections `take` picks (the others stay, in their order).
+    pub fn take_where(&mut self, take: impl Fn(&Held) -> bool) -> Vec<Held> {
+        let (taken, kept): (Vec<Held>, Vec<Held>) =
+            std::mem::take(&mut self.held).into_iter().partition(take);
+        self.held = kept;
+        if !taken.is_empty() {
+            self.publish(Vec::new());
+        }
+        taken
+    }
+
     /// Lets every connection go; the transaction's own state stays as it is.
     pub fn clear(&mut self) {
         let released = std::mem::take(&mut self.held);
