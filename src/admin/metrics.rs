@@ -298,6 +298,16 @@ fn encode_pool_gauges(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), 
             .encode_gauge(&idle)?;
     }
     let mut m = enc.encode_descriptor(
+        "backend_connections_parked",
+        "Backend connections sessions lent out between transactions (pool.mode: transaction)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (name, p) in &pools {
+        m.encode_family(&[("backend", name.as_str())])?
+            .encode_gauge(&p.parked_count())?;
+    }
+    let mut m = enc.encode_descriptor(
         "backend_connections_max",
         "The backend's pool.max_connections",
         None,

@@ -112,6 +112,17 @@ fn encode_pools(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), fmt::E
                 .encode_counter::<NoLabelSet, _, u64>(&n, None)?;
         }
     }
+    let mut m = enc.encode_descriptor(
+        "backend_takeovers",
+        "Parked connections a session took over from the session that lent them \
+         (pool.mode: transaction)",
+        None,
+        MetricType::Counter,
+    )?;
+    for (name, p) in &pools {
+        m.encode_family(&[("backend", name.as_str())])?
+            .encode_counter::<NoLabelSet, _, u64>(&p.stats.takeovers(), None)?;
+    }
     Ok(())
 }
 

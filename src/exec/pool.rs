@@ -431,6 +431,9 @@ impl BackendPool {
         settings: Option<u64>,
         generation: u64,
     ) -> TakeOver {
+        self.stats
+            .takeovers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let timeout = self.acquire_timeout();
         let read = tokio::time::timeout(timeout, taken.conn.query_rows("SELECT LAST_INSERT_ID()"));
         let last_insert_id = match read.await {

@@ -16,6 +16,8 @@ pub struct PoolStats {
     pub acquire_timeouts: AtomicU64,
     /// A new connection could not be opened (refused, login failed, no answer).
     pub connect_errors: AtomicU64,
+    /// Connections taken over from a session that had parked them (`pool.mode: transaction`).
+    pub takeovers: AtomicU64,
 }
 
 impl PoolStats {
@@ -35,6 +37,10 @@ impl PoolStats {
 
     pub fn connect_errors(&self) -> u64 {
         self.connect_errors.load(Relaxed)
+    }
+
+    pub fn takeovers(&self) -> u64 {
+        self.takeovers.load(Relaxed)
     }
 }
 
