@@ -15,7 +15,7 @@ use mysql::prelude::Queryable;
 /// idgate lending `max` connections to its sessions; a session waits `wait_ms` for one.
 fn sharing_idgate(db: &MariaDb, max: usize, wait_ms: u64) -> Idgate {
     Idgate::start_with(|port| {
-        common::idgate_proc::config_for(port, &[("shard0", db)], "")
+        common::migration::admin_config(port, &[("shard0", db)], "")
             .replace(
                 "max_connections: 64\n",
                 &format!("max_connections: {max}\n      mode: transaction\n"),
@@ -189,6 +189,24 @@ fn state_that_cannot_move_keeps_its_connection() {
         .unwrap()
         .unwrap();
     assert_eq!(free, 0, "the lock is still held");
+    // Each says why it keeps its connection.
+    let rows: Vec<(u32, Option<String>)> = pinned
+        .query("SHOW IDGATE SESSIONS")
+        .unwrap()
+        .into_iter()
+        .map(|r: mysql::Row| (r.get("Id").unwrap(), r.get("Pinned").unwrap()))
+        .collect();
+    let reason = |c: &mysql::Conn| {
+        rows.iter()
+            .find(|(id, _)| *id == c.connection_id())
+            .and_then(|(_, p)| p.clone())
+    };
+    assert_eq!(
+        reason(&pinned).as_deref(),
+        Some("temporary table"),
+        "{rows:?}"
+    );
+    assert_eq!(reason(&locker).as_deref(), Some("GET_LOCK"), "{rows:?}");
     assert_eq!(backend_threads(&mut root), 2);
 }
 

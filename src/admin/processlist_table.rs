@@ -200,6 +200,7 @@ mod tests {
             command: "Sleep",
             time_s: 3,
             in_transaction: false,
+            pinned: None,
         };
         let row = row(&r, Activity::default(), "b0");
         assert_eq!(row.len(), COLUMNS.len());
@@ -258,6 +259,7 @@ mod tests {
             command: "Query",
             time_s: 0,
             in_transaction: false,
+            pinned: None,
         };
         let figures: Vec<Option<String>> = (1..=8).map(|i| Some(i.to_string())).collect();
         let on = |backend: &str| Activity {

@@ -219,6 +219,7 @@ fn sessions(proxy: &Proxy) -> ResultSet {
         ("Command", Col::Text(16)),
         ("Time", Col::UInt),
         ("In_transaction", Col::Text(3)),
+        ("Pinned", Col::Text(32)),
     ]);
     for s in proxy.sessions.rows() {
         rs.row(&[
@@ -229,6 +230,7 @@ fn sessions(proxy: &Proxy) -> ResultSet {
             text(s.command),
             num(s.time_s),
             yes_no(s.in_transaction),
+            s.pinned.and_then(text),
         ]);
     }
     rs

@@ -41,6 +41,9 @@ pub struct Info {
     /// `coarse_ms` when the session entered its current state.
     since_ms: AtomicU64,
     in_txn: AtomicBool,
+    /// Why the session keeps its backend connections (`pool.mode: transaction`): 1 + the
+    /// reason's index in `sql::PIN_REASONS`, 0 for none.
+    pinned: AtomicU8,
     /// How long the session may sit idle (its wait_timeout), in ms.
     idle_limit_ms: AtomicU64,
     /// `end_idle` found the session idle past `idle_limit_ms` and woke it to end.
@@ -89,6 +92,8 @@ pub struct Row {
     pub command: &'static str,
     pub time_s: u64,
     pub in_transaction: bool,
+    /// Why it keeps its backend connections, when sessions share them.
+    pub pinned: Option<&'static str>,
 }
 
 /// A session's registration; removes the entry when dropped.
@@ -158,6 +163,9 @@ impl Registry {
                     command: command_name(i.command.load(Ordering::Relaxed)),
                     time_s: now.saturating_sub(i.since_ms.load(Ordering::Relaxed)) / 1000,
                     in_transaction: i.in_txn.load(Ordering::Relaxed),
+                    pinned: (i.pinned.load(Ordering::Relaxed) as usize)
+                        .checked_sub(1)
+                        .and_then(|r| crate::sql::PIN_REASONS.get(r).copied()),
                 }
             })
             .collect();
@@ -197,6 +205,7 @@ impl Entry {
             command: AtomicU8::new(IDLE),
             since_ms: AtomicU64::new(r.now_ms()),
             in_txn: AtomicBool::new(false),
+            pinned: AtomicU8::new(0),
             idle_limit_ms: AtomicU64::new(u64::MAX),
             idle_expired: AtomicBool::new(false),
             conns: Arc::default(),
@@ -278,6 +287,14 @@ impl Entry {
                     .map(|d| String::from_utf8_lossy(d).into_owned());
             }
         }
+    }
+
+    /// Why the session keeps its backend connections now (`None`: it lends them out).
+    pub fn pinned(&self, reason: Option<&str>) {
+        let i = reason
+            .and_then(|r| crate::sql::PIN_REASONS.iter().position(|p| *p == r))
+            .map_or(0, |i| i as u8 + 1);
+        self.info.pinned.store(i, Ordering::Relaxed);
     }
 
     /// COM_CHANGE_USER succeeded.

@@ -260,7 +260,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             && crate::sql::classify(&packet[1..]) == crate::sql::StatementKind::Set
         {
             // A prepared SET is not among the SETs replayed: what it sets stays here.
-            self.bound_state = true;
+            self.pinned.get_or_insert("SET");
         }
         if self.proxy.sessions_move {
             self.note_connection_state(&packet[1..]);
@@ -470,7 +470,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.txn = Default::default();
         self.leases.forget_txn();
         self.replay.clear();
-        self.bound_state = false;
+        self.pinned = None;
         self.last_insert_id = None;
         self.lid_sync = None;
         self.carried_lid = Some(0);

@@ -61,8 +61,9 @@ pub struct Session<R, W> {
     /// SET statements that succeeded, replayed on backend connections taken later.
     replay: Vec<Vec<u8>>,
     /// The session may have state on its connections that `replay` does not carry (user
-    /// variables, temporary tables, locks…, or SETs past the replay list's bound).
-    bound_state: bool,
+    /// variables, temporary tables, locks…, or SETs past the replay list's bound): what, by
+    /// its name in `sql::PIN_REASONS`.
+    pinned: Option<&'static str>,
     /// The last id idgate generated, while it is the session's LAST_INSERT_ID().
     last_insert_id: Option<u64>,
     /// Cached: does the session's sql_mode have NO_AUTO_VALUE_ON_ZERO?
@@ -232,7 +233,7 @@ async fn start(
         stmts: prepared::Statements::default(),
         status: StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits(),
         replay: Vec::new(),
-        bound_state: false,
+        pinned: None,
         last_insert_id: None,
         no_auto_value_on_zero: None,
         lid_sync: None,
@@ -368,6 +369,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             if !self.leases.is_empty() {
                 // A statement ran on a connection: its answers are the ones to read next.
                 self.answers_lost = false;
+            }
+            if self.proxy.shares_connections {
+                self.registered.pinned(self.pin_shown());
             }
             let db_changed = !std::mem::replace(&mut self.db_listed, true);
             self.registered

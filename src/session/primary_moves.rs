@@ -19,15 +19,15 @@ const ER_CONNECTION_KILLED: u16 = 1927;
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     /// Notes, before it runs, that `sql` may leave state only its connection keeps.
     pub(super) fn note_connection_state(&mut self, sql: &[u8]) {
-        if !self.bound_state && crate::sql::binds_connection(sql) {
-            self.bound_state = true;
+        if self.pinned.is_none() {
+            self.pinned = crate::sql::pin_reason(sql);
         }
     }
 
     /// Whether the session's state on its connections is all in its database, collation and
     /// the SETs it replays.
     pub(super) fn movable(&self) -> bool {
-        !self.bound_state && self.stmts.len() == 0
+        self.pinned.is_none() && self.stmts.len() == 0
     }
 
     /// Before command `cmd` (its first byte): waits for held writes and moves the session to

@@ -287,18 +287,20 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         // The connections the session holds now start their next
                         // transaction with it; one taken later would keep it too long.
                         sql::SetReach::NextTransaction => {
-                            self.bound_state = true;
+                            self.pinned.get_or_insert("SET");
                             self.pending_sets.push(stmt.to_vec());
                             return;
                         }
-                        sql::SetReach::Unknown => self.bound_state = true,
+                        sql::SetReach::Unknown => {
+                            self.pinned.get_or_insert("SET");
+                        }
                         sql::SetReach::Session => {}
                     }
                     self.replay.retain(|s| s.as_slice() != stmt);
                     if self.replay.len() >= MAX_REPLAYED_SETS {
                         self.replay.remove(0);
                         // What the dropped SET set is no longer carried to a new primary.
-                        self.bound_state = true;
+                        self.pinned.get_or_insert("SET");
                     }
                     self.replay.push(stmt.to_vec());
                     self.pending_sets.push(stmt.to_vec());

@@ -98,6 +98,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         ))
     }
 
+    /// Why the session keeps its connections, as `SHOW IDGATE SESSIONS` says.
+    pub(super) fn pin_shown(&self) -> Option<&'static str> {
+        self.pinned
+            .or_else(|| (self.stmts.len() > 0).then_some("prepared statement"))
+    }
+
     /// What a connection of this session has set on it beyond the backend's defaults: another
     /// session with the same key can take it over as it is.
     pub(super) fn settings_key(&self) -> u64 {

@@ -84,11 +84,30 @@ pub fn set_reach(stmt: &[u8]) -> SetReach {
     }
 }
 
+/// Why a session is kept on its connection (`SHOW IDGATE SESSIONS`' `Pinned`, the
+/// `idgate_sessions_pinned` gauge): each reason's name as shown.
+pub const PIN_REASONS: &[&str] = &[
+    "user variable",
+    "temporary table",
+    "LOCK TABLES",
+    "GET_LOCK",
+    "PREPARE",
+    "XA",
+    "HANDLER",
+    "CALL",
+    "FLUSH",
+    "BACKUP",
+    "SET",
+    "prepared statement",
+];
+
 /// Whether `stmt` (a COM_QUERY's text, one statement or several) may leave such state.
 pub fn binds_connection(stmt: &[u8]) -> bool {
-    if pins_to_primary(stmt) {
-        return true;
-    }
+    pin_reason(stmt).is_some()
+}
+
+/// What state `stmt` may leave on its connection, by its name in [`PIN_REASONS`].
+pub fn pin_reason(stmt: &[u8]) -> Option<&'static str> {
     let toks: Vec<Token> = Tokens::new(stmt).map(|(_, t)| t).collect();
     let starts = |w: &[u8]| {
         toks.iter().enumerate().any(|(i, t)| {
@@ -96,37 +115,44 @@ pub fn binds_connection(stmt: &[u8]) -> bool {
                 && matches!(t, Token::Word(x) if x.eq_ignore_ascii_case(w))
         })
     };
+    if pins_to_primary(stmt) {
+        return Some(if starts(b"LOCK") {
+            "LOCK TABLES"
+        } else {
+            "temporary table"
+        });
+    }
     // A procedure may set anything a statement can; FLUSH … WITH READ LOCK and BACKUP hold
     // locks.
-    if [
-        &b"PREPARE"[..],
-        b"EXECUTE",
-        b"XA",
-        b"HANDLER",
-        b"CALL",
-        b"FLUSH",
-        b"BACKUP",
-    ]
-    .iter()
-    .any(|w| starts(w))
-    {
-        return true;
+    for (w, reason) in [
+        (&b"PREPARE"[..], "PREPARE"),
+        (b"EXECUTE", "PREPARE"),
+        (b"XA", "XA"),
+        (b"HANDLER", "HANDLER"),
+        (b"CALL", "CALL"),
+        (b"FLUSH", "FLUSH"),
+        (b"BACKUP", "BACKUP"),
+    ] {
+        if starts(w) {
+            return Some(reason);
+        }
     }
-    toks.iter().enumerate().any(|(i, t)| match t {
+    toks.iter().enumerate().find_map(|(i, t)| match t {
         // `@v`, not `@@sysvar` and not the host part of an account ('u'@'h').
         Token::Punct(b'@') => {
             let before = i.checked_sub(1).map(|j| &toks[j]);
             let after = toks.get(i + 1);
-            !matches!(
+            (!matches!(
                 before,
                 Some(Token::Punct(b'@') | Token::Str(_) | Token::Ident(_))
             ) && !matches!(after, Some(Token::Punct(b'@')))
-                && after.is_some()
+                && after.is_some())
+            .then_some("user variable")
         }
-        Token::Word(w) => {
-            w.eq_ignore_ascii_case(b"GET_LOCK") && toks.get(i + 1) == Some(&Token::Punct(b'('))
-        }
-        _ => false,
+        Token::Word(w) => (w.eq_ignore_ascii_case(b"GET_LOCK")
+            && toks.get(i + 1) == Some(&Token::Punct(b'(')))
+        .then_some("GET_LOCK"),
+        _ => None,
     })
 }
 
@@ -195,6 +221,22 @@ mod tests {
             "BACKUP STAGE START",
         ] {
             assert!(binds_connection(s.as_bytes()), "{s}");
+        }
+    }
+
+    #[test]
+    fn each_pin_has_a_reason_the_list_names() {
+        use super::{pin_reason, PIN_REASONS};
+        for (s, want) in [
+            ("SET @a = 1", "user variable"),
+            ("CREATE TEMPORARY TABLE t (a INT)", "temporary table"),
+            ("LOCK TABLES t WRITE", "LOCK TABLES"),
+            ("SELECT GET_LOCK('x', 1)", "GET_LOCK"),
+            ("SELECT 1; EXECUTE s", "PREPARE"),
+            ("CALL p()", "CALL"),
+        ] {
+            assert_eq!(pin_reason(s.as_bytes()), Some(want), "{s}");
+            assert!(PIN_REASONS.contains(&want));
         }
     }
 

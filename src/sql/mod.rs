@@ -48,7 +48,7 @@ mod words;
 pub use admin::{admin_statement, AdminStatement, KillUserName};
 pub use bound_names::bound_item_aliases;
 pub use classify::{classify, identifiers_mention, mentions_sql_mode, StatementKind, TableNames};
-pub use connection_state::{binds_connection, set_reach, SetReach};
+pub use connection_state::{binds_connection, pin_reason, set_reach, SetReach, PIN_REASONS};
 pub use ddl_tables::{ddl_tables, DdlAction, DdlTables, ForeignKey, UniqueKey};
 pub use dml::{
     analyze_dml, asks_row_counts, placeholder_offsets, DmlAnalysis, DmlKind, KeyTerm, KeyValue,

@@ -147,6 +147,7 @@ fn big_page() -> String {
                 },
                 time_s: 10,
                 in_transaction: i.is_multiple_of(7),
+                pinned: None,
             })
             .collect(),
         (0..crate::admin::slow_log::KEPT)
