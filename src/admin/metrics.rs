@@ -307,18 +307,20 @@ fn encode_pool_gauges(enc: &mut DescriptorEncoder, proxy: &Proxy) -> Result<(), 
         m.encode_family(&[("backend", name.as_str())])?
             .encode_gauge(&p.parked_count())?;
     }
-    if proxy.shares_connections {
-        let rows = proxy.sessions.rows();
-        let mut m = enc.encode_descriptor(
-            "sessions_pinned",
-            "Sessions keeping their backend connections (pool.mode: transaction), by why",
-            None,
-            MetricType::Gauge,
-        )?;
-        for reason in crate::sql::PIN_REASONS {
-            let n = rows.iter().filter(|r| r.pinned == Some(reason)).count();
-            m.encode_family(&[("reason", *reason)])?.encode_gauge(&n)?;
-        }
+    // Sessions are pinned only where they share connections: elsewhere nothing is read.
+    let rows = match proxy.shares_connections {
+        true => proxy.sessions.rows(),
+        false => Vec::new(),
+    };
+    let mut m = enc.encode_descriptor(
+        "sessions_pinned",
+        "Sessions keeping their backend connections (pool.mode: transaction), by why",
+        None,
+        MetricType::Gauge,
+    )?;
+    for reason in crate::sql::PIN_REASONS {
+        let n = rows.iter().filter(|r| r.pinned == Some(reason)).count();
+        m.encode_family(&[("reason", *reason)])?.encode_gauge(&n)?;
     }
     let mut m = enc.encode_descriptor(
         "backend_connections_max",
