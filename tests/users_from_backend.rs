@@ -398,3 +398,101 @@ fn an_account_change_counts_at_the_next_login_as_on_one_server() {
         "directly {direct}, through idgate {through}"
     );
 }
+
+/// A COM_CHANGE_USER: `None` when it was accepted, else the error code and SQLSTATE.
+fn change_to(c: &mut Conn, user: &str, password: &str, db: &str) -> Option<(u16, String)> {
+    let r = c.change_user(
+        ChangeUserOpts::default()
+            .with_user(Some(user.into()))
+            .with_pass(Some(password.into()))
+            .with_db_name(Some(db.into())),
+    );
+    match r {
+        Ok(()) => None,
+        Err(mysql::Error::MySqlError(e)) => Some((e.code, e.state)),
+        Err(e) => panic!("COM_CHANGE_USER to {user} failed without a MySQL error: {e}"),
+    }
+}
+
+/// Who the connection is, in which database, and whether the session was reset (`@v`).
+fn whoami(c: &mut Conn) -> Result<(String, String, String), mysql::Error> {
+    let row: Option<(String, String, String)> = c.query_first(
+        "SELECT CURRENT_USER(), IFNULL(DATABASE(), '-'), IFNULL(CAST(@v AS CHAR), 'reset')",
+    )?;
+    Ok(row.unwrap_or_default())
+}
+
+/// The same refused COM_CHANGE_USERs directly and through idgate: the same code and SQLSTATE, and
+/// the connection goes on as the user it was, in the database it had, its session reset, as
+/// MariaDB keeps it; the fourth on one connection is refused outright on both.
+#[test]
+fn a_refused_change_user_keeps_the_connection_as_on_one_server() {
+    let db = start_db();
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE DATABASE other; \
+             CREATE USER 'keeper'@'%' IDENTIFIED BY 'pw'; \
+             GRANT SELECT ON {DATABASE}.* TO 'keeper'@'%'; GRANT SELECT ON other.* TO 'keeper'@'%'; \
+             CREATE USER 'shut'@'%' IDENTIFIED BY 'pw' ACCOUNT LOCK; \
+             GRANT SELECT ON {DATABASE}.* TO 'shut'@'%'; \
+             CREATE USER 'old'@'%' IDENTIFIED BY 'pw' PASSWORD EXPIRE; \
+             GRANT SELECT ON {DATABASE}.* TO 'old'@'%'; \
+             SET GLOBAL disconnect_on_expired_password = ON"
+        ))
+        .unwrap();
+    let g =
+        Idgate::start_with(|port| config_for(port, &[("shard0", &db)], "users_from_backend: {}\n"));
+    let mut pair = [
+        login_to(db.port, "keeper", "pw", "other").expect("keeper logs in directly"),
+        login_to(g.port, "keeper", "pw", "other").expect("keeper logs in through idgate"),
+    ];
+    let kept = (
+        "keeper@%".to_string(),
+        "other".to_string(),
+        "reset".to_string(),
+    );
+    let cases: [(&str, &str, &str, u16); 4] = [
+        ("keeper", "wrong", DATABASE, 1045),
+        ("shut", "pw", DATABASE, 4151),
+        ("old", "pw", DATABASE, 1862),
+        // A fourth attempt on the connection, even a right one, is not heard any more.
+        ("keeper", "pw", DATABASE, 1047),
+    ];
+    for (user, password, to_db, code) in cases {
+        let answers: Vec<_> = pair
+            .iter_mut()
+            .map(|c| {
+                c.query_drop("SET @v = 1").unwrap();
+                change_to(c, user, password, to_db)
+            })
+            .collect();
+        assert_eq!(
+            answers[1], answers[0],
+            "COM_CHANGE_USER to {user}: through idgate (right) as directly (left)"
+        );
+        assert_eq!(answers[0].as_ref().map(|a| a.0), Some(code), "to {user}");
+        for (c, way) in pair.iter_mut().zip(["directly", "through idgate"]) {
+            let me = whoami(c).unwrap_or_else(|e| panic!("{way}, after {user}'s refusal: {e}"));
+            assert_eq!(me, kept, "{way}, after {user}'s refusal");
+        }
+    }
+
+    // A database the new account may not use, and one that does not exist; from idgate's own
+    // configured user, which stays itself.
+    let mut app = login_to(g.port, APP_USER, APP_PASSWORD, DATABASE).unwrap();
+    let mut root = login_to(db.port, USER, common::PASSWORD, DATABASE).unwrap();
+    root.query_drop("SET @v = 1").unwrap();
+    for to_db in ["mysql", "nowhere"] {
+        let answers: Vec<_> = [&mut root, &mut app]
+            .into_iter()
+            .map(|c| change_to(c, "keeper", "pw", to_db))
+            .collect();
+        assert_eq!(answers[1], answers[0], "to database {to_db}");
+        assert!(answers[0].is_some(), "to {to_db}");
+    }
+    assert_eq!(whoami(&mut app).unwrap().0, format!("{USER}@%"));
+    assert_eq!(whoami(&mut root).unwrap().0, format!("{USER}@%"));
+    // A right one after refusals (two, below MariaDB's three) still goes through.
+    assert_eq!(change_to(&mut app, "keeper", "pw", DATABASE), None);
+    assert_eq!(whoami(&mut app).unwrap().0, "keeper@%");
+}

@@ -508,13 +508,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     async fn change_user(&mut self, packet: &[u8]) -> Option<End> {
         if self.failed_change_user >= MAX_FAILED_CHANGE_USER {
-            // As MariaDB: a connection that failed three times may not try again.
+            // As MariaDB: a connection that failed three times may not try again (its session
+            // is reset all the same, as MariaDB resets it before it looks).
             self.writer.send_error(&SqlError::new(
                 errors::ER_UNKNOWN_COM_ERROR,
                 b"08S01",
                 "Unknown command",
             ));
-            return None;
+            return self.change_user_refused().await;
         }
         if let Err(e) = self.proxy.auth_throttle.check(&self.peer_host) {
             self.writer.send_error(&e);
@@ -540,11 +541,26 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(Ok(None)) => return self.change_user_refused().await,
             Ok(Err(_)) | Err(_) => return Some(End::ClientGone),
         };
-        self.proxy.auth_throttle.succeeded(&self.peer_host);
+        // Nothing of the session changes until the new login is judged whole: the backend's
+        // verdict on an account read from it (lock, expiry, its limits) and on the database,
+        // then idgate's own limits. A refusal leaves the connection as the user it was.
+        let probe = if changed.db.is_some() || changed.backend_login.is_some() {
+            match self.new_login_lease(&live, &changed).await {
+                Ok(lease) => Some(lease),
+                Err(e) => {
+                    self.writer.send_error(&e);
+                    return self.change_user_refused().await;
+                }
+            }
+        } else {
+            None
+        };
         if let Err(e) = self.slot.switch_user(&changed.user) {
+            drop(probe);
             self.writer.send_error(&e);
-            return Some(End::LoginRefused);
+            return self.change_user_refused().await;
         }
+        self.proxy.auth_throttle.succeeded(&self.peer_host);
         self.registered.set_user(&changed.user);
         self.live = live;
         self.hello.user = changed.user;
@@ -585,11 +601,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.writer.send_error(&e);
             return Some(End::Fatal(e.message));
         }
-        // An account read from the backend must also log in there (see `run`).
-        if self.db.is_some() || self.hello.backend_login.is_some() {
-            if let Err(e) = self.backend().await {
-                self.writer.send_error(&e);
-                return Some(End::Fatal(e.message));
+        // The connection the login was judged on serves the session (unless it keeps one).
+        if let Some(lease) = probe {
+            if self.leases.default_position().is_none() {
+                let name = self.proxy.default_pool.name.clone();
+                self.leases
+                    .push(crate::exec::conns::Held::new(name, lease, true));
             }
         }
         self.status = mysql_common::constants::StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits();
@@ -599,6 +616,44 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             mysql_common::constants::StatusFlags::from_bits_retain(self.status),
         );
         None
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// A connection to the default backend for the login `changed`, set up as its session will
+    /// be: the backend judges the account as it is now (an account read from it logs in there)
+    /// and the database it asked for, before the session gives up its own state.
+    async fn new_login_lease(
+        &self,
+        live: &crate::live::Live,
+        changed: &handshake::ChangedUser,
+    ) -> Result<crate::exec::Lease, SqlError> {
+        let backend = &self.proxy.default_pool.name;
+        let Some(pool) = live.pool_for(
+            &self.proxy.pools,
+            backend,
+            &changed.user,
+            changed.backend_login.as_deref(),
+        ) else {
+            return Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: no backend named `{backend}`"),
+            ));
+        };
+        let mut lease = pool
+            .acquire(crate::exec::backend::LoginFlags::of_client(
+                self.hello.capabilities,
+                self.hello.mariadb,
+            ))
+            .await?;
+        let setup = crate::exec::backend_setup::SessionSetup {
+            db: changed.db.as_deref(),
+            collation: changed.collation.unwrap_or(self.hello.collation),
+            ..self.setup()
+        };
+        setup.prepare(&mut lease).await?;
+        Ok(lease)
     }
 }
 
