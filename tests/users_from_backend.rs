@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::clients::{require_tool, run};
 use common::idgate_proc::{config_for, Idgate, APP_PASSWORD, APP_USER};
-use common::{start_db, DATABASE, USER};
+use common::{free_port, start_db, MariaDb, DATABASE, USER};
 use mysql::prelude::Queryable;
 use mysql::{ChangeUserOpts, Conn, Opts, OptsBuilder};
 
@@ -495,4 +495,114 @@ fn a_refused_change_user_keeps_the_connection_as_on_one_server() {
     // A right one after refusals (two, below MariaDB's three) still goes through.
     assert_eq!(change_to(&mut app, "keeper", "pw", DATABASE), None);
     assert_eq!(whoami(&mut app).unwrap().0, "keeper@%");
+}
+
+/// A login's outcome with the error's code, SQLSTATE and text (`None`: it got in, kept in `held`).
+fn try_login(port: u16, user: &str, held: &mut Vec<Conn>) -> Option<(u16, String, String)> {
+    match login_at(port, user, "pw") {
+        Ok(c) => {
+            held.push(c);
+            None
+        }
+        Err(mysql::Error::MySqlError(e)) => Some((e.code, e.state, e.message)),
+        Err(e) => panic!("refused without a MySQL error: {e}"),
+    }
+}
+
+/// The same logins of a limited account directly and through idgate, one after the other (both
+/// count on the same server): what each login and COM_CHANGE_USER answered.
+fn limited_logins(port: u16, other: impl Fn() -> Conn, user: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut held = Vec::new();
+    std::thread::sleep(SETTLE);
+    for _ in 0..3 {
+        seen.push(format!("login: {:?}", try_login(port, user, &mut held)));
+    }
+    // A session that ended makes room for the next login.
+    held.remove(0);
+    std::thread::sleep(SETTLE);
+    seen.push(format!(
+        "after one left: {:?}",
+        try_login(port, user, &mut held)
+    ));
+    seen.push(format!("one more: {:?}", try_login(port, user, &mut held)));
+    // Another user's COM_CHANGE_USER to the account at its limit; that connection stays itself.
+    let mut o = other();
+    let before = whoami(&mut o).unwrap().0;
+    seen.push(format!(
+        "change_user: {:?}",
+        change_to(&mut o, user, "pw", DATABASE)
+    ));
+    assert_eq!(whoami(&mut o).unwrap().0, before, "stays itself");
+    // A refused COM_CHANGE_USER and a COM_RESET_CONNECTION in a session of the account count
+    // as MariaDB counts them (it no longer counts such a session).
+    let refused = change_to(&mut held[0], user, "wrong", DATABASE).map(|(c, s)| (c, s.len()));
+    seen.push(format!("refused change_user: {refused:?}"));
+    seen.push(format!("then: {:?}", try_login(port, user, &mut held)));
+    held[0].reset().unwrap();
+    seen.push(format!(
+        "after a reset: {:?}",
+        try_login(port, user, &mut held)
+    ));
+    seen
+}
+
+/// An account `WITH MAX_USER_CONNECTIONS 2`, and one under the server's global
+/// `max_user_connections`: logins, sessions that end, COM_CHANGE_USER to the account at its limit
+/// and the sessions MariaDB stops counting answer through idgate as directly, because the backend
+/// counts idgate's connections as the account's (one a session). Through idgate the connections it
+/// keeps idle for the account do not hold up the account's logins elsewhere.
+#[test]
+fn an_account_s_max_user_connections_holds_as_on_one_server() {
+    // Started with a global limit, so one can be set while it runs.
+    let db = (0..5)
+        .find_map(|_| {
+            let port = free_port().expect("free port");
+            MariaDb::start_with_args(port, &["--max-user-connections=1000".to_string()]).ok()
+        })
+        .expect("a MariaDB with max_user_connections");
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE USER 'capped'@'%' IDENTIFIED BY 'pw' WITH MAX_USER_CONNECTIONS 2; \
+             GRANT SELECT ON {DATABASE}.* TO 'capped'@'%'; \
+             CREATE USER 'many'@'%' IDENTIFIED BY 'pw'; GRANT SELECT ON {DATABASE}.* TO 'many'@'%'"
+        ))
+        .unwrap();
+    let g =
+        Idgate::start_with(|port| config_for(port, &[("shard0", &db)], "users_from_backend: {}\n"));
+    let root = || login_to(db.port, USER, common::PASSWORD, DATABASE).unwrap();
+    let app = || login(&g, APP_USER, APP_PASSWORD).unwrap();
+    let direct = limited_logins(db.port, root, "capped");
+    let through = limited_logins(g.port, app, "capped");
+    assert_eq!(through, direct, "through idgate (right) as directly");
+    assert!(
+        direct[2].contains("1226") && direct[2].contains("42000"),
+        "{direct:?}"
+    );
+
+    std::thread::sleep(SETTLE);
+    let mut elsewhere = Vec::new();
+    for _ in 0..2 {
+        assert_eq!(
+            try_login(db.port, "capped", &mut elsewhere),
+            None,
+            "logs in directly"
+        );
+    }
+    drop(elsewhere);
+
+    // The server's own limit, for an account without one of its own: ERROR 1203.
+    common::direct(&db)
+        .query_drop("SET GLOBAL max_user_connections = 2")
+        .unwrap();
+    let direct = limited_logins(db.port, root, "many");
+    let through = limited_logins(g.port, app, "many");
+    common::direct(&db)
+        .query_drop("SET GLOBAL max_user_connections = 0")
+        .unwrap();
+    assert_eq!(through, direct, "through idgate (right) as directly");
+    assert!(
+        direct[2].contains("1203") && direct[2].contains("42000"),
+        "{direct:?}"
+    );
 }
