@@ -3,6 +3,10 @@
 //! account, so the backends' GRANTs, password changes and new accounts apply as if the client
 //! had connected directly.
 
+#[path = "tls/certs.rs"]
+mod certs;
+#[path = "tls/cli.rs"]
+mod cli;
 mod common;
 
 use std::process::Command;
@@ -605,4 +609,127 @@ fn an_account_s_max_user_connections_holds_as_on_one_server() {
         direct[2].contains("1203") && direct[2].contains("42000"),
         "{direct:?}"
     );
+}
+
+/// A MariaDB server that offers TLS (with the localhost certificate) and does not demand it.
+fn tls_offering_db(p: &certs::Pki) -> MariaDb {
+    let args = [
+        format!("--ssl-cert={}", p.server.display()),
+        format!("--ssl-key={}", p.server_key.display()),
+        format!("--ssl-ca={}", p.ca.display()),
+    ];
+    (0..5)
+        .find_map(|_| MariaDb::start_with_args(free_port().expect("free port"), &args).ok())
+        .expect("a MariaDB with TLS")
+}
+
+/// What the mysql CLI got: the account it is, or the error's code and SQLSTATE.
+fn cli_login(port: u16, user: &str, tls: &[&str]) -> String {
+    let r = cli::mysql_cli(port, user, "pw", tls, "SELECT CURRENT_USER()");
+    match r.code {
+        Some(0) => r
+            .stdout
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        _ => r
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("ERROR "))
+            .and_then(|l| l.split(':').next())
+            .unwrap_or_else(|| panic!("no error from the mysql CLI: {}", r.stderr))
+            .to_string(),
+    }
+}
+
+/// Accounts with REQUIRE SSL, X509 and SUBJECT, logging in with the mysql CLI without TLS, with
+/// TLS, and with a client certificate: refused (1045) or let in through idgate as directly. idgate
+/// checks the client's connection against the account's REQUIRE; it reaches the backend over TLS
+/// with a client certificate of its own, so the account's logins there pass (the backend cannot
+/// see the client's connection).
+#[test]
+fn an_account_s_require_ssl_holds_as_on_one_server() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("users-from-backend-certs-{}", std::process::id()));
+    let p = certs::make(&dir);
+    let db = tls_offering_db(&p);
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE USER 'sec'@'%' IDENTIFIED BY 'pw' REQUIRE SSL; \
+             CREATE USER 'cert'@'%' IDENTIFIED BY 'pw' REQUIRE X509; \
+             CREATE USER 'named'@'%' IDENTIFIED BY 'pw' REQUIRE SUBJECT '/CN=someone-else'; \
+             CREATE USER 'open'@'%' IDENTIFIED BY 'pw'; \
+             GRANT SELECT ON {DATABASE}.* TO 'sec'@'%', 'cert'@'%', 'named'@'%', 'open'@'%'"
+        ))
+        .unwrap();
+    let ca = p.ca.display().to_string();
+    let g = Idgate::start_with(|port| {
+        config_for(
+            port,
+            &[("shard0", &db)],
+            &format!(
+                "users_from_backend: {{}}\ntls:\n  cert: {}\n  key: {}\n  ca: {ca}\n",
+                p.server.display(),
+                p.server_key.display()
+            ),
+        )
+        .replacen(
+            "    pool:\n",
+            &format!(
+                "    tls: {{mode: verify_identity, ca: {ca}, cert: {}, key: {}}}\n    pool:\n",
+                p.client.display(),
+                p.client_key.display()
+            ),
+            1,
+        )
+    });
+    let plain: &[&str] = &["--skip-ssl"];
+    let ca_arg = format!("--ssl-ca={ca}");
+    let tls: &[&str] = &["--ssl", &ca_arg];
+    let cert_arg = format!("--ssl-cert={}", p.client.display());
+    let key_arg = format!("--ssl-key={}", p.client_key.display());
+    let with_cert: &[&str] = &["--ssl", &ca_arg, &cert_arg, &key_arg];
+    let mut seen = Vec::new();
+    for user in ["open", "sec", "cert", "named"] {
+        for (how, args) in [("plain", plain), ("tls", tls), ("cert", with_cert)] {
+            let direct = cli_login(db.port, user, args);
+            let through = cli_login(g.port, user, args);
+            seen.push(format!("{user} {how}: {direct} / {through}"));
+            assert_eq!(
+                through,
+                direct,
+                "{user} over {how}: through idgate (left) as directly\n{}",
+                g.log()
+            );
+        }
+    }
+    let at = |user: &str, how: &str| {
+        seen.iter()
+            .find(|l| l.starts_with(&format!("{user} {how}:")))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        at("sec", "plain").contains("ERROR 1045 (28000)"),
+        "{seen:?}"
+    );
+    assert!(at("sec", "tls").contains("sec@%"), "{seen:?}");
+    assert!(at("cert", "tls").contains("ERROR 1045"), "{seen:?}");
+    assert!(at("cert", "cert").contains("cert@%"), "{seen:?}");
+    assert!(at("named", "cert").contains("ERROR 1045"), "{seen:?}");
+
+    // COM_CHANGE_USER to the account over a connection without TLS: refused alike, the
+    // connection going on as the user it was.
+    let answers: Vec<_> = [db.port, g.port]
+        .into_iter()
+        .map(|port| {
+            let mut c = login_at(port, "open", "pw").unwrap();
+            let refused = change_to(&mut c, "sec", "pw", DATABASE);
+            (refused, whoami(&mut c).unwrap().0)
+        })
+        .collect();
+    assert_eq!(answers[1], answers[0], "through idgate (right) as directly");
+    assert_eq!(answers[0].0.as_ref().map(|r| r.0), Some(1045));
 }
