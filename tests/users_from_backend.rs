@@ -347,6 +347,9 @@ fn an_account_change_counts_at_the_next_login_as_on_one_server() {
         (relogin(&mut open_direct), relogin(&mut open)),
         (4151, 4151)
     );
+    // Refused, each connection goes on as the account it was.
+    assert_eq!(one(&mut open_direct, "SELECT CURRENT_USER()"), "u1@%");
+    assert_eq!(one(&mut open, "SELECT CURRENT_USER()"), "u1@%");
     drop((open, open_direct));
     change("ALTER USER 'u1'@'%' ACCOUNT UNLOCK");
     assert_eq!(both("u1", "pw"), (0, 0));
@@ -479,6 +482,22 @@ fn a_refused_change_user_keeps_the_connection_as_on_one_server() {
             let me = whoami(c).unwrap_or_else(|e| panic!("{way}, after {user}'s refusal: {e}"));
             assert_eq!(me, kept, "{way}, after {user}'s refusal");
         }
+    }
+
+    // The same account again, to a database it may not use: judged on the connection the
+    // session holds, which goes on as it was.
+    let mut pair = [
+        login_to(db.port, "keeper", "pw", "other").unwrap(),
+        login_to(g.port, "keeper", "pw", "other").unwrap(),
+    ];
+    let answers: Vec<_> = pair
+        .iter_mut()
+        .map(|c| change_to(c, "keeper", "pw", "mysql"))
+        .collect();
+    assert_eq!(answers[1], answers[0], "keeper to mysql");
+    assert_eq!(answers[0].as_ref().map(|a| a.0), Some(1044));
+    for c in &mut pair {
+        assert_eq!(whoami(c).unwrap(), kept);
     }
 
     // A database the new account may not use, and one that does not exist; from idgate's own

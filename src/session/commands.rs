@@ -544,19 +544,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         // Nothing of the session changes until the new login is judged whole: the backend's
         // verdict on an account read from it (lock, expiry, its limits) and on the database,
         // then idgate's own limits. A refusal leaves the connection as the user it was.
-        let probe = if changed.db.is_some() || changed.backend_login.is_some() {
-            match self.new_login_lease(&live, &changed).await {
-                Ok(lease) => Some(lease),
-                Err(e) => {
-                    self.writer.send_error(&e);
-                    return self.change_user_refused().await;
-                }
+        let probe = match self.judge_new_login(&live, &changed).await {
+            Ok(probe) => probe,
+            Err(e) => {
+                self.writer.send_error(&e);
+                // A connection the refusal broke goes; the session takes another when it needs one.
+                self.leases.drop_broken();
+                return self.change_user_refused().await;
             }
-        } else {
-            None
         };
         if let Err(e) = self.slot.switch_user(&changed.user) {
-            drop(probe);
             self.writer.send_error(&e);
             return self.change_user_refused().await;
         }
@@ -573,6 +570,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.stmts.clear();
         self.forget_session_state();
         // A new user starts with a clean session, as after COM_CHANGE_USER on MySQL.
+        let judged_on_default = matches!(probe, Judged::OnDefault);
         let mut all = std::mem::take(&mut self.leases);
         // Connections logged in as another account than the new user's go back to their pool
         // (reset there); the new user takes its own when it needs them.
@@ -589,6 +587,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut failed = None;
         for h in all.held_mut() {
             h.leave_txn();
+            if h.default && judged_on_default {
+                continue; // logged in again as the new user already
+            }
             // The new user gets exactly the database it asked for (a USE may have moved it).
             h.lease.database = CurrentDb::Unknown;
             if let Err(e) = self.setup().log_in_again(&mut h.lease).await {
@@ -602,11 +603,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             return Some(End::Fatal(e.message));
         }
         // The connection the login was judged on serves the session (unless it keeps one).
-        if let Some(lease) = probe {
+        if let Judged::OnItsOwn(lease) = probe {
             if self.leases.default_position().is_none() {
                 let name = self.proxy.default_pool.name.clone();
                 self.leases
-                    .push(crate::exec::conns::Held::new(name, lease, true));
+                    .push(crate::exec::conns::Held::new(name, *lease, true));
             }
         }
         self.status = mysql_common::constants::StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits();
@@ -620,18 +621,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
-    /// A connection to the default backend for the login `changed`, set up as its session will
-    /// be: the backend judges the account as it is now (an account read from it logs in there)
-    /// and the database it asked for, before the session gives up its own state.
-    async fn new_login_lease(
-        &self,
+    /// The backend's verdict on the login `changed` (an account read from it logs in there) and on
+    /// the database it asked for, taken before the session gives up its own state: on the
+    /// session's connection to the default backend when that is of the new user's account already
+    /// (it logs in again there, as MariaDB judges a COM_CHANGE_USER on its connection), else on a
+    /// connection of the new user's own, set up as its session will be.
+    async fn judge_new_login(
+        &mut self,
         live: &crate::live::Live,
         changed: &handshake::ChangedUser,
-    ) -> Result<crate::exec::Lease, SqlError> {
-        let backend = &self.proxy.default_pool.name;
+    ) -> Result<Judged, SqlError> {
+        if changed.db.is_none() && changed.backend_login.is_none() {
+            return Ok(Judged::Nothing);
+        }
+        let backend = self.proxy.default_pool.name.clone();
         let Some(pool) = live.pool_for(
             &self.proxy.pools,
-            backend,
+            &backend,
             &changed.user,
             changed.backend_login.as_deref(),
         ) else {
@@ -641,20 +647,45 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 format!("idgate: no backend named `{backend}`"),
             ));
         };
+        let own = self.setup();
+        let (ignore_space, multi_statements) = (own.ignore_space, own.multi_statements);
+        let setup = crate::exec::backend_setup::SessionSetup {
+            db: changed.db.as_deref(),
+            collation: changed.collation.unwrap_or(self.hello.collation),
+            ignore_space,
+            multi_statements,
+        };
+        let held = self
+            .leases
+            .default_position()
+            .filter(|&i| std::sync::Arc::ptr_eq(self.leases.get_mut(i).pool(), &pool));
+        if let Some(i) = held {
+            let h = &mut self.leases.held_mut()[i];
+            // MariaDB resets the session before it judges the new login.
+            h.leave_txn();
+            h.lease.database = CurrentDb::Unknown;
+            setup.log_in_again(&mut h.lease).await?;
+            return Ok(Judged::OnDefault);
+        }
         let mut lease = pool
             .acquire(crate::exec::backend::LoginFlags::of_client(
                 self.hello.capabilities,
                 self.hello.mariadb,
             ))
             .await?;
-        let setup = crate::exec::backend_setup::SessionSetup {
-            db: changed.db.as_deref(),
-            collation: changed.collation.unwrap_or(self.hello.collation),
-            ..self.setup()
-        };
         setup.prepare(&mut lease).await?;
-        Ok(lease)
+        Ok(Judged::OnItsOwn(Box::new(lease)))
     }
+}
+
+/// Where the backend judged a COM_CHANGE_USER's new login.
+enum Judged {
+    /// Nothing for the backend to judge (idgate's own user, no database named).
+    Nothing,
+    /// On the session's connection to the default backend, now logged in as the new user.
+    OnDefault,
+    /// On a connection of the new user's own, which the session takes if it keeps none.
+    OnItsOwn(Box<crate::exec::Lease>),
 }
 
 /// Refused COM_CHANGE_USERs after which MariaDB answers further ones with ER_UNKNOWN_COM_ERROR.
