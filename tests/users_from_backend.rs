@@ -752,3 +752,33 @@ fn an_account_s_require_ssl_holds_as_on_one_server() {
     assert_eq!(answers[1], answers[0], "through idgate (right) as directly");
     assert_eq!(answers[0].0.as_ref().map(|r| r.0), Some(1045));
 }
+
+/// With one connection to the backend in all, a session moves between idgate's own user and an
+/// account read from the backend by COM_CHANGE_USER: the connection it holds makes room for
+/// the new account's.
+#[test]
+fn a_change_user_between_accounts_fits_a_pool_of_one() {
+    let db = start_db();
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE USER 'keeper'@'%' IDENTIFIED BY 'pw'; GRANT SELECT ON {DATABASE}.* TO 'keeper'@'%'"
+        ))
+        .unwrap();
+    let g = Idgate::start_with(|port| {
+        config_for(port, &[("shard0", &db)], "users_from_backend: {}\n")
+            .replace("max_connections: 64", "max_connections: 1")
+            .replace("acquire_timeout_ms: 10000", "acquire_timeout_ms: 1000")
+    });
+    let mut c = login(&g, APP_USER, APP_PASSWORD).unwrap();
+    assert_eq!(whoami(&mut c).unwrap().0, format!("{USER}@%"));
+    assert_eq!(change_to(&mut c, "keeper", "pw", DATABASE), None);
+    assert_eq!(whoami(&mut c).unwrap().0, "keeper@%");
+    assert_eq!(change_to(&mut c, APP_USER, APP_PASSWORD, DATABASE), None);
+    assert_eq!(whoami(&mut c).unwrap().0, format!("{USER}@%"));
+    // Refused, the session goes on as it was on a connection of its own account.
+    assert_eq!(
+        change_to(&mut c, "keeper", "pw", "mysql").map(|e| e.0),
+        Some(1044)
+    );
+    assert_eq!(whoami(&mut c).unwrap().0, format!("{USER}@%"));
+}

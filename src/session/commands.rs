@@ -667,6 +667,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             setup.log_in_again(&mut h.lease).await?;
             return Ok(Judged::OnDefault);
         }
+        // The held connection, of another account, goes back first (the new user does not keep
+        // it either way), so a pool at its cap still serves the new login. Refused, the session
+        // takes one of its own account again when it needs one.
+        if let Some(i) = self.leases.default_position() {
+            drop(self.leases.take(i));
+        }
         let mut lease = pool
             .acquire(crate::exec::backend::LoginFlags::of_client(
                 self.hello.capabilities,
