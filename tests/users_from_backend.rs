@@ -3,6 +3,10 @@
 //! account, so the backends' GRANTs, password changes and new accounts apply as if the client
 //! had connected directly.
 
+#[path = "tls/certs.rs"]
+mod certs;
+#[path = "tls/cli.rs"]
+mod cli;
 mod common;
 
 use std::process::Command;
@@ -10,7 +14,7 @@ use std::time::Duration;
 
 use common::clients::{require_tool, run};
 use common::idgate_proc::{config_for, Idgate, APP_PASSWORD, APP_USER};
-use common::{start_db, DATABASE, USER};
+use common::{free_port, start_db, MariaDb, DATABASE, USER};
 use mysql::prelude::Queryable;
 use mysql::{ChangeUserOpts, Conn, Opts, OptsBuilder};
 
@@ -343,6 +347,9 @@ fn an_account_change_counts_at_the_next_login_as_on_one_server() {
         (relogin(&mut open_direct), relogin(&mut open)),
         (4151, 4151)
     );
+    // Refused, each connection goes on as the account it was.
+    assert_eq!(one(&mut open_direct, "SELECT CURRENT_USER()"), "u1@%");
+    assert_eq!(one(&mut open, "SELECT CURRENT_USER()"), "u1@%");
     drop((open, open_direct));
     change("ALTER USER 'u1'@'%' ACCOUNT UNLOCK");
     assert_eq!(both("u1", "pw"), (0, 0));
@@ -397,4 +404,381 @@ fn an_account_change_counts_at_the_next_login_as_on_one_server() {
         through, direct,
         "directly {direct}, through idgate {through}"
     );
+}
+
+/// A COM_CHANGE_USER: `None` when it was accepted, else the error code and SQLSTATE.
+fn change_to(c: &mut Conn, user: &str, password: &str, db: &str) -> Option<(u16, String)> {
+    let r = c.change_user(
+        ChangeUserOpts::default()
+            .with_user(Some(user.into()))
+            .with_pass(Some(password.into()))
+            .with_db_name(Some(db.into())),
+    );
+    match r {
+        Ok(()) => None,
+        Err(mysql::Error::MySqlError(e)) => Some((e.code, e.state)),
+        Err(e) => panic!("COM_CHANGE_USER to {user} failed without a MySQL error: {e}"),
+    }
+}
+
+/// Who the connection is, in which database, and whether the session was reset (`@v`).
+fn whoami(c: &mut Conn) -> Result<(String, String, String), mysql::Error> {
+    let row: Option<(String, String, String)> = c.query_first(
+        "SELECT CURRENT_USER(), IFNULL(DATABASE(), '-'), IFNULL(CAST(@v AS CHAR), 'reset')",
+    )?;
+    Ok(row.unwrap_or_default())
+}
+
+/// The same refused COM_CHANGE_USERs directly and through idgate: the same code and SQLSTATE, and
+/// the connection goes on as the user it was, in the database it had, its session reset, as
+/// MariaDB keeps it; the fourth on one connection is refused outright on both.
+#[test]
+fn a_refused_change_user_keeps_the_connection_as_on_one_server() {
+    let db = start_db();
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE DATABASE other; \
+             CREATE USER 'keeper'@'%' IDENTIFIED BY 'pw'; \
+             GRANT SELECT ON {DATABASE}.* TO 'keeper'@'%'; GRANT SELECT ON other.* TO 'keeper'@'%'; \
+             CREATE USER 'shut'@'%' IDENTIFIED BY 'pw' ACCOUNT LOCK; \
+             GRANT SELECT ON {DATABASE}.* TO 'shut'@'%'; \
+             CREATE USER 'old'@'%' IDENTIFIED BY 'pw' PASSWORD EXPIRE; \
+             GRANT SELECT ON {DATABASE}.* TO 'old'@'%'; \
+             SET GLOBAL disconnect_on_expired_password = ON"
+        ))
+        .unwrap();
+    let g =
+        Idgate::start_with(|port| config_for(port, &[("shard0", &db)], "users_from_backend: {}\n"));
+    let mut pair = [
+        login_to(db.port, "keeper", "pw", "other").expect("keeper logs in directly"),
+        login_to(g.port, "keeper", "pw", "other").expect("keeper logs in through idgate"),
+    ];
+    let kept = (
+        "keeper@%".to_string(),
+        "other".to_string(),
+        "reset".to_string(),
+    );
+    let cases: [(&str, &str, &str, u16); 4] = [
+        ("keeper", "wrong", DATABASE, 1045),
+        ("shut", "pw", DATABASE, 4151),
+        ("old", "pw", DATABASE, 1862),
+        // A fourth attempt on the connection, even a right one, is not heard any more.
+        ("keeper", "pw", DATABASE, 1047),
+    ];
+    for (user, password, to_db, code) in cases {
+        let answers: Vec<_> = pair
+            .iter_mut()
+            .map(|c| {
+                c.query_drop("SET @v = 1").unwrap();
+                change_to(c, user, password, to_db)
+            })
+            .collect();
+        assert_eq!(
+            answers[1], answers[0],
+            "COM_CHANGE_USER to {user}: through idgate (right) as directly (left)"
+        );
+        assert_eq!(answers[0].as_ref().map(|a| a.0), Some(code), "to {user}");
+        for (c, way) in pair.iter_mut().zip(["directly", "through idgate"]) {
+            let me = whoami(c).unwrap_or_else(|e| panic!("{way}, after {user}'s refusal: {e}"));
+            assert_eq!(me, kept, "{way}, after {user}'s refusal");
+        }
+    }
+
+    // The same account again, to a database it may not use: judged on the connection the
+    // session holds, which goes on as it was.
+    let mut pair = [
+        login_to(db.port, "keeper", "pw", "other").unwrap(),
+        login_to(g.port, "keeper", "pw", "other").unwrap(),
+    ];
+    let answers: Vec<_> = pair
+        .iter_mut()
+        .map(|c| change_to(c, "keeper", "pw", "mysql"))
+        .collect();
+    assert_eq!(answers[1], answers[0], "keeper to mysql");
+    assert_eq!(answers[0].as_ref().map(|a| a.0), Some(1044));
+    for c in &mut pair {
+        assert_eq!(whoami(c).unwrap(), kept);
+    }
+
+    // A database the new account may not use, and one that does not exist; from idgate's own
+    // configured user, which stays itself.
+    let mut app = login_to(g.port, APP_USER, APP_PASSWORD, DATABASE).unwrap();
+    let mut root = login_to(db.port, USER, common::PASSWORD, DATABASE).unwrap();
+    root.query_drop("SET @v = 1").unwrap();
+    for to_db in ["mysql", "nowhere"] {
+        let answers: Vec<_> = [&mut root, &mut app]
+            .into_iter()
+            .map(|c| change_to(c, "keeper", "pw", to_db))
+            .collect();
+        assert_eq!(answers[1], answers[0], "to database {to_db}");
+        assert!(answers[0].is_some(), "to {to_db}");
+    }
+    assert_eq!(whoami(&mut app).unwrap().0, format!("{USER}@%"));
+    assert_eq!(whoami(&mut root).unwrap().0, format!("{USER}@%"));
+    // A right one after refusals (two, below MariaDB's three) still goes through.
+    assert_eq!(change_to(&mut app, "keeper", "pw", DATABASE), None);
+    assert_eq!(whoami(&mut app).unwrap().0, "keeper@%");
+}
+
+/// A login's outcome with the error's code, SQLSTATE and text (`None`: it got in, kept in `held`).
+fn try_login(port: u16, user: &str, held: &mut Vec<Conn>) -> Option<(u16, String, String)> {
+    match login_at(port, user, "pw") {
+        Ok(c) => {
+            held.push(c);
+            None
+        }
+        Err(mysql::Error::MySqlError(e)) => Some((e.code, e.state, e.message)),
+        Err(e) => panic!("refused without a MySQL error: {e}"),
+    }
+}
+
+/// The same logins of a limited account directly and through idgate, one after the other (both
+/// count on the same server): what each login and COM_CHANGE_USER answered.
+fn limited_logins(port: u16, other: impl Fn() -> Conn, user: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut held = Vec::new();
+    std::thread::sleep(SETTLE);
+    for _ in 0..3 {
+        seen.push(format!("login: {:?}", try_login(port, user, &mut held)));
+    }
+    // A session that ended makes room for the next login.
+    held.remove(0);
+    std::thread::sleep(SETTLE);
+    seen.push(format!(
+        "after one left: {:?}",
+        try_login(port, user, &mut held)
+    ));
+    seen.push(format!("one more: {:?}", try_login(port, user, &mut held)));
+    // Another user's COM_CHANGE_USER to the account at its limit; that connection stays itself.
+    let mut o = other();
+    let before = whoami(&mut o).unwrap().0;
+    seen.push(format!(
+        "change_user: {:?}",
+        change_to(&mut o, user, "pw", DATABASE)
+    ));
+    assert_eq!(whoami(&mut o).unwrap().0, before, "stays itself");
+    // A refused COM_CHANGE_USER and a COM_RESET_CONNECTION in a session of the account count
+    // as MariaDB counts them (it no longer counts such a session).
+    let refused = change_to(&mut held[0], user, "wrong", DATABASE).map(|(c, s)| (c, s.len()));
+    seen.push(format!("refused change_user: {refused:?}"));
+    seen.push(format!("then: {:?}", try_login(port, user, &mut held)));
+    held[0].reset().unwrap();
+    seen.push(format!(
+        "after a reset: {:?}",
+        try_login(port, user, &mut held)
+    ));
+    seen
+}
+
+/// An account `WITH MAX_USER_CONNECTIONS 2`, and one under the server's global
+/// `max_user_connections`: logins, sessions that end, COM_CHANGE_USER to the account at its limit
+/// and the sessions MariaDB stops counting answer through idgate as directly, because the backend
+/// counts idgate's connections as the account's (one a session). Through idgate the connections it
+/// keeps idle for the account do not hold up the account's logins elsewhere.
+#[test]
+fn an_account_s_max_user_connections_holds_as_on_one_server() {
+    // Started with a global limit, so one can be set while it runs.
+    let db = (0..5)
+        .find_map(|_| {
+            let port = free_port().expect("free port");
+            MariaDb::start_with_args(port, &["--max-user-connections=1000".to_string()]).ok()
+        })
+        .expect("a MariaDB with max_user_connections");
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE USER 'capped'@'%' IDENTIFIED BY 'pw' WITH MAX_USER_CONNECTIONS 2; \
+             GRANT SELECT ON {DATABASE}.* TO 'capped'@'%'; \
+             CREATE USER 'many'@'%' IDENTIFIED BY 'pw'; GRANT SELECT ON {DATABASE}.* TO 'many'@'%'"
+        ))
+        .unwrap();
+    let g =
+        Idgate::start_with(|port| config_for(port, &[("shard0", &db)], "users_from_backend: {}\n"));
+    let root = || login_to(db.port, USER, common::PASSWORD, DATABASE).unwrap();
+    let app = || login(&g, APP_USER, APP_PASSWORD).unwrap();
+    let direct = limited_logins(db.port, root, "capped");
+    let through = limited_logins(g.port, app, "capped");
+    assert_eq!(through, direct, "through idgate (right) as directly");
+    assert!(
+        direct[2].contains("1226") && direct[2].contains("42000"),
+        "{direct:?}"
+    );
+
+    std::thread::sleep(SETTLE);
+    let mut elsewhere = Vec::new();
+    for _ in 0..2 {
+        assert_eq!(
+            try_login(db.port, "capped", &mut elsewhere),
+            None,
+            "logs in directly"
+        );
+    }
+    drop(elsewhere);
+
+    // The server's own limit, for an account without one of its own: ERROR 1203.
+    common::direct(&db)
+        .query_drop("SET GLOBAL max_user_connections = 2")
+        .unwrap();
+    let direct = limited_logins(db.port, root, "many");
+    let through = limited_logins(g.port, app, "many");
+    common::direct(&db)
+        .query_drop("SET GLOBAL max_user_connections = 0")
+        .unwrap();
+    assert_eq!(through, direct, "through idgate (right) as directly");
+    assert!(
+        direct[2].contains("1203") && direct[2].contains("42000"),
+        "{direct:?}"
+    );
+}
+
+/// A MariaDB server that offers TLS (with the localhost certificate) and does not demand it.
+fn tls_offering_db(p: &certs::Pki) -> MariaDb {
+    let args = [
+        format!("--ssl-cert={}", p.server.display()),
+        format!("--ssl-key={}", p.server_key.display()),
+        format!("--ssl-ca={}", p.ca.display()),
+    ];
+    (0..5)
+        .find_map(|_| MariaDb::start_with_args(free_port().expect("free port"), &args).ok())
+        .expect("a MariaDB with TLS")
+}
+
+/// What the mysql CLI got: the account it is, or the error's code and SQLSTATE.
+fn cli_login(port: u16, user: &str, tls: &[&str]) -> String {
+    let r = cli::mysql_cli(port, user, "pw", tls, "SELECT CURRENT_USER()");
+    match r.code {
+        Some(0) => r
+            .stdout
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        _ => r
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("ERROR "))
+            .and_then(|l| l.split(':').next())
+            .unwrap_or_else(|| panic!("no error from the mysql CLI: {}", r.stderr))
+            .to_string(),
+    }
+}
+
+/// Accounts with REQUIRE SSL, X509 and SUBJECT, logging in with the mysql CLI without TLS, with
+/// TLS, and with a client certificate: refused (1045) or let in through idgate as directly. idgate
+/// checks the client's connection against the account's REQUIRE; it reaches the backend over TLS
+/// with a client certificate of its own, so the account's logins there pass (the backend cannot
+/// see the client's connection).
+#[test]
+fn an_account_s_require_ssl_holds_as_on_one_server() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("users-from-backend-certs-{}", std::process::id()));
+    let p = certs::make(&dir);
+    let db = tls_offering_db(&p);
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE USER 'sec'@'%' IDENTIFIED BY 'pw' REQUIRE SSL; \
+             CREATE USER 'cert'@'%' IDENTIFIED BY 'pw' REQUIRE X509; \
+             CREATE USER 'named'@'%' IDENTIFIED BY 'pw' REQUIRE SUBJECT '/CN=someone-else'; \
+             CREATE USER 'open'@'%' IDENTIFIED BY 'pw'; \
+             GRANT SELECT ON {DATABASE}.* TO 'sec'@'%', 'cert'@'%', 'named'@'%', 'open'@'%'"
+        ))
+        .unwrap();
+    let ca = p.ca.display().to_string();
+    let g = Idgate::start_with(|port| {
+        config_for(
+            port,
+            &[("shard0", &db)],
+            &format!(
+                "users_from_backend: {{}}\ntls:\n  cert: {}\n  key: {}\n  ca: {ca}\n",
+                p.server.display(),
+                p.server_key.display()
+            ),
+        )
+        .replacen(
+            "    pool:\n",
+            &format!(
+                "    tls: {{mode: verify_identity, ca: {ca}, cert: {}, key: {}}}\n    pool:\n",
+                p.client.display(),
+                p.client_key.display()
+            ),
+            1,
+        )
+    });
+    let plain: &[&str] = &["--skip-ssl"];
+    let ca_arg = format!("--ssl-ca={ca}");
+    let tls: &[&str] = &["--ssl", &ca_arg];
+    let cert_arg = format!("--ssl-cert={}", p.client.display());
+    let key_arg = format!("--ssl-key={}", p.client_key.display());
+    let with_cert: &[&str] = &["--ssl", &ca_arg, &cert_arg, &key_arg];
+    let mut seen = Vec::new();
+    for user in ["open", "sec", "cert", "named"] {
+        for (how, args) in [("plain", plain), ("tls", tls), ("cert", with_cert)] {
+            let direct = cli_login(db.port, user, args);
+            let through = cli_login(g.port, user, args);
+            seen.push(format!("{user} {how}: {direct} / {through}"));
+            assert_eq!(
+                through,
+                direct,
+                "{user} over {how}: through idgate (left) as directly\n{}",
+                g.log()
+            );
+        }
+    }
+    let at = |user: &str, how: &str| {
+        seen.iter()
+            .find(|l| l.starts_with(&format!("{user} {how}:")))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        at("sec", "plain").contains("ERROR 1045 (28000)"),
+        "{seen:?}"
+    );
+    assert!(at("sec", "tls").contains("sec@%"), "{seen:?}");
+    assert!(at("cert", "tls").contains("ERROR 1045"), "{seen:?}");
+    assert!(at("cert", "cert").contains("cert@%"), "{seen:?}");
+    assert!(at("named", "cert").contains("ERROR 1045"), "{seen:?}");
+
+    // COM_CHANGE_USER to the account over a connection without TLS: refused alike, the
+    // connection going on as the user it was.
+    let answers: Vec<_> = [db.port, g.port]
+        .into_iter()
+        .map(|port| {
+            let mut c = login_at(port, "open", "pw").unwrap();
+            let refused = change_to(&mut c, "sec", "pw", DATABASE);
+            (refused, whoami(&mut c).unwrap().0)
+        })
+        .collect();
+    assert_eq!(answers[1], answers[0], "through idgate (right) as directly");
+    assert_eq!(answers[0].0.as_ref().map(|r| r.0), Some(1045));
+}
+
+/// With one connection to the backend in all, a session moves between idgate's own user and an
+/// account read from the backend by COM_CHANGE_USER: the connection it holds makes room for
+/// the new account's.
+#[test]
+fn a_change_user_between_accounts_fits_a_pool_of_one() {
+    let db = start_db();
+    common::direct(&db)
+        .query_drop(format!(
+            "CREATE USER 'keeper'@'%' IDENTIFIED BY 'pw'; GRANT SELECT ON {DATABASE}.* TO 'keeper'@'%'"
+        ))
+        .unwrap();
+    let g = Idgate::start_with(|port| {
+        config_for(port, &[("shard0", &db)], "users_from_backend: {}\n")
+            .replace("max_connections: 64", "max_connections: 1")
+            .replace("acquire_timeout_ms: 10000", "acquire_timeout_ms: 1000")
+    });
+    let mut c = login(&g, APP_USER, APP_PASSWORD).unwrap();
+    assert_eq!(whoami(&mut c).unwrap().0, format!("{USER}@%"));
+    assert_eq!(change_to(&mut c, "keeper", "pw", DATABASE), None);
+    assert_eq!(whoami(&mut c).unwrap().0, "keeper@%");
+    assert_eq!(change_to(&mut c, APP_USER, APP_PASSWORD, DATABASE), None);
+    assert_eq!(whoami(&mut c).unwrap().0, format!("{USER}@%"));
+    // Refused, the session goes on as it was on a connection of its own account.
+    assert_eq!(
+        change_to(&mut c, "keeper", "pw", "mysql").map(|e| e.0),
+        Some(1044)
+    );
+    assert_eq!(whoami(&mut c).unwrap().0, format!("{USER}@%"));
 }

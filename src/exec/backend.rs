@@ -565,7 +565,12 @@ impl BackendConn {
                 Err(_) => Err(self.timed_out()),
             };
         if let Err(e) = finished {
-            self.broken = true;
+            // Refused (the account was locked, say), the server keeps the connection as it was
+            // logged in, its session reset: it stays usable. Anything else leaves it unknown.
+            match e {
+                BackendError::Server { .. } => self.multi_statements = None,
+                _ => self.broken = true,
+            }
             return Err(e);
         }
         self.collation = POOL_COLLATION;

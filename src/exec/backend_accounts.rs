@@ -1,5 +1,6 @@
 //! Reads a backend's accounts for `users_from_backend`: the rows of `mysql.user` for the name a
-//! client logs in with, each with its host pattern, plugin and mysql_native_password hash.
+//! client logs in with, each with its host pattern, plugin, mysql_native_password hash and
+//! `REQUIRE` (ssl_type and the certificate's names).
 //! idgate's own account there needs `SELECT` on `mysql.user`.
 
 use std::fmt::Write;
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use super::BackendConn;
 use crate::config::Backend;
-use crate::wire::auth::backend_users::{Account, AccountSource, Loading};
+use crate::wire::auth::backend_users::{Account, AccountSource, Loading, TlsRequirement};
 use crate::wire::auth::parse_native_hash;
 
 /// Longest a read may take (connect included); the logins waiting for it wait no longer.
@@ -34,7 +35,8 @@ impl UserTable {
 /// sql_mode can break.
 fn accounts_of(user: &[u8]) -> String {
     let mut sql = String::from(
-        "SELECT User, Host, plugin, authentication_string FROM mysql.user WHERE User = ",
+        "SELECT User, Host, plugin, authentication_string, ssl_type, x509_issuer, x509_subject, \
+         ssl_cipher FROM mysql.user WHERE User = ",
     );
     if user.is_empty() {
         sql.push_str("''");
@@ -92,6 +94,10 @@ fn account(row: Vec<Option<Vec<u8>>>) -> Option<Account> {
     let host = String::from_utf8(it.next()??).ok()?;
     let plugin = String::from_utf8(it.next().flatten().unwrap_or_default()).ok()?;
     let hash = String::from_utf8(it.next().flatten().unwrap_or_default()).ok()?;
+    let mut text =
+        || String::from_utf8_lossy(&it.next().flatten().unwrap_or_default()).into_owned();
+    let (ssl_type, issuer, subject, cipher) = (text(), text(), text(), text());
+    let tls = TlsRequirement::of_row(&ssl_type, &issuer, &subject, &cipher);
     let native = match plugin.as_str() {
         "" | "mysql_native_password" => parse_native_hash(&hash),
         _ => None,
@@ -101,6 +107,7 @@ fn account(row: Vec<Option<Vec<u8>>>) -> Option<Account> {
         host,
         plugin,
         native,
+        tls,
     })
 }
 

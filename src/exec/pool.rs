@@ -675,8 +675,11 @@ impl BackendPool {
 pub fn login_refused(code: u16, message: String) -> SqlError {
     let state = match code {
         errors::ER_ACCESS_DENIED_ERROR => b"28000",
-        // ER_DBACCESS_DENIED_ERROR, ER_TOO_MANY_USER_CONNECTIONS
-        1044 | 1226 => b"42000",
+        // ER_DBACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_TOO_MANY_USER_CONNECTIONS (the server's
+        // max_user_connections), ER_USER_LIMIT_REACHED (the account's)
+        1044 | 1049 | 1203 | 1226 => b"42000",
+        // ER_CON_COUNT_ERROR, ER_NOT_SUPPORTED_AUTH_MODE
+        1040 | 1251 => b"08004",
         // ER_ACCOUNT_HAS_BEEN_LOCKED, ER_MUST_CHANGE_PASSWORD_LOGIN and the rest
         _ => b"HY000",
     };

@@ -518,13 +518,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
     async fn change_user(&mut self, packet: &[u8]) -> Option<End> {
         if self.failed_change_user >= MAX_FAILED_CHANGE_USER {
-            // As MariaDB: a connection that failed three times may not try again.
+            // As MariaDB: a connection that failed three times may not try again (its session
+            // is reset all the same, as MariaDB resets it before it looks).
             self.writer.send_error(&SqlError::new(
                 errors::ER_UNKNOWN_COM_ERROR,
                 b"08S01",
                 "Unknown command",
             ));
-            return None;
+            return self.change_user_refused().await;
         }
         if let Err(e) = self.proxy.auth_throttle.check(&self.peer_host) {
             self.writer.send_error(&e);
@@ -550,11 +551,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             Ok(Ok(None)) => return self.change_user_refused().await,
             Ok(Err(_)) | Err(_) => return Some(End::ClientGone),
         };
-        self.proxy.auth_throttle.succeeded(&self.peer_host);
+        // Nothing of the session changes until the new login is judged whole: the backend's
+        // verdict on an account read from it (lock, expiry, its limits) and on the database,
+        // then idgate's own limits. A refusal leaves the connection as the user it was.
+        let probe = match self.judge_new_login(&live, &changed).await {
+            Ok(probe) => probe,
+            Err(e) => {
+                self.writer.send_error(&e);
+                // A connection the refusal broke goes; the session takes another when it needs one.
+                self.leases.drop_broken();
+                return self.change_user_refused().await;
+            }
+        };
         if let Err(e) = self.slot.switch_user(&changed.user) {
             self.writer.send_error(&e);
-            return Some(End::LoginRefused);
+            return self.change_user_refused().await;
         }
+        self.proxy.auth_throttle.succeeded(&self.peer_host);
         self.registered.set_user(&changed.user);
         self.live = live;
         self.hello.user = changed.user;
@@ -567,6 +580,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.stmts.clear();
         self.forget_session_state();
         // A new user starts with a clean session, as after COM_CHANGE_USER on MySQL.
+        let judged_on_default = matches!(probe, Judged::OnDefault);
         let mut all = std::mem::take(&mut self.leases);
         // Connections logged in as another account than the new user's go back to their pool
         // (reset there); the new user takes its own when it needs them.
@@ -583,6 +597,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let mut failed = None;
         for h in all.held_mut() {
             h.leave_txn();
+            if h.default && judged_on_default {
+                continue; // logged in again as the new user already
+            }
             // The new user gets exactly the database it asked for (a USE may have moved it).
             h.lease.database = CurrentDb::Unknown;
             if let Err(e) = self.setup().log_in_again(&mut h.lease).await {
@@ -595,11 +612,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             self.writer.send_error(&e);
             return Some(End::Fatal(e.message));
         }
-        // An account read from the backend must also log in there (see `run`).
-        if self.db.is_some() || self.hello.backend_login.is_some() {
-            if let Err(e) = self.backend().await {
-                self.writer.send_error(&e);
-                return Some(End::Fatal(e.message));
+        // The connection the login was judged on serves the session (unless it keeps one).
+        if let Judged::OnItsOwn(lease) = probe {
+            if self.leases.default_position().is_none() {
+                let name = self.proxy.default_pool.name.clone();
+                self.leases
+                    .push(crate::exec::conns::Held::new(name, *lease, true));
             }
         }
         self.status = mysql_common::constants::StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits();
@@ -610,6 +628,80 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         );
         None
     }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    /// The backend's verdict on the login `changed` (an account read from it logs in there) and on
+    /// the database it asked for, taken before the session gives up its own state: on the
+    /// session's connection to the default backend when that is of the new user's account already
+    /// (it logs in again there, as MariaDB judges a COM_CHANGE_USER on its connection), else on a
+    /// connection of the new user's own, set up as its session will be.
+    async fn judge_new_login(
+        &mut self,
+        live: &crate::live::Live,
+        changed: &handshake::ChangedUser,
+    ) -> Result<Judged, SqlError> {
+        if changed.db.is_none() && changed.backend_login.is_none() {
+            return Ok(Judged::Nothing);
+        }
+        let backend = self.proxy.default_pool.name.clone();
+        let Some(pool) = live.pool_for(
+            &self.proxy.pools,
+            &backend,
+            &changed.user,
+            changed.backend_login.as_deref(),
+        ) else {
+            return Err(SqlError::new(
+                errors::ER_UNKNOWN_ERROR,
+                b"HY000",
+                format!("idgate: no backend named `{backend}`"),
+            ));
+        };
+        let own = self.setup();
+        let (ignore_space, multi_statements) = (own.ignore_space, own.multi_statements);
+        let setup = crate::exec::backend_setup::SessionSetup {
+            db: changed.db.as_deref(),
+            collation: changed.collation.unwrap_or(self.hello.collation),
+            ignore_space,
+            multi_statements,
+        };
+        let held = self
+            .leases
+            .default_position()
+            .filter(|&i| std::sync::Arc::ptr_eq(self.leases.get_mut(i).pool(), &pool));
+        if let Some(i) = held {
+            let h = &mut self.leases.held_mut()[i];
+            // MariaDB resets the session before it judges the new login.
+            h.leave_txn();
+            h.lease.database = CurrentDb::Unknown;
+            setup.log_in_again(&mut h.lease).await?;
+            return Ok(Judged::OnDefault);
+        }
+        // The held connection, of another account, goes back first (the new user does not keep
+        // it either way), so a pool at its cap still serves the new login. Refused, the session
+        // takes one of its own account again when it needs one.
+        if let Some(i) = self.leases.default_position() {
+            drop(self.leases.take(i));
+        }
+        let mut lease = pool
+            .acquire(crate::exec::backend::LoginFlags::of_client(
+                self.hello.capabilities,
+                self.hello.mariadb,
+            ))
+            .await?;
+        setup.prepare(&mut lease).await?;
+        Ok(Judged::OnItsOwn(Box::new(lease)))
+    }
+}
+
+/// Where the backend judged a COM_CHANGE_USER's new login.
+enum Judged {
+    /// Nothing for the backend to judge (idgate's own user, no database named).
+    Nothing,
+    /// On the session's connection to the default backend, now logged in as the new user.
+    OnDefault,
+    /// On a connection of the new user's own, which the session takes if it keeps none.
+    OnItsOwn(Box<crate::exec::Lease>),
 }
 
 /// Refused COM_CHANGE_USERs after which MariaDB answers further ones with ER_UNKNOWN_COM_ERROR.

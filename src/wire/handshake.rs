@@ -225,8 +225,14 @@ pub async fn accept(
     // Without TLS (or the client certificate) the user needs, the login is refused exactly like
     // a wrong password, after the password exchange, as MariaDB refuses REQUIRE SSL / X509 /
     // SUBJECT / ISSUER and require_secure_transport.
-    let transport_refusal = match verdict {
-        Verdict::Accepted(_) => users.transport_refusal(&user, secure, transport.peer.as_deref()),
+    let transport_refusal = match &verdict {
+        Verdict::Accepted(login) => transport_refusal(
+            users,
+            &user,
+            login.as_ref(),
+            secure,
+            transport.peer.as_deref(),
+        ),
         Verdict::Denied { .. } => None,
     };
     let (denied, backend_login) = match verdict {
@@ -253,6 +259,20 @@ pub async fn accept(
         peer: transport.peer,
         backend_login: backend_login.map(std::sync::Arc::new),
     }))
+}
+
+/// Why `user`, whose password was right, may not log in over this connection: idgate's own
+/// settings for a configured user, the account's `REQUIRE` for one read from the backend.
+fn transport_refusal(
+    users: &UserDb,
+    user: &[u8],
+    login: Option<&BackendLogin>,
+    secure: bool,
+    peer: Option<&PeerCert>,
+) -> Option<TransportRefusal> {
+    users
+        .transport_refusal(user, secure, peer)
+        .or_else(|| login.and_then(|l| l.tls.refusal(secure, peer)))
 }
 
 async fn refuse<W: AsyncWrite + Unpin>(
@@ -315,10 +335,15 @@ where
     let verdict = conversation::authenticate(r, w, users, attempt).await?;
     let (denied, backend_login) = match verdict {
         Verdict::Denied { used_password } => (Some(used_password), None),
-        Verdict::Accepted(_)
-            if users
-                .transport_refusal(&user, hello.secure, hello.peer.as_deref())
-                .is_some() =>
+        Verdict::Accepted(ref login)
+            if transport_refusal(
+                users,
+                &user,
+                login.as_ref(),
+                hello.secure,
+                hello.peer.as_deref(),
+            )
+            .is_some() =>
         {
             (Some(used_password), None)
         }

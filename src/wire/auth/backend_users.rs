@@ -10,6 +10,8 @@ use std::pin::Pin;
 
 use super::native::NativeHash;
 use super::secret::Secret;
+use super::users::{CertRule, TransportRefusal};
+use crate::tls::peer_name::PeerCert;
 
 /// One row of the backend's account table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +23,54 @@ pub struct Account {
     pub plugin: String,
     /// `Some(None)`: no password; `None`: a plugin idgate cannot check the client against.
     pub native: Option<Option<NativeHash>>,
+    /// What the account's `REQUIRE` asks of the client's connection.
+    pub tls: TlsRequirement,
+}
+
+/// An account's `REQUIRE` (mysql.user's `ssl_type`, `x509_issuer`, `x509_subject`,
+/// `ssl_cipher`), which MariaDB checks against the client's own connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TlsRequirement {
+    #[default]
+    None,
+    /// REQUIRE SSL.
+    Tls,
+    /// REQUIRE X509, SUBJECT, ISSUER: a client certificate, with these names when given.
+    Cert(CertRule),
+    /// REQUIRE CIPHER: a cipher named as OpenSSL names it, which idgate cannot compare with the
+    /// one its TLS library agreed, so the login is refused.
+    Cipher(String),
+}
+
+impl TlsRequirement {
+    /// The requirement the columns of one row say (`ssl_type` '' / ANY / X509 / SPECIFIED).
+    pub fn of_row(ssl_type: &str, issuer: &str, subject: &str, cipher: &str) -> TlsRequirement {
+        let named = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
+        match ssl_type.to_ascii_uppercase().as_str() {
+            "" => TlsRequirement::None,
+            "ANY" => TlsRequirement::Tls,
+            "SPECIFIED" if !cipher.is_empty() => TlsRequirement::Cipher(cipher.to_string()),
+            // X509, SPECIFIED, or a type this version does not know: the strictest idgate checks.
+            _ => TlsRequirement::Cert(CertRule {
+                subject: named(subject),
+                issuer: named(issuer),
+            }),
+        }
+    }
+
+    /// Why a client whose password was right may not log in over a connection that is `secure`
+    /// with the certificate `peer`; `None` when it may.
+    pub fn refusal(&self, secure: bool, peer: Option<&PeerCert>) -> Option<TransportRefusal> {
+        match self {
+            TlsRequirement::None => None,
+            _ if !secure => Some(TransportRefusal::NoTls),
+            TlsRequirement::Tls => None,
+            TlsRequirement::Cert(rule) if rule.accepts(peer) => None,
+            TlsRequirement::Cert(_) | TlsRequirement::Cipher(_) => {
+                Some(TransportRefusal::Certificate)
+            }
+        }
+    }
 }
 
 /// What a client's login to an account read from the backend proved: idgate logs in to every
@@ -29,6 +79,8 @@ pub struct Account {
 pub struct BackendLogin {
     pub user: String,
     pub secret: Secret,
+    /// The account's `REQUIRE`, checked against the client's connection.
+    pub tls: TlsRequirement,
 }
 
 pub type Loading<'a> = Pin<Box<dyn Future<Output = Result<Vec<Account>, String>> + Send + 'a>>;
@@ -138,6 +190,7 @@ mod tests {
             host: host.into(),
             plugin: "mysql_native_password".into(),
             native: Some(None),
+            tls: TlsRequirement::None,
         }
     }
 
@@ -178,6 +231,45 @@ mod tests {
         assert_eq!(best_match(&all, b"app", "10.1.9.9").unwrap().host, "10.1.%");
         assert_eq!(best_match(&all, b"app", "192.168.0.1").unwrap().host, "%");
         assert!(best_match(&all, b"nobody", "10.1.2.3").is_none());
+    }
+
+    #[test]
+    fn an_account_s_require_is_checked_against_the_client_s_connection() {
+        let none = TlsRequirement::of_row("", "", "", "");
+        let ssl = TlsRequirement::of_row("ANY", "", "", "");
+        let x509 = TlsRequirement::of_row("X509", "", "", "");
+        let subject = TlsRequirement::of_row("SPECIFIED", "", "/CN=app", "");
+        let cipher = TlsRequirement::of_row("SPECIFIED", "", "", "AES256-SHA");
+        let app = PeerCert {
+            subject: "/CN=app".into(),
+            issuer: "/CN=ca".into(),
+        };
+        let other = PeerCert {
+            subject: "/CN=other".into(),
+            issuer: "/CN=ca".into(),
+        };
+        assert_eq!(none.refusal(false, None), None);
+        assert_eq!(ssl.refusal(false, None), Some(TransportRefusal::NoTls));
+        assert_eq!(ssl.refusal(true, None), None);
+        assert_eq!(
+            x509.refusal(true, None),
+            Some(TransportRefusal::Certificate)
+        );
+        assert_eq!(x509.refusal(true, Some(&other)), None);
+        assert_eq!(subject.refusal(true, Some(&app)), None);
+        assert_eq!(
+            subject.refusal(true, Some(&other)),
+            Some(TransportRefusal::Certificate)
+        );
+        assert_eq!(
+            subject.refusal(false, Some(&app)),
+            Some(TransportRefusal::NoTls)
+        );
+        assert_eq!(
+            cipher.refusal(true, Some(&app)),
+            Some(TransportRefusal::Certificate),
+            "a cipher idgate cannot compare is refused"
+        );
     }
 
     /// Hands out the accounts it holds now, or fails while `away`.

@@ -80,7 +80,7 @@ where
     let ok = match plugin {
         Plugin::Native => {
             let stored = auth.native.flatten();
-            if let (Some(user), true) = (backend_account, known) {
+            if let (Some((user, tls)), true) = (backend_account, known) {
                 // An account of the backend: what proves the password also logs in there.
                 let secret = match &stored {
                     None if answer.is_empty() => Some(Secret::Password(String::new())),
@@ -88,7 +88,7 @@ where
                     Some(h) => recover_stage1(a.scramble, h, &answer).map(Secret::NativeSha1),
                 };
                 return Ok(match secret {
-                    Some(secret) => Verdict::Accepted(Some(BackendLogin { user, secret })),
+                    Some(secret) => Verdict::Accepted(Some(BackendLogin { user, secret, tls })),
                     None => denied,
                 });
             }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 
-use super::backend_users::BackendUsers;
+use super::backend_users::{BackendUsers, TlsRequirement};
 use super::caching_sha2::{FullAuthCache, Sha2Hash};
 use super::native::NativeHash;
 use super::rsa::KeySource;
@@ -85,7 +85,7 @@ pub struct CertRule {
 }
 
 impl CertRule {
-    fn accepts(&self, peer: Option<&PeerCert>) -> bool {
+    pub fn accepts(&self, peer: Option<&PeerCert>) -> bool {
         let Some(peer) = peer else {
             return false;
         };
@@ -132,8 +132,13 @@ impl UserDb {
     }
 
     /// As [`UserDb::lookup`], falling back to the accounts read from the backend for a name not
-    /// configured here; the third value is the backend account's name when it is one.
-    pub async fn lookup_from(&self, user: &[u8], peer: &str) -> (UserAuth, bool, Option<String>) {
+    /// configured here; the third value is the backend account's name (and its `REQUIRE`) when it
+    /// is one.
+    pub async fn lookup_from(
+        &self,
+        user: &[u8],
+        peer: &str,
+    ) -> (UserAuth, bool, Option<(String, TlsRequirement)>) {
         if self.users.contains_key(user) {
             let (auth, known) = self.lookup(user);
             return (auth, known, None);
@@ -148,7 +153,14 @@ impl UserDb {
                     native: a.native,
                     caching_sha2: None,
                 };
-                (auth, true, Some(name))
+                if let TlsRequirement::Cipher(c) = &a.tls {
+                    tracing::warn!(
+                        "users_from_backend: account '{name}'@'{}' requires the cipher `{c}`, \
+                         which idgate cannot check; its logins are refused",
+                        a.host
+                    );
+                }
+                (auth, true, Some((name, a.tls)))
             }
             Some((name, a)) => {
                 tracing::warn!(
