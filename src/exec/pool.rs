@@ -479,15 +479,17 @@ impl BackendPool {
         }
         match permit {
             Some(p) => TakeOver::Slot(p),
-            // A lease always holds its slot; should it not, wait for a free one.
-            None => match self.limits.permits().acquire_owned().await {
-                Ok(p) => TakeOver::Slot(p),
-                Err(_) => TakeOver::Refused(BackendError::Login {
-                    backend: self.name.clone(),
-                    code: 0,
-                    message: "the pool is closed".into(),
-                }),
-            },
+            // A lease always holds its slot; should it not, wait (bounded) for a free one.
+            None => {
+                match tokio::time::timeout(timeout, self.limits.permits().acquire_owned()).await {
+                    Ok(Ok(p)) => TakeOver::Slot(p),
+                    Ok(Err(_)) | Err(_) => TakeOver::Refused(BackendError::Login {
+                        backend: self.name.clone(),
+                        code: 0,
+                        message: "the pool is closed".into(),
+                    }),
+                }
+            }
         }
     }
 
